@@ -1,0 +1,3 @@
+"""Jarvis: a desktop computer-use agent."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,202 @@
+"""One settings object for all of Jarvis.
+
+Precedence, lowest first: field defaults, ``DATA_DIR/config/settings.json``,
+``JARVIS_*`` environment variables, then CLI flags (passed as overrides).
+Nested fields take ``__`` in env names, e.g. ``JARVIS_TOOLS__DENY='["drag"]'``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+SETTINGS_FILE = Path("config") / "settings.json"
+DEFAULT_DATA_DIR = Path("data")
+
+ProviderName = Literal["anthropic", "openai"]
+ToolMode = Literal["native", "text", "auto"]
+
+
+class ConfigError(Exception):
+    """A settings source could not be read; the message names the file and the field."""
+
+
+class ToolLimit(BaseModel):
+    """Rate limit and cooldown for one tool."""
+
+    max_calls: int | None = Field(None, ge=1, description="calls allowed per window")
+    window_s: float = Field(60.0, gt=0)
+    cooldown_s: float = Field(0.0, ge=0, description="minimum gap between two calls")
+
+
+class ToolPolicy(BaseModel):
+    """Which tools the model may call, and how often."""
+
+    allow: list[str] | None = Field(None, description="if set, only these tools are offered")
+    deny: list[str] = Field(default_factory=list)
+    per_provider: dict[str, ToolPolicyOverride] = Field(default_factory=dict)
+    limits: dict[str, ToolLimit] = Field(default_factory=dict)
+    timeout_s: float = Field(30.0, gt=0, description="ceiling for one tool call")
+
+
+class ToolPolicyOverride(BaseModel):
+    allow: list[str] | None = None
+    deny: list[str] = Field(default_factory=list)
+
+
+ToolPolicy.model_rebuild()
+
+
+class Settings(BaseSettings):
+    """Everything configurable. Build it with :func:`load_settings`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="JARVIS_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_default=True,
+    )
+
+    data_dir: Path = DEFAULT_DATA_DIR
+
+    # model
+    provider: ProviderName = "anthropic"
+    model: str = "claude-sonnet-4-5"
+    openai_model: str = "gpt-4.1"
+    max_tokens: int = Field(4096, ge=64)
+    temperature: float | None = None
+    tool_mode: ToolMode = "auto"
+    native_computer_tool: bool = False
+    request_timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+
+    # loop
+    max_steps: int = Field(30, ge=1)
+    max_tool_calls: int = Field(120, ge=1)
+    max_verify_failures: int = Field(2, ge=0)
+    max_consecutive_failures: int = Field(3, ge=1)
+    recent_steps: int = Field(8, ge=0, description="steps given to the model as text")
+    keep_screenshots: int = Field(3, ge=1, description="most recent screenshots kept in context")
+    wrap_up_margin: int = Field(2, ge=1, description="steps before the bound to tell the model")
+
+    # screen
+    monitor: int = Field(1, ge=0, description="mss monitor index; 1 is the primary")
+    max_side: int = Field(1280, ge=64, description="longest side of the model's screenshot")
+    image_format: Literal["jpeg", "png"] = "jpeg"
+    jpeg_quality: int = Field(80, ge=1, le=100)
+
+    # input
+    failsafe: bool = True
+    type_method: Literal["auto", "xdotool", "clipboard"] = "auto"
+
+    # settle
+    settle_floor_ms: int = Field(50, ge=0)
+    settle_ceiling_ms: int = Field(3000, ge=1)
+    settle_interval_ms: int = Field(25, ge=1)
+
+    # tools
+    tools: ToolPolicy = Field(default_factory=ToolPolicy)
+    presets_file: Path | None = None
+
+    # memory
+    short_term_hours: float = Field(12.0, gt=0)
+
+    @property
+    def settings_file(self) -> Path:
+        return self.data_dir / SETTINGS_FILE
+
+    @property
+    def active_model(self) -> str:
+        return self.model if self.provider == "anthropic" else self.openai_model
+
+
+class _FileSource(PydanticBaseSettingsSource):
+    """The values read from settings.json, as the lowest-priority source after defaults."""
+
+    def __init__(self, settings_cls: type[BaseSettings], values: dict[str, Any]) -> None:
+        super().__init__(settings_cls)
+        self._values = values
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._values.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self._values)
+
+
+def _settings_class(file_values: dict[str, Any]) -> type[Settings]:
+    """A Settings subclass whose sources are CLI, env, then this file's values."""
+
+    class _Loaded(Settings):
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (init_settings, env_settings, _FileSource(settings_cls, file_values))
+
+    _Loaded.__name__ = "Settings"
+    return _Loaded
+
+
+def resolve_data_dir(cli_value: str | Path | None = None) -> Path:
+    """``--data-dir`` beats ``JARVIS_DATA_DIR`` beats ``./data``."""
+    if cli_value:
+        return Path(cli_value)
+    env = os.environ.get("JARVIS_DATA_DIR")
+    return Path(env) if env else DEFAULT_DATA_DIR
+
+
+def read_settings_file(path: Path) -> dict[str, Any]:
+    """Parse settings.json; missing is empty, malformed is a ConfigError naming the file."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
+        ) from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a JSON object")
+    return data
+
+
+def _describe(exc: ValidationError, source: str) -> str:
+    lines = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        lines.append(f"{source}: field '{field}': {err['msg']}")
+    return "; ".join(lines)
+
+
+def load_settings(data_dir: str | Path | None = None, **overrides: Any) -> Settings:
+    """Build the settings from all sources. ``overrides`` are CLI flags (None means unset)."""
+    root = resolve_data_dir(data_dir)
+    path = root / SETTINGS_FILE
+    file_values = read_settings_file(path)
+    file_values.pop("data_dir", None)  # the data dir cannot point at itself
+    try:
+        Settings.model_validate(file_values | {"data_dir": root}, strict=False)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, str(path))) from exc
+
+    init = {k: v for k, v in overrides.items() if v is not None}
+    init["data_dir"] = root
+    try:
+        return _settings_class(file_values)(**init)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, "environment or command line")) from exc

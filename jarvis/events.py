@@ -1,0 +1,149 @@
+"""Typed events and the bus that carries them.
+
+The core emits; the CLI, TUI, logs and channels subscribe. Nothing in the core
+prints or knows about a UI. Handlers are called synchronously in emit order; a
+handler that raises is logged and does not stop the others or the emitter.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+log = logging.getLogger(__name__)
+
+
+class Event(BaseModel):
+    """Base of all events."""
+
+    kind: str = "event"
+    ts: float = Field(default_factory=time.time)
+    task_id: str | None = None
+
+
+# --- tools -----------------------------------------------------------------
+class ToolCallStarted(Event):
+    kind: Literal["tool_call_started"] = "tool_call_started"
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolCallFinished(Event):
+    kind: Literal["tool_call_finished"] = "tool_call_finished"
+    call_id: str
+    tool_name: str
+    ok: bool
+    error_code: int | None = None
+    error_message: str | None = None
+    latency_ms: float = 0.0
+    data: Any = None
+
+
+# --- model -----------------------------------------------------------------
+class ModelTextDelta(Event):
+    kind: Literal["model_text_delta"] = "model_text_delta"
+    text: str
+
+
+class ToolModeFallback(Event):
+    """Auto tool mode switched to text mode for this run only."""
+
+    kind: Literal["tool_mode_fallback"] = "tool_mode_fallback"
+    reason: str
+
+
+class ModelRetry(Event):
+    kind: Literal["model_retry"] = "model_retry"
+    attempt: int
+    reason: str
+    delay_s: float
+
+
+# --- loop ------------------------------------------------------------------
+class TaskStarted(Event):
+    kind: Literal["task_started"] = "task_started"
+    task: str
+
+
+class StepStarted(Event):
+    kind: Literal["step_started"] = "step_started"
+    step: int
+
+
+class StepFinished(Event):
+    kind: Literal["step_finished"] = "step_finished"
+    step: int
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class VerificationFinished(Event):
+    kind: Literal["verification_finished"] = "verification_finished"
+    done: bool
+    reason: str = ""
+
+
+class AgentWarning(Event):
+    """Something the user should see (stall warning, fallback, recoverable error)."""
+
+    kind: Literal["warning"] = "warning"
+    message: str
+
+
+TaskStatus = Literal["finished", "failed", "needs_user", "cancelled"]
+
+
+class TaskFinished(Event):
+    kind: Literal["task_finished"] = "task_finished"
+    status: TaskStatus
+    summary: str = ""
+    steps: int = 0
+
+
+Handler = Callable[[Event], None]
+
+
+class EventBus:
+    """Fan-out of events to subscribers; no global instance."""
+
+    def __init__(self) -> None:
+        self._handlers: list[tuple[type[Event], Handler]] = []
+
+    def subscribe(self, handler: Handler, kind: type[Event] = Event) -> Callable[[], None]:
+        """Call ``handler`` for every event of type ``kind``; returns an unsubscribe function."""
+        entry = (kind, handler)
+        self._handlers.append(entry)
+
+        def unsubscribe() -> None:
+            if entry in self._handlers:
+                self._handlers.remove(entry)
+
+        return unsubscribe
+
+    def emit(self, event: Event) -> None:
+        for kind, handler in list(self._handlers):
+            if not isinstance(event, kind):
+                continue
+            try:
+                handler(event)
+            except Exception:  # a broken subscriber must not break the agent
+                log.exception("event handler %r failed on %s", handler, event.kind)
+
+
+class EventRecorder:
+    """Collects events; handy for tests and for reports."""
+
+    def __init__(self, bus: EventBus) -> None:
+        self.events: list[Event] = []
+        bus.subscribe(self.events.append)
+
+    def of(self, kind: type[Event]) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
