@@ -1,0 +1,378 @@
+"""The agent loop: observe, think and decide, act, settle, record, until an ending.
+
+Endings: ``finished`` and a passed verification; ``call_user`` (needs_user);
+the step or tool-call bound (one last call without tools writes the answer);
+too many consecutive failures; a stall; a cancel. The loop emits events and
+knows nothing about any UI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, Field
+
+from jarvis.agent.brain import Brain, Decision, ThinkContext
+from jarvis.agent.cerebellum import Action, Cerebellum
+from jarvis.agent.context import Turn
+from jarvis.agent.hippocampus import Hippocampus
+from jarvis.agent.stall import StallDetector
+from jarvis.config import Settings
+from jarvis.desktop.screen import Observation
+from jarvis.desktop.settle import SettleResult, Settler
+from jarvis.events import (
+    AgentWarning,
+    EventBus,
+    StepFinished,
+    StepStarted,
+    TaskFinished,
+    TaskStarted,
+    TaskStatus,
+)
+from jarvis.llm.base import ProviderAuthError, ProviderError
+from jarvis.llm.pricing import cost_usd
+from jarvis.llm.types import ToolResultPart, Usage
+from jarvis.memory.short_term import (
+    ErrorRecord,
+    ResultRecord,
+    StepRecord,
+    ToolCallRecord,
+    UsageRecord,
+)
+from jarvis.tools.context import ToolContext
+from jarvis.tools.registry import ToolResult
+
+log = logging.getLogger(__name__)
+
+
+class TaskOutcome(BaseModel):
+    task_id: str
+    task: str
+    status: TaskStatus
+    summary: str = ""
+    steps: int = 0
+    tool_calls: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+
+
+@dataclass
+class _Run:
+    """Mutable state of one task run."""
+
+    task: str
+    task_id: str
+    step: int = 0
+    tool_calls: int = 0
+    failures: int = 0
+    verify_failures: int = 0
+    usage: Usage = field(default_factory=Usage)
+    turns: list[Turn] = field(default_factory=list)
+    history: list[tuple[int, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    memories: list[str] = field(default_factory=list)
+    stall: StallDetector = field(default_factory=StallDetector)
+
+
+class _End(Exception):
+    """Raised inside the loop to end the task with a status."""
+
+    def __init__(self, status: TaskStatus, summary: str) -> None:
+        super().__init__(summary)
+        self.status = status
+        self.summary = summary
+
+
+def new_task_id() -> str:
+    return f"t-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+
+
+class Agent:
+    def __init__(
+        self,
+        settings: Settings,
+        brain: Brain,
+        cerebellum: Cerebellum,
+        hippocampus: Hippocampus,
+        settler: Settler,
+        context_factory: Callable[[str], ToolContext],
+        bus: EventBus,
+        todos: Callable[[], str] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.brain = brain
+        self.cerebellum = cerebellum
+        self.hippocampus = hippocampus
+        self.settler = settler
+        self.context_factory = context_factory
+        self.bus = bus
+        self.todos = todos or (lambda: "(none)")
+        self._inner: asyncio.Task[TaskOutcome] | None = None
+        self._cancel_requested = False
+
+    def cancel(self) -> None:
+        """Stop the running task within a moment: the model stream and the current tool."""
+        self._cancel_requested = True
+        if self._inner is not None:
+            self._inner.cancel()
+
+    async def run(self, task: str, task_id: str | None = None) -> TaskOutcome:
+        state = _Run(task=task, task_id=task_id or new_task_id())
+        self.bus.emit(TaskStarted(task_id=state.task_id, task=task))
+        self._cancel_requested = False
+        self._inner = asyncio.create_task(self._loop(state))
+        try:
+            outcome = await self._inner
+        except asyncio.CancelledError:
+            outcome = self._outcome(state, "cancelled", "cancelled by the user")
+            self._finish(outcome)
+            if not self._cancel_requested:
+                raise
+            return outcome
+        finally:
+            self._inner = None
+        self._finish(outcome)
+        return outcome
+
+    def _finish(self, outcome: TaskOutcome) -> None:
+        try:
+            self.hippocampus.record_task(
+                outcome.task, outcome.task_id, outcome.status, outcome.summary, outcome.steps
+            )
+        except (OSError, ValueError) as exc:
+            log.warning("could not record the task in long-term memory: %s", exc)
+        self.bus.emit(
+            TaskFinished(
+                task_id=outcome.task_id,
+                status=outcome.status,
+                summary=outcome.summary,
+                steps=outcome.steps,
+            )
+        )
+
+    def _outcome(self, state: _Run, status: TaskStatus, summary: str) -> TaskOutcome:
+        return TaskOutcome(
+            task_id=state.task_id,
+            task=state.task,
+            status=status,
+            summary=summary,
+            steps=state.step,
+            tool_calls=state.tool_calls,
+            usage=state.usage,
+            cost_usd=cost_usd(self.settings.active_model, state.usage),
+        )
+
+    async def _loop(self, state: _Run) -> TaskOutcome:
+        state.memories = await asyncio.to_thread(self.hippocampus.recall, state.task)
+        context = self.context_factory(state.task_id)
+        s = self.settings
+        try:
+            while True:
+                if state.step >= s.max_steps:
+                    await self._wrap_up(state, f"{s.max_steps} steps")
+                if state.tool_calls >= s.max_tool_calls:
+                    await self._wrap_up(state, f"{s.max_tool_calls} tool calls")
+                state.step += 1
+                await self._step(state, context)
+        except _End as end:
+            return self._outcome(state, end.status, end.summary)
+
+    async def _step(self, state: _Run, context: ToolContext) -> None:
+        s = self.settings
+        self.bus.emit(StepStarted(task_id=state.task_id, step=state.step))
+        timings: dict[str, float] = {}
+        started = time.perf_counter()
+        observation = await self.brain.perceive()
+        shot = await asyncio.to_thread(self.hippocampus.store_screenshot, observation)
+        timings["capture"] = _ms(started)
+
+        left = s.max_steps - state.step
+        if left < s.wrap_up_margin:
+            state.notes.append(
+                f"Only {left + 1} step(s) left including this one: finish now, or call "
+                "`finished` or `call_user` with what you have."
+            )
+        ctx = self._think_context(state, observation)
+        state.notes = []
+        started = time.perf_counter()
+        record = StepRecord(
+            task_id=state.task_id,
+            step=state.step,
+            timestamp=datetime.now(UTC),
+            screenshot=shot,
+        )
+        try:
+            decision = await self.brain.think_and_decide(ctx, self.cerebellum.definitions())
+        except ProviderAuthError as exc:
+            raise _End("failed", f"the model provider refused the credentials: {exc}") from exc
+        except ProviderError as exc:
+            timings["model"] = _ms(started)
+            record.thought = f"model call failed: {exc}"
+            record.result = "failed"
+            record.timings_ms = timings
+            self._record(state, record)
+            self._count_failure(state, f"the model call failed: {exc}")
+            return
+        timings["model"] = _ms(started)
+        state.usage = state.usage + decision.response.usage
+        record.thought, record.reflection = decision.thought, decision.reflection
+        record.usage = UsageRecord(
+            input_tokens=decision.response.usage.input_tokens,
+            output_tokens=decision.response.usage.output_tokens,
+            cache_read_tokens=decision.response.usage.cache_read_tokens,
+        )
+
+        if not decision.tool_calls:
+            timings["act"] = timings["settle"] = 0.0
+            record.result, record.timings_ms = "failed", timings
+            self._remember_turn(state, decision, [], record)
+            self._record(state, record)
+            state.notes.append(
+                "Your last reply called no tool. Act with a tool, or call `finished` if the task "
+                "is done, or `call_user` if you need the user."
+            )
+            self._count_failure(state, "the model replied without calling a tool")
+            return
+
+        verdict = state.stall.check(observation.phash, decision.tool_calls)
+        calls = decision.tool_calls[: max(0, s.max_tool_calls - state.tool_calls)]
+        action = await self.cerebellum.act(calls, context, self._settle)
+        results = action.results + [
+            ToolResult.failure(-32006, "not run: the task's tool-call limit was reached")
+            for _ in decision.tool_calls[len(calls) :]
+        ]
+        state.tool_calls += action.executed
+        timings["act"], timings["settle"] = action.act_ms, action.settle_ms
+        record.tool_calls = [
+            ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments)
+            for c in decision.tool_calls
+        ]
+        record.results = [_result_record(r) for r in results]
+        record.result = "failed" if action.all_failed else "success"
+        record.timings_ms = timings
+        self._remember_turn(state, decision, results, record)
+        self._record(state, record)
+
+        if action.all_failed:
+            self._count_failure(state, "every tool call of the step failed")
+        else:
+            state.failures = 0
+        await self._after_action(state, context, verdict)
+
+    async def _after_action(self, state: _Run, context: ToolContext, verdict: str) -> None:
+        control = context.control
+        if control.call_user is not None:
+            raise _End("needs_user", control.call_user)
+        if control.finished is not None:
+            summary = control.finished
+            control.finished = None
+            result = await self.brain.verify(state.task, summary, state.task_id)
+            if result.done:
+                raise _End("finished", summary)
+            state.verify_failures += 1
+            if state.verify_failures > self.settings.max_verify_failures:
+                raise _End("failed", f"verification failed: {result.reason}")
+            state.notes.append(
+                f"You called `finished`, but a check of the screen says the task is not done: "
+                f"{result.reason} Continue the task."
+            )
+            return
+        if verdict == "stuck":
+            raise _End("failed", "stuck: the same action was repeated on an unchanged screen")
+        if verdict == "warn":
+            message = (
+                "Warning: you repeated the same action and the screen did not change. "
+                "It is not working; try something different."
+            )
+            state.notes.append(message)
+            self.bus.emit(AgentWarning(task_id=state.task_id, message=message))
+
+    def _think_context(self, state: _Run, observation: Observation) -> ThinkContext:
+        return ThinkContext(
+            task=state.task,
+            task_id=state.task_id,
+            step=state.step,
+            max_steps=self.settings.max_steps,
+            observation=observation,
+            todos=self.todos(),
+            memories=state.memories,
+            history=_older_steps(state, self.settings.recent_steps),
+            turns=list(state.turns),
+            notes=list(state.notes),
+        )
+
+    def _remember_turn(
+        self, state: _Run, decision: Decision, results: list[ToolResult], record: StepRecord
+    ) -> None:
+        parts = [
+            ToolResultPart(call_id=c.id, name=c.name, ok=r.ok, content=r.to_content())
+            for c, r in zip(decision.tool_calls, results, strict=True)
+        ]
+        state.turns.append(
+            Turn(
+                step=state.step,
+                screenshot=decision.screenshot,
+                prompt=decision.prompt,
+                text=decision.text,
+                tool_calls=list(decision.tool_calls),
+                results=parts,
+            )
+        )
+        keep = self.settings.keep_screenshots
+        while len(state.turns) > max(keep - 1, 0):
+            state.turns.pop(0)
+        state.history.append((state.step, record.summary()))
+
+    def _record(self, state: _Run, record: StepRecord) -> None:
+        self.hippocampus.add_step(record)
+        self.bus.emit(
+            StepFinished(
+                task_id=state.task_id,
+                step=record.step,
+                timings_ms=record.timings_ms,
+                input_tokens=record.usage.input_tokens,
+                output_tokens=record.usage.output_tokens,
+                cache_read_tokens=record.usage.cache_read_tokens,
+                cost_usd=cost_usd(self.settings.active_model, state.usage),
+            )
+        )
+
+    def _count_failure(self, state: _Run, reason: str) -> None:
+        state.failures += 1
+        if state.failures >= self.settings.max_consecutive_failures:
+            raise _End("failed", f"{state.failures} failed steps in a row; last: {reason}")
+
+    async def _settle(self) -> SettleResult:
+        return await asyncio.to_thread(self.settler.wait)
+
+    async def _wrap_up(self, state: _Run, limit: str) -> None:
+        observation = await self.brain.perceive()
+        ctx = self._think_context(state, observation)
+        try:
+            response = await self.brain.wrap_up(ctx, limit)
+        except ProviderError as exc:
+            raise _End("failed", f"reached the limit of {limit}; no final answer: {exc}") from exc
+        state.usage = state.usage + response.usage
+        raise _End("failed", f"reached the limit of {limit}. {response.text.strip()}")
+
+
+def _older_steps(state: _Run, n: int) -> list[str]:
+    """Text lines for the last ``n`` steps that are no longer in the context as whole turns."""
+    first_turn = state.turns[0].step if state.turns else state.step + 1
+    older = [line for step, line in state.history if step < first_turn]
+    return older[-n:] if n > 0 else []
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)
+
+
+def _result_record(result: ToolResult) -> ResultRecord:
+    error = ErrorRecord(code=result.error.code, message=result.error.message) if result.error else None
+    return ResultRecord(ok=result.ok, data=result.data, error=error)

@@ -1,0 +1,182 @@
+"""Brain: perceive the screen, think and decide with the model, verify a claimed finish."""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+from dataclasses import dataclass, field
+from datetime import date
+
+from jarvis import prompts
+from jarvis.agent.context import Turn, build_messages, parse_thought, parse_verdict
+from jarvis.config import Settings
+from jarvis.desktop.screen import Observation, Screen
+from jarvis.events import EventBus, ModelTextDelta, VerificationFinished
+from jarvis.llm.base import Provider, complete
+from jarvis.llm.types import (
+    ImagePart,
+    LLMRequest,
+    LLMResponse,
+    Message,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolSpec,
+)
+
+
+@dataclass
+class ThinkContext:
+    """Everything one decision needs; built by the loop each step."""
+
+    task: str
+    task_id: str
+    step: int
+    max_steps: int
+    observation: Observation
+    todos: str = "(none)"
+    memories: list[str] = field(default_factory=list)
+    history: list[str] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Decision:
+    text: str
+    reflection: str
+    thought: str
+    tool_calls: list[ToolCall]
+    response: LLMResponse
+    prompt: str
+    screenshot: ImagePart
+    request_bytes: int = 0
+
+
+@dataclass
+class Verdict:
+    done: bool
+    reason: str
+    response: LLMResponse | None = None
+
+
+def image_of(observation: Observation) -> ImagePart:
+    return ImagePart.from_bytes(observation.data, observation.media_type)
+
+
+class Brain:
+    def __init__(
+        self, provider: Provider, screen: Screen, settings: Settings, bus: EventBus
+    ) -> None:
+        self.provider = provider
+        self.screen = screen
+        self.settings = settings
+        self.bus = bus
+
+    async def perceive(self) -> Observation:
+        """A fresh screenshot, taken in a worker thread."""
+        return await asyncio.to_thread(self.screen.capture)
+
+    def system_prompt(self, observation: Observation) -> str:
+        size = observation.model_size
+        return prompts.render(
+            "system",
+            screen_width=size.width,
+            screen_height=size.height,
+            max_x=size.width - 1,
+            max_y=size.height - 1,
+            date=date.today().isoformat(),
+            platform=f"{platform.system()} {platform.release()}",
+        )
+
+    def _header(self, ctx: ThinkContext) -> str:
+        memories = "\n".join(f"- {m}" for m in ctx.memories) if ctx.memories else "(nothing)"
+        history = "\n".join(ctx.history) if ctx.history else "(none yet)"
+        return prompts.render(
+            "user", task=ctx.task, todos=ctx.todos, memories=memories, history=history
+        )
+
+    def step_prompt(self, ctx: ThinkContext) -> str:
+        notes = "".join(f"\n\n{n}" for n in ctx.notes)
+        return prompts.render("step", step=ctx.step, max_steps=ctx.max_steps, notes=notes)
+
+    def _emit_text(self, task_id: str) -> object:
+        def on_event(event: StreamEvent) -> None:
+            if isinstance(event, TextDelta) and event.text:
+                self.bus.emit(ModelTextDelta(task_id=task_id, text=event.text))
+
+        return on_event
+
+    async def think_and_decide(self, ctx: ThinkContext, tools: list[ToolSpec]) -> Decision:
+        """One streamed model call; its text is the reflection and thought, its calls the action."""
+        shot = image_of(ctx.observation)
+        prompt = self.step_prompt(ctx)
+        messages = build_messages(
+            self._header(ctx), ctx.turns, shot, prompt, self.settings.keep_screenshots
+        )
+        request = self._request(self.system_prompt(ctx.observation), messages, tools)
+        response = await complete(self.provider, request, on_event=self._emit_text(ctx.task_id))
+        reflection, thought = parse_thought(response.text)
+        return Decision(
+            text=response.text,
+            reflection=reflection,
+            thought=thought,
+            tool_calls=response.tool_calls,
+            response=response,
+            prompt=prompt,
+            screenshot=shot,
+            request_bytes=request_size(request),
+        )
+
+    async def wrap_up(self, ctx: ThinkContext, limit: str) -> LLMResponse:
+        """The last call at a bound: no tools, the model writes its final answer."""
+        ctx.notes = [*ctx.notes, prompts.render("wrap_up", limit=limit)]
+        messages = build_messages(
+            self._header(ctx),
+            ctx.turns,
+            image_of(ctx.observation),
+            self.step_prompt(ctx),
+            self.settings.keep_screenshots,
+        )
+        request = self._request(self.system_prompt(ctx.observation), messages, [])
+        return await complete(self.provider, request, on_event=self._emit_text(ctx.task_id))
+
+    async def verify(self, task: str, summary: str, task_id: str) -> Verdict:
+        """Check a claimed finish on a fresh screenshot with prompts/verify.md."""
+        observation = await self.perceive()
+        text = prompts.render("verify", task=task, summary=summary or "(no summary)")
+        request = self._request(
+            "You verify computer tasks from screenshots. Answer only with JSON.",
+            [Message.user(image_of(observation), text)],
+            [],
+        )
+        response = await complete(self.provider, request)
+        done, reason = parse_verdict(response.text)
+        self.bus.emit(VerificationFinished(task_id=task_id, done=done, reason=reason))
+        return Verdict(done=done, reason=reason, response=response)
+
+    def _request(self, system: str, messages: list[Message], tools: list[ToolSpec]) -> LLMRequest:
+        return LLMRequest(
+            system=system,
+            messages=messages,
+            tools=tools,
+            max_tokens=self.settings.max_tokens,
+            temperature=self.settings.temperature,
+            tool_mode=self.settings.tool_mode,
+        )
+
+
+def request_size(request: LLMRequest) -> int:
+    """Bytes of text plus image data in a request: the measure of context growth."""
+    total = len(request.system.encode())
+    for message in request.messages:
+        for part in message.content:
+            if isinstance(part, ImagePart):
+                total += len(part.data_b64)
+            elif hasattr(part, "text"):
+                total += len(part.text.encode())
+            else:
+                total += len(part.model_dump_json().encode())
+        for call in message.tool_calls:
+            total += len(call.model_dump_json().encode())
+    return total

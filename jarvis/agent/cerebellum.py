@@ -1,0 +1,74 @@
+"""Cerebellum: offers the tool definitions and runs the model's calls through the ToolRegistry."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from jarvis.desktop.settle import SettleResult
+from jarvis.llm.types import ToolCall, ToolSpec
+from jarvis.tools.context import ToolContext
+from jarvis.tools.registry import INTERNAL, ToolError, ToolRegistry, ToolResult
+
+# Tools that move no input, so there is nothing to wait for on screen afterwards.
+NO_SETTLE = frozenset({"wait", "screenshot", "finished", "call_user", "remember"})
+CONTROL = frozenset({"finished", "call_user"})
+
+Settle = Callable[[], Awaitable[SettleResult]]
+
+
+@dataclass
+class Action:
+    """What one reply's calls did."""
+
+    results: list[ToolResult] = field(default_factory=list)
+    act_ms: float = 0.0
+    settle_ms: float = 0.0
+    settle_timeouts: int = 0
+    executed: int = 0
+
+    @property
+    def all_failed(self) -> bool:
+        return bool(self.results) and not any(r.ok for r in self.results)
+
+
+def not_run(reason: str) -> ToolResult:
+    return ToolResult(ok=False, error=ToolError(code=INTERNAL, message=f"not run: {reason}"))
+
+
+class Cerebellum:
+    def __init__(self, registry: ToolRegistry, provider_name: str) -> None:
+        self.registry = registry
+        self.provider_name = provider_name
+
+    def definitions(self) -> list[ToolSpec]:
+        return self.registry.specs(self.provider_name)
+
+    async def act(self, calls: list[ToolCall], context: ToolContext, settle: Settle) -> Action:
+        """Run calls in order. After a failure or a control tool the rest are not run.
+
+        Every call gets a result, so the model sees what happened to each of them.
+        """
+        action = Action()
+        stop_reason: str | None = None
+        for call in calls:
+            if stop_reason:
+                action.results.append(not_run(stop_reason))
+                continue
+            started = time.perf_counter()
+            result = await self.registry.execute(
+                call.name, call.arguments, context, call_id=call.id, parse_error=call.parse_error
+            )
+            action.act_ms += (time.perf_counter() - started) * 1000
+            action.results.append(result)
+            action.executed += 1
+            if result.ok and call.name not in NO_SETTLE:
+                settled = await settle()
+                action.settle_ms += settled.waited_ms
+                action.settle_timeouts += int(settled.timed_out)
+            if not result.ok:
+                stop_reason = f"an earlier call ({call.name}) failed"
+            elif call.name in CONTROL:
+                stop_reason = f"{call.name} ended this step"
+        return action

@@ -1,0 +1,49 @@
+"""Hippocampus: the agent's memory. Short-term steps on disk, long-term memories in a vector store."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Protocol
+
+from jarvis.desktop.screen import Observation
+from jarvis.memory.short_term import ScreenshotRef, ShortTermMemory, StepRecord
+
+log = logging.getLogger(__name__)
+
+
+class LongTerm(Protocol):
+    """What the loop needs from long-term memory."""
+
+    def recall(self, query: str, top_k: int = 5) -> list[str]: ...
+
+    def record_task(
+        self, task: str, task_id: str, status: str, summary: str, steps: int
+    ) -> None: ...
+
+
+class Hippocampus:
+    def __init__(self, data_dir: Path, long_term: LongTerm | None = None) -> None:
+        self.short = ShortTermMemory(data_dir)
+        self.long_term = long_term
+
+    def store_screenshot(self, observation: Observation) -> ScreenshotRef:
+        return self.short.save_screenshot(
+            observation.data, observation.media_type, observation.phash
+        )
+
+    def add_step(self, record: StepRecord) -> Path:
+        return self.short.add_step(record)
+
+    def recent(self, n: int, task_id: str | None = None) -> list[StepRecord]:
+        return self.short.recent(n, task_id)
+
+    def recall(self, query: str, top_k: int = 5) -> list[str]:
+        """Relevant long-term memories as text lines; none when there is no long-term store."""
+        if self.long_term is None:
+            return []
+        return self.long_term.recall(query, top_k)
+
+    def record_task(self, task: str, task_id: str, status: str, summary: str, steps: int) -> None:
+        if self.long_term is not None:
+            self.long_term.record_task(task, task_id, status, summary, steps)

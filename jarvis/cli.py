@@ -1,0 +1,138 @@
+"""The `jarvis` command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from importlib import import_module
+
+from jarvis import __version__
+from jarvis.config import ConfigError, Settings, load_settings
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NEEDS_USER, EXIT_CANCELLED = 0, 1, 2, 3, 130
+STATUS_EXIT = {
+    "finished": EXIT_OK,
+    "failed": EXIT_FAILED,
+    "needs_user": EXIT_NEEDS_USER,
+    "cancelled": EXIT_CANCELLED,
+}
+
+# Modules that add their own sub-commands with ``register(subparsers)``.
+SUBCOMMAND_MODULES = ("jarvis.memory.commands", "jarvis.gateway.commands")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", help="data directory (default: $JARVIS_DATA_DIR or ./data)")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jarvis",
+        description="Jarvis, a desktop computer-use agent. It moves your real mouse and keyboard.",
+    )
+    parser.add_argument("--version", action="version", version=f"jarvis {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run one task in the foreground with live progress")
+    run.add_argument("task", help="what Jarvis should do, in plain words")
+    run.add_argument("--provider", choices=["anthropic", "openai"])
+    run.add_argument("--model", help="model name for the chosen provider")
+    run.add_argument("--max-steps", type=int, help="step bound for this task")
+    run.add_argument("--tool-mode", choices=["native", "text", "auto"])
+    _common(run)
+    run.set_defaults(handler=cmd_run)
+
+    doctor = sub.add_parser("doctor", help="check display, input, model key and data dir")
+    doctor.add_argument("--provider", choices=["anthropic", "openai"])
+    _common(doctor)
+    doctor.set_defaults(handler=cmd_doctor)
+
+    for name in SUBCOMMAND_MODULES:
+        module = import_module(name)
+        register: Callable[[argparse._SubParsersAction], None] = module.register
+        register(sub)
+        for action in sub.choices.values():
+            if not any(a.dest == "data_dir" for a in action._actions):
+                _common(action)
+    return parser
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    overrides = {
+        "provider": getattr(args, "provider", None),
+        "max_steps": getattr(args, "max_steps", None),
+        "tool_mode": getattr(args, "tool_mode", None),
+    }
+    model = getattr(args, "model", None)
+    if model:
+        provider = overrides["provider"] or load_settings(args.data_dir).provider
+        overrides["model" if provider == "anthropic" else "openai_model"] = model
+    return load_settings(args.data_dir, **overrides)
+
+
+def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    from jarvis.doctor import run_checks
+
+    checks = run_checks(settings)
+    for check in checks:
+        mark = "PASS" if check.ok else "FAIL"
+        print(f"{mark}  {check.name:<9} {check.detail}")
+    return EXIT_OK if all(c.ok for c in checks) else EXIT_FAILED
+
+
+def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    from jarvis.doctor import KEY_ENV
+
+    key_env = KEY_ENV[settings.provider]
+    if not os.environ.get(key_env):
+        print(f"jarvis: {key_env} is not set; export it (or pick --provider) and run again.")
+        return EXIT_FAILED
+    if not os.environ.get("DISPLAY") and sys.platform.startswith("linux"):
+        print("jarvis: no display (DISPLAY is unset); run on a desktop or with `xvfb-run -a`.")
+        return EXIT_FAILED
+    return asyncio.run(_run_task(args.task, settings))
+
+
+async def _run_task(task: str, settings: Settings) -> int:
+    from jarvis.agent.factory import build_agent
+    from jarvis.console import ConsoleReporter
+    from jarvis.events import EventBus
+
+    bus = EventBus()
+    reporter = ConsoleReporter(bus, settings)
+    async with build_agent(settings, bus) as agent:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, agent.cancel)
+        loop.add_signal_handler(signal.SIGTERM, agent.cancel)
+        try:
+            outcome = await agent.run(task)
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+            loop.remove_signal_handler(signal.SIGTERM)
+    reporter.final(outcome)
+    return STATUS_EXIT[outcome.status]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return EXIT_USAGE
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        settings = settings_from(args)
+    except ConfigError as exc:
+        print(f"jarvis: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    handler: Callable[[argparse.Namespace, Settings], int] = args.handler
+    return handler(args, settings)

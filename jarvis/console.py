@@ -1,0 +1,104 @@
+"""Live progress of a task in the terminal, drawn with rich from the event bus."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+from rich.markup import escape
+
+from jarvis.config import Settings
+from jarvis.events import (
+    AgentWarning,
+    Event,
+    EventBus,
+    ModelRetry,
+    ModelTextDelta,
+    StepFinished,
+    StepStarted,
+    TaskStarted,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolModeFallback,
+    VerificationFinished,
+)
+
+STATUS_STYLE = {
+    "finished": "bold green",
+    "failed": "bold red",
+    "needs_user": "bold yellow",
+    "cancelled": "bold magenta",
+}
+
+
+class ConsoleReporter:
+    """Subscribes to the bus and prints streamed thought, tool calls, timings, tokens and cost."""
+
+    def __init__(self, bus: EventBus, settings: Settings, console: Console | None = None) -> None:
+        self.console = console or Console(highlight=False)
+        self.settings = settings
+        self._in_text = False
+        self._tokens_in = 0
+        self._tokens_out = 0
+        bus.subscribe(self.on_event)
+
+    def _end_text(self) -> None:
+        if self._in_text:
+            self.console.print()
+            self._in_text = False
+
+    def on_event(self, event: Event) -> None:
+        c = self.console
+        if isinstance(event, ModelTextDelta):
+            if not self._in_text:
+                c.print("[dim]thought:[/] ", end="")
+                self._in_text = True
+            c.print(escape(event.text), end="", style="italic")
+            return
+        self._end_text()
+        if isinstance(event, TaskStarted):
+            model = f"{self.settings.provider}/{self.settings.active_model}"
+            c.print(f"[bold]task[/] {escape(event.task)}  [dim]({event.task_id}, {model})[/]")
+        elif isinstance(event, StepStarted):
+            c.rule(f"step {event.step}", style="dim")
+        elif isinstance(event, ToolCallStarted):
+            args = json.dumps(event.arguments, ensure_ascii=False)
+            c.print(f"  [cyan]→ {event.tool_name}[/] {escape(args[:200])}")
+        elif isinstance(event, ToolCallFinished):
+            if event.ok:
+                c.print(f"  [green]✓ {event.tool_name}[/] [dim]{event.latency_ms:.0f} ms[/]")
+            else:
+                message = escape(event.error_message or "")
+                c.print(f"  [red]✗ {event.tool_name} {event.error_code}[/] {message}")
+        elif isinstance(event, StepFinished):
+            self._tokens_in += event.input_tokens
+            self._tokens_out += event.output_tokens
+            times = " ".join(f"{k} {v:.0f}" for k, v in event.timings_ms.items())
+            c.print(
+                f"  [dim]ms: {times} | tokens in {self._tokens_in} out {self._tokens_out}"
+                f" (cache read {event.cache_read_tokens}) | ${event.cost_usd:.4f}[/]"
+            )
+        elif isinstance(event, VerificationFinished):
+            style = "green" if event.done else "yellow"
+            verdict = "verified" if event.done else "not verified"
+            c.print(f"  [{style}]{verdict}:[/] {escape(event.reason)}")
+        elif isinstance(event, AgentWarning):
+            c.print(f"  [yellow]! {escape(event.message)}[/]")
+        elif isinstance(event, ModelRetry):
+            c.print(
+                f"  [yellow]model retry {event.attempt} in {event.delay_s:.1f}s:[/] "
+                f"{escape(event.reason)}"
+            )
+        elif isinstance(event, ToolModeFallback):
+            c.print(f"  [yellow]tool mode: text for this run ({escape(event.reason)})[/]")
+
+    def final(self, outcome: object) -> None:
+        self._end_text()
+        status = getattr(outcome, "status", "failed")
+        summary = getattr(outcome, "summary", "")
+        steps = getattr(outcome, "steps", 0)
+        cost = getattr(outcome, "cost_usd", 0.0)
+        style = STATUS_STYLE.get(status, "bold")
+        self.console.print(
+            f"[{style}]{status}[/] after {steps} step(s), ${cost:.4f}: {escape(summary)}"
+        )

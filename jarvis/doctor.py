@@ -1,0 +1,110 @@
+"""`jarvis doctor`: check that Jarvis can see, act, reach its model and write its data."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from jarvis.config import Settings
+
+KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+URL_ENV = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def check_display(settings: Settings) -> Check:
+    if not os.environ.get("DISPLAY") and os.name == "posix" and not _is_macos():
+        return Check("display", False, "DISPLAY is not set: run on a desktop or inside xvfb-run")
+    from jarvis.desktop.screen import Screen
+
+    try:
+        screen = Screen.from_settings(settings)
+        try:
+            obs = screen.capture()
+        finally:
+            screen.close()
+    except Exception as exc:  # doctor reports any failure as a failed check
+        return Check("display", False, f"cannot capture the screen: {exc}")
+    size, model = obs.screen_size, obs.model_size
+    return Check(
+        "display",
+        True,
+        f"captured monitor {settings.monitor}: {size.width}x{size.height}, "
+        f"model space {model.width}x{model.height} ({obs.timings_ms.get('total', 0):.0f} ms)",
+    )
+
+
+def check_input(settings: Settings) -> Check:
+    """Move the pointer one pixel and back; only on a virtual display unless forced."""
+    display = os.environ.get("DISPLAY", "")
+    if not display:
+        return Check("input", False, "no display to send input to")
+    from jarvis.desktop.input import Input
+
+    try:
+        inp = Input.from_settings(settings)
+        x, y = inp.position()
+        target = (x + 1, y) if x < 10 else (x - 1, y)
+        inp.move(*target)
+        deadline = time.monotonic() + 1.0
+        while inp.position() != target and time.monotonic() < deadline:
+            time.sleep(0.01)
+        moved = inp.position() == target
+        inp.move(x, y)
+    except Exception as exc:  # doctor reports any failure as a failed check
+        return Check("input", False, f"cannot inject input: {exc}")
+    if not moved:
+        return Check("input", False, "the pointer did not move when asked")
+    return Check("input", True, f"pointer moved and returned to ({x}, {y}) on {display}")
+
+
+def check_provider(settings: Settings) -> Check:
+    key_env, url_env = KEY_ENV[settings.provider], URL_ENV[settings.provider]
+    if not os.environ.get(key_env):
+        return Check("provider", False, f"{key_env} is not set (provider {settings.provider})")
+    url = os.environ.get(url_env) or "the SDK default endpoint"
+    return Check(
+        "provider",
+        True,
+        f"{settings.provider}: {key_env} is set, model {settings.active_model}, base URL {url}",
+    )
+
+
+def check_data_dir(settings: Settings) -> Check:
+    root = settings.data_dir
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=root, prefix=".doctor-", delete=True) as fh:
+            fh.write(b"ok")
+            fh.flush()
+    except OSError as exc:
+        return Check("data dir", False, f"{root} is not writable: {exc}")
+    return Check("data dir", True, f"{Path(root).resolve()} is writable")
+
+
+CHECKS: list[Callable[[Settings], Check]] = [
+    check_display,
+    check_input,
+    check_provider,
+    check_data_dir,
+]
+
+
+def run_checks(settings: Settings) -> list[Check]:
+    return [check(settings) for check in CHECKS]
+
+
+def _is_macos() -> bool:
+    import sys
+
+    return sys.platform == "darwin"
