@@ -112,7 +112,8 @@ class ShortTermMemory:
                 return self._last_shot
         ts = when or datetime.now(UTC)
         ext = _EXT.get(media_type, "bin")
-        rel = Path("memory") / "screenshots" / ts.strftime("%Y-%m-%d") / f"{_stamp(ts)}.{ext}"
+        name = f"{_stamp(ts)}-{_safe(phash)[:16]}.{ext}"
+        rel = Path("memory") / "screenshots" / ts.strftime("%Y-%m-%d") / name
         atomic_write_bytes(self.data_dir / rel, data)
         self._last_shot = ScreenshotRef(path=rel.as_posix(), phash=phash)
         return self._last_shot

@@ -1,0 +1,92 @@
+"""Step records and screenshots on disk."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from jarvis.memory.short_term import (
+    ResultRecord,
+    ShortTermMemory,
+    StepRecord,
+    ToolCallRecord,
+)
+
+
+def record(task: str, step: int, when: datetime, shot=None) -> StepRecord:
+    return StepRecord(
+        task_id=task,
+        step=step,
+        timestamp=when,
+        screenshot=shot,
+        thought=f"thought {step}",
+        tool_calls=[ToolCallRecord(id="c", name="click", arguments={"x": 1, "y": 2})],
+        results=[ResultRecord(ok=True, data={"x": 1})],
+        timings_ms={"capture": 1.0, "model": 2.0, "act": 3.0, "settle": 4.0},
+    )
+
+
+def test_duplicate_screenshot_stored_once(tmp_path: Path) -> None:
+    mem = ShortTermMemory(tmp_path)
+    a = mem.save_screenshot(b"one", "image/jpeg", "ffff0000")
+    b = mem.save_screenshot(b"one again", "image/jpeg", "ffff0000")
+    c = mem.save_screenshot(b"two", "image/jpeg", "0000ffff")
+    assert a.path == b.path
+    assert c.path != a.path
+    files = list((tmp_path / "memory" / "screenshots").rglob("*.jpg"))
+    assert len(files) == 2
+    assert (tmp_path / a.path).read_bytes() == b"one"
+
+
+def test_records_round_trip_and_layout(tmp_path: Path) -> None:
+    mem = ShortTermMemory(tmp_path)
+    now = datetime.now(UTC)
+    path = mem.add_step(record("t1", 1, now))
+    assert path.parent.name == now.strftime("%Y-%m-%d")
+    assert path.parent.parent == tmp_path / "memory" / "steps"
+    loaded = StepRecord.model_validate_json(path.read_text())
+    assert loaded == record("t1", 1, now)
+
+
+def test_recent_and_within(tmp_path: Path) -> None:
+    mem = ShortTermMemory(tmp_path)
+    now = datetime.now(UTC)
+    for i in range(5):
+        mem.add_step(record("a" if i % 2 else "b", i, now - timedelta(hours=4 - i)))
+    mem.add_step(record("old", 0, now - timedelta(hours=20)))
+    assert [r.step for r in mem.recent(2)] == [3, 4]
+    assert [r.step for r in mem.recent(10, task_id="a")] == [1, 3]
+    assert {r.task_id for r in mem.within(12, now=now)} == {"a", "b"}
+    assert len(mem.within(2.5, now=now)) == 3
+
+
+def test_cleanup_keeps_referenced_screenshots(tmp_path: Path) -> None:
+    mem = ShortTermMemory(tmp_path)
+    now = datetime.now(UTC)
+    old_time = now - timedelta(hours=30)
+    shared = mem.save_screenshot(b"shared", "image/png", "aa", when=old_time)
+    lonely = mem.save_screenshot(b"lonely", "image/png", "bb", when=old_time)
+    fresh = mem.save_screenshot(b"fresh", "image/png", "cc", when=now)
+    for ref in (shared, lonely):
+        os.utime(tmp_path / ref.path, (old_time.timestamp(), old_time.timestamp()))
+    mem.add_step(record("t", 1, old_time, shot=lonely))
+    mem.add_step(record("t", 2, old_time, shot=shared))
+    mem.add_step(record("t", 3, now, shot=shared))
+    mem.add_step(record("t", 4, now, shot=fresh))
+    removed = mem.cleanup(hours=12, now=now)
+    assert removed == {"steps": 2, "screenshots": 1}
+    assert (tmp_path / shared.path).exists()
+    assert (tmp_path / fresh.path).exists()
+    assert not (tmp_path / lonely.path).exists()
+    assert [r.step for r in mem.iter_steps()] == [3, 4]
+
+
+def test_unreadable_record_is_skipped(tmp_path: Path) -> None:
+    mem = ShortTermMemory(tmp_path)
+    now = datetime.now(UTC)
+    mem.add_step(record("t", 1, now))
+    bad = tmp_path / "memory" / "steps" / now.strftime("%Y-%m-%d") / "zzz.json"
+    bad.write_text("{not json")
+    assert [r.step for r in mem.recent(5)] == [1]
+    assert bad.exists()
