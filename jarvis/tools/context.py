@@ -1,0 +1,148 @@
+"""What a tool gets besides its arguments: the task, the desktop, the settings, the bus.
+
+The model supplies arguments; everything else reaches a tool through one
+:class:`ToolContext` built by the agent loop for a task. Argument models forbid
+extra fields, so the model can never pass (or override) anything in here.
+
+Tools report loop-level outcomes through the context, not through exceptions:
+``finished`` and ``call_user`` fill :attr:`ToolContext.control`; ``screenshot``
+raises :attr:`ToolContext.screenshot_requested`. The loop reads both after the
+calls of a step with :meth:`ToolContext.take_control` and
+:meth:`ToolContext.take_screenshot_request`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from pydantic import BaseModel
+
+from jarvis.events import EventBus
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+
+ControlKind = Literal["finished", "call_user", "aborted"]
+
+
+class SizeLike(Protocol):
+    @property
+    def width(self) -> int: ...
+
+    @property
+    def height(self) -> int: ...
+
+
+class ScreenLike(Protocol):
+    """The part of ``jarvis.desktop.screen.Screen`` the tools use."""
+
+    @property
+    def model_size(self) -> SizeLike: ...
+
+    def to_screen(self, x: int, y: int) -> tuple[int, int]: ...
+
+
+class InputLike(Protocol):
+    """The part of ``jarvis.desktop.input.Input`` the tools use (real screen coordinates)."""
+
+    def click(self, x: int, y: int) -> None: ...
+
+    def double_click(self, x: int, y: int) -> None: ...
+
+    def right_click(self, x: int, y: int) -> None: ...
+
+    def move(self, x: int, y: int) -> None: ...
+
+    def drag(self, x1: int, y1: int, x2: int, y2: int) -> None: ...
+
+    def scroll(
+        self, x: int, y: int, direction: Literal["up", "down", "left", "right"], amount: int = 3
+    ) -> None: ...
+
+    def type_text(self, text: str) -> None: ...
+
+    def hotkey(self, keys: str) -> None: ...
+
+    def press_key(self, key: str) -> None: ...
+
+
+class ControlOutcome(BaseModel):
+    """A loop-level outcome a tool asked for.
+
+    ``finished``: the model says the task is done (``text`` is its summary; the loop verifies).
+    ``call_user``: the model needs the user (``text`` is the question).
+    ``aborted``: the input fail-safe fired (the user slammed the pointer into a corner).
+    """
+
+    kind: ControlKind
+    text: str
+
+
+def _new_trace_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(eq=False)
+class ToolContext:
+    """Dependencies and outcome slots for the tool calls of one task."""
+
+    task_id: str
+    settings: Settings
+    data_dir: Path
+    screen: ScreenLike | None = None
+    input: InputLike | None = None
+    bus: EventBus = field(default_factory=EventBus)
+    trace_id: str = field(default_factory=_new_trace_id)
+    provider: str | None = None
+    """Provider whose policy applies; ``None`` means ``settings.provider``."""
+    control: ControlOutcome | None = None
+    screenshot_requested: bool = False
+
+    @classmethod
+    def for_task(
+        cls,
+        settings: Settings,
+        task_id: str,
+        *,
+        screen: ScreenLike | None = None,
+        input: InputLike | None = None,
+        bus: EventBus | None = None,
+        trace_id: str | None = None,
+        provider: str | None = None,
+    ) -> ToolContext:
+        """A context whose data dir and provider come from ``settings``."""
+        return cls(
+            task_id=task_id,
+            settings=settings,
+            data_dir=settings.data_dir,
+            screen=screen,
+            input=input,
+            bus=bus if bus is not None else EventBus(),
+            trace_id=trace_id or _new_trace_id(),
+            provider=provider,
+        )
+
+    @property
+    def provider_name(self) -> str:
+        return self.provider or self.settings.provider
+
+    def set_control(self, kind: ControlKind, text: str) -> None:
+        """Record a loop-level outcome; the first one in a step wins, except ``aborted``."""
+        if self.control is None or kind == "aborted":
+            self.control = ControlOutcome(kind=kind, text=text)
+
+    def request_screenshot(self) -> None:
+        """Ask the loop for a fresh observation before the next model call."""
+        self.screenshot_requested = True
+
+    def take_control(self) -> ControlOutcome | None:
+        """The outcome set during this step (if any), clearing the slot."""
+        outcome, self.control = self.control, None
+        return outcome
+
+    def take_screenshot_request(self) -> bool:
+        requested, self.screenshot_requested = self.screenshot_requested, False
+        return requested

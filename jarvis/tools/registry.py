@@ -1,0 +1,419 @@
+"""Typed tools, their generated schemas, and the one place tool calls are executed.
+
+A tool is a function ``fn(args, context)`` (sync or async) with a pydantic
+arguments model (``extra="forbid"``); its JSON schema is generated from that
+model. :meth:`ToolRegistry.execute` validates a call, applies the policy, rate
+limits and timeout, runs the tool (blocking functions in a worker thread),
+writes the audit line, emits events and returns a :class:`ToolResult`. It never
+raises into the agent loop, except ``CancelledError`` so that cancelling a task
+stops the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+
+from jarvis.config import Settings, ToolPolicy
+from jarvis.events import ToolCallFinished, ToolCallStarted
+from jarvis.llm.types import ToolCall, ToolResultPart, ToolSpec
+from jarvis.tools.audit import (
+    AuditLog,
+    AuditRecord,
+    known_secrets,
+    redact,
+    redact_value,
+    summarize_arguments,
+)
+from jarvis.tools.policy import Clock, Policy, RateLimiter, TaskLocks
+
+if TYPE_CHECKING:
+    from jarvis.tools.context import ToolContext
+
+log = logging.getLogger(__name__)
+
+UNKNOWN_TOOL = -32601
+INVALID_PARAMS = -32602
+TIMEOUT = -32003
+RATE_LIMITED = -32004
+INTERNAL = -32005
+NOT_ALLOWED = -32006
+
+_MAX_MESSAGE = 1500
+_MAX_GOT = 60
+
+# The id of the call being executed, for nested calls (preset steps).
+current_call_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "jarvis_tool_call_id", default=None
+)
+
+
+class ToolError(BaseModel):
+    code: int
+    message: str
+
+
+class ToolResult(BaseModel):
+    """``{ok: true, data}`` or ``{ok: false, error: {code, message}}``."""
+
+    ok: bool
+    data: Any = None
+    error: ToolError | None = None
+
+    @classmethod
+    def success(cls, data: Any = None) -> ToolResult:
+        return cls(ok=True, data=data)
+
+    @classmethod
+    def failure(cls, code: int, message: str) -> ToolResult:
+        return cls(ok=False, error=ToolError(code=code, message=message))
+
+    def to_content(self) -> str:
+        """The JSON text sent back to the model."""
+        return json.dumps(self.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
+
+    def to_part(self, call_id: str, name: str) -> ToolResultPart:
+        return ToolResultPart(call_id=call_id, name=name, ok=self.ok, content=self.to_content())
+
+
+class ToolFailure(Exception):
+    """Raised by a tool for an error the model should see with a specific code."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+ToolFn = Callable[[Any, "ToolContext"], Any]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One registered tool."""
+
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    fn: ToolFn
+    timeout_s: float | None = None
+    requires: tuple[str, ...] = ()
+    audit_fields: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn)
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(
+            name=self.name, description=self.description, parameters=schema_of(self.args_model)
+        )
+
+
+def schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of an arguments model, without pydantic's ``title`` noise."""
+    schema = _strip_titles(model.model_json_schema())
+    schema.setdefault("properties", {})
+    schema["additionalProperties"] = False
+    return schema
+
+
+def _strip_titles(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_strip_titles(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            out[key] = {name: _strip_titles(sub) for name, sub in value.items()}
+        else:
+            out[key] = _strip_titles(value)
+    return out
+
+
+def literal_fields(model: type[BaseModel]) -> frozenset[str]:
+    """Names of fields whose values come from a closed set (safe to log verbatim)."""
+    names = set()
+    for name, info in model.model_fields.items():
+        annotation = info.annotation
+        if get_origin(annotation) is Literal or any(
+            get_origin(a) is Literal for a in get_args(annotation)
+        ):
+            names.add(name)
+    return frozenset(names)
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line per problem, e.g. ``x: Input should be a valid integer (got 'abc')``."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        msg = err["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        if err["type"] not in ("missing", "extra_forbidden") and err["loc"]:
+            got = repr(err.get("input"))
+            if len(got) > _MAX_GOT:
+                got = got[: _MAX_GOT - 3] + "..."
+            msg = f"{msg} (got {got})"
+        elif err["type"] == "extra_forbidden":
+            msg = f"{msg}; this tool takes no argument '{loc}'"
+        parts.append(f"{loc}: {msg}")
+    text = "; ".join(parts)
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
+
+
+class ToolRegistry:
+    """The tools one agent may call, with policy, limits, audit and events."""
+
+    def __init__(self, settings: Settings | None = None, *, clock: Clock = time.monotonic) -> None:
+        tools_policy = settings.tools if settings is not None else ToolPolicy()
+        self.settings = settings
+        self.policy = Policy(tools_policy)
+        self.limiter = RateLimiter(tools_policy.limits, clock)
+        self.audit = AuditLog(settings)
+        self._tools: dict[str, Tool] = {}
+        self._locks = TaskLocks()
+
+    # --- registration ------------------------------------------------------
+    def register(
+        self,
+        name: str,
+        fn: ToolFn,
+        args_model: type[BaseModel],
+        description: str | None = None,
+        *,
+        timeout_s: float | None = None,
+        requires: Sequence[str] = (),
+        audit_fields: Sequence[str] = (),
+    ) -> Tool:
+        """Add a tool; its description defaults to the function's docstring."""
+        if name in self._tools:
+            raise ValueError(f"tool '{name}' is already registered")
+        if args_model.model_config.get("extra") != "forbid":
+            raise ValueError(f"arguments model of '{name}' must set extra='forbid'")
+        text = description or inspect.getdoc(fn) or ""
+        if not text:
+            raise ValueError(f"tool '{name}' needs a description")
+        tool = Tool(
+            name=name,
+            description=text.strip(),
+            args_model=args_model,
+            fn=fn,
+            timeout_s=timeout_s,
+            requires=tuple(requires),
+            audit_fields=frozenset(audit_fields) | literal_fields(args_model),
+        )
+        self._tools[name] = tool
+        return tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    # --- specs -------------------------------------------------------------
+    def _provider(self, provider: str | None) -> str | None:
+        if provider is not None:
+            return provider
+        return self.settings.provider if self.settings is not None else None
+
+    def specs(self, provider: str | None = None) -> list[ToolSpec]:
+        """Specs of the tools the policy offers to ``provider`` (default: the settings')."""
+        who = self._provider(provider)
+        return [
+            t.spec() for t in self._tools.values() if self.policy.allowed(t.name, who, t.requires)
+        ]
+
+    def anthropic_tools(self, provider: str | None = None) -> list[dict[str, Any]]:
+        return [s.to_anthropic() for s in self.specs(provider or "anthropic")]
+
+    def openai_tools(self, provider: str | None = None) -> list[dict[str, Any]]:
+        return [s.to_openai() for s in self.specs(provider or "openai")]
+
+    def timeout_for(self, tool: Tool) -> float:
+        return tool.timeout_s if tool.timeout_s is not None else self.policy.timeout_s
+
+    # --- execution ---------------------------------------------------------
+    async def execute_call(self, call: ToolCall, context: ToolContext) -> ToolResult:
+        """Execute a parsed model tool call (a broken-JSON call is an invalid-params result)."""
+        return await self.execute(
+            call.name, call.arguments, context, call_id=call.id, parse_error=call.parse_error
+        )
+
+    async def execute(
+        self,
+        name: str,
+        arguments: Any,
+        context: ToolContext,
+        call_id: str | None = None,
+        *,
+        parse_error: str | None = None,
+    ) -> ToolResult:
+        """Run one tool call and return its result; never raises except on cancellation."""
+        call_id = call_id or f"call-{uuid.uuid4().hex[:12]}"
+        parent = current_call_id.get()
+        secrets = known_secrets(self.settings)
+        started = time.perf_counter()
+        result: ToolResult | None = None
+        async with self._locks.hold(context.task_id):
+            context.bus.emit(
+                ToolCallStarted(
+                    task_id=context.task_id,
+                    call_id=call_id,
+                    tool_name=redact(name, secrets),
+                    arguments=_event_arguments(arguments, secrets),
+                )
+            )
+            token = current_call_id.set(call_id)
+            try:
+                result = await self._run(name, arguments, context, parse_error)
+            finally:  # also on cancellation: the line and the event say "not ok, no code"
+                current_call_id.reset(token)
+                if result is not None:
+                    result = _scrub(result, secrets)
+                self._finish(name, arguments, context, call_id, parent, started, result, secrets)
+        return result
+
+    async def _run(
+        self, name: str, arguments: Any, context: ToolContext, parse_error: str | None
+    ) -> ToolResult:
+        tool = self._tools.get(name)
+        provider = context.provider_name
+        if tool is None:
+            offered = ", ".join(s.name for s in self.specs(provider)) or "none"
+            return ToolResult.failure(
+                UNKNOWN_TOOL, f"unknown tool '{name}'; available tools: {offered}"
+            )
+        reason = self.policy.deny_reason(name, provider, tool.requires)
+        if reason is not None:
+            return ToolResult.failure(NOT_ALLOWED, reason)
+        if parse_error is not None:
+            return ToolResult.failure(
+                INVALID_PARAMS, f"the arguments were not valid JSON: {parse_error}"
+            )
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            return ToolResult.failure(
+                INVALID_PARAMS,
+                f"arguments must be a JSON object, got {type(arguments).__name__}",
+            )
+        try:
+            args = tool.args_model.model_validate(arguments, context={"tool_context": context})
+        except ValidationError as exc:
+            return ToolResult.failure(INVALID_PARAMS, describe_validation_error(exc))
+        decision = self.limiter.acquire(name)
+        if decision is not None:
+            return ToolResult.failure(RATE_LIMITED, decision.message)
+        return await self._invoke(tool, args, context)
+
+    async def _invoke(self, tool: Tool, args: BaseModel, context: ToolContext) -> ToolResult:
+        """The one boundary where any failure of a tool becomes a result."""
+        timeout = self.timeout_for(tool)
+        try:
+            async with asyncio.timeout(timeout) as scope:
+                if tool.is_async:
+                    data = await tool.fn(args, context)
+                else:
+                    data = await asyncio.to_thread(tool.fn, args, context)
+        except ToolFailure as exc:
+            return ToolResult.failure(exc.code, exc.message)
+        except TimeoutError:
+            if not scope.expired():
+                log.exception("tool %s raised TimeoutError (task %s)", tool.name, context.task_id)
+                return ToolResult.failure(INTERNAL, f"'{tool.name}' failed: timed out internally")
+            log.warning("tool %s timed out after %.1fs", tool.name, timeout)
+            return ToolResult.failure(
+                TIMEOUT, f"'{tool.name}' did not finish within {timeout:g}s and was abandoned"
+            )
+        except Exception as exc:  # the boundary: a tool's bug becomes a result, logged
+            log.exception("tool %s failed (task %s)", tool.name, context.task_id)
+            return ToolResult.failure(
+                INTERNAL, f"'{tool.name}' failed: {type(exc).__name__}: {exc}"
+            )
+        if isinstance(data, ToolResult):
+            return data
+        return ToolResult.success(data)
+
+    def _finish(
+        self,
+        name: str,
+        arguments: Any,
+        context: ToolContext,
+        call_id: str,
+        parent: str | None,
+        started: float,
+        result: ToolResult | None,
+        secrets: set[str],
+    ) -> None:
+        latency_ms = (time.perf_counter() - started) * 1000
+        ok = result is not None and result.ok
+        error = result.error if result is not None else None
+        tool = self._tools.get(name)
+        self.audit.write(
+            context.data_dir,
+            AuditRecord(
+                trace_id=context.trace_id,
+                task_id=context.task_id,
+                call_id=call_id,
+                parent_call_id=parent,
+                tool_name=name,
+                ok=ok,
+                error_code=error.code if error else None,
+                latency_ms=round(latency_ms, 2),
+                provider=context.provider_name,
+                args=_summary(arguments, tool),
+            ),
+        )
+        context.bus.emit(
+            ToolCallFinished(
+                task_id=context.task_id,
+                call_id=call_id,
+                tool_name=redact(name, secrets),
+                ok=ok,
+                error_code=error.code if error else None,
+                error_message=error.message if error else None,
+                latency_ms=latency_ms,
+                data=result.data if result is not None else None,
+            )
+        )
+
+
+def _scrub(result: ToolResult, secrets: set[str]) -> ToolResult:
+    """The result with every known secret value replaced, in its data and its message."""
+    if not secrets:
+        return result
+    error = result.error
+    if error is not None:
+        error = ToolError(code=error.code, message=redact(error.message, secrets))
+    return ToolResult(ok=result.ok, data=redact_value(result.data, secrets), error=error)
+
+
+def _summary(arguments: Any, tool: Tool | None) -> dict[str, Any] | str:
+    return summarize_arguments(arguments, tool.audit_fields if tool else ())
+
+
+def _event_arguments(arguments: Any, secrets: set[str]) -> dict[str, Any]:
+    if arguments is None:
+        return {}
+    if not isinstance(arguments, dict):
+        return {"_raw": redact(repr(arguments)[:200], secrets)}
+    clean = redact_value(arguments, secrets)
+    return clean if isinstance(clean, dict) else {}
