@@ -1,0 +1,474 @@
+"""Long-term memory: preferences, skills and task history in a chromadb vector store.
+
+Layout under ``DATA_DIR/memory/long_term/``::
+
+    vector/            chromadb PersistentClient: the source of truth for every memory
+    preferences.json   mirror of the preference memories, for people and cheap reads
+    skills.json        mirror of the skill memories
+
+A mirror holds what each memory says (id, type, content, importance, created,
+task ids, merged ids). Recall bookkeeping (``access_count``, ``updated``) lives
+in the vector store only, so retrieving memories never rewrites a file.
+
+Write order makes any crash repairable: the vector store is written first, then
+the mirrors are rewritten atomically (temp file, fsync, rename) from the
+in-memory view of the store. A crash in between leaves a mirror one write
+behind; :meth:`LongTermMemory.repair` (run on open by default, and by
+``jarvis memory repair``) re-derives both mirrors from the store. Edits made by
+hand to a mirror are therefore overwritten.
+
+The collection is named after the embedding's vector space
+(``memories-minilm-int8``...). When the configured embedding changes, the
+memories of the old collection are re-embedded into the new one on open (resumably)
+and the old collection is dropped.
+
+One process should hold the store at a time (a chromadb PersistentClient limit).
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import logging
+import threading
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, get_args
+from uuid import uuid4
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, Field
+
+from jarvis.fsutil import atomic_write_text
+from jarvis.memory.embedding import EmbeddingChoice, disable_telemetry, make_embedding
+
+log = logging.getLogger(__name__)
+
+MemoryType = Literal["preference", "skill", "history"]
+MEMORY_TYPES: tuple[MemoryType, ...] = get_args(MemoryType)
+MIRRORED: dict[MemoryType, str] = {"preference": "preferences.json", "skill": "skills.json"}
+COLLECTION_PREFIX = "memories-"
+MIRROR_VERSION = 1
+NOT_MIRRORED = {"access_count", "updated"}  # these change on every retrieval
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_memory_id() -> str:
+    return f"mem-{uuid4().hex[:16]}"
+
+
+class Memory(BaseModel):
+    """One long-term memory. ``updated`` moves on every change and every retrieval."""
+
+    id: str = Field(default_factory=new_memory_id, pattern=r"^[A-Za-z0-9._:-]{1,128}$")
+    type: MemoryType
+    content: str = Field(min_length=1)
+    importance: float = Field(5.0, ge=0, le=10)
+    access_count: int = Field(0, ge=0)
+    created: datetime = Field(default_factory=_now)
+    updated: datetime = Field(default_factory=_now)
+    task_ids: list[str] = Field(default_factory=list)
+    merged_from: list[str] = Field(
+        default_factory=list, description="ids of near-duplicates folded into this one"
+    )
+
+    def metadata(self) -> dict[str, str | int | float]:
+        """The chromadb metadata for this memory (content is the document)."""
+        return {
+            "type": self.type,
+            "importance": float(self.importance),
+            "access_count": self.access_count,
+            "created": self.created.isoformat(),
+            "updated": self.updated.isoformat(),
+            "task_ids": json.dumps(self.task_ids),
+            "merged_from": json.dumps(self.merged_from),
+        }
+
+    @classmethod
+    def from_record(cls, id: str, document: str, metadata: dict[str, Any]) -> Memory:
+        return cls(
+            id=id,
+            content=document,
+            type=metadata["type"],
+            importance=metadata["importance"],
+            access_count=metadata["access_count"],
+            created=metadata["created"],
+            updated=metadata["updated"],
+            task_ids=json.loads(metadata.get("task_ids") or "[]"),
+            merged_from=json.loads(metadata.get("merged_from") or "[]"),
+        )
+
+
+class MemoryNotFound(KeyError):
+    """No memory has this id."""
+
+
+class RepairReport(BaseModel):
+    """What :meth:`LongTermMemory.repair` found and fixed."""
+
+    memories: int = Field(description="memories in the vector store")
+    mirrors_created: list[str] = Field(default_factory=list)
+    mirrors_rewritten: list[str] = Field(default_factory=list, description="were out of step")
+    temp_files_removed: list[str] = Field(default_factory=list)
+
+
+def _where(types: Iterable[MemoryType] | None) -> dict[str, Any] | None:
+    wanted = sorted(set(types)) if types is not None else []
+    if not wanted or len(wanted) == len(MEMORY_TYPES):
+        return None
+    if len(wanted) == 1:
+        return {"type": wanted[0]}
+    return {"type": {"$in": wanted}}
+
+
+class LongTermMemory:
+    """The vector store plus its JSON mirrors. Thread-safe; blocking (run it off the event loop)."""
+
+    def __init__(
+        self, root: Path, embedding: EmbeddingChoice, *, repair_on_open: bool = True
+    ) -> None:
+        disable_telemetry()
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.embedding = embedding
+        self._lock = threading.RLock()
+        self._client = chromadb.PersistentClient(
+            path=str(self.root / "vector"),
+            settings=ChromaSettings(anonymized_telemetry=False, allow_reset=False),
+        )
+        self._collection = self._client.get_or_create_collection(
+            COLLECTION_PREFIX + embedding.key,
+            embedding_function=embedding.function,  # type: ignore[arg-type]
+            configuration={"hnsw": {"space": "cosine"}},
+        )
+        self._batch = self._client.get_max_batch_size()
+        self._migrate_old_collections()
+        self._mirrors = self._derive_mirrors()
+        if repair_on_open:
+            self._sync_files()
+
+    @classmethod
+    def from_settings(cls, settings: Any, **kwargs: Any) -> LongTermMemory:
+        root = Path(settings.data_dir) / "memory" / "long_term"
+        return cls(root, make_embedding(settings), **kwargs)
+
+    def close(self) -> None:
+        """Release the chromadb client (its files stay as they are)."""
+        self._client.close()  # type: ignore[attr-defined]
+
+    def __enter__(self) -> LongTermMemory:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- reading -----------------------------------------------------------------
+
+    def count(self, types: Iterable[MemoryType] | None = None) -> int:
+        where = _where(types)
+        if where is None:
+            return self._collection.count()
+        return len(self._collection.get(where=where, include=[])["ids"])
+
+    def get(self, memory_id: str) -> Memory | None:
+        found = self._get([memory_id])
+        return found[0] if found else None
+
+    def list(
+        self, types: Iterable[MemoryType] | None = None, limit: int | None = None
+    ) -> builtins.list[Memory]:
+        """Memories oldest first (all of them unless ``limit``)."""
+        result = self._collection.get(where=_where(types), include=["documents", "metadatas"])
+        memories = self._memories(result)
+        memories.sort(key=lambda m: (m.created, m.id))
+        return memories[:limit] if limit is not None else memories
+
+    def vectors(
+        self, memory_type: MemoryType
+    ) -> tuple[builtins.list[Memory], npt.NDArray[np.float32]]:
+        """All memories of one type with their unit embedding rows (for near-duplicate search)."""
+        result = self._collection.get(
+            where={"type": memory_type}, include=["documents", "metadatas", "embeddings"]
+        )
+        memories = self._memories(result)
+        embeddings = result["embeddings"]
+        if embeddings is None or len(memories) == 0:
+            return memories, np.empty((0, 0), dtype=np.float32)
+        return memories, np.asarray(embeddings, dtype=np.float32)
+
+    def retrieve(
+        self,
+        query: str,
+        top_k: int = 5,
+        types: Iterable[MemoryType] | None = None,
+        min_score: float | None = None,
+        touch: bool = True,
+    ) -> builtins.list[tuple[Memory, float]]:
+        """The ``top_k`` memories most similar to ``query``, best first, with cosine scores.
+
+        Each returned memory counts as used (unless ``touch`` is false, for browsing):
+        its ``access_count`` goes up by one and its ``updated`` time moves to now,
+        which resets its forgetting clock.
+        """
+        if top_k < 1 or not query.strip():
+            return []
+        with self._lock:
+            result = self._collection.query(
+                query_texts=[query],
+                n_results=top_k,
+                where=_where(types),
+                include=["documents", "metadatas", "distances"],
+            )
+            ids = result["ids"][0]
+            docs = (result["documents"] or [[]])[0]
+            metas = (result["metadatas"] or [[]])[0]
+            dists = (result["distances"] or [[]])[0]
+            hits: builtins.list[tuple[Memory, float]] = []
+            for mid, doc, meta, dist in zip(ids, docs, metas, dists, strict=True):
+                score = 1.0 - float(dist)
+                if min_score is None or score >= min_score:
+                    hits.append((Memory.from_record(mid, doc or "", dict(meta or {})), score))
+            if hits and touch:
+                now = _now()
+                for memory, _ in hits:
+                    memory.access_count += 1
+                    memory.updated = now
+                self._collection.update(
+                    ids=[m.id for m, _ in hits],
+                    metadatas=[
+                        {"access_count": m.access_count, "updated": now.isoformat()}
+                        for m, _ in hits
+                    ],
+                )
+            return hits
+
+    # -- writing -----------------------------------------------------------------
+
+    def store(self, memory: Memory) -> Memory:
+        """Add a memory, or replace the one with the same id (the content is re-embedded)."""
+        return self.store_many([memory])[0]
+
+    def store_many(self, memories: Sequence[Memory]) -> builtins.list[Memory]:
+        """Add or replace many memories, embedded and written in batches."""
+        memories = list(memories)
+        with self._lock:
+            for start in range(0, len(memories), self._batch):
+                chunk = memories[start : start + self._batch]
+                self._collection.upsert(
+                    ids=[m.id for m in chunk],
+                    documents=[m.content for m in chunk],
+                    metadatas=[m.metadata() for m in chunk],
+                )
+            self._mirror_put(memories)
+        return memories
+
+    def update(
+        self,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        type: MemoryType | None = None,
+        importance: float | None = None,
+        task_ids: Sequence[str] | None = None,
+    ) -> Memory:
+        """Change some fields of a memory; raises :class:`MemoryNotFound`."""
+        with self._lock:
+            current = self.get(memory_id)
+            if current is None:
+                raise MemoryNotFound(memory_id)
+            changes: dict[str, Any] = {"updated": _now()}
+            if content is not None:
+                changes["content"] = content
+            if type is not None:
+                changes["type"] = type
+            if importance is not None:
+                changes["importance"] = importance
+            if task_ids is not None:
+                changes["task_ids"] = list(task_ids)
+            changed = Memory.model_validate(current.model_dump() | changes)
+            if changed.content == current.content:
+                self._collection.update(ids=[changed.id], metadatas=[changed.metadata()])
+            else:  # a new document: chromadb embeds it again
+                self._collection.upsert(
+                    ids=[changed.id], documents=[changed.content], metadatas=[changed.metadata()]
+                )
+            self._mirror_put([changed])
+            return changed
+
+    def forget(self, memory_id: str) -> bool:
+        """Delete one memory; False if there was none with this id."""
+        return bool(self.forget_many([memory_id]))
+
+    def forget_many(self, memory_ids: Sequence[str]) -> builtins.list[str]:
+        """Delete memories; returns the ids that existed."""
+        with self._lock:
+            existing = self._get(list(memory_ids))
+            ids = [m.id for m in existing]
+            for start in range(0, len(ids), self._batch):
+                self._collection.delete(ids=ids[start : start + self._batch])
+            self._write_mirrors(self._mirror_remove(existing))
+            return ids
+
+    def apply_merges(self, merges: Sequence[tuple[Memory, Sequence[str]]]) -> None:
+        """Write each merged memory (same content as stored), then delete what it absorbed.
+
+        Two steps in this order, so a crash leaves both records; the merged one lists
+        the absorbed ids in ``merged_from``, which lets a second merge skip counting them.
+        """
+        with self._lock:
+            kept = [merged for merged, _ in merges]
+            for start in range(0, len(kept), self._batch):
+                chunk = kept[start : start + self._batch]
+                self._collection.update(
+                    ids=[m.id for m in chunk],
+                    metadatas=[m.metadata() for m in chunk],
+                )
+            self._mirror_put(kept)
+            self.forget_many([mid for _, absorbed in merges for mid in absorbed])
+
+    # -- mirrors and repair ------------------------------------------------------------
+
+    def mirror_path(self, memory_type: MemoryType) -> Path:
+        return self.root / MIRRORED[memory_type]
+
+    def check(self) -> builtins.list[str]:
+        """Where the mirror files disagree with the vector store (empty when in step)."""
+        with self._lock:
+            return self._check()
+
+    def _check(self) -> builtins.list[str]:
+        problems = []
+        for memory_type in MIRRORED:
+            path = self.mirror_path(memory_type)
+            expected = self._mirror_text(memory_type)
+            try:
+                actual = path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                actual = None
+            if actual != expected:
+                state = "missing" if actual is None else "differs from the vector store"
+                problems.append(f"{path.name} {state}")
+        for stray in self._temp_files():
+            problems.append(f"leftover temp file {stray.name}")
+        return problems
+
+    def repair(self) -> RepairReport:
+        """Re-derive both mirrors from the vector store and remove half-written temp files."""
+        with self._lock:
+            self._mirrors = self._derive_mirrors()
+            return self._sync_files()
+
+    def _sync_files(self) -> RepairReport:
+        with self._lock:
+            report = RepairReport(memories=self._collection.count())
+            for stray in self._temp_files():
+                stray.unlink(missing_ok=True)
+                report.temp_files_removed.append(stray.name)
+            for memory_type in MIRRORED:
+                path = self.mirror_path(memory_type)
+                text = self._mirror_text(memory_type)
+                current = path.read_text(encoding="utf-8") if path.exists() else None
+                if current != text:
+                    atomic_write_text(path, text)
+                    created = current is None
+                    (report.mirrors_created if created else report.mirrors_rewritten).append(
+                        path.name
+                    )
+            if report.mirrors_rewritten or report.temp_files_removed:
+                log.warning(
+                    "long-term memory was out of step; rewrote %s, removed %s",
+                    report.mirrors_rewritten,
+                    report.temp_files_removed,
+                )
+            return report
+
+    def _temp_files(self) -> builtins.list[Path]:
+        names = tuple(f".{name}." for name in MIRRORED.values())
+        return sorted(p for p in self.root.glob(".*.tmp") if p.name.startswith(names))
+
+    def _derive_mirrors(self) -> dict[MemoryType, dict[str, Memory]]:
+        mirrors: dict[MemoryType, dict[str, Memory]] = {t: {} for t in MIRRORED}
+        for memory in self.list(types=list(MIRRORED)):
+            mirrors[memory.type][memory.id] = memory
+        return mirrors
+
+    def _mirror_text(self, memory_type: MemoryType) -> str:
+        items = sorted(self._mirrors[memory_type].values(), key=lambda m: (m.created, m.id))
+        payload = {
+            "version": MIRROR_VERSION,
+            "type": memory_type,
+            "memories": [m.model_dump(mode="json", exclude=NOT_MIRRORED) for m in items],
+        }
+        return json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
+
+    def _mirror_put(self, memories: Sequence[Memory]) -> None:
+        """Reflect written memories in the mirror files (also when one changed its type)."""
+        touched = self._mirror_remove(memories)
+        for memory in memories:
+            if memory.type in self._mirrors:
+                self._mirrors[memory.type][memory.id] = memory
+                touched.add(memory.type)
+        self._write_mirrors(touched)
+
+    def _mirror_remove(self, memories: Sequence[Memory]) -> set[MemoryType]:
+        touched: set[MemoryType] = set()
+        for memory in memories:
+            for memory_type, mirror in self._mirrors.items():
+                if mirror.pop(memory.id, None) is not None:
+                    touched.add(memory_type)
+        return touched
+
+    def _write_mirrors(self, touched: Iterable[MemoryType]) -> None:
+        for memory_type in sorted(touched):
+            atomic_write_text(self.mirror_path(memory_type), self._mirror_text(memory_type))
+
+    # -- chromadb plumbing -------------------------------------------------------------
+
+    def _get(self, ids: Sequence[str]) -> builtins.list[Memory]:
+        if not ids:
+            return []
+        return self._memories(self._collection.get(ids=list(ids)))
+
+    @staticmethod
+    def _memories(result: Any) -> builtins.list[Memory]:
+        docs = result["documents"] or []
+        metas = result["metadatas"] or []
+        return [
+            Memory.from_record(mid, doc or "", dict(meta or {}))
+            for mid, doc, meta in zip(result["ids"], docs, metas, strict=True)
+        ]
+
+    def _migrate_old_collections(self) -> None:
+        """Re-embed memories left in collections of another embedding, then drop those."""
+        current = self._collection.name
+        for name in self._client.list_collections():
+            old_name = name if isinstance(name, str) else name.name
+            if not old_name.startswith(COLLECTION_PREFIX) or old_name == current:
+                continue
+            old = self._client.get_collection(old_name, embedding_function=None)
+            result = old.get(include=["documents", "metadatas"])
+            have = set(self._collection.get(ids=result["ids"], include=[])["ids"])
+            todo = [m for m in self._memories(result) if m.id not in have]
+            log.warning("re-embedding %d memories from %s into %s", len(todo), old_name, current)
+            for start in range(0, len(todo), self._batch):
+                chunk = todo[start : start + self._batch]
+                self._collection.add(
+                    ids=[m.id for m in chunk],
+                    documents=[m.content for m in chunk],
+                    metadatas=[m.metadata() for m in chunk],
+                )
+            self._client.delete_collection(old_name)
