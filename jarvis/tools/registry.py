@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
+import functools
 import inspect
 import json
 import logging
@@ -114,9 +116,15 @@ class Tool:
     def is_async(self) -> bool:
         return inspect.iscoroutinefunction(self.fn)
 
+    @functools.cached_property
+    def parameters(self) -> dict[str, Any]:
+        """The JSON schema of the arguments (generated once)."""
+        return schema_of(self.args_model)
+
     def spec(self) -> ToolSpec:
+        """The tool as offered to the model (a fresh copy each time)."""
         return ToolSpec(
-            name=self.name, description=self.description, parameters=schema_of(self.args_model)
+            name=self.name, description=self.description, parameters=copy.deepcopy(self.parameters)
         )
 
 
@@ -241,6 +249,13 @@ class ToolRegistry:
             t.spec() for t in self._tools.values() if self.policy.allowed(t.name, who, t.requires)
         ]
 
+    def offered(self, provider: str | None = None) -> list[str]:
+        """Names of the tools the policy offers to ``provider``."""
+        who = self._provider(provider)
+        return [
+            t.name for t in self._tools.values() if self.policy.allowed(t.name, who, t.requires)
+        ]
+
     def anthropic_tools(self, provider: str | None = None) -> list[dict[str, Any]]:
         return [s.to_anthropic() for s in self.specs(provider or "anthropic")]
 
@@ -297,7 +312,7 @@ class ToolRegistry:
         tool = self._tools.get(name)
         provider = context.provider_name
         if tool is None:
-            offered = ", ".join(s.name for s in self.specs(provider)) or "none"
+            offered = ", ".join(self.offered(provider)) or "none"
             return ToolResult.failure(
                 UNKNOWN_TOOL, f"unknown tool '{name}'; available tools: {offered}"
             )

@@ -1,0 +1,331 @@
+"""The 13 desktop tools: mouse, keyboard, wait, screenshot and the two control tools.
+
+Names and argument names are the wire contract (DESIGN.md section 3).
+Coordinates arrive in the screenshot's pixel space (model space); validation
+checks them against the current screenshot size and the desktop layer maps
+them to the real screen (``screen.to_screen``). Keys are checked with the
+desktop layer's ``normalize_key`` while validating, so a bad key is an
+invalid-params result that names it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
+
+from jarvis.config import Settings
+from jarvis.desktop.input import (
+    FailSafeError,
+    InputError,
+    UnknownKeyError,
+    normalize_key,
+    parse_chord,
+)
+from jarvis.tools.context import InputLike, ScreenLike, ToolContext
+from jarvis.tools.presets import Preset, load_default_presets, load_presets, register_presets
+from jarvis.tools.registry import INTERNAL, INVALID_PARAMS, ToolFailure, ToolRegistry
+
+log = logging.getLogger(__name__)
+
+MAX_WAIT_MS = 10_000
+MAX_TEXT = 10_000
+MAX_MESSAGE = 4_000
+
+
+class Args(BaseModel):
+    """Base of every tool's arguments: unknown fields are an error, not ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- validators --------------------------------------------------------------
+def _screen_of(info: ValidationInfo) -> ScreenLike | None:
+    context = info.context or {}
+    tool_context = context.get("tool_context")
+    return getattr(tool_context, "screen", None)
+
+
+def _check_axis(value: int, info: ValidationInfo, axis: Literal["x", "y"]) -> int:
+    screen = _screen_of(info)
+    if screen is None:  # validated without a screen (preset loading): only the sign matters
+        if value < 0:
+            raise ValueError(f"{axis} must be >= 0")
+        return value
+    size = screen.model_size
+    limit = size.width if axis == "x" else size.height
+    if not 0 <= value < limit:
+        raise ValueError(
+            f"{value} is outside the screenshot; {axis} must be in 0..{limit - 1} "
+            f"(the screenshot is {size.width}x{size.height})"
+        )
+    return value
+
+
+def _check_x(value: int, info: ValidationInfo) -> int:
+    return _check_axis(value, info, "x")
+
+
+def _check_y(value: int, info: ValidationInfo) -> int:
+    return _check_axis(value, info, "y")
+
+
+def _check_key(value: str) -> str:
+    normalize_key(value)  # raises UnknownKeyError (a ValueError) naming the key
+    return value
+
+
+def _check_chord(value: str) -> str:
+    if not parse_chord(value):
+        raise ValueError("name at least one key, e.g. 'ctrl+s'")
+    return value
+
+
+_MIN0: dict[str, Any] = {"minimum": 0}
+X = Annotated[
+    int,
+    Field(
+        description="x in screenshot pixels (0 is the left edge)", json_schema_extra={"minimum": 0}
+    ),
+    AfterValidator(_check_x),
+]
+Y = Annotated[
+    int,
+    Field(
+        description="y in screenshot pixels (0 is the top edge)", json_schema_extra={"minimum": 0}
+    ),
+    AfterValidator(_check_y),
+]
+
+
+# --- argument models -----------------------------------------------------------
+class PointArgs(Args):
+    x: X
+    y: Y
+
+
+class DragArgs(Args):
+    startX: X
+    startY: Y
+    endX: X
+    endY: Y
+
+
+class ScrollArgs(Args):
+    x: X
+    y: Y
+    direction: Literal["up", "down", "left", "right"] = Field(description="which way to scroll")
+    amount: int = Field(3, ge=1, le=50, description="how many wheel clicks")
+
+
+class TypeArgs(Args):
+    text: str = Field(min_length=1, max_length=MAX_TEXT, description="the text to type, verbatim")
+
+
+class HotkeyArgs(Args):
+    keys: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=100,
+            description="keys pressed together, joined with '+', e.g. 'ctrl+shift+s' or 'alt+f4'",
+        ),
+        AfterValidator(_check_chord),
+    ]
+
+
+class PressKeyArgs(Args):
+    key: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=40,
+            description="one key name, e.g. 'enter', 'tab', 'esc', 'f5', 'pagedown', 'a'",
+        ),
+        AfterValidator(_check_key),
+    ]
+
+
+class WaitArgs(Args):
+    ms: int = Field(ge=0, le=MAX_WAIT_MS, description="milliseconds to wait")
+
+
+class NoArgs(Args):
+    pass
+
+
+class FinishedArgs(Args):
+    summary: str = Field(
+        min_length=1, max_length=MAX_MESSAGE, description="what was done and the result"
+    )
+
+
+class CallUserArgs(Args):
+    message: str = Field(
+        min_length=1, max_length=MAX_MESSAGE, description="the question or request for the user"
+    )
+
+
+# --- helpers -------------------------------------------------------------------
+def _screen(ctx: ToolContext) -> ScreenLike:
+    if ctx.screen is None:
+        raise ToolFailure(INTERNAL, "no screen is attached to this task")
+    return ctx.screen
+
+
+def _input(ctx: ToolContext) -> InputLike:
+    if ctx.input is None:
+        raise ToolFailure(INTERNAL, "no input device is attached to this task")
+    return ctx.input
+
+
+def _real(ctx: ToolContext, x: int, y: int) -> tuple[int, int]:
+    return _screen(ctx).to_screen(x, y)
+
+
+def _act(ctx: ToolContext, action: Callable[[], None]) -> None:
+    """Run one input action; the fail-safe ends the task, a key error is the model's to fix."""
+    try:
+        action()
+    except FailSafeError as exc:
+        ctx.set_control("aborted", str(exc) or "input fail-safe triggered")
+        raise ToolFailure(INTERNAL, f"input fail-safe triggered, the task stops: {exc}") from exc
+    except UnknownKeyError as exc:
+        raise ToolFailure(INVALID_PARAMS, str(exc)) from exc
+    except InputError as exc:  # the desktop's fault (no xdotool, display gone), not the model's
+        log.warning("input failed: %s", exc)
+        raise ToolFailure(INTERNAL, f"input failed: {exc}") from exc
+
+
+# --- the tools -------------------------------------------------------------------
+def click(args: PointArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Left-click at (x, y) in the screenshot."""
+    x, y = _real(ctx, args.x, args.y)
+    _act(ctx, lambda: _input(ctx).click(x, y))
+    return {"x": args.x, "y": args.y}
+
+
+def double_click(args: PointArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Double-click with the left button at (x, y) in the screenshot."""
+    x, y = _real(ctx, args.x, args.y)
+    _act(ctx, lambda: _input(ctx).double_click(x, y))
+    return {"x": args.x, "y": args.y}
+
+
+def right_click(args: PointArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Right-click at (x, y) in the screenshot (opens context menus)."""
+    x, y = _real(ctx, args.x, args.y)
+    _act(ctx, lambda: _input(ctx).right_click(x, y))
+    return {"x": args.x, "y": args.y}
+
+
+def mouse_move(args: PointArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Move the pointer to (x, y) in the screenshot without clicking (hover)."""
+    x, y = _real(ctx, args.x, args.y)
+    _act(ctx, lambda: _input(ctx).move(x, y))
+    return {"x": args.x, "y": args.y}
+
+
+def drag(args: DragArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Press the left button at (startX, startY), move to (endX, endY) and release."""
+    x1, y1 = _real(ctx, args.startX, args.startY)
+    x2, y2 = _real(ctx, args.endX, args.endY)
+    _act(ctx, lambda: _input(ctx).drag(x1, y1, x2, y2))
+    return {"start": [args.startX, args.startY], "end": [args.endX, args.endY]}
+
+
+def scroll(args: ScrollArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Scroll the mouse wheel at (x, y) in the screenshot."""
+    x, y = _real(ctx, args.x, args.y)
+    _act(ctx, lambda: _input(ctx).scroll(x, y, args.direction, args.amount))
+    return {"x": args.x, "y": args.y, "direction": args.direction, "amount": args.amount}
+
+
+def type_(args: TypeArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Type text at the keyboard focus (click the field first). Use press_key for Enter."""
+    _act(ctx, lambda: _input(ctx).type_text(args.text))
+    return {"typed_chars": len(args.text)}
+
+
+def hotkey(args: HotkeyArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Press a key combination, keys joined with '+', e.g. 'ctrl+c', 'ctrl+shift+s', 'alt+tab'."""
+    _act(ctx, lambda: _input(ctx).hotkey(args.keys))
+    return {"keys": args.keys}
+
+
+def press_key(args: PressKeyArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Press and release one key, e.g. 'enter', 'tab', 'esc', 'backspace', 'down'."""
+    _act(ctx, lambda: _input(ctx).press_key(args.key))
+    return {"key": args.key}
+
+
+async def wait(args: WaitArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Wait this many milliseconds (at most 10000) for something on screen to happen."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + args.ms / 1000
+    while (left := deadline - loop.time()) > 0:
+        await asyncio.sleep(left)
+    return {"waited_ms": args.ms}
+
+
+async def screenshot(args: NoArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Take a fresh screenshot; it is shown to you before your next decision."""
+    size = _screen(ctx).model_size
+    ctx.request_screenshot()
+    return {"width": size.width, "height": size.height}
+
+
+async def finished(args: FinishedArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Declare the task done, with a short summary; it is checked against a fresh screenshot."""
+    ctx.set_control("finished", args.summary)
+    return {"status": "finished"}
+
+
+async def call_user(args: CallUserArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Stop and ask the user (for a password, a decision, or confirmation of a risky step)."""
+    ctx.set_control("call_user", args.message)
+    return {"status": "waiting_for_user"}
+
+
+def register_computer_tools(registry: ToolRegistry) -> None:
+    """Add the 13 desktop tools to ``registry``."""
+    for name, fn, model in (
+        ("click", click, PointArgs),
+        ("double_click", double_click, PointArgs),
+        ("right_click", right_click, PointArgs),
+        ("mouse_move", mouse_move, PointArgs),
+        ("drag", drag, DragArgs),
+        ("scroll", scroll, ScrollArgs),
+        ("type", type_, TypeArgs),
+    ):
+        registry.register(name, fn, model)
+    registry.register("hotkey", hotkey, HotkeyArgs, audit_fields=("keys",))
+    registry.register("press_key", press_key, PressKeyArgs, audit_fields=("key",))
+    registry.register("wait", wait, WaitArgs, timeout_s=MAX_WAIT_MS / 1000 + 5)
+    registry.register("screenshot", screenshot, NoArgs)
+    registry.register("finished", finished, FinishedArgs)
+    registry.register("call_user", call_user, CallUserArgs)
+
+
+def build_registry(
+    settings: Settings, presets: Path | Sequence[Preset] | None = None
+) -> ToolRegistry:
+    """The 13 desktop tools plus semantic presets.
+
+    ``presets``: ``None`` loads the configured or default presets file (see
+    :func:`jarvis.tools.presets.load_default_presets`); a path loads that file; a list
+    registers those presets (``[]`` for none). A bad preset raises ``PresetError``.
+    """
+    registry = ToolRegistry(settings)
+    register_computer_tools(registry)
+    if presets is None:
+        register_presets(registry, load_default_presets(settings))
+    elif isinstance(presets, Path):
+        register_presets(registry, load_presets(presets))
+    else:
+        register_presets(registry, presets)
+    return registry
