@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := xvfb xauth xdotool xclip x11-utils python3-venv python3-tk dovecot-imapd
+APT_PACKAGES := xvfb xauth xdotool xclip x11-utils python3-venv python3-tk
 TASK ?=
 RUN_ARGS ?=
 
@@ -18,11 +18,10 @@ export HF_HUB_OFFLINE := 1
 
 setup: system venv
 
-# System packages: the virtual display, X input and clipboard tools, IMAP server for email tests.
+# System packages: the virtual display, X input and clipboard tools.
 system:
 	@missing=""; \
 	for c in Xvfb xdotool xclip xwininfo; do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
-	[ -x /usr/sbin/dovecot ] || missing="$$missing dovecot"; \
 	$(PYTHON) -c 'import tkinter, venv' 2>/dev/null || missing="$$missing python3-tk/venv"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages (missing:$$missing)"; \

@@ -266,15 +266,15 @@ class Agent:
         await self._after_action(state, context, verdict)
 
     async def _after_action(self, state: _Run, context: ToolContext, verdict: str) -> None:
-        control = context.control
-        if control.call_user is not None:
-            raise _End("needs_user", control.call_user)
-        if control.finished is not None:
-            summary = control.finished
-            control.finished = None
-            result = await self.brain.verify(state.task, summary, state.task_id)
+        control = context.take_control()
+        if control is not None and control.kind == "aborted":
+            raise _End("cancelled", f"stopped by the input fail-safe: {control.text}")
+        if control is not None and control.kind == "call_user":
+            raise _End("needs_user", control.text)
+        if control is not None and control.kind == "finished":
+            result = await self.brain.verify(state.task, control.text, state.task_id)
             if result.done:
-                raise _End("finished", summary)
+                raise _End("finished", control.text)
             state.verify_failures += 1
             if state.verify_failures > self.settings.max_verify_failures:
                 raise _End("failed", f"verification failed: {result.reason}")
