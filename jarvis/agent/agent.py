@@ -19,13 +19,13 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, Field
 
 from jarvis.agent.brain import Brain, Decision, ThinkContext
-from jarvis.agent.cerebellum import Action, Cerebellum
+from jarvis.agent.cerebellum import Cerebellum
 from jarvis.agent.context import Turn
 from jarvis.agent.hippocampus import Hippocampus
 from jarvis.agent.stall import StallDetector
 from jarvis.config import Settings
 from jarvis.desktop.screen import Observation
-from jarvis.desktop.settle import SettleResult, Settler
+from jarvis.desktop.settle import Settler, SettleResult
 from jarvis.events import (
     AgentWarning,
     EventBus,
@@ -250,8 +250,7 @@ class Agent:
         state.tool_calls += action.executed
         timings["act"], timings["settle"] = action.act_ms, action.settle_ms
         record.tool_calls = [
-            ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments)
-            for c in decision.tool_calls
+            ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in decision.tool_calls
         ]
         record.results = [_result_record(r) for r in results]
         record.result = "failed" if action.all_failed else "success"
@@ -374,5 +373,7 @@ def _ms(started: float) -> float:
 
 
 def _result_record(result: ToolResult) -> ResultRecord:
-    error = ErrorRecord(code=result.error.code, message=result.error.message) if result.error else None
+    error = (
+        ErrorRecord(code=result.error.code, message=result.error.message) if result.error else None
+    )
     return ResultRecord(ok=result.ok, data=result.data, error=error)

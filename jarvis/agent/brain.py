@@ -12,7 +12,7 @@ from jarvis.agent.context import Turn, build_messages, parse_thought, parse_verd
 from jarvis.config import Settings
 from jarvis.desktop.screen import Observation, Screen
 from jarvis.events import EventBus, ModelTextDelta, VerificationFinished
-from jarvis.llm.base import Provider, complete
+from jarvis.llm.base import OnEvent, Provider, complete
 from jarvis.llm.types import (
     ImagePart,
     LLMRequest,
@@ -100,7 +100,7 @@ class Brain:
         notes = "".join(f"\n\n{n}" for n in ctx.notes)
         return prompts.render("step", step=ctx.step, max_steps=ctx.max_steps, notes=notes)
 
-    def _emit_text(self, task_id: str) -> object:
+    def _emit_text(self, task_id: str) -> OnEvent:
         def on_event(event: StreamEvent) -> None:
             if isinstance(event, TextDelta) and event.text:
                 self.bus.emit(ModelTextDelta(task_id=task_id, text=event.text))

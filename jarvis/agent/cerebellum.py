@@ -57,9 +57,7 @@ class Cerebellum:
                 action.results.append(not_run(stop_reason))
                 continue
             started = time.perf_counter()
-            result = await self.registry.execute(
-                call.name, call.arguments, context, call_id=call.id, parse_error=call.parse_error
-            )
+            result = await self.registry.execute_call(call, context)
             action.act_ms += (time.perf_counter() - started) * 1000
             action.results.append(result)
             action.executed += 1

@@ -1,4 +1,4 @@
-"""Hippocampus: the agent's memory. Short-term steps on disk, long-term memories in a vector store."""
+"""Hippocampus: the agent's memory: short-term steps on disk, long-term vector memory."""
 
 from __future__ import annotations
 

@@ -107,9 +107,9 @@ class ShortTermMemory:
         self, data: bytes, media_type: str, phash: str, when: datetime | None = None
     ) -> ScreenshotRef:
         """Store an encoded screenshot unless it has the previous one's pHash."""
-        if self._last_shot and self._last_shot.phash == phash:
-            if (self.data_dir / self._last_shot.path).exists():
-                return self._last_shot
+        last = self._last_shot
+        if last and last.phash == phash and (self.data_dir / last.path).exists():
+            return last
         ts = when or datetime.now(UTC)
         ext = _EXT.get(media_type, "bin")
         name = f"{_stamp(ts)}-{_safe(phash)[:16]}.{ext}"
@@ -162,7 +162,7 @@ class ShortTermMemory:
         return [r for r in self.iter_steps() if r.timestamp >= cutoff]
 
     def cleanup(self, hours: float = 12.0, now: datetime | None = None) -> dict[str, int]:
-        """Delete step records older than ``hours``, and expired screenshots no record references."""
+        """Delete records older than ``hours`` and expired screenshots no record references."""
         cutoff = (now or datetime.now(UTC)) - timedelta(hours=hours)
         removed_steps = 0
         referenced: set[str] = set()
