@@ -70,7 +70,7 @@ class Settings(BaseSettings):
 
     # model
     provider: ProviderName = "anthropic"
-    model: str = "claude-sonnet-4-5"
+    model: str = "claude-sonnet-4-6"
     openai_model: str = "gpt-4.1"
     max_tokens: int = Field(4096, ge=64)
     temperature: float | None = None
