@@ -36,6 +36,11 @@ class ToolCall(BaseModel):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     parse_error: str | None = None
+    origin: dict[str, Any] | None = Field(
+        default=None,
+        description="the provider-native call this one was mapped from (e.g. Claude's computer "
+        "tool: {'id', 'name', 'input'}); adapters use it to send the history back faithfully",
+    )
 
 
 class ToolResultPart(BaseModel):
@@ -58,7 +63,9 @@ class Message(BaseModel):
 
     @classmethod
     def user(cls, *parts: str | Part) -> Message:
-        return cls(role="user", content=[TextPart(text=p) if isinstance(p, str) else p for p in parts])
+        return cls(
+            role="user", content=[TextPart(text=p) if isinstance(p, str) else p for p in parts]
+        )
 
     @classmethod
     def assistant(cls, text: str, tool_calls: list[ToolCall] | None = None) -> Message:
@@ -102,6 +109,13 @@ class LLMRequest(BaseModel):
 
 
 class Usage(BaseModel):
+    """Token counts of one response.
+
+    ``input_tokens`` counts prompt tokens that were neither read from nor written to the
+    cache (Anthropic's convention; the OpenAI adapter subtracts cached tokens), so the
+    whole prompt is ``input_tokens + cache_read_tokens + cache_write_tokens``.
+    """
+
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0

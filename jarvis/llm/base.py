@@ -1,0 +1,206 @@
+"""The model interface: one async streaming method that speaks our own types.
+
+Every provider adapter implements :class:`Provider`. :class:`AdapterBase` holds what
+the adapters share: choosing the tool mode (native, text, auto with a fallback for
+this run), the text-mode protocol around a plain-text call, and the retry loop with
+backoff that emits :class:`~jarvis.events.ModelRetry` events. An adapter only turns
+one request into one streamed HTTP call (:meth:`AdapterBase._attempt`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
+from typing import Any, Protocol, runtime_checkable
+
+from jarvis.events import EventBus, ModelRetry, ToolModeFallback
+from jarvis.llm import text_mode
+from jarvis.llm.retry import RetryPolicy
+from jarvis.llm.types import LLMRequest, LLMResponse, ResponseDone, StreamEvent
+
+log = logging.getLogger(__name__)
+
+
+class ProviderError(Exception):
+    """A model call failed. ``retryable`` says whether trying again may help."""
+
+    def __init__(
+        self,
+        message: str,
+        retryable: bool = False,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+        self.status = status
+        self.retry_after = retry_after
+
+
+class ProviderAuthError(ProviderError):
+    """No API key, or the endpoint rejected it. The message names the env var to set."""
+
+
+class StreamInterrupted(ProviderError):
+    """The response stream broke off before the model finished."""
+
+
+class ToolsUnsupported(ProviderError):
+    """The endpoint rejected native tool calling (auto mode falls back to text mode)."""
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A chat model. ``stream`` yields deltas and ends with exactly one ResponseDone."""
+
+    name: str
+    model: str
+
+    def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]: ...
+
+
+OnEvent = Callable[[StreamEvent], object]
+
+
+async def complete(
+    provider: Provider, request: LLMRequest, on_event: OnEvent | None = None
+) -> LLMResponse:
+    """Run one streamed call to its end; ``on_event`` sees every event as it arrives."""
+    response: LLMResponse | None = None
+    events = provider.stream(request)
+    try:
+        async for event in events:
+            if on_event is not None:
+                on_event(event)
+            if isinstance(event, ResponseDone):
+                response = event.response
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+    if response is None:
+        raise StreamInterrupted(f"{provider.name}: the stream ended without a response")
+    return response
+
+
+def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
+    """Tool arguments from their JSON text: (arguments, None) or ({}, what is wrong)."""
+    if not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        snippet = raw if len(raw) <= 200 else raw[:200] + "..."
+        return {}, f"arguments are not valid JSON ({exc.msg} at char {exc.pos}): {snippet}"
+    if not isinstance(value, dict):
+        return {}, f"arguments must be a JSON object, got {type(value).__name__}"
+    return value, None
+
+
+class AdapterBase:
+    """Shared behaviour of the provider adapters; subclasses implement ``_attempt``."""
+
+    name = "base"
+
+    def __init__(
+        self, model: str, *, bus: EventBus | None = None, retry: RetryPolicy | None = None
+    ) -> None:
+        self.model = model
+        self.bus = bus
+        self.retry = retry or RetryPolicy()
+        self.text_fallback = False  # auto mode fell back to text mode for this run
+
+    # --- to implement -------------------------------------------------------
+    def _attempt(self, request: LLMRequest) -> AsyncGenerator[StreamEvent, None]:
+        """One HTTP call: native tools are sent iff ``request.tools`` is not empty.
+
+        Raises ProviderError (or a subclass) with ``retryable`` set; a stream that breaks
+        off raises StreamInterrupted(retryable=True).
+        """
+        raise NotImplementedError
+
+    # --- the shared part ------------------------------------------------------
+    def effective_mode(self, request: LLMRequest) -> str:
+        """The tool mode this request runs in ("native" or "text"), after any fallback."""
+        if request.tool_mode == "text" or (request.tool_mode == "auto" and self.text_fallback):
+            return "text"
+        return "native"
+
+    async def stream(self, request: LLMRequest) -> AsyncGenerator[StreamEvent, None]:
+        if self.effective_mode(request) == "native":
+            try:
+                async with aclosing(self._retrying(self._native_request(request))) as events:
+                    async for event in events:
+                        yield event
+                return
+            except ToolsUnsupported as exc:
+                if request.tool_mode != "auto":
+                    raise
+                self._fall_back(exc)
+        async with aclosing(self._retrying(request, text=True)) as events:
+            async for event in events:
+                yield event
+
+    def _fall_back(self, exc: ToolsUnsupported) -> None:
+        self.text_fallback = True
+        reason = f"{self.name} endpoint rejected native tools: {exc.message}"
+        log.warning("switching to text tool mode for this run: %s", reason)
+        if self.bus is not None:
+            self.bus.emit(ToolModeFallback(reason=reason))
+
+    @staticmethod
+    def _native_request(request: LLMRequest) -> LLMRequest:
+        """Without tools, tool history goes as text (APIs reject tool blocks without tools)."""
+        if request.tools or not text_mode.has_tool_history(request.messages):
+            return request
+        return request.model_copy(update={"messages": text_mode.messages_to_text(request.messages)})
+
+    def _one_attempt(self, request: LLMRequest, text: bool) -> AsyncGenerator[StreamEvent, None]:
+        if not text:
+            return self._attempt(request)
+        plain = text_mode.text_request(request)
+        return text_mode.parse_stream(self._attempt(plain), request.tools)
+
+    async def _retrying(
+        self, request: LLMRequest, text: bool = False
+    ) -> AsyncGenerator[StreamEvent, None]:
+        attempt = 0
+        while True:
+            delivered = False
+            try:
+                async with aclosing(self._one_attempt(request, text)) as events:
+                    async for event in events:
+                        delivered = True
+                        yield event
+                return
+            except ProviderError as exc:
+                if delivered:
+                    if isinstance(exc, StreamInterrupted) or exc.retryable:
+                        raise StreamInterrupted(
+                            f"{self.name}: the response broke off after output had started "
+                            f"({exc.message}); not retried, as the output was already used",
+                            status=exc.status,
+                        ) from exc
+                    raise
+                if not exc.retryable or attempt >= self.retry.max_retries:
+                    if exc.retryable:
+                        log.error("%s: giving up after %d attempts", self.name, attempt + 1)
+                    raise
+                delay = self.retry.delay(attempt, exc.retry_after)
+                attempt += 1
+                log.warning(
+                    "%s: retry %d/%d in %.2fs: %s",
+                    self.name,
+                    attempt,
+                    self.retry.max_retries,
+                    delay,
+                    exc.message,
+                )
+                if self.bus is not None:
+                    self.bus.emit(ModelRetry(attempt=attempt, reason=exc.message, delay_s=delay))
+                await asyncio.sleep(delay)

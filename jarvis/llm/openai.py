@@ -1,0 +1,358 @@
+"""OpenAI chat completions through the official ``openai`` SDK (AsyncOpenAI), streamed.
+
+Works against any OpenAI-compatible endpoint (``base_url`` or ``OPENAI_BASE_URL``).
+Images go as ``image_url`` data URLs, tool results as ``role: "tool"`` messages, and
+streamed tool calls are assembled by their ``index``. Usage comes from the final
+chunk (``stream_options.include_usage``), cached tokens from
+``prompt_tokens_details``. Stop reasons are given in Anthropic's words (end_turn,
+tool_use, max_tokens) so the loop needs no per-provider branches.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+import openai
+
+from jarvis.events import EventBus
+from jarvis.llm.base import (
+    AdapterBase,
+    ProviderAuthError,
+    ProviderError,
+    StreamInterrupted,
+    ToolsUnsupported,
+    parse_arguments,
+)
+from jarvis.llm.retry import (
+    RetryPolicy,
+    cause_text,
+    error_text,
+    is_retryable_status,
+    parse_retry_after,
+    rejects_tools,
+)
+from jarvis.llm.types import (
+    ImagePart,
+    LLMRequest,
+    LLMResponse,
+    Message,
+    ResponseDone,
+    StreamEvent,
+    TextDelta,
+    TextPart,
+    ToolArgsDelta,
+    ToolCall,
+    ToolCallDone,
+    ToolCallStart,
+    ToolResultPart,
+    Usage,
+)
+
+log = logging.getLogger(__name__)
+
+KEY_ENV = "OPENAI_API_KEY"
+NOT_RUN = "not run: the call was skipped"
+STOP_REASONS = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+
+
+# --- request ------------------------------------------------------------------------
+
+
+def _user_messages(message: Message) -> list[dict[str, Any]]:
+    """Tool results as ``tool`` messages first, then the rest as one user message."""
+    out: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for part in message.content:
+        if isinstance(part, ToolResultPart):
+            content = part.content if part.ok else f"ERROR: {part.content}"
+            out.append({"role": "tool", "tool_call_id": part.call_id, "content": content})
+        elif isinstance(part, ImagePart):
+            parts.append({"type": "image_url", "image_url": {"url": part.data_url}})
+        elif isinstance(part, TextPart) and part.text:
+            parts.append({"type": "text", "text": part.text})
+    if parts:
+        if all(p["type"] == "text" for p in parts):  # plain string: the most compatible form
+            out.append({"role": "user", "content": "\n\n".join(p["text"] for p in parts)})
+        else:
+            out.append({"role": "user", "content": parts})
+    elif not out:
+        out.append({"role": "user", "content": "(empty)"})
+    return out
+
+
+def to_openai_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
+    """Our conversation as chat-completions ``messages``, system prompt first."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for message in messages:
+        if message.role == "user":
+            out += _user_messages(message)
+            continue
+        entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+        if message.tool_calls:
+            entry["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": json.dumps(call.arguments, ensure_ascii=False),
+                    },
+                }
+                for call in message.tool_calls
+            ]
+        elif entry["content"] is None:
+            entry["content"] = "(no text)"
+        out.append(entry)
+    return _answer_every_tool_call(out)
+
+
+def _answer_every_tool_call(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each assistant tool call needs a ``tool`` message; add one for calls never run."""
+    out: list[dict[str, Any]] = []
+    pending: list[str] = []
+    for entry in messages:
+        if entry["role"] == "tool" and entry["tool_call_id"] in pending:
+            pending.remove(entry["tool_call_id"])
+        elif pending and entry["role"] != "tool":
+            out += [{"role": "tool", "tool_call_id": i, "content": NOT_RUN} for i in pending]
+            pending = []
+        out.append(entry)
+        if entry["role"] == "assistant":
+            pending = [c["id"] for c in entry.get("tool_calls", [])]
+    if pending and out[-1]["role"] == "tool":
+        out += [{"role": "tool", "tool_call_id": i, "content": NOT_RUN} for i in pending]
+    return out
+
+
+def build_params(request: LLMRequest, model: str, max_tokens_key: str) -> dict[str, Any]:
+    """The ``chat.completions.create`` arguments for ``request`` (pure)."""
+    params: dict[str, Any] = {
+        "model": model,
+        "messages": to_openai_messages(request.system, request.messages),
+        max_tokens_key: request.max_tokens,
+        "stream_options": {"include_usage": True},
+    }
+    if request.tools:
+        params["tools"] = [t.to_openai() for t in request.tools]
+    if request.temperature is not None:
+        params["temperature"] = request.temperature
+    return params
+
+
+# --- response -----------------------------------------------------------------------
+
+
+@dataclass
+class _Slot:
+    id: str = ""
+    name: str = ""
+    parts: list[str] = field(default_factory=list)
+    started: bool = False
+
+
+@dataclass
+class ChunkAssembler:
+    """Builds our events and the final response from streamed chat-completion chunks."""
+
+    text: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str = ""
+    model: str = ""
+    finished: bool = False
+    calls: list[ToolCall] = field(default_factory=list)
+    _slots: list[_Slot] = field(default_factory=list)
+    _by_index: dict[int, _Slot] = field(default_factory=dict)
+
+    def handle(self, chunk: Any) -> list[StreamEvent]:
+        self.model = getattr(chunk, "model", None) or self.model
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            details = getattr(usage, "prompt_tokens_details", None)
+            cached = int(getattr(details, "cached_tokens", None) or 0)
+            prompt = int(getattr(usage, "prompt_tokens", None) or 0)
+            self.usage = Usage(
+                input_tokens=max(0, prompt - cached),
+                output_tokens=int(getattr(usage, "completion_tokens", None) or 0),
+                cache_read_tokens=cached,
+            )
+        events: list[StreamEvent] = []
+        for choice in getattr(chunk, "choices", None) or []:
+            if getattr(choice, "index", 0) != 0:
+                continue
+            delta = choice.delta
+            if delta is not None and delta.content:
+                self.text.append(delta.content)
+                events.append(TextDelta(text=delta.content))
+            for piece in (delta.tool_calls if delta is not None else None) or []:
+                events += self._tool_piece(piece)
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+                self.finished = True
+        return events
+
+    def _tool_piece(self, piece: Any) -> list[StreamEvent]:
+        slot = self._by_index.get(piece.index)
+        # some compatible servers reuse index 0 for every call; a new id means a new call
+        if slot is None or (piece.id and slot.id and piece.id != slot.id):
+            slot = _Slot(id=piece.id or "")
+            self._by_index[piece.index] = slot
+            self._slots.append(slot)
+        function = piece.function
+        if function is not None and function.name and not slot.name:
+            slot.name = function.name
+        events: list[StreamEvent] = []
+        if function is not None and function.arguments:
+            slot.parts.append(function.arguments)
+            if slot.started:
+                events.append(ToolArgsDelta(id=slot.id, delta=function.arguments))
+        if not slot.started and slot.name:
+            slot.started = True
+            slot.id = slot.id or f"call_{uuid.uuid4().hex[:16]}"
+            events.insert(0, ToolCallStart(id=slot.id, name=slot.name))
+            if slot.parts:
+                events.append(ToolArgsDelta(id=slot.id, delta="".join(slot.parts)))
+        return events
+
+    def finish(self) -> list[StreamEvent]:
+        """ToolCallDone for every assembled call; call once the stream has ended."""
+        for slot in self._slots:
+            arguments, error = parse_arguments("".join(slot.parts))
+            if not slot.name:
+                error = error or "the tool call has no function name"
+            self.calls.append(
+                ToolCall(
+                    id=slot.id or f"call_{uuid.uuid4().hex[:16]}",
+                    name=slot.name or "unknown",
+                    arguments=arguments,
+                    parse_error=error,
+                )
+            )
+        return [ToolCallDone(call=call) for call in self.calls]
+
+    def response(self) -> LLMResponse:
+        return LLMResponse(
+            text="".join(self.text),
+            tool_calls=self.calls,
+            usage=self.usage,
+            stop_reason=STOP_REASONS.get(self.finish_reason, self.finish_reason),
+            model=self.model,
+        )
+
+
+# --- errors -------------------------------------------------------------------------
+
+
+def _status_error(exc: openai.APIStatusError, sent_tools: bool) -> ProviderError:
+    status = exc.status_code
+    detail = error_text(exc.body, exc.message)
+    if status in (401, 403):
+        return ProviderAuthError(
+            f"the OpenAI endpoint rejected the credentials (HTTP {status}: {detail}); "
+            f"check {KEY_ENV}",
+            status=status,
+        )
+    if sent_tools and rejects_tools(status, detail):
+        return ToolsUnsupported(f"HTTP {status}: {detail}", status=status)
+    return ProviderError(
+        f"OpenAI HTTP {status}: {detail}",
+        retryable=is_retryable_status(status),
+        status=status,
+        retry_after=parse_retry_after(exc.response.headers),
+    )
+
+
+def resolve_key(api_key: str | None) -> str:
+    key = api_key or os.environ.get(KEY_ENV)
+    if not key:
+        raise ProviderAuthError(
+            f"no OpenAI API key: set {KEY_ENV} (or pass api_key; any non-empty value "
+            "works for a local OpenAI-compatible server without auth)"
+        )
+    return key
+
+
+class OpenAIProvider(AdapterBase):
+    """Chat completions via AsyncOpenAI; any OpenAI-compatible base URL."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        bus: EventBus | None = None,
+        retry: RetryPolicy | None = None,
+        timeout_s: float = 120.0,
+        max_tokens_key: str | None = None,
+    ) -> None:
+        super().__init__(model, bus=bus, retry=retry)
+        self._client = openai.AsyncOpenAI(
+            api_key=resolve_key(api_key),
+            base_url=base_url,
+            timeout=timeout_s,
+            max_retries=0,  # our own loop retries, so it can report each retry
+        )
+        # api.openai.com wants max_completion_tokens (newer models refuse max_tokens);
+        # compatible servers widely know only max_tokens
+        official = urlparse(self.base_url).hostname == "api.openai.com"
+        self.max_tokens_key = max_tokens_key or (
+            "max_completion_tokens" if official else "max_tokens"
+        )
+
+    @property
+    def base_url(self) -> str:
+        return str(self._client.base_url)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def _attempt(self, request: LLMRequest) -> AsyncGenerator[StreamEvent, None]:
+        params = build_params(request, self.model, self.max_tokens_key)
+        sent_tools = "tools" in params
+        try:
+            stream = await self._client.chat.completions.create(**params, stream=True)
+        except openai.APIStatusError as exc:
+            raise _status_error(exc, sent_tools) from exc
+        except openai.APIConnectionError as exc:
+            raise ProviderError(
+                f"cannot reach the OpenAI endpoint at {self.base_url}: {cause_text(exc)}",
+                retryable=True,
+            ) from exc
+        assembler = ChunkAssembler(model=self.model)
+        try:
+            async with stream:
+                async for chunk in stream:
+                    for event in assembler.handle(chunk):
+                        yield event
+        except openai.APIStatusError as exc:
+            raise _status_error(exc, sent_tools) from exc
+        except openai.APIConnectionError as exc:
+            raise StreamInterrupted(
+                f"the OpenAI stream broke off: {cause_text(exc)}", retryable=True
+            ) from exc
+        except openai.APIError as exc:  # an error object inside the stream
+            raise StreamInterrupted(
+                f"OpenAI stream error: {error_text(exc.body, exc.message)}", retryable=True
+            ) from exc
+        if not assembler.finished:
+            raise StreamInterrupted(
+                "the OpenAI stream ended without a finish_reason", retryable=True
+            )
+        for event in assembler.finish():
+            yield event
+        yield ResponseDone(response=assembler.response())

@@ -1,0 +1,378 @@
+"""Tool calling for models without native tools: a block protocol in the model's reply.
+
+The protocol (told to the model by :func:`render_tools_prompt`)::
+
+    <tool_call>{"name": "click", "arguments": {"x": 120, "y": 48}}</tool_call>
+
+One JSON object per block, several blocks per reply, run in order. Also accepted,
+because models drift: the same JSON inside a ```tool_call or ```json fence (or a
+bare ``` fence, or a fence around ``<tool_call>`` blocks), a bare JSON object in the
+text whose "name" is an offered tool (or that has "arguments"), a list of call objects
+in one block, "tool" for "name" and "parameters"/"args"/"input" for "arguments", and
+arguments given as a JSON string. Broken JSON inside a ``<tool_call>`` block or a
+tool_call fence gives a ToolCall with ``parse_error`` set, never an exception; broken
+bare JSON stays text.
+
+Tool results go back to the model as user text::
+
+    <tool_result name="click" call_id="call_1" ok="true">
+    {"ok": true}
+    </tool_result>
+
+:class:`BlockFilter` strips call blocks from the text as it streams: it withholds
+anything that may start a block until it knows, so the streamed text equals
+:func:`parse_tool_calls` on the whole reply, however the reply was chunked.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import AsyncGenerator, Iterable
+from contextlib import aclosing
+from typing import Any
+
+from jarvis.llm.types import (
+    LLMRequest,
+    Message,
+    Part,
+    ResponseDone,
+    StreamEvent,
+    TextDelta,
+    TextPart,
+    ToolArgsDelta,
+    ToolCall,
+    ToolCallDone,
+    ToolCallStart,
+    ToolResultPart,
+    ToolSpec,
+)
+
+OPEN = "<tool_call>"
+CLOSE = "</tool_call>"
+FENCE = "```"
+_CALL_FENCES = frozenset({"tool_call", "tool", "tool_calls"})
+_ARG_KEYS = ("arguments", "parameters", "args", "input")
+_CANDIDATE = re.compile(r"[<`{]")
+_BARE_START = re.compile(r'\{\s*"(?:name|tool)"\s*:')
+_BARE_PREFIX = re.compile(
+    r'\{\s*(?:"(?:n(?:a(?:m(?:e(?:"\s*)?)?)?)?|t(?:o(?:o(?:l(?:"\s*)?)?)?)?)?)?'
+)
+_NAME_GUESS = re.compile(r'"(?:name|tool)"\s*:\s*"([^"\\]{1,100})"')
+_DECODER = json.JSONDecoder()
+
+# --- rendering ----------------------------------------------------------------------
+
+
+def render_tools_prompt(tools: list[ToolSpec]) -> str:
+    """The system-prompt section that teaches the block protocol and lists the tools."""
+    lines = [
+        "# Tools",
+        "You act by calling tools. To call a tool, write a block like this in your reply:",
+        "",
+        OPEN + '{"name": "TOOL_NAME", "arguments": {"ARG": "VALUE"}}' + CLOSE,
+        "",
+        "Rules:",
+        '- One JSON object per block, with "name" and "arguments" (an object; {} if none).',
+        "- Write several blocks for several calls; they run in the order written.",
+        "- Results come back in the next user message as <tool_result> blocks.",
+        "  Never write <tool_result> blocks yourself; wait for them.",
+        "- Text outside the blocks is your reasoning; keep it short.",
+        "",
+        "Available tools:",
+    ]
+    for tool in tools:
+        schema = json.dumps(tool.parameters, ensure_ascii=False, separators=(",", ":"))
+        lines += ["", f"## {tool.name}", tool.description.strip(), f"arguments schema: {schema}"]
+    return "\n".join(lines)
+
+
+def format_tool_call(call: ToolCall) -> str:
+    body = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
+    return f"{OPEN}{body}{CLOSE}"
+
+
+def format_tool_result(part: ToolResultPart) -> str:
+    ok = "true" if part.ok else "false"
+    return (
+        f'<tool_result name="{part.name}" call_id="{part.call_id}" ok="{ok}">\n'
+        f"{part.content}\n</tool_result>"
+    )
+
+
+def has_tool_history(messages: list[Message]) -> bool:
+    return any(
+        m.tool_calls or any(isinstance(p, ToolResultPart) for p in m.content) for m in messages
+    )
+
+
+def messages_to_text(messages: list[Message]) -> list[Message]:
+    """The same conversation with tool calls and results written in the block protocol."""
+    out: list[Message] = []
+    for message in messages:
+        if message.role == "assistant" and message.tool_calls:
+            blocks = [format_tool_call(c) for c in message.tool_calls]
+            text = "\n".join([message.text, *blocks]) if message.text else "\n".join(blocks)
+            out.append(Message(role="assistant", content=[TextPart(text=text)]))
+        elif any(isinstance(p, ToolResultPart) for p in message.content):
+            parts: list[Part] = [
+                TextPart(text=format_tool_result(p)) if isinstance(p, ToolResultPart) else p
+                for p in message.content
+            ]
+            out.append(Message(role=message.role, content=parts))
+        else:
+            out.append(message)
+    return out
+
+
+def text_request(request: LLMRequest) -> LLMRequest:
+    """The request as sent in text mode: tools described in the system prompt, none sent."""
+    system = request.system
+    if request.tools:
+        system = f"{system}\n\n{render_tools_prompt(request.tools)}"
+    return request.model_copy(
+        update={"system": system, "messages": messages_to_text(request.messages), "tools": []}
+    )
+
+
+# --- parsing ------------------------------------------------------------------------
+
+
+def _new_id() -> str:
+    return f"call_{uuid.uuid4().hex[:16]}"
+
+
+def _call_from(obj: Any, loose: bool, known: frozenset[str]) -> ToolCall | None:
+    """A ToolCall from a decoded object; ``loose`` objects must look like a call."""
+    if not isinstance(obj, dict):
+        return None if loose else _broken("", f"a tool call must be a JSON object, got {obj!r}")
+    name = obj.get("name", obj.get("tool"))
+    arg_key = next((k for k in _ARG_KEYS if k in obj), None)
+    if loose and not (isinstance(name, str) and (arg_key or name in known)):
+        return None
+    if not isinstance(name, str) or not name:
+        return _broken("", 'the tool call has no "name"')
+    args: Any = obj.get(arg_key) if arg_key else {}
+    if args is None:
+        args = {}
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError as exc:
+            return _broken(name, f"arguments are not valid JSON: {exc.msg}")
+    if not isinstance(args, dict):
+        return _broken(name, f"arguments must be a JSON object, got {type(args).__name__}")
+    return ToolCall(id=_new_id(), name=name, arguments=args)
+
+
+def _broken(name: str, error: str) -> ToolCall:
+    return ToolCall(id=_new_id(), name=name or "unknown", parse_error=error)
+
+
+def _calls_from_json(text: str, known: frozenset[str]) -> list[ToolCall]:
+    """The calls in a block that must hold calls; broken JSON gives one call with parse_error."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        guess = _NAME_GUESS.search(text)
+        snippet = text.strip()[:200]
+        return [
+            _broken(
+                guess.group(1) if guess else "",
+                f"tool call is not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno}): "
+                f"{snippet}",
+            )
+        ]
+    items = value if isinstance(value, list) else [value]
+    return [c for c in (_call_from(i, False, known) for i in items) if c is not None]
+
+
+class _Wait(Exception):
+    """More text is needed to decide what this position starts."""
+
+
+def _tool_call_block(
+    buf: str, i: int, final: bool, known: frozenset[str]
+) -> tuple[int, list[ToolCall]]:
+    start = i + len(OPEN)
+    close = buf.find(CLOSE, start)
+    if close < 0:
+        if not final:
+            raise _Wait
+        return len(buf), _calls_from_json(buf[start:], known)
+    return close + len(CLOSE), _calls_from_json(buf[start:close], known)
+
+
+def _fence(buf: str, i: int, final: bool, known: frozenset[str]) -> tuple[int, str, list[ToolCall]]:
+    newline = buf.find("\n", i + len(FENCE))
+    if newline < 0:
+        if not final:
+            raise _Wait
+        return len(buf), buf[i:], []
+    info = buf[i + len(FENCE) : newline].strip().lower()
+    close = buf.find(FENCE, newline + 1)
+    if close < 0 and not final:
+        raise _Wait
+    end = len(buf) if close < 0 else close + len(FENCE)
+    inner = buf[newline + 1 : len(buf) if close < 0 else close]
+    if OPEN in inner:
+        visible, calls, _ = scan(inner, True, known)
+        if not visible.strip():
+            return end, "", calls
+        closing = FENCE if close >= 0 else ""
+        return end, buf[i : newline + 1] + visible + closing, calls
+    if info in _CALL_FENCES:
+        return end, "", _calls_from_json(inner, known)
+    try:
+        value = json.loads(inner)
+    except json.JSONDecodeError:
+        return end, buf[i:end], []
+    call = _call_from(value, True, known)
+    return (end, "", [call]) if call is not None else (end, buf[i:end], [])
+
+
+def _bare(
+    buf: str, i: int, final: bool, known: frozenset[str]
+) -> tuple[int, list[ToolCall]] | None:
+    if not _BARE_START.match(buf, i):
+        if not final and _BARE_PREFIX.fullmatch(buf, i):
+            raise _Wait
+        return None
+    try:
+        value, end = _DECODER.raw_decode(buf, i)
+    except json.JSONDecodeError:
+        if not final:
+            raise _Wait from None
+        return None
+    call = _call_from(value, True, known)
+    return (end, [call]) if call is not None else None
+
+
+def _block_at(
+    buf: str, i: int, final: bool, known: frozenset[str]
+) -> tuple[int, str, list[ToolCall]] | None:
+    """(end, visible text, calls) for a block starting at ``i``, or None if none starts here."""
+    rest = buf[i : i + len(OPEN)]
+    if buf.startswith(OPEN, i):
+        end, calls = _tool_call_block(buf, i, final, known)
+        return end, "", calls
+    if buf.startswith(FENCE, i):
+        return _fence(buf, i, final, known)
+    if not final and len(rest) < len(OPEN) and (OPEN.startswith(rest) or FENCE.startswith(rest)):
+        raise _Wait
+    if buf[i] == "{":
+        found = _bare(buf, i, final, known)
+        return None if found is None else (found[0], "", found[1])
+    return None
+
+
+def scan(buf: str, final: bool, known: frozenset[str]) -> tuple[str, list[ToolCall], int]:
+    """Split ``buf`` into visible text and calls; returns how much of ``buf`` was decided.
+
+    With ``final`` False it stops at the first position that may start a block it
+    cannot decide yet; with ``final`` True it decides everything.
+    """
+    out: list[str] = []
+    calls: list[ToolCall] = []
+    pos = 0
+    while pos < len(buf):
+        match = _CANDIDATE.search(buf, pos)
+        if match is None:
+            out.append(buf[pos:])
+            pos = len(buf)
+            break
+        i = match.start()
+        out.append(buf[pos:i])
+        pos = i
+        try:
+            block = _block_at(buf, i, final, known)
+        except _Wait:
+            break
+        if block is None:
+            out.append(buf[i])
+            pos = i + 1
+            continue
+        pos, visible, found = block
+        out.append(visible)
+        calls.extend(found)
+    return "".join(out), calls, pos
+
+
+def parse_tool_calls(text: str, known_tools: Iterable[str] = ()) -> tuple[str, list[ToolCall]]:
+    """(text without call blocks, calls) for a whole reply."""
+    visible, calls, _ = scan(text, True, frozenset(known_tools))
+    return visible, calls
+
+
+class BlockFilter:
+    """Streaming version of :func:`parse_tool_calls`: feed chunks, get the visible text."""
+
+    def __init__(self, known_tools: Iterable[str] = ()) -> None:
+        self._known = frozenset(known_tools)
+        self._buf = ""
+        self._calls: list[ToolCall] = []
+
+    def feed(self, chunk: str) -> str:
+        self._buf += chunk
+        return self._run(final=False)
+
+    def flush(self) -> str:
+        return self._run(final=True)
+
+    def take_calls(self) -> list[ToolCall]:
+        """Calls completed since the last take."""
+        calls, self._calls = self._calls, []
+        return calls
+
+    def _run(self, final: bool) -> str:
+        visible, calls, consumed = scan(self._buf, final, self._known)
+        self._buf = self._buf[consumed:]
+        self._calls.extend(calls)
+        return visible
+
+
+def call_events(call: ToolCall) -> list[StreamEvent]:
+    """The stream events for a call that arrived whole."""
+    return [
+        ToolCallStart(id=call.id, name=call.name),
+        ToolArgsDelta(id=call.id, delta=json.dumps(call.arguments, ensure_ascii=False)),
+        ToolCallDone(call=call),
+    ]
+
+
+async def parse_stream(
+    events: AsyncGenerator[StreamEvent, None], tools: list[ToolSpec]
+) -> AsyncGenerator[StreamEvent, None]:
+    """Turn a plain-text stream into one with tool calls parsed from the block protocol."""
+    filt = BlockFilter(t.name for t in tools)
+    shown: list[str] = []
+    calls: list[ToolCall] = []
+
+    def pending(visible: str) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        if visible:
+            shown.append(visible)
+            out.append(TextDelta(text=visible))
+        for call in filt.take_calls():
+            calls.append(call)
+            out.extend(call_events(call))
+        return out
+
+    async with aclosing(events) as stream:
+        async for event in stream:
+            if isinstance(event, TextDelta):
+                for out in pending(filt.feed(event.text) if tools else event.text):
+                    yield out
+            elif isinstance(event, ResponseDone):
+                for out in pending(filt.flush() if tools else ""):
+                    yield out
+                text = "".join(shown).strip()
+                response = event.response.model_copy(
+                    update={"text": text, "tool_calls": calls, "tool_mode": "text"}
+                )
+                if calls and response.stop_reason in ("end_turn", "stop", "stop_sequence"):
+                    response.stop_reason = "tool_use"
+                yield ResponseDone(response=response)
+            else:
+                yield event
