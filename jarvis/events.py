@@ -147,3 +147,14 @@ class EventRecorder:
 
     def of(self, kind: type[Event]) -> list[Any]:
         return [e for e in self.events if isinstance(e, kind)]
+
+
+# --- gateway ---------------------------------------------------------------
+class MalformedEntry(Event):
+    """A section of a gateway file (inbox, todos) could not be read; it stays in the file."""
+
+    kind: Literal["malformed_entry"] = "malformed_entry"
+    path: str
+    line: int
+    reason: str
+    excerpt: str = ""

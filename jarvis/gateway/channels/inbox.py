@@ -1,0 +1,303 @@
+"""The inbox channel: markdown files dropped into ``messages/drop/``, and hand edits of
+``messages/inbox.md``, become messages.
+
+A drop file is its text, with an optional front-matter header::
+
+    ---
+    sender: ada
+    priority: high
+    ---
+    Open the quarterly report and print page 3.
+
+Files whose names start with a dot or that do not end in ``.md`` (editor temp files,
+``*.tmp``, ``*~``) are ignored, and a file is read only once its size and time stopped
+changing for ``settle_s``. After its message is safely in the inbox the file is moved to
+``drop/processed/`` (never deleted). The message id is derived from the file (name, time,
+content), so a crash between the append and the move re-imports nothing: the append with
+that id finds the message already in the inbox, processing or the archive.
+
+watchdog reports changes in the messages folder; a periodic scan covers file systems
+that send no events. Whoever waits on :attr:`InboxChannel.arrived` (or passes
+``on_messages``) hears about every message that newly shows up in the inbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import os
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+from watchdog.observers.polling import PollingObserver
+
+from jarvis.events import EventBus
+from jarvis.fsutil import fsync_dir
+from jarvis.gateway.markdown import (
+    Problem,
+    ProblemLog,
+    normalize_newlines,
+    parse_priority,
+    short_hash,
+)
+from jarvis.gateway.message_format import KEY_PATTERN, Message, normalize_key
+from jarvis.gateway.queue import MessageQueue
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "inbox"
+PROCESSED = "processed"
+OnMessages = Callable[[list[Message]], Any]
+
+
+def wanted(name: str) -> bool:
+    """Drop files Jarvis reads: ``*.md``, not hidden, not an editor's temp file."""
+    return (
+        name.lower().endswith(".md")
+        and not name.startswith((".", "#", "~"))
+        and not name.endswith(("~", ".tmp"))
+    )
+
+
+def split_front_matter(text: str) -> tuple[dict[str, str], str]:
+    """``(fields, body)``; text without a well-formed ``---`` header is all body."""
+    lines = normalize_newlines(text).split("\n")
+    if not lines or lines[0].strip() != "---":
+        return {}, text
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
+    if end is None:
+        return {}, text
+    fields: dict[str, str] = {}
+    for line in lines[1:end]:
+        if not line.strip():
+            continue
+        key, sep, value = line.partition(":")
+        if not sep or not key.strip():
+            return {}, text  # a horizontal rule, not front matter
+        fields[normalize_key(key)] = value.strip().strip("\"'")
+    return fields, "\n".join(lines[end + 1 :])
+
+
+def drop_message_id(name: str, mtime: float, text: str) -> str:
+    """The same file always gives the same id, so importing it twice is a no-op."""
+    return f"m-{datetime.fromtimestamp(mtime):%Y%m%d-%H%M%S}-{short_hash(name, text, length=8)}"
+
+
+class InboxChannel:
+    """Watches ``messages/`` for drop files and inbox edits; asyncio-friendly."""
+
+    name = CHANNEL
+
+    def __init__(
+        self,
+        queue: MessageQueue,
+        *,
+        poll_interval_s: float = 2.0,
+        settle_s: float = 0.5,
+        use_polling: bool = False,
+        on_messages: OnMessages | None = None,
+        bus: EventBus | None = None,
+    ) -> None:
+        self.queue = queue
+        self.drop_dir = queue.drop_dir
+        self.processed_dir = self.drop_dir / PROCESSED
+        self.poll_interval_s = poll_interval_s
+        self.settle_s = settle_s
+        self.use_polling = use_polling
+        self.on_messages = on_messages
+        self.arrived = asyncio.Event()
+        """Set when new messages show up in the inbox; the consumer clears it."""
+        self._wake = asyncio.Event()
+        self._seen: set[str] = set()
+        self._sizes: dict[str, tuple[tuple[int, int], float]] = {}
+        self._unready = False
+        self._observer: BaseObserver | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._problems = ProblemLog(bus)
+
+    # -- lifecycle --
+    async def start(self) -> None:
+        self.drop_dir.mkdir(parents=True, exist_ok=True)
+        loop = asyncio.get_running_loop()
+        self._observer = await asyncio.to_thread(self._start_observer, loop)
+        self._worker = asyncio.create_task(self._run(), name="inbox-channel")
+        self._wake.set()
+
+    async def stop(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+            self._worker = None
+        if self._observer is not None:
+            observer, self._observer = self._observer, None
+            observer.stop()
+            await asyncio.to_thread(observer.join, 5.0)
+
+    def _start_observer(self, loop: asyncio.AbstractEventLoop) -> BaseObserver | None:
+        handler = _Wake(self, loop)
+        kinds = [PollingObserver] if self.use_polling else [Observer, PollingObserver]
+        for kind in kinds:
+            observer = kind()
+            try:
+                observer.schedule(handler, str(self.queue.root), recursive=True)
+                observer.start()
+                return observer
+            except OSError as exc:  # e.g. out of inotify watches
+                log.warning("cannot watch %s with %s: %s", self.queue.root, kind.__name__, exc)
+        log.warning("no file watcher; scanning %s every %gs", self.queue.root, self.poll_interval_s)
+        return None
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            timeout = (
+                min(self.settle_s, self.poll_interval_s) if self._unready else self.poll_interval_s
+            )
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self.scan()
+            except Exception:  # the boundary: keep watching whatever one scan hit
+                log.exception("inbox scan failed; trying again on the next change")
+
+    # -- one pass --
+    async def scan(self) -> list[Message]:
+        """Import ready drop files, then report messages new to the inbox (and return them)."""
+        fresh = await asyncio.to_thread(self._scan_files)
+        if fresh:
+            self.arrived.set()
+            if self.on_messages is not None:
+                outcome = self.on_messages(fresh)
+                if inspect.isawaitable(outcome):
+                    await outcome
+        return fresh
+
+    def _scan_files(self) -> list[Message]:
+        for path in self._ready_files():
+            self.import_file(path)
+        pending = self.queue.pending()
+        fresh = [m for m in pending if m.id not in self._seen]
+        self._seen = {m.id for m in pending}
+        return fresh
+
+    def _ready_files(self) -> list[Path]:
+        """Drop files whose size and time have been still for ``settle_s``."""
+        ready, now, sizes = [], time.time(), {}
+        self._unready = False
+        for path in sorted(self.drop_dir.glob("*")):
+            if not wanted(path.name) or not path.is_file():
+                continue
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                continue
+            key = (st.st_size, st.st_mtime_ns)
+            before = self._sizes.get(path.name)
+            since = before[1] if before and before[0] == key else now
+            if now - st.st_mtime >= self.settle_s or now - since >= self.settle_s:
+                ready.append(path)
+            else:
+                sizes[path.name] = (key, since)
+                self._unready = True
+        self._sizes = sizes
+        return ready
+
+    def import_file(self, path: Path) -> Message | None:
+        """Turn one drop file into an inbox message and move the file aside."""
+        try:
+            data = path.read_bytes()
+            mtime = path.stat().st_mtime
+        except FileNotFoundError:
+            return None
+        if data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = data.decode("utf-8", "replace")
+            self._report(path, "not valid UTF-8; undecodable bytes replaced (file kept)")
+        fields, body = split_front_matter(text)
+        if not body.strip():
+            self._report(path, "no message text; the file stays where it is")
+            return None
+        sender = fields.pop("sender", "") or fields.pop("from", "") or "user"
+        message = self.queue.append(
+            body,
+            sender=sender,
+            channel=CHANNEL,
+            priority=self._priority(path, fields.pop("priority", "")),
+            reply_to=fields.pop("reply_to", "") or None,
+            source=f"drop/{path.name}",
+            meta=self._meta(path, fields),
+            message_id=drop_message_id(path.name, mtime, text),
+        )
+        target = self._move_aside(path, message.id)
+        log.info("imported %s as message %s (file now %s)", path.name, message.id, target)
+        return message
+
+    def _priority(self, path: Path, value: str) -> str | None:
+        if not value:
+            return None
+        try:
+            parse_priority(value)
+        except ValueError as exc:
+            self._report(path, f"{exc}; imported without a priority")
+            return None
+        return value
+
+    def _meta(self, path: Path, fields: dict[str, str]) -> dict[str, str]:
+        fields.pop("from", None)
+        fields.pop("sender", None)
+        meta = {}
+        for key, value in fields.items():
+            if KEY_PATTERN.fullmatch(key) and key not in ("via", "id", "source"):
+                meta[key] = value
+            else:
+                self._report(path, f"front-matter field {key!r} ignored")
+        return meta
+
+    def _move_aside(self, path: Path, message_id: str) -> Path:
+        self.processed_dir.mkdir(parents=True, exist_ok=True)
+        target = self.processed_dir / path.name
+        if target.exists():
+            target = self.processed_dir / f"{path.stem}.{message_id}{path.suffix}"
+        os.replace(path, target)
+        fsync_dir(self.processed_dir)
+        fsync_dir(self.drop_dir)
+        return target
+
+    def _report(self, path: Path, reason: str) -> None:
+        self._problems.report([Problem(str(path), 1, reason, path.name)])
+
+
+class _Wake(FileSystemEventHandler):
+    """Wakes the channel's loop for changes to inbox.md or files in drop/."""
+
+    def __init__(self, channel: InboxChannel, loop: asyncio.AbstractEventLoop) -> None:
+        self.channel = channel
+        self.loop = loop
+        self.drop_dir = os.path.abspath(channel.drop_dir)
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        paths = [event.src_path, getattr(event, "dest_path", "")]
+        for raw in paths:
+            if not raw:
+                continue
+            path = os.path.abspath(os.fsdecode(raw))
+            if os.path.basename(path) == "inbox.md" or os.path.dirname(path) == self.drop_dir:
+                with contextlib.suppress(RuntimeError):  # the loop has closed
+                    self.loop.call_soon_threadsafe(self.channel.wake)
+                return

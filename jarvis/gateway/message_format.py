@@ -1,0 +1,295 @@
+"""Message entries of the queue files: the :class:`Message` record and its markdown form.
+
+One entry per message (hand-written ones without ``id:`` get one, written back)::
+
+    ## [2026-02-01 15:30:00] from:user via:tui id:m-20260201-153000-1a2b3c
+    Open Chrome and search today's weather
+
+    ---
+
+A header is exactly ``## [YYYY-MM-DD HH:MM(:SS)]`` followed by ``key:value`` pairs; any
+other line, even one starting with ``## [``, is text (reported as a near miss). Values with
+spaces are double-quoted (``from:"Ada Lovelace"``; ``\\"`` and ``\\\\`` escape inside
+quotes). Known keys: ``from via id priority reply_to source task outcome archived``; other
+pairs are kept in ``meta``. Archived entries add ``task:``, ``outcome:``, ``archived:`` and a
+``**Result:**`` paragraph. An entry runs to the next header; its last ``---`` line closes it,
+so ``---`` lines inside the text need no escaping. Text lines that are headers or start with
+``**Result:**`` are written with one more leading backslash, so round trips are exact.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from jarvis.gateway.markdown import (
+    Document,
+    Malformed,
+    Section,
+    canonical_time,
+    clean_block,
+    clean_line,
+    escape_lines,
+    format_priority,
+    format_timestamp,
+    has_surrogates,
+    join_sections,
+    near_misses,
+    parse_priority,
+    parse_timestamp,
+    short_hash,
+    split_sections,
+    unescape_lines,
+)
+
+HEADER_START = "## ["
+RESULT_MARK = "**Result:**"
+SEPARATOR = "---"
+ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]*")
+KEY_PATTERN = re.compile(r"[a-z_][a-z0-9_]*")
+_HEADER = re.compile(
+    r"## \[(?P<ts>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?)\](?P<rest>(?:\s.*)?)"
+)
+_TOKEN = re.compile(r'\s+(?P<key>[A-Za-z_][A-Za-z0-9_-]*):(?P<value>"(?:[^"\\]|\\.)*"|[^\s"]\S*)')
+KNOWN_KEYS = ("from", "via", "id", "priority", "reply_to", "source", "task", "outcome", "archived")
+
+
+class Message(BaseModel):
+    """One message from a person, in canonical form (so that write-then-read is exact)."""
+
+    id: str
+    timestamp: datetime
+    sender: str = "user"
+    channel: str = "inbox"
+    text: str
+    priority: int | None = None
+    reply_to: str | None = None
+    source: str | None = None
+    task_id: str | None = None
+    outcome: str | None = None
+    archived_at: datetime | None = None
+    result: str | None = None
+    meta: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not ID_PATTERN.fullmatch(value):
+            raise ValueError(f"invalid message id {value!r} (letters, digits and ._:@+- only)")
+        return value
+
+    @field_validator("timestamp", "archived_at")
+    @classmethod
+    def _time(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else canonical_time(value)
+
+    @field_validator("sender", "channel")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        value = clean_line(value)
+        if not value:
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("reply_to", "source", "task_id", "outcome")
+    @classmethod
+    def _optional_line(cls, value: str | None) -> str | None:
+        return (clean_line(value) or None) if value is not None else None
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, value: str) -> str:
+        return clean_block(value)
+
+    @field_validator("result")
+    @classmethod
+    def _result(cls, value: str | None) -> str | None:
+        return (clean_block(value) or None) if value is not None else None
+
+    @field_validator("meta")
+    @classmethod
+    def _meta(cls, value: dict[str, str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for key, item in value.items():
+            norm = normalize_key(key)
+            if not KEY_PATTERN.fullmatch(norm) or norm in KNOWN_KEYS:
+                raise ValueError(f"invalid or reserved header key {key!r}")
+            out[norm] = clean_line(item)
+        return out
+
+    def same_as(self, other: Message) -> bool:
+        """The same message (a copy left by an interrupted move), whatever happened to it."""
+        return (self.id, self.timestamp, self.sender, self.channel, self.text) == (
+            other.id,
+            other.timestamp,
+            other.sender,
+            other.channel,
+            other.text,
+        )
+
+
+def normalize_key(key: str) -> str:
+    return key.strip().lower().replace("-", "_")
+
+
+def new_message_id(at: datetime) -> str:
+    return f"m-{at:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def content_id(message: Message) -> str:
+    """The id a hand-written entry gets: the same entry always gets the same id."""
+    digest = short_hash(message.sender, message.channel, message.text)
+    return f"m-{message.timestamp:%Y%m%d-%H%M%S}-{digest}"
+
+
+# --- format -----------------------------------------------------------------------
+def _split_header(line: str) -> tuple[str, list[tuple[str, str]]] | None:
+    """The timestamp text and key/value pairs of a header line; None if it is not one."""
+    if not line.startswith(HEADER_START):
+        return None
+    match = _HEADER.fullmatch(line)
+    if not match:
+        return None
+    rest, pos, pairs = match["rest"], 0, []
+    while rest[pos:].strip():
+        token = _TOKEN.match(rest, pos)
+        if not token:
+            return None
+        pairs.append((normalize_key(token["key"]), _unquote(token["value"])))
+        pos = token.end()
+    return match["ts"], pairs
+
+
+def is_header(line: str) -> bool:
+    """A real header has the full form ``## [YYYY-MM-DD HH:MM:SS] key:value ...``."""
+    return _split_header(line) is not None
+
+
+def _structural(line: str) -> bool:
+    return line.startswith(RESULT_MARK) or is_header(line)
+
+
+def _quote(value: str) -> str:
+    if value and not value.startswith('"') and not any(c.isspace() for c in value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _unquote(value: str) -> str:
+    if value.startswith('"'):
+        return re.sub(r"\\(.)", r"\1", value[1:-1])
+    return value
+
+
+def format_message(message: Message) -> str:
+    """One entry, without a trailing newline."""
+    pairs: list[tuple[str, str | None]] = [
+        ("from", message.sender),
+        ("via", message.channel),
+        ("id", message.id),
+        ("priority", None if message.priority is None else format_priority(message.priority)),
+        ("reply_to", message.reply_to),
+        ("source", message.source),
+        ("task", message.task_id),
+        ("outcome", message.outcome),
+        ("archived", message.archived_at.isoformat() if message.archived_at else None),
+        *message.meta.items(),
+    ]
+    tokens = "".join(f" {key}:{_quote(value)}" for key, value in pairs if value is not None)
+    lines = [f"{HEADER_START}{format_timestamp(message.timestamp)}]{tokens}"]
+    lines += escape_lines(message.text.split("\n"), _structural)
+    if message.result:
+        first, *rest = message.result.split("\n")
+        lines += ["", f"{RESULT_MARK} {first}", *escape_lines(rest, _structural)]
+    lines += ["", SEPARATOR]
+    return "\n".join(lines)
+
+
+def _parse_header(line: str) -> tuple[datetime, dict[str, str]]:
+    split = _split_header(line)
+    if split is None:
+        raise ValueError("not a header")
+    stamp = parse_timestamp(split[0])
+    values: dict[str, str] = {}
+    for key, value in split[1]:
+        if key in values:
+            raise ValueError(f"header key {key!r} appears twice")
+        values[key] = value
+    return stamp, values
+
+
+def _parse_section(section: Section) -> tuple[Message | Malformed, bool]:
+    """The entry and whether it was given an id (hand-written without one)."""
+
+    def bad(reason: str) -> tuple[Malformed, bool]:
+        return Malformed(section.raw, reason, section.line), False
+
+    if has_surrogates(section.raw):
+        return bad("not valid UTF-8")
+    try:
+        stamp, values = _parse_header(section.lines[0])
+    except ValueError as exc:
+        return bad(str(exc))
+    body = section.lines[1:]
+    if body and body[-1].strip() == SEPARATOR:
+        body = body[:-1]
+    mark = next((i for i, line in enumerate(body) if line.startswith(RESULT_MARK)), len(body))
+    result = None
+    if mark < len(body):
+        first = body[mark][len(RESULT_MARK) :]
+        first = first[1:] if first.startswith(" ") else first
+        result = "\n".join([first, *unescape_lines(body[mark + 1 :], _structural)])
+    text = "\n".join(unescape_lines(body[:mark], _structural))
+    if not clean_block(text):
+        return bad("the message has no text")
+    fields: dict[str, Any] = {"timestamp": stamp, "text": text, "result": result, "meta": {}}
+    try:
+        for key, value in values.items():
+            if key == "priority":
+                fields["priority"] = parse_priority(value)
+            elif key == "archived":
+                fields["archived_at"] = parse_timestamp(value)
+            elif key in KNOWN_KEYS:
+                name = {"from": "sender", "via": "channel", "task": "task_id"}.get(key, key)
+                fields[name] = value
+            else:
+                fields["meta"][key] = value
+        fields.setdefault("id", "m-pending")
+        message = Message.model_validate(fields)
+    except (ValueError, ValidationError) as exc:
+        return bad(_short_error(exc))
+    if "id" not in values:
+        message.id = content_id(message)
+        return message, True
+    return message, False
+
+
+def _short_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return f"{where}: {first['msg']}"
+    return str(exc)
+
+
+def parse_messages(text: str) -> Document[Message]:
+    """Read a queue file; never raises, unreadable sections become :class:`Malformed`."""
+    preamble, sections = split_sections(text, is_header)
+    doc: Document[Message] = Document(preamble)
+    doc.warnings = near_misses(text, HEADER_START, is_header, "looks like a header but is not one")
+    for section in sections:
+        item, assigned = _parse_section(section)
+        doc.changed |= assigned
+        doc.items.append(item)
+    return doc
+
+
+def render_messages(doc: Document[Message]) -> str:
+    blocks = [
+        item.raw if isinstance(item, Malformed) else format_message(item) for item in doc.items
+    ]
+    return join_sections(doc.preamble, blocks)

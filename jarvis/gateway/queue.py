@@ -1,0 +1,339 @@
+"""The message queue: ``messages/inbox.md`` -> ``processing.md`` -> ``archive/DATE.md``.
+
+Entries are in the format of :mod:`jarvis.gateway.message_format`. Every file is locked,
+written atomically and re-read when someone else changed it (see :mod:`.markdown`).
+
+Moves are crash-safe: the destination is written before the source, and readers drop an
+entry whose id (with the same content) already exists further down the line, so a crash
+between the two writes leaves a duplicate that the next claim or :meth:`recover` removes.
+A message with the same id but other content (an entry copied by hand) gets a new id.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+from jarvis.config import Settings
+from jarvis.events import EventBus
+from jarvis.gateway.markdown import (
+    LOCK_TIMEOUT_S,
+    Document,
+    Malformed,
+    MarkdownFile,
+    Problem,
+    ProblemLog,
+    Snapshot,
+    canonical_time,
+    now,
+    parse_priority,
+    problems_of,
+    retrying,
+)
+from jarvis.gateway.message_format import (
+    Message,
+    content_id,
+    format_message,
+    new_message_id,
+    parse_messages,
+    render_messages,
+)
+
+__all__ = ["Message", "MessageQueue"]
+
+log = logging.getLogger(__name__)
+
+INBOX_PREAMBLE = (
+    "# Jarvis inbox\n\n"
+    "<!-- One message per section: a line `## [YYYY-MM-DD HH:MM:SS] from:NAME via:inbox`,\n"
+    "     the text, then a line `---`. Jarvis adds the id and picks messages up from here. -->"
+)
+PROCESSING_PREAMBLE = "# Jarvis: messages being handled\n\n<!-- Moved here from inbox.md. -->"
+
+
+# --- dedupe -------------------------------------------------------------------------
+Lookup = Callable[[Message], Message | None]
+
+
+def _settle_ids(doc: Document[Message], elsewhere: Lookup) -> None:
+    """Drop copies of messages already here or further down the line; re-id clashes."""
+    seen: dict[str, Message] = {}
+    kept: list[Message | Malformed] = []
+    for item in doc.items:
+        if isinstance(item, Message):
+            other = seen.get(item.id) or elsewhere(item)
+            if other is not None and other.same_as(item):
+                log.info("dropping a leftover copy of message %s", item.id)
+                doc.changed = True
+                continue
+            if other is not None:
+                old, item.id = item.id, _fresh_id(item, seen)
+                log.warning("message id %s was taken by another message; now %s", old, item.id)
+                doc.changed = True
+            seen[item.id] = item
+        kept.append(item)
+    doc.items = kept
+
+
+def _fresh_id(message: Message, taken: dict[str, Message]) -> str:
+    candidate = content_id(message)
+    while candidate in taken or candidate == message.id:
+        candidate = new_message_id(message.timestamp)
+    return candidate
+
+
+class _Archive:
+    """Lazy, per-operation view of the archive files, newest first."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._texts: dict[Path, str] = {}
+
+    def days(self, since: date | None) -> list[Path]:
+        if not self.folder.is_dir():
+            return []
+        names = sorted((p for p in self.folder.glob("????-??-??.md")), reverse=True)
+        if since is None:
+            return names
+        floor = (since - timedelta(days=1)).isoformat()
+        return [p for p in names if p.stem >= floor]
+
+    def find(self, message_id: str, since: date | None) -> Message | None:
+        for path in self.days(since):
+            if path not in self._texts:
+                self._texts[path] = MarkdownFile(path).read().text
+            if message_id not in self._texts[path]:  # cheap: most lookups miss
+                continue
+            for message in parse_messages(self._texts[path]).entries():
+                if message.id == message_id:
+                    return message
+        return None
+
+
+# --- the queue ----------------------------------------------------------------------
+class MessageQueue:
+    """Markdown-backed message queue shared by the daemon, CLI, TUI and people."""
+
+    def __init__(
+        self, data_dir: Path, *, bus: EventBus | None = None, lock_timeout: float = LOCK_TIMEOUT_S
+    ) -> None:
+        self.root = Path(data_dir) / "messages"
+        self.inbox_file = MarkdownFile(self.root / "inbox.md", lock_timeout=lock_timeout)
+        self.processing_file = MarkdownFile(self.root / "processing.md", lock_timeout=lock_timeout)
+        self.archive_dir = self.root / "archive"
+        self.drop_dir = self.root / "drop"
+        self.lock_timeout = lock_timeout
+        self._problems = ProblemLog(bus)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, bus: EventBus | None = None) -> MessageQueue:
+        return cls(settings.data_dir, bus=bus)
+
+    def archive_file(self, day: date) -> MarkdownFile:
+        return MarkdownFile(
+            self.archive_dir / f"{day.isoformat()}.md", lock_timeout=self.lock_timeout
+        )
+
+    # -- reading --
+    def _load(self, file: MarkdownFile, preamble: str) -> tuple[Snapshot, Document[Message]]:
+        snapshot = file.read()
+        doc = parse_messages(snapshot.text)
+        if snapshot.stamp is None:
+            doc.preamble = preamble
+        self._problems.report(problems_of(file.path, doc))
+        return snapshot, doc
+
+    def _both(self) -> tuple[Snapshot, Document[Message], Snapshot, Document[Message]]:
+        """Inbox and processing (caller holds both locks), settled against each other."""
+        archive = _Archive(self.archive_dir)
+        psnap, pdoc = self._load(self.processing_file, PROCESSING_PREAMBLE)
+        _settle_ids(pdoc, lambda m: archive.find(m.id, m.timestamp.date()))
+        ahead = {m.id: m for m in pdoc.entries()}
+        isnap, idoc = self._load(self.inbox_file, INBOX_PREAMBLE)
+        _settle_ids(idoc, lambda m: ahead.get(m.id) or archive.find(m.id, m.timestamp.date()))
+        return isnap, idoc, psnap, pdoc
+
+    def pending(self) -> list[Message]:
+        """Messages waiting in the inbox (hand-written ones get their ids written back)."""
+        return self._settled(lambda idoc, pdoc: idoc.entries())
+
+    def processing(self) -> list[Message]:
+        """Messages taken from the inbox and not archived yet."""
+        return self._settled(lambda idoc, pdoc: pdoc.entries())
+
+    def recover(self) -> list[Message]:
+        """After a crash: resolve half-done moves; returns the messages still in processing."""
+        return self.processing()
+
+    def _settled(
+        self, pick: Callable[[Document[Message], Document[Message]], list[Message]]
+    ) -> list[Message]:
+        with self.inbox_file.locked(), self.processing_file.locked():
+
+            def operation() -> list[Message]:
+                isnap, idoc, psnap, pdoc = self._both()
+                if pdoc.changed:
+                    self.processing_file.replace(psnap, render_messages(pdoc))
+                if idoc.changed:
+                    self.inbox_file.replace(isnap, render_messages(idoc))
+                return pick(idoc, pdoc)
+
+            return retrying(operation, "reading the queue")
+
+    def archived(self, day: date) -> list[Message]:
+        snapshot = self.archive_file(day).read()
+        return parse_messages(snapshot.text).entries()
+
+    def find(self, message_id: str, since: date | None = None) -> Message | None:
+        """The message with this id in the inbox, processing or the archive (from ``since``)."""
+        for file in (self.inbox_file, self.processing_file):
+            for message in parse_messages(file.read().text).entries():
+                if message.id == message_id:
+                    return message
+        return _Archive(self.archive_dir).find(message_id, since)
+
+    def problems(self) -> list[Problem]:
+        """Sections that cannot be read, in the inbox, processing and today's archive."""
+        files = (self.inbox_file, self.processing_file, self.archive_file(now().date()))
+        out: list[Problem] = []
+        for file in files:
+            out += problems_of(file.path, parse_messages(file.read().text))
+        return out
+
+    # -- writing --
+    def append(
+        self,
+        text: str,
+        sender: str = "user",
+        channel: str = "inbox",
+        priority: int | str | None = None,
+        *,
+        reply_to: str | None = None,
+        source: str | None = None,
+        meta: dict[str, str] | None = None,
+        message_id: str | None = None,
+        timestamp: datetime | None = None,
+    ) -> Message:
+        """Add a message to the inbox. With ``message_id`` it is idempotent: a message with
+        that id already in the inbox, processing or archive is returned instead."""
+        at = canonical_time(timestamp or now())
+        message = Message(
+            id=message_id or new_message_id(at),
+            timestamp=at,
+            sender=sender,
+            channel=channel,
+            text=text,
+            priority=None if priority is None else parse_priority(priority),
+            reply_to=reply_to,
+            source=source,
+            meta=meta or {},
+        )
+        if not message.text:
+            raise ValueError("a message needs some text")
+        with self.inbox_file.locked():
+
+            def operation() -> Message:
+                snapshot, doc = self._load(self.inbox_file, INBOX_PREAMBLE)
+                ids = {m.id for m in doc.entries()}
+                if message_id is not None:
+                    existing = self._known(message_id, doc, at.date())
+                    if existing is not None:
+                        return existing
+                while message.id in ids:
+                    message.id = new_message_id(at)
+                doc.items.append(message)
+                self.inbox_file.replace(snapshot, render_messages(doc))
+                return message
+
+            return retrying(operation, "appending to the inbox")
+
+    def _known(self, message_id: str, inbox: Document[Message], since: date) -> Message | None:
+        # processing before archive: a message moves in that order, destination first
+        docs = (inbox, parse_messages(self.processing_file.read().text))
+        for doc in docs:
+            for message in doc.entries():
+                if message.id == message_id:
+                    return message
+        return _Archive(self.archive_dir).find(message_id, since)
+
+    def claim_next(self) -> Message | None:
+        """Move the most urgent waiting message (oldest first among equals) to processing."""
+        claimed = self.claim(limit=1)
+        return claimed[0] if claimed else None
+
+    def claim_all(self) -> list[Message]:
+        """Move every waiting message to processing, most urgent first."""
+        return self.claim()
+
+    def claim(self, limit: int | None = None) -> list[Message]:
+        claimed: list[Message] = []
+        with self.inbox_file.locked(), self.processing_file.locked():
+
+            def operation() -> None:
+                isnap, idoc, psnap, pdoc = self._both()
+                room = None if limit is None else limit - len(claimed)
+                waiting = sorted(
+                    enumerate(idoc.entries()), key=lambda p: (-(p[1].priority or 0), p[0])
+                )
+                chosen = [m for _, m in waiting][:room]
+                if chosen or pdoc.changed:
+                    pdoc.items.extend(chosen)
+                    self.processing_file.replace(psnap, render_messages(pdoc))
+                    claimed.extend(chosen)
+                if chosen or idoc.changed:
+                    taken = {id(m) for m in chosen}
+                    idoc.items = [i for i in idoc.items if id(i) not in taken]
+                    self.inbox_file.replace(isnap, render_messages(idoc))
+
+            retrying(operation, "claiming messages")
+        return claimed
+
+    def archive(
+        self,
+        message_id: str,
+        outcome: str,
+        task_id: str | None = None,
+        summary: str | None = None,
+    ) -> Message:
+        """Move a processing message to ``archive/TODAY.md`` with its outcome (idempotent)."""
+        afile = self.archive_file(now().date())
+        with self.processing_file.locked(), afile.locked():
+
+            def operation() -> Message:
+                psnap, pdoc = self._load(self.processing_file, PROCESSING_PREAMBLE)
+                found = [m for m in pdoc.entries() if m.id == message_id]
+                if not found:
+                    done = _Archive(self.archive_dir).find(message_id, None)
+                    if done is None:
+                        raise KeyError(f"no message {message_id} in processing")
+                    return done
+                fields = found[0].model_dump()
+                fields.update(outcome=outcome, task_id=task_id, archived_at=now(), result=summary)
+                record = Message.model_validate(fields)
+                record = self._append_archive(afile, record)
+                pdoc.items = [
+                    i for i in pdoc.items if not (isinstance(i, Message) and i.id == message_id)
+                ]
+                self.processing_file.replace(psnap, render_messages(pdoc))
+                return record
+
+            return retrying(operation, "archiving a message")
+
+    def _append_archive(self, afile: MarkdownFile, record: Message) -> Message:
+        """Add ``record`` to an archive file unless it is there already (caller holds its lock).
+
+        The archive only grows, so the entry is appended to the text as it is; the file is
+        parsed only when the id already occurs in it.
+        """
+        snapshot = afile.read()
+        if record.id in snapshot.text:
+            for existing in parse_messages(snapshot.text).entries():
+                if existing.id == record.id:
+                    return existing
+        head = (
+            snapshot.text.rstrip("\n") if snapshot.stamp else f"# Jarvis archive {afile.path.stem}"
+        )
+        afile.replace(snapshot, f"{head}\n\n{format_message(record)}\n")
+        return record

@@ -1,0 +1,243 @@
+"""The message router: does a new message continue an open task, or start a new one?
+
+The model decides with ``prompts/merge.md`` and answers with one JSON object::
+
+    {"action": "merge", "task_id": "T003", "mode": "update" | "subtask", "text": "..."}
+    {"action": "new", "title": "...", "priority": "high" | "normal" | "low" | <int>}
+
+Whatever goes wrong on the way (no provider, an error, a timeout, an answer that is not
+such an object, a merge into a task that is not open) ends in a new task, so a message is
+never lost to a routing failure. Routing is idempotent: a message already named by a task
+is not routed again (recovery after a crash re-routes only what was not routed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+
+from jarvis import prompts
+from jarvis.events import AgentWarning, EventBus
+from jarvis.gateway.markdown import clean_line, format_priority, format_timestamp, parse_priority
+from jarvis.gateway.message_format import Message
+from jarvis.gateway.todos import Todo, TodoList, TodoState
+from jarvis.llm.base import Provider, complete
+from jarvis.llm.types import LLMRequest
+from jarvis.llm.types import Message as ChatMessage
+
+log = logging.getLogger(__name__)
+
+SYSTEM = "You route incoming messages onto a task list. Answer with one JSON object only."
+TITLE_MAX = 80
+EXCERPT_MAX = 300
+
+
+class MergeDecision(BaseModel):
+    action: Literal["merge"]
+    task_id: str
+    mode: Literal["update", "subtask"] = "update"
+    text: str = ""
+
+
+class NewDecision(BaseModel):
+    action: Literal["new"]
+    title: str = ""
+    priority: int | str | None = None
+
+
+Decision = Annotated[MergeDecision | NewDecision, Field(discriminator="action")]
+_DECISION: TypeAdapter[MergeDecision | NewDecision] = TypeAdapter(Decision)
+
+
+@dataclass
+class Routed:
+    """Where a message went. ``reason`` says why when the model's word was not followed."""
+
+    todo: Todo
+    action: Literal["new", "update", "subtask", "existing"]
+    decision: MergeDecision | NewDecision | None = None
+    fallback: str | None = None
+
+
+def parse_decision(text: str) -> MergeDecision | NewDecision:
+    """The first JSON object with an ``action`` in the model's answer (fences and prose
+    around it are ignored). Raises ValueError when there is none or it does not fit."""
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and "action" in value:
+            try:
+                return _DECISION.validate_python(value)
+            except ValidationError as exc:
+                raise ValueError(
+                    f"the routing answer does not fit: {exc.errors()[0]['msg']}"
+                ) from exc
+    raise ValueError("no JSON object with an action in the routing answer")
+
+
+def derive_title(text: str) -> str:
+    """A task title from a message: its first line, shortened."""
+    first = next((line for line in text.split("\n") if line.strip()), "message")
+    title = clean_line(first)
+    return title if len(title) <= TITLE_MAX else title[: TITLE_MAX - 1].rstrip() + "…"
+
+
+def describe_tasks(tasks: list[Todo]) -> str:
+    if not tasks:
+        return "(none)"
+    lines = []
+    for task in tasks:
+        lines.append(
+            f"- {task.id} ({task.status}, priority {format_priority(task.priority)}, "
+            f"from {task.source or 'unknown'}): {task.title}"
+        )
+        excerpt = clean_line(task.description)
+        if excerpt and excerpt != task.title:
+            cut = excerpt if len(excerpt) <= EXCERPT_MAX else excerpt[:EXCERPT_MAX] + "…"
+            lines.append(f"  {cut}")
+        if task.status == "needs_user" and task.summary:
+            lines.append(f"  asked the user: {clean_line(task.summary)}")
+    return "\n".join(lines)
+
+
+def _same_task(a: str, b: str) -> bool:
+    a, b = a.strip().upper(), b.strip().upper()
+    if a == b:
+        return True
+    numbers = re.fullmatch(r"T(\d+)", a), re.fullmatch(r"T(\d+)", b)
+    return bool(numbers[0] and numbers[1] and int(numbers[0][1]) == int(numbers[1][1]))
+
+
+class MessageRouter:
+    """Turns each message into a task on the todo list, asking the model where it fits."""
+
+    def __init__(
+        self,
+        todos: TodoList,
+        provider: Provider | None,
+        *,
+        timeout_s: float = 60.0,
+        max_tokens: int = 400,
+        bus: EventBus | None = None,
+    ) -> None:
+        self.todos = todos
+        self.provider = provider
+        self.timeout_s = timeout_s
+        self.max_tokens = max_tokens
+        self.bus = bus
+
+    async def route(self, message: Message) -> Routed:
+        """Put ``message`` on the todo list (merged or new) and say where it went."""
+        existing = await asyncio.to_thread(self.todos.find_by_message, message.id)
+        if existing is not None:
+            return Routed(existing, "existing")
+        open_tasks = await asyncio.to_thread(self.todos.open_tasks)
+        decision, fallback = await self.decide(message, open_tasks)
+        return await asyncio.to_thread(self._apply, message, decision, open_tasks, fallback)
+
+    def build_request(self, message: Message, open_tasks: list[Todo]) -> LLMRequest:
+        prompt = prompts.render(
+            "merge",
+            tasks=describe_tasks(open_tasks),
+            sender=message.sender,
+            channel=message.channel,
+            received=format_timestamp(message.timestamp),
+            text=message.text,
+        )
+        return LLMRequest(
+            system=SYSTEM,
+            messages=[ChatMessage.user(prompt)],
+            max_tokens=self.max_tokens,
+            temperature=None,
+            tool_mode="native",
+            cache=False,
+        )
+
+    async def decide(
+        self, message: Message, open_tasks: list[Todo]
+    ) -> tuple[MergeDecision | NewDecision, str | None]:
+        """The model's decision, or a new-task decision and the reason for falling back."""
+        if self.provider is None:
+            return self._fallback(message, "no model configured")
+        request = self.build_request(message, open_tasks)
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                response = await complete(self.provider, request)
+        except TimeoutError:
+            return self._fallback(message, f"the model did not answer within {self.timeout_s:g}s")
+        except Exception as exc:  # the boundary: any model failure becomes a new task
+            log.warning("routing %s without the model: %s", message.id, exc, exc_info=True)
+            return self._fallback(message, f"the model call failed: {exc}")
+        try:
+            return parse_decision(response.text), None
+        except ValueError as exc:
+            log.warning("routing answer for %s unusable (%s): %r", message.id, exc, response.text)
+            return self._fallback(message, str(exc))
+
+    def _fallback(self, message: Message, reason: str) -> tuple[NewDecision, str]:
+        if self.bus is not None:
+            self.bus.emit(
+                AgentWarning(message=f"message {message.id} becomes a new task: {reason}")
+            )
+        return NewDecision(action="new"), reason
+
+    def _apply(
+        self,
+        message: Message,
+        decision: MergeDecision | NewDecision,
+        open_tasks: list[Todo],
+        fallback: str | None,
+    ) -> Routed:
+        if isinstance(decision, MergeDecision):
+            target = next((t for t in open_tasks if _same_task(t.id, decision.task_id)), None)
+            if target is None:
+                fallback = f"the model named {decision.task_id}, which is not an open task"
+                log.warning("message %s: %s; making a new task", message.id, fallback)
+            elif decision.mode == "update":
+                try:
+                    todo = self.todos.append_update(target.id, message.text, message.id)
+                    return Routed(todo, "update", decision)
+                except (KeyError, TodoState) as exc:
+                    fallback = f"{target.id} cannot take the update any more: {exc}"
+                    log.warning("message %s: %s; making a new task", message.id, fallback)
+            else:
+                todo = self.todos.add(
+                    derive_title(decision.text or message.text),
+                    description=message.text,
+                    source=message.channel,
+                    message_ids=[message.id],
+                    priority=target.priority,
+                    reply_to=message.reply_to,
+                    parent=target.id,
+                )
+                return Routed(todo, "subtask", decision)
+        return Routed(self._new_task(message, decision), "new", decision, fallback)
+
+    def _new_task(self, message: Message, decision: MergeDecision | NewDecision) -> Todo:
+        """A new task; the sender's own priority wins over the model's guess."""
+        title = derive_title(message.text)
+        priority = message.priority
+        if isinstance(decision, NewDecision):
+            title = derive_title(decision.title) if decision.title.strip() else title
+            if priority is None and decision.priority is not None:
+                try:
+                    priority = parse_priority(decision.priority)
+                except ValueError:
+                    log.info("ignoring the model's priority %r", decision.priority)
+        return self.todos.add(
+            title,
+            description=message.text,
+            source=message.channel,
+            message_ids=[message.id],
+            priority=priority,
+            reply_to=message.reply_to,
+        )
