@@ -460,3 +460,27 @@ def test_calls_without_results_get_a_skipped_result() -> None:
     )
     user = build_wire(req, "m").params["messages"][2]["content"]
     assert [(b["tool_use_id"], b["is_error"]) for b in user] == [("t1", True), ("t2", False)]
+
+
+def test_fake_model_also_answers_without_streaming(fake_model: FakeModel) -> None:
+    """Other parts may call the SDK without streaming; the fake speaks that too."""
+    import anthropic
+
+    fake_model.script(Reply(text="plain", tool_calls=[call("click", x=1, y=2)], output_tokens=3))
+
+    async def ask() -> Any:
+        client = anthropic.AsyncAnthropic(api_key=KEY, base_url=fake_model.base_url)
+        try:
+            return await client.messages.create(
+                model="claude-haiku-4-5",
+                max_tokens=64,
+                messages=[{"role": "user", "content": "hi"}],
+            )
+        finally:
+            await client.close()
+
+    message = run(ask())
+    assert [b.type for b in message.content] == ["text", "tool_use"]
+    assert message.content[1].input == {"x": 1, "y": 2}
+    assert message.stop_reason == "tool_use" and message.usage.output_tokens == 3
+    assert not fake_model.requests[0].stream

@@ -356,3 +356,27 @@ def test_calls_without_results_get_a_skipped_tool_message() -> None:
         ("user", None),
     ]
     assert messages[4]["content"].startswith("not run")
+
+
+def test_fake_model_also_answers_without_streaming(fake_model: FakeModel) -> None:
+    import openai
+
+    fake_model.script(
+        Reply(text="plain", tool_calls=[call("click", x=1, y=2)], cache_read_tokens=5)
+    )
+
+    async def ask() -> Any:
+        client = openai.AsyncOpenAI(api_key=KEY, base_url=fake_model.openai_base_url)
+        try:
+            return await client.chat.completions.create(
+                model="gpt-4.1", messages=[{"role": "user", "content": "hi"}]
+            )
+        finally:
+            await client.close()
+
+    completion = run(ask())
+    choice = completion.choices[0]
+    assert choice.message.content == "plain" and choice.finish_reason == "tool_calls"
+    assert json.loads(choice.message.tool_calls[0].function.arguments) == {"x": 1, "y": 2}
+    assert completion.usage.prompt_tokens_details.cached_tokens == 5
+    assert not fake_model.requests[0].stream

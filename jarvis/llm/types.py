@@ -131,6 +131,9 @@ class Usage(BaseModel):
 
 
 class LLMResponse(BaseModel):
+    """One model answer. ``stop_reason`` uses Anthropic's words for every provider:
+    end_turn, tool_use, max_tokens, stop_sequence, refusal."""
+
     text: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
