@@ -106,6 +106,8 @@ def test_prune_is_stable_across_steps() -> None:
         ("claude-sonnet-4-5", Usage(cache_write_tokens=1_000_000), 3.75),
         ("claude-opus-4-1-20250805", Usage(input_tokens=1_000_000), 15.0),
         ("claude-opus-4-5", Usage(input_tokens=1_000_000, output_tokens=1_000_000), 30.0),
+        ("claude-opus-4-20250514", Usage(input_tokens=1_000_000), 15.0),
+        ("claude-opus-4-6", Usage(input_tokens=1_000_000), 5.0),
         ("claude-haiku-4-5", Usage(input_tokens=2_000_000), 2.0),
         ("gpt-4.1", Usage(input_tokens=1_000_000, cache_read_tokens=1_000_000), 2.5),
         ("gpt-4.1-mini", Usage(output_tokens=1_000_000), 1.6),

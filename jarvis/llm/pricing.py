@@ -33,8 +33,10 @@ def _gpt(inp: float, out: float, cached: float) -> Price:
 
 
 PRICES: dict[str, Price] = {
-    "claude-opus-4-5": _claude(5.0, 25.0),
-    "claude-opus-4": _claude(15.0, 75.0),
+    "claude-opus-4": _claude(5.0, 25.0),  # Opus 4.5 and later
+    "claude-opus-4-0": _claude(15.0, 75.0),
+    "claude-opus-4-1": _claude(15.0, 75.0),
+    "claude-opus-4-2025": _claude(15.0, 75.0),  # dated Opus 4.0 ids
     "claude-3-opus": _claude(15.0, 75.0),
     "claude-sonnet-4": _claude(3.0, 15.0),
     "claude-3-7-sonnet": _claude(3.0, 15.0),
