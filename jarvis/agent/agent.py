@@ -329,12 +329,13 @@ class Agent:
         state.history.append((state.step, record.summary()))
 
     def _record(self, state: _Run, record: StepRecord) -> None:
+        started = time.perf_counter()
         self.hippocampus.add_step(record)
         self.bus.emit(
             StepFinished(
                 task_id=state.task_id,
                 step=record.step,
-                timings_ms=record.timings_ms,
+                timings_ms={**record.timings_ms, "record": _ms(started)},
                 input_tokens=record.usage.input_tokens,
                 output_tokens=record.usage.output_tokens,
                 cache_read_tokens=record.usage.cache_read_tokens,
