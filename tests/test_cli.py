@@ -1,0 +1,110 @@
+"""The `jarvis` command: help, doctor, and clear refusals when a task cannot start."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SECRET = "sk-doctor-secret-9f8e7d6c5b4a"
+
+
+def jarvis(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("JARVIS_", "ANTHROPIC_", "OPENAI_"))
+    }
+    base.pop("DISPLAY", None)
+    return subprocess.run(
+        [sys.executable, "-m", "jarvis", *args],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_help_lists_commands() -> None:
+    proc = jarvis("--help", env={})
+    assert proc.returncode == 0
+    for command in ("run", "doctor", "memory", "inbox"):
+        assert command in proc.stdout
+    assert "real mouse" in proc.stdout
+
+
+def test_run_help_lists_flags() -> None:
+    proc = jarvis("run", "--help", env={})
+    assert proc.returncode == 0
+    for flag in ("--max-steps", "--provider", "--model", "--data-dir"):
+        assert flag in proc.stdout
+
+
+def test_no_command_prints_usage_and_exits_2() -> None:
+    proc = jarvis(env={})
+    assert proc.returncode == 2
+    assert "usage" in proc.stdout.lower()
+
+
+def test_doctor_all_pass_on_virtual_display(xserver, tmp_path: Path) -> None:
+    env = {**xserver.env(), "ANTHROPIC_API_KEY": SECRET, "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+    proc = jarvis("doctor", "--data-dir", str(tmp_path / "d"), env=env)
+    lines = proc.stdout.strip().splitlines()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [line.split()[0] for line in lines] == ["PASS"] * 4
+    assert {line.split()[1] for line in lines} == {"display", "input", "provider", "data"}
+    assert "1920x1080" in proc.stdout
+    assert "http://127.0.0.1:9" in proc.stdout
+    assert SECRET not in proc.stdout + proc.stderr
+
+
+def test_doctor_reports_each_failure(tmp_path: Path) -> None:
+    blocked = tmp_path / "file-not-dir"
+    blocked.write_text("x")
+    proc = jarvis("doctor", "--data-dir", str(blocked / "sub"), env={})
+    assert proc.returncode == 1
+    out = proc.stdout
+    assert "FAIL  display" in out and "DISPLAY is not set" in out
+    assert "FAIL  input" in out
+    assert "FAIL  provider" in out and "ANTHROPIC_API_KEY is not set" in out
+    assert "FAIL  data dir" in out
+
+
+def test_doctor_names_the_openai_key(tmp_path: Path) -> None:
+    proc = jarvis("doctor", "--provider", "openai", "--data-dir", str(tmp_path), env={})
+    assert "OPENAI_API_KEY is not set" in proc.stdout
+
+
+def test_run_without_key_says_what_to_do(tmp_path: Path) -> None:
+    proc = jarvis("run", "do something", "--data-dir", str(tmp_path), env={})
+    assert proc.returncode == 1
+    assert proc.stdout.strip().count("\n") == 0
+    assert "ANTHROPIC_API_KEY is not set" in proc.stdout
+
+
+def test_run_without_display_says_what_to_do(tmp_path: Path) -> None:
+    proc = jarvis(
+        "run", "do something", "--data-dir", str(tmp_path), env={"ANTHROPIC_API_KEY": SECRET}
+    )
+    assert proc.returncode == 1
+    assert "no display" in proc.stdout
+    assert SECRET not in proc.stdout + proc.stderr
+
+
+def test_malformed_settings_is_one_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "settings.json").write_text('{"max_steps": "lots"}')
+    proc = jarvis("run", "x", "--data-dir", str(tmp_path), env={})
+    assert proc.returncode == 2
+    assert "settings.json" in proc.stderr and "max_steps" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("flag", ["--version"])
+def test_version(flag: str) -> None:
+    proc = jarvis(flag, env={})
+    assert proc.returncode == 0 and proc.stdout.startswith("jarvis ")
