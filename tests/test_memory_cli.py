@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import get_args
 
 import pytest
@@ -90,3 +91,14 @@ def test_usage_and_validation(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit):
         jarvis(capsys, "memory", "list", "--type", "opinion")
     assert set(TYPES) == set(get_args(MemoryType))
+
+
+def test_a_broken_embedding_setting_is_a_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = argparse.ArgumentParser(prog="jarvis")
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["memory", "list"])
+    settings = SimpleNamespace(data_dir=tmp_path, embedding="onnx-dir", embedding_model_dir=None)
+    assert args.handler(args, settings) == 1
+    assert "embedding_model_dir" in capsys.readouterr().out

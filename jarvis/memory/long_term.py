@@ -8,7 +8,10 @@ Layout under ``DATA_DIR/memory/long_term/``::
 
 A mirror holds what each memory says (id, type, content, importance, created,
 task ids, merged ids). Recall bookkeeping (``access_count``, ``updated``) lives
-in the vector store only, so retrieving memories never rewrites a file.
+in the vector store only, so retrieving memories never rewrites a file. To keep
+retrieval a read, that bookkeeping is held in memory (and shown by every read)
+until the next write, :meth:`LongTermMemory.flush` or :meth:`LongTermMemory.close`;
+a crash loses at most those counters, never a memory.
 
 Write order makes any crash repairable: the vector store is written first, then
 the mirrors are rewritten atomically (temp file, fsync, rename) from the
@@ -31,11 +34,11 @@ import builtins
 import json
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 from uuid import uuid4
 
 import numpy as np
@@ -53,6 +56,9 @@ MIRRORED: dict[MemoryType, str] = {"preference": "preferences.json", "skill": "s
 COLLECTION_PREFIX = "memories-"
 MIRROR_VERSION = 1
 NOT_MIRRORED = {"access_count", "updated"}  # these change on every retrieval
+RECALLS_HELD = 256  # recall counters kept in memory before they are written anyway
+
+T = TypeVar("T")
 
 
 def _now() -> datetime:
@@ -141,6 +147,7 @@ class LongTermMemory:
         self.root.mkdir(parents=True, exist_ok=True)
         self.embedding = embedding
         self._lock = threading.RLock()
+        self._recalls: dict[str, tuple[int, datetime]] = {}  # id -> access_count, updated
         self._client = chromadb.PersistentClient(
             path=str(self.root / "vector"),
             settings=ChromaSettings(anonymized_telemetry=False, allow_reset=False),
@@ -162,7 +169,8 @@ class LongTermMemory:
         return cls(root, make_embedding(settings), **kwargs)
 
     def close(self) -> None:
-        """Release the chromadb client (its files stay as they are)."""
+        """Write pending recall counters and release the chromadb client."""
+        self.flush()
         self._client.close()  # type: ignore[attr-defined]
 
     def __enter__(self) -> LongTermMemory:
@@ -205,10 +213,9 @@ class LongTermMemory:
             where={"type": memory_type}, include=["documents", "metadatas", "embeddings"]
         )
         memories = self._memories(result)
-        embeddings = result["embeddings"]
-        if embeddings is None or len(memories) == 0:
+        if not memories:
             return memories, np.empty((0, 0), dtype=np.float32)
-        return memories, np.asarray(embeddings, dtype=np.float32)
+        return memories, np.asarray(result["embeddings"], dtype=np.float32)
 
     def retrieve(
         self,
@@ -233,30 +240,45 @@ class LongTermMemory:
                 where=_where(types),
                 include=["documents", "metadatas", "distances"],
             )
-            ids = result["ids"][0]
-            docs = (result["documents"] or [[]])[0]
-            metas = (result["metadatas"] or [[]])[0]
-            dists = (result["distances"] or [[]])[0]
-            hits: builtins.list[tuple[Memory, float]] = []
-            for mid, doc, meta, dist in zip(ids, docs, metas, dists, strict=True):
-                score = 1.0 - float(dist)
-                if min_score is None or score >= min_score:
-                    hits.append((Memory.from_record(mid, doc or "", dict(meta or {})), score))
-            if hits and touch:
+            found = self._memories(
+                {
+                    "ids": result["ids"][0],
+                    "documents": (result["documents"] or [[]])[0],
+                    "metadatas": (result["metadatas"] or [[]])[0],
+                }
+            )
+            scores = [1.0 - float(d) for d in (result["distances"] or [[]])[0]]
+            hits = [
+                (m, s)
+                for m, s in zip(found, scores, strict=True)
+                if min_score is None or s >= min_score
+            ]
+            if touch and hits:
                 now = _now()
                 for memory, _ in hits:
                     memory.access_count += 1
                     memory.updated = now
-                self._collection.update(
-                    ids=[m.id for m, _ in hits],
-                    metadatas=[
-                        {"access_count": m.access_count, "updated": now.isoformat()}
-                        for m, _ in hits
-                    ],
-                )
+                    self._recalls[memory.id] = (memory.access_count, now)
+                if len(self._recalls) >= RECALLS_HELD:
+                    self.flush()
             return hits
 
-    # -- writing -----------------------------------------------------------------
+    # -- writing (each write first flushes the pending recall counters) -----------------
+
+    def flush(self) -> None:
+        """Write the recall counters held since the last write."""
+        with self._lock:
+            pending, self._recalls = self._recalls, {}
+            live = {m.id for m in self._get(builtins.list(pending))}
+            ids = [i for i in pending if i in live]
+            for chunk in self._chunks(ids):
+                self._collection.update(
+                    ids=chunk,
+                    metadatas=[
+                        {"access_count": pending[i][0], "updated": pending[i][1].isoformat()}
+                        for i in chunk
+                    ],
+                )
 
     def store(self, memory: Memory) -> Memory:
         """Add a memory, or replace the one with the same id (the content is re-embedded)."""
@@ -266,8 +288,8 @@ class LongTermMemory:
         """Add or replace many memories, embedded and written in batches."""
         memories = list(memories)
         with self._lock:
-            for start in range(0, len(memories), self._batch):
-                chunk = memories[start : start + self._batch]
+            self.flush()
+            for chunk in self._chunks(memories):
                 self._collection.upsert(
                     ids=[m.id for m in chunk],
                     documents=[m.content for m in chunk],
@@ -286,26 +308,22 @@ class LongTermMemory:
         task_ids: Sequence[str] | None = None,
     ) -> Memory:
         """Change some fields of a memory; raises :class:`MemoryNotFound`."""
+        changes: dict[str, Any] = {
+            "content": content,
+            "type": type,
+            "importance": importance,
+            "task_ids": None if task_ids is None else list(task_ids),
+        }
         with self._lock:
+            self.flush()
             current = self.get(memory_id)
             if current is None:
                 raise MemoryNotFound(memory_id)
-            changes: dict[str, Any] = {"updated": _now()}
-            if content is not None:
-                changes["content"] = content
-            if type is not None:
-                changes["type"] = type
-            if importance is not None:
-                changes["importance"] = importance
-            if task_ids is not None:
-                changes["task_ids"] = list(task_ids)
+            changes = {k: v for k, v in changes.items() if v is not None} | {"updated": _now()}
             changed = Memory.model_validate(current.model_dump() | changes)
-            if changed.content == current.content:
-                self._collection.update(ids=[changed.id], metadatas=[changed.metadata()])
-            else:  # a new document: chromadb embeds it again
-                self._collection.upsert(
-                    ids=[changed.id], documents=[changed.content], metadatas=[changed.metadata()]
-                )
+            if changed.content != current.content:
+                return self.store(changed)  # a new document: chromadb embeds it again
+            self._collection.update(ids=[changed.id], metadatas=[changed.metadata()])
             self._mirror_put([changed])
             return changed
 
@@ -316,12 +334,12 @@ class LongTermMemory:
     def forget_many(self, memory_ids: Sequence[str]) -> builtins.list[str]:
         """Delete memories; returns the ids that existed."""
         with self._lock:
+            self.flush()
             existing = self._get(list(memory_ids))
-            ids = [m.id for m in existing]
-            for start in range(0, len(ids), self._batch):
-                self._collection.delete(ids=ids[start : start + self._batch])
+            for chunk in self._chunks([m.id for m in existing]):
+                self._collection.delete(ids=chunk)
             self._write_mirrors(self._mirror_remove(existing))
-            return ids
+            return [m.id for m in existing]
 
     def apply_merges(self, merges: Sequence[tuple[Memory, Sequence[str]]]) -> None:
         """Write each merged memory (same content as stored), then delete what it absorbed.
@@ -330,12 +348,11 @@ class LongTermMemory:
         the absorbed ids in ``merged_from``, which lets a second merge skip counting them.
         """
         with self._lock:
+            self.flush()
             kept = [merged for merged, _ in merges]
-            for start in range(0, len(kept), self._batch):
-                chunk = kept[start : start + self._batch]
+            for chunk in self._chunks(kept):
                 self._collection.update(
-                    ids=[m.id for m in chunk],
-                    metadatas=[m.metadata() for m in chunk],
+                    ids=[m.id for m in chunk], metadatas=[m.metadata() for m in chunk]
                 )
             self._mirror_put(kept)
             self.forget_many([mid for _, absorbed in merges for mid in absorbed])
@@ -347,23 +364,15 @@ class LongTermMemory:
 
     def check(self) -> builtins.list[str]:
         """Where the mirror files disagree with the vector store (empty when in step)."""
-        with self._lock:
-            return self._check()
-
-    def _check(self) -> builtins.list[str]:
         problems = []
-        for memory_type in MIRRORED:
-            path = self.mirror_path(memory_type)
-            expected = self._mirror_text(memory_type)
-            try:
-                actual = path.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                actual = None
-            if actual != expected:
-                state = "missing" if actual is None else "differs from the vector store"
-                problems.append(f"{path.name} {state}")
-        for stray in self._temp_files():
-            problems.append(f"leftover temp file {stray.name}")
+        with self._lock:
+            for memory_type in MIRRORED:
+                path = self.mirror_path(memory_type)
+                if not path.exists():
+                    problems.append(f"{path.name} missing")
+                elif path.read_text(encoding="utf-8") != self._mirror_text(memory_type):
+                    problems.append(f"{path.name} differs from the vector store")
+            problems.extend(f"leftover temp file {p.name}" for p in self._temp_files())
         return problems
 
     def repair(self) -> RepairReport:
@@ -373,28 +382,25 @@ class LongTermMemory:
             return self._sync_files()
 
     def _sync_files(self) -> RepairReport:
-        with self._lock:
-            report = RepairReport(memories=self._collection.count())
-            for stray in self._temp_files():
-                stray.unlink(missing_ok=True)
-                report.temp_files_removed.append(stray.name)
-            for memory_type in MIRRORED:
-                path = self.mirror_path(memory_type)
-                text = self._mirror_text(memory_type)
-                current = path.read_text(encoding="utf-8") if path.exists() else None
-                if current != text:
-                    atomic_write_text(path, text)
-                    created = current is None
-                    (report.mirrors_created if created else report.mirrors_rewritten).append(
-                        path.name
-                    )
-            if report.mirrors_rewritten or report.temp_files_removed:
-                log.warning(
-                    "long-term memory was out of step; rewrote %s, removed %s",
-                    report.mirrors_rewritten,
-                    report.temp_files_removed,
-                )
-            return report
+        report = RepairReport(memories=self._collection.count())
+        for stray in self._temp_files():
+            stray.unlink(missing_ok=True)
+            report.temp_files_removed.append(stray.name)
+        for memory_type in MIRRORED:
+            path = self.mirror_path(memory_type)
+            text = self._mirror_text(memory_type)
+            current = path.read_text(encoding="utf-8") if path.exists() else None
+            if current != text:
+                atomic_write_text(path, text)
+                fixed = report.mirrors_created if current is None else report.mirrors_rewritten
+                fixed.append(path.name)
+        if report.mirrors_rewritten or report.temp_files_removed:
+            log.warning(
+                "long-term memory was out of step; rewrote %s, removed %s",
+                report.mirrors_rewritten,
+                report.temp_files_removed,
+            )
+        return report
 
     def _temp_files(self) -> builtins.list[Path]:
         names = tuple(f".{name}." for name in MIRRORED.values())
@@ -438,37 +444,40 @@ class LongTermMemory:
 
     # -- chromadb plumbing -------------------------------------------------------------
 
-    def _get(self, ids: Sequence[str]) -> builtins.list[Memory]:
-        if not ids:
-            return []
-        return self._memories(self._collection.get(ids=list(ids)))
+    def _chunks(self, items: Sequence[T]) -> Iterator[builtins.list[T]]:
+        for start in range(0, len(items), self._batch):
+            yield builtins.list(items[start : start + self._batch])
 
-    @staticmethod
-    def _memories(result: Any) -> builtins.list[Memory]:
-        docs = result["documents"] or []
-        metas = result["metadatas"] or []
-        return [
-            Memory.from_record(mid, doc or "", dict(meta or {}))
-            for mid, doc, meta in zip(result["ids"], docs, metas, strict=True)
-        ]
+    def _get(self, ids: Sequence[str]) -> builtins.list[Memory]:
+        return self._memories(self._collection.get(ids=list(ids))) if ids else []
+
+    def _memories(self, result: Any) -> builtins.list[Memory]:
+        """Records as memories, with the recall counters not yet written laid over them."""
+        memories = []
+        for mid, doc, meta in zip(
+            result["ids"], result["documents"] or [], result["metadatas"] or [], strict=True
+        ):
+            memory = Memory.from_record(mid, doc or "", dict(meta or {}))
+            if mid in self._recalls:
+                memory.access_count, memory.updated = self._recalls[mid]
+            memories.append(memory)
+        return memories
 
     def _migrate_old_collections(self) -> None:
         """Re-embed memories left in collections of another embedding, then drop those."""
         current = self._collection.name
-        for name in self._client.list_collections():
-            old_name = name if isinstance(name, str) else name.name
-            if not old_name.startswith(COLLECTION_PREFIX) or old_name == current:
+        for collection in self._client.list_collections():
+            name = collection if isinstance(collection, str) else collection.name
+            if not name.startswith(COLLECTION_PREFIX) or name == current:
                 continue
-            old = self._client.get_collection(old_name, embedding_function=None)
-            result = old.get(include=["documents", "metadatas"])
+            result = self._client.get_collection(name, embedding_function=None).get()
             have = set(self._collection.get(ids=result["ids"], include=[])["ids"])
             todo = [m for m in self._memories(result) if m.id not in have]
-            log.warning("re-embedding %d memories from %s into %s", len(todo), old_name, current)
-            for start in range(0, len(todo), self._batch):
-                chunk = todo[start : start + self._batch]
+            log.warning("re-embedding %d memories from %s into %s", len(todo), name, current)
+            for chunk in self._chunks(todo):
                 self._collection.add(
                     ids=[m.id for m in chunk],
                     documents=[m.content for m in chunk],
                     metadatas=[m.metadata() for m in chunk],
                 )
-            self._client.delete_collection(old_name)
+            self._client.delete_collection(name)
