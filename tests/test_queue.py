@@ -121,11 +121,16 @@ def test_body_line_that_is_a_header_is_escaped_on_write() -> None:
     text = (
         "look:\n## [2026-02-01 09:00:00] from:x\n\\## [2026-02-01 09:00:00] from:y\n**Result:** no"
     )
-    m = msg(text, result="done\n## [2026-01-01 00:00:00] id:z")
+    m = msg(text, outcome="completed", result="done\n## [2026-01-01 00:00:00] id:z")
     written = format_message(m)
     assert "\n\\## [2026-02-01 09:00:00] from:x\n\\\\## [2026-02-01" in written
     assert "\n\\**Result:** no\n" in written
     assert parse_messages(written).entries() == [m]
+    waiting = msg(text)  # not archived: a **Result:** line is plain text
+    assert "\n**Result:** no\n" in format_message(waiting)
+    assert parse_messages(format_message(waiting)).entries() == [waiting]
+    with pytest.raises(ValueError, match="outcome"):
+        msg("x", result="r")
 
 
 def test_values_with_spaces_and_quotes_are_quoted() -> None:
@@ -148,14 +153,19 @@ messages = st.builds(
     reply_to=st.none() | st.text(max_size=20),
     source=st.none() | st.text(max_size=20),
     task_id=st.none() | st.integers(1, 9999).map(lambda n: f"T{n:03d}"),
-    outcome=st.none() | st.sampled_from(["completed", "failed", "merged"]),
+    outcome=st.sampled_from(["completed", "failed", "merged"]),
     result=st.none() | st.text(max_size=40),
     meta=st.dictionaries(st.sampled_from(["subject", "thread", "x_a"]), st.text(max_size=10)),
 )
 
 
 @settings(max_examples=120, deadline=None)
-@given(st.lists(messages, max_size=3))
+@given(
+    st.lists(
+        messages | messages.map(lambda m: m.model_copy(update={"outcome": None, "result": None})),
+        max_size=3,
+    )
+)
 def test_messages_round_trip(items: list[Message]) -> None:
     doc = parse_messages(render_messages(parse_messages("")))
     doc.items.extend(items)
@@ -169,6 +179,7 @@ line_pieces = st.sampled_from(
         "## [2026-02-01 15:30:00] from:user via:tui id:m-1",
         "## [2026-02-01 15:30] from:a",
         "## [2026-02-01 15:30:00] id:m-1",
+        "## [2026-02-01 15:30:00] id:m-2 outcome:completed",
         "## [2026-02-31 15:30:00] from:a",
         "## [draft] notes",
         "\\## [2026-02-01 15:30:00] from:x",

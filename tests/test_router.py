@@ -12,7 +12,7 @@ import pytest
 
 from jarvis.events import AgentWarning, EventBus, EventRecorder
 from jarvis.gateway.message_format import Message
-from jarvis.gateway.router import MessageRouter, derive_title, parse_decision
+from jarvis.gateway.router import MessageRouter, Routed, derive_title, parse_decision
 from jarvis.gateway.todos import TodoList
 from jarvis.llm.anthropic import AnthropicProvider
 from jarvis.llm.base import ProviderError
@@ -164,9 +164,13 @@ def test_router_with_the_real_sdk_on_the_wire(todos: TodoList, fake_model: FakeM
         "claude-test", api_key="sk-ant-test", base_url=fake_model.base_url, retry=fast
     )
     router = MessageRouter(todos, provider, timeout_s=10)
-    merged = run(router.route(message("Use the HP printer", "m-hp")))
+
+    async def both() -> tuple[Routed, Routed]:  # one loop: the SDK client lives in it
+        merged = await router.route(message("Use the HP printer", "m-hp"))
+        return merged, await router.route(message("Then email it to Bob", "m-bob"))
+
+    merged, failed = run(both())
     assert merged.action == "update" and merged.todo.message_ids == ["m-2", "m-hp"]
-    failed = run(router.route(message("Then email it to Bob", "m-bob")))
     assert failed.action == "new" and "failed" in (failed.fallback or "")
     [request, _] = fake_model.requests
     assert "Use the HP printer" in request.all_text() and "T002" in request.all_text()

@@ -87,6 +87,16 @@ def test_duplicate_ids_are_renumbered() -> None:
     assert [t.id for t in doc.entries()] == ["T002", "T003"] and doc.changed
 
 
+def test_new_tasks_by_hand_in_any_spelling() -> None:
+    doc = parse_todos("### [T007] kept\n\n### [New] first\n### [] second\n### [ new ]  third\n")
+    assert [(t.id, t.title) for t in doc.entries()] == [
+        ("T007", "kept"),
+        ("T008", "first"),
+        ("T009", "second"),
+        ("T010", "third"),
+    ]
+
+
 def test_description_lines_that_look_like_structure_round_trip() -> None:
     t = todo(description="- status: failed\n### [T009] not a task\n\\### [T1] x\n## [x]")
     written = format_todo(t)

@@ -13,18 +13,20 @@ spaces are double-quoted (``from:"Ada Lovelace"``; ``\\"`` and ``\\\\`` escape i
 quotes). Known keys: ``from via id priority reply_to source task outcome archived``; other
 pairs are kept in ``meta``. Archived entries add ``task:``, ``outcome:``, ``archived:`` and a
 ``**Result:**`` paragraph. An entry runs to the next header; its last ``---`` line closes it,
-so ``---`` lines inside the text need no escaping. Text lines that are headers or start with
-``**Result:**`` are written with one more leading backslash, so round trips are exact.
+so ``---`` lines inside the text need no escaping. Text lines that are headers (and, in
+archived entries, lines starting with ``**Result:**``) are written with one more leading
+backslash, so round trips are exact.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from jarvis.gateway.markdown import (
     Document,
@@ -121,6 +123,12 @@ class Message(BaseModel):
             out[norm] = clean_line(item)
         return out
 
+    @model_validator(mode="after")
+    def _result_needs_outcome(self) -> Message:
+        if self.result is not None and self.outcome is None:
+            raise ValueError("a result needs an outcome")
+        return self
+
     def same_as(self, other: Message) -> bool:
         """The same message (a copy left by an interrupted move), whatever happened to it."""
         return (self.id, self.timestamp, self.sender, self.channel, self.text) == (
@@ -169,8 +177,13 @@ def is_header(line: str) -> bool:
     return _split_header(line) is not None
 
 
-def _structural(line: str) -> bool:
+def _archived_structural(line: str) -> bool:
     return line.startswith(RESULT_MARK) or is_header(line)
+
+
+def _structure(archived: bool) -> Callable[[str], bool]:
+    """Only archived entries (with an outcome) have a ``**Result:**`` paragraph."""
+    return _archived_structural if archived else is_header
 
 
 def _quote(value: str) -> str:
@@ -201,10 +214,11 @@ def format_message(message: Message) -> str:
     ]
     tokens = "".join(f" {key}:{_quote(value)}" for key, value in pairs if value is not None)
     lines = [f"{HEADER_START}{format_timestamp(message.timestamp)}]{tokens}"]
-    lines += escape_lines(message.text.split("\n"), _structural)
+    structural = _structure(message.outcome is not None)
+    lines += escape_lines(message.text.split("\n"), structural)
     if message.result:
         first, *rest = message.result.split("\n")
-        lines += ["", f"{RESULT_MARK} {first}", *escape_lines(rest, _structural)]
+        lines += ["", f"{RESULT_MARK} {first}", *escape_lines(rest, structural)]
     lines += ["", SEPARATOR]
     return "\n".join(lines)
 
@@ -237,13 +251,17 @@ def _parse_section(section: Section) -> tuple[Message | Malformed, bool]:
     body = section.lines[1:]
     if body and body[-1].strip() == SEPARATOR:
         body = body[:-1]
-    mark = next((i for i, line in enumerate(body) if line.startswith(RESULT_MARK)), len(body))
+    archived = bool(clean_line(values.get("outcome", "")))
+    structural = _structure(archived)
+    mark = len(body)
+    if archived:
+        mark = next((i for i, line in enumerate(body) if line.startswith(RESULT_MARK)), mark)
     result = None
     if mark < len(body):
         first = body[mark][len(RESULT_MARK) :]
         first = first[1:] if first.startswith(" ") else first
-        result = "\n".join([first, *unescape_lines(body[mark + 1 :], _structural)])
-    text = "\n".join(unescape_lines(body[:mark], _structural))
+        result = "\n".join([first, *unescape_lines(body[mark + 1 :], structural)])
+    text = "\n".join(unescape_lines(body[:mark], structural))
     if not clean_block(text):
         return bad("the message has no text")
     fields: dict[str, Any] = {"timestamp": stamp, "text": text, "result": result, "meta": {}}

@@ -61,7 +61,7 @@ FINAL_STATUSES = ("completed", "failed", "needs_user", "cancelled")
 _STATUS_ALIASES = {"done": "completed", "todo": "pending", "canceled": "cancelled"}
 
 HEADER_START = "### ["
-_HEADER = re.compile(r"### \[\s*(?P<id>[Tt]\d+|new|NEW)?\s*\]\s+(?P<title>\S.*)")
+_HEADER = re.compile(r"### \[\s*(?P<id>[Tt]\d+|[Nn][Ee][Ww])?\s*\]\s+(?P<title>\S.*)")
 _FIELD = re.compile(r"- (?P<key>[A-Za-z][A-Za-z0-9_ -]*?)\s*:(?P<value>.*)")
 _ID_IN_RAW = re.compile(r"^### \[\s*[Tt](\d+)\s*\]", re.MULTILINE)
 _KEY_ALIASES = {"message_ids": "messages", "notes": "note", "replyto": "reply_to"}

@@ -122,6 +122,7 @@ class InboxChannel:
         self._observer: BaseObserver | None = None
         self._worker: asyncio.Task[None] | None = None
         self._problems = ProblemLog(bus)
+        self._scan_lock = asyncio.Lock()
 
     # -- lifecycle --
     async def start(self) -> None:
@@ -176,7 +177,8 @@ class InboxChannel:
     # -- one pass --
     async def scan(self) -> list[Message]:
         """Import ready drop files, then report messages new to the inbox (and return them)."""
-        fresh = await asyncio.to_thread(self._scan_files)
+        async with self._scan_lock:
+            fresh = await asyncio.to_thread(self._scan_files)
         if fresh:
             self.arrived.set()
             if self.on_messages is not None:
@@ -274,7 +276,10 @@ class InboxChannel:
         target = self.processed_dir / path.name
         if target.exists():
             target = self.processed_dir / f"{path.stem}.{message_id}{path.suffix}"
-        os.replace(path, target)
+        try:
+            os.replace(path, target)
+        except FileNotFoundError:  # someone took it away meanwhile; the message is in
+            return path
         fsync_dir(self.processed_dir)
         fsync_dir(self.drop_dir)
         return target
