@@ -109,6 +109,13 @@ class Settings(BaseSettings):
 
     # memory
     short_term_hours: float = Field(12.0, gt=0)
+    long_term_memory: bool = Field(True, description="recall, remember and learn across tasks")
+    memory_top_k: int = Field(5, ge=1, le=50)
+    embedding: Literal["minilm-int8", "chroma-default", "onnx-dir"] = "minilm-int8"
+    embedding_model_dir: Path | None = None
+    memory_forget_threshold: float | None = Field(None, ge=0)
+    memory_merge_cosine: float | None = Field(None, gt=0, le=1)
+    memory_strength_days: float | None = Field(None, gt=0)
 
     @property
     def settings_file(self) -> Path:

@@ -39,6 +39,7 @@ def agent_settings(
         "provider": provider,
         "max_retries": 0,
         "settle_ceiling_ms": 1500,
+        "long_term_memory": False,  # tests/test_memory_loop.py runs the loop with memory
     }
     values.update(overrides)
     return load_settings(tmp_path / "data", **values)
@@ -67,4 +68,6 @@ def step_files(settings: Settings) -> list[Path]:
 
 
 def screenshot_files(settings: Settings) -> list[Path]:
-    return sorted(p for p in (settings.data_dir / "memory" / "screenshots").rglob("*") if p.is_file())
+    return sorted(
+        p for p in (settings.data_dir / "memory" / "screenshots").rglob("*") if p.is_file()
+    )

@@ -263,6 +263,7 @@ class Agent:
         else:
             state.failures = 0
         await self._after_action(state, context, verdict)
+        await self._refresh_memories(state, decision.thought)
 
     async def _after_action(self, state: _Run, context: ToolContext, verdict: str) -> None:
         control = context.take_control()
@@ -273,6 +274,7 @@ class Agent:
         if control is not None and control.kind == "finished":
             result = await self.brain.verify(state.task, control.text, state.task_id)
             if result.done:
+                await self._learn_skill(state)
                 raise _End("finished", control.text)
             state.verify_failures += 1
             if state.verify_failures > self.settings.max_verify_failures:
@@ -291,6 +293,26 @@ class Agent:
             )
             state.notes.append(message)
             self.bus.emit(AgentWarning(task_id=state.task_id, message=message))
+
+    async def _learn_skill(self, state: _Run) -> None:
+        """After a verified finish, keep how it was done as a skill memory."""
+        if not self.hippocampus.learns:
+            return
+        try:
+            procedure = await self.brain.distill_skill(state.task, [h for _, h in state.history])
+            await asyncio.to_thread(
+                self.hippocampus.store_skill, state.task, procedure, state.task_id
+            )
+        except (ProviderError, OSError, ValueError) as exc:
+            log.warning("could not distill a skill from task %s: %s", state.task_id, exc)
+
+    async def _refresh_memories(self, state: _Run, thought: str) -> None:
+        """When the plan moves away from what memories were recalled for, recall again."""
+        if not await asyncio.to_thread(self.hippocampus.direction_changed, thought):
+            return
+        fresh = await asyncio.to_thread(self.hippocampus.recall, f"{state.task}\n{thought}")
+        merged = list(dict.fromkeys([*fresh, *state.memories]))
+        state.memories = merged[: 2 * max(1, len(fresh) or 5)]
 
     def _think_context(self, state: _Run, observation: Observation) -> ThinkContext:
         return ThinkContext(

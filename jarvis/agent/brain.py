@@ -155,6 +155,15 @@ class Brain:
         self.bus.emit(VerificationFinished(task_id=task_id, done=done, reason=reason))
         return Verdict(done=done, reason=reason, response=response)
 
+    async def distill_skill(self, task: str, steps: list[str]) -> str:
+        """A short procedure of how a verified task was done, written by the model."""
+        text = prompts.render("skill", task=task, steps="\n".join(steps) or "(no steps)")
+        request = self._request(
+            "You write short, general procedures for computer tasks.", [Message.user(text)], []
+        )
+        response = await complete(self.provider, request)
+        return response.text.strip()
+
     def _request(self, system: str, messages: list[Message], tools: list[ToolSpec]) -> LLMRequest:
         return LLMRequest(
             system=system,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 from jarvis.agent.agent import Agent
 from jarvis.agent.brain import Brain
@@ -16,8 +17,11 @@ from jarvis.desktop.settle import Settler
 from jarvis.events import EventBus
 from jarvis.llm.base import Provider
 from jarvis.llm.factory import make_provider
+from jarvis.memory.long_term import LongTermMemory
+from jarvis.memory.recall import MemoryBridge
 from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext
+from jarvis.tools.memory import register_memory_tools
 from jarvis.tools.registry import ToolRegistry
 
 
@@ -31,10 +35,37 @@ async def build_agent(
     long_term: LongTerm | None = None,
     todos: Callable[[], str] | None = None,
 ) -> AsyncIterator[Agent]:
-    """An Agent wired to the real desktop; closes the screen and the provider afterwards."""
-    provider = provider or make_provider(settings, bus)
-    registry = registry or build_registry(settings)
-    screen = Screen.from_settings(settings)
+    """An Agent wired to the real desktop; closes the screen, memory and provider afterwards.
+
+    With ``settings.long_term_memory`` and no ``long_term`` given, the on-disk vector
+    memory is opened and the `remember` tool is offered.
+    """
+    async with AsyncExitStack() as stack:
+        if provider is None:  # ours to close; a provider handed in stays the caller's
+            made = make_provider(settings, bus)
+            stack.push_async_callback(made.aclose)
+            provider = made
+        registry = registry or build_registry(settings)
+        if long_term is None and settings.long_term_memory:
+            memory = await asyncio.to_thread(LongTermMemory.from_settings, settings)
+            stack.callback(memory.close)
+            bridge = MemoryBridge(memory, top_k=settings.memory_top_k)
+            register_memory_tools(registry, bridge)
+            long_term = bridge
+        screen = Screen.from_settings(settings)
+        stack.callback(screen.close)
+        yield _assemble(settings, bus, provider, registry, screen, long_term, todos)
+
+
+def _assemble(
+    settings: Settings,
+    bus: EventBus,
+    provider: Provider,
+    registry: ToolRegistry,
+    screen: Screen,
+    long_term: LongTerm | None,
+    todos: Callable[[], str] | None,
+) -> Agent:
     input_ = Input.from_settings(settings)
 
     def context_for(task_id: str) -> ToolContext:
@@ -42,7 +73,7 @@ async def build_agent(
             settings, task_id, screen=screen, input=input_, bus=bus, provider=provider.name
         )
 
-    agent = Agent(
+    return Agent(
         settings=settings,
         brain=Brain(provider, screen, settings, bus),
         cerebellum=Cerebellum(registry, provider.name),
@@ -52,10 +83,3 @@ async def build_agent(
         bus=bus,
         todos=todos,
     )
-    try:
-        yield agent
-    finally:
-        screen.close()
-        close = getattr(provider, "aclose", None)
-        if close is not None:
-            await close()

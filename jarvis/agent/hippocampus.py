@@ -21,6 +21,10 @@ class LongTerm(Protocol):
         self, task: str, task_id: str, status: str, summary: str, steps: int
     ) -> None: ...
 
+    def direction_changed(self, thought: str) -> bool: ...
+
+    def store_skill(self, task: str, procedure: str, task_id: str) -> object: ...
+
 
 class Hippocampus:
     def __init__(self, data_dir: Path, long_term: LongTerm | None = None) -> None:
@@ -47,3 +51,15 @@ class Hippocampus:
     def record_task(self, task: str, task_id: str, status: str, summary: str, steps: int) -> None:
         if self.long_term is not None:
             self.long_term.record_task(task, task_id, status, summary, steps)
+
+    def direction_changed(self, thought: str) -> bool:
+        return self.long_term is not None and self.long_term.direction_changed(thought)
+
+    def store_skill(self, task: str, procedure: str, task_id: str) -> None:
+        if self.long_term is not None and procedure.strip():
+            self.long_term.store_skill(task, procedure, task_id)
+
+    @property
+    def learns(self) -> bool:
+        """Whether there is a long-term store to learn skills into."""
+        return self.long_term is not None

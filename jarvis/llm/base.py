@@ -124,6 +124,9 @@ class AdapterBase:
         """
         raise NotImplementedError
 
+    async def aclose(self) -> None:
+        """Release the HTTP client; adapters that hold one override this."""
+
     # --- the shared part ------------------------------------------------------
     def effective_mode(self, request: LLMRequest) -> str:
         """The tool mode this request runs in ("native" or "text"), after any fallback."""
