@@ -87,6 +87,11 @@ def test_duplicate_ids_are_renumbered() -> None:
     assert [t.id for t in doc.entries()] == ["T002", "T003"] and doc.changed
 
 
+def test_list_items_with_colons_are_description() -> None:
+    [t] = parse_todos("### [T001] a\n- https://example.com/x\n- at 12:30\n- milk\n").entries()
+    assert t.description == "- https://example.com/x\n- at 12:30\n- milk" and t.extra == []
+
+
 def test_new_tasks_by_hand_in_any_spelling() -> None:
     doc = parse_todos("### [T007] kept\n\n### [New] first\n### [] second\n### [ new ]  third\n")
     assert [(t.id, t.title) for t in doc.entries()] == [
@@ -152,6 +157,8 @@ pieces = st.sampled_from(
         "  continued",
         "- note: n",
         "- custom field: v",
+        "- https://example.com",
+        "- empty:",
         "",
         "## [2026-02-01 10:00:00] from:a",
     ]

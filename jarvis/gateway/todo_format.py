@@ -62,7 +62,8 @@ _STATUS_ALIASES = {"done": "completed", "todo": "pending", "canceled": "cancelle
 
 HEADER_START = "### ["
 _HEADER = re.compile(r"### \[\s*(?P<id>[Tt]\d+|[Nn][Ee][Ww])?\s*\]\s+(?P<title>\S.*)")
-_FIELD = re.compile(r"- (?P<key>[A-Za-z][A-Za-z0-9_ -]*?)\s*:(?P<value>.*)")
+# the colon ends the line or is followed by a space, so "- https://x" or "- at 12:30" is text
+_FIELD = re.compile(r"- (?P<key>[A-Za-z][A-Za-z0-9_ -]*?)\s*:(?:\s(?P<value>.*))?")
 _ID_IN_RAW = re.compile(r"^### \[\s*[Tt](\d+)\s*\]", re.MULTILINE)
 _KEY_ALIASES = {"message_ids": "messages", "notes": "note", "replyto": "reply_to"}
 _SINGLE = (
@@ -235,7 +236,7 @@ def _read_fields(lines: list[str]) -> tuple[list[tuple[str, str]], int]:
             key, value = pairs[-1]
             pairs[-1] = (key, f"{value}\n{line[2:]}")
         elif match:
-            pairs.append((_normalize_key(match["key"]), match["value"]))
+            pairs.append((_normalize_key(match["key"]), match["value"] or ""))
         else:
             break
         index += 1
