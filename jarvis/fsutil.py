@@ -11,9 +11,11 @@ from pathlib import Path
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so a crash leaves either the old or the new file."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = _mode_for(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), mode)  # mkstemp makes 0600; keep the file's own mode
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -23,6 +25,16 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             os.unlink(tmp)
         raise
     fsync_dir(path.parent)
+
+
+def _mode_for(path: Path) -> int:
+    """The mode of the file being replaced, or what a plain ``open`` would create."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -90,3 +90,19 @@ def test_unreadable_record_is_skipped(tmp_path: Path) -> None:
     bad.write_text("{not json")
     assert [r.step for r in mem.recent(5)] == [1]
     assert bad.exists()
+
+
+def test_atomic_writes_keep_or_give_a_normal_mode(tmp_path: Path) -> None:
+    import stat
+
+    from jarvis.fsutil import atomic_write_text
+
+    fresh = tmp_path / "fresh.md"
+    atomic_write_text(fresh, "x")
+    assert stat.S_IMODE(fresh.stat().st_mode) & 0o044  # readable by others, as open() would do
+    shared = tmp_path / "shared.md"
+    shared.write_text("old")
+    shared.chmod(0o664)
+    atomic_write_text(shared, "new")
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o664
+    assert shared.read_text() == "new"
