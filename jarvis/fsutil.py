@@ -27,14 +27,22 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+def _read_umask() -> int:
+    # read once at import: os.umask can only be read by setting it, which races with threads
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
+_UMASK = _read_umask()
+
+
 def _mode_for(path: Path) -> int:
     """The mode of the file being replaced, or what a plain ``open`` would create."""
     try:
         return path.stat().st_mode & 0o7777
     except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        return 0o666 & ~_UMASK
 
 
 def atomic_write_text(path: Path, text: str) -> None:
