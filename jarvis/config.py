@@ -36,6 +36,7 @@ class ToolLimit(BaseModel):
     max_calls: int | None = Field(None, ge=1, description="calls allowed per window")
     window_s: float = Field(60.0, gt=0)
     cooldown_s: float = Field(0.0, ge=0, description="minimum gap between two calls")
+    timeout_s: float | None = Field(None, gt=0, description="ceiling for one call of this tool")
 
 
 class ToolPolicy(BaseModel):

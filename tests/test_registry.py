@@ -433,3 +433,19 @@ def test_events_for_every_call(settings: Settings) -> None:
     assert finished[0].ok and finished[0].data == {"x": 1, "y": 2, "button": "left"}
     assert (finished[1].ok, finished[1].error_code) == (False, UNKNOWN_TOOL)
     assert finished[1].error_message is not None and "nope" in finished[1].error_message
+
+
+def test_timeout_from_settings_beats_the_tools_own(tmp_path: Path) -> None:
+    from jarvis.config import ToolLimit
+
+    settings = make_settings(tmp_path, timeout_s=5, limits={"slow": ToolLimit(timeout_s=0.05)})
+    registry = make_registry(settings)
+
+    async def hang(args: NoArgs, ctx: ToolContext) -> None:
+        """Waits forever."""
+        await asyncio.Event().wait()
+
+    registry.register("slow", hang, NoArgs, timeout_s=3)
+    result = run_one(registry, make_context(settings), "slow", {})
+    assert result.error is not None and result.error.code == TIMEOUT
+    assert "0.05s" in result.error.message

@@ -42,6 +42,11 @@ class Policy:
     def timeout_s(self) -> float:
         return self._policy.timeout_s
 
+    def timeout_for(self, name: str) -> float | None:
+        """The configured timeout of one tool, if settings give it one."""
+        limit = self._policy.limits.get(name)
+        return limit.timeout_s if limit is not None else None
+
     def lists_for(self, provider: str | None) -> tuple[frozenset[str] | None, frozenset[str]]:
         """The effective (allow, deny) lists for ``provider``."""
         allow = self._policy.allow

@@ -263,6 +263,10 @@ class ToolRegistry:
         return [s.to_openai() for s in self.specs(provider or "openai")]
 
     def timeout_for(self, tool: Tool) -> float:
+        """Settings for this tool, else the tool's own, else the global ceiling."""
+        configured = self.policy.timeout_for(tool.name)
+        if configured is not None:
+            return configured
         return tool.timeout_s if tool.timeout_s is not None else self.policy.timeout_s
 
     # --- execution ---------------------------------------------------------
