@@ -37,7 +37,7 @@ from jarvis.events import (
 )
 from jarvis.llm.base import ProviderAuthError, ProviderError
 from jarvis.llm.pricing import cost_usd
-from jarvis.llm.types import ToolResultPart, Usage
+from jarvis.llm.types import Usage
 from jarvis.memory.short_term import (
     ErrorRecord,
     ResultRecord,
@@ -331,10 +331,7 @@ class Agent:
     def _remember_turn(
         self, state: _Run, decision: Decision, results: list[ToolResult], record: StepRecord
     ) -> None:
-        parts = [
-            ToolResultPart(call_id=c.id, name=c.name, ok=r.ok, content=r.to_content())
-            for c, r in zip(decision.tool_calls, results, strict=True)
-        ]
+        parts = [r.to_part(c.id, c.name) for c, r in zip(decision.tool_calls, results, strict=True)]
         state.turns.append(
             Turn(
                 step=state.step,
