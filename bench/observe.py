@@ -1,0 +1,124 @@
+"""Benchmark one observation (capture, downscale, encode, pHash) on virtual screens.
+
+For each screen size a private Xvfb is started and a Tk window fills it with a busy,
+desktop-like picture (title bars, lines of text, a photo-like noise area, gradients),
+so that encoding works on realistic content. Then ``Screen.capture()`` runs
+ITERATIONS times after a short warm-up. Prints ONE JSON object: p50 and p95 in
+milliseconds per phase and screen size, the PNG alternative for comparison, the
+encoded sizes, and whether the 1920x1080 total p50 meets the 40 ms target.
+
+Run: ``python bench/observe.py [--iterations N]`` (needs Xvfb and python3-tk).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+from jarvis.desktop.screen import Screen, encode_image
+from jarvis.desktop.x11 import Xvfb
+
+SIZES = [(1920, 1080), (2560, 1440)]
+TARGET_MS = 40.0
+WARMUP = 3
+
+# A stand-alone Tk program: draws the scene, prints "ready" once it is on screen.
+SCENE = r"""
+import random, sys, tkinter as tk
+from PIL import Image, ImageTk
+random.seed(7)
+root = tk.Tk(); root.overrideredirect(True)
+w, h = root.winfo_screenwidth(), root.winfo_screenheight()
+root.geometry(f"{w}x{h}+0+0")
+c = tk.Canvas(root, highlightthickness=0, background="#2d3e50"); c.pack(fill="both", expand=True)
+for y in range(0, h, 4):
+    shade = 40 + y * 60 // h
+    c.create_rectangle(0, y, w, y + 4, fill=f"#{shade:02x}{shade + 20:02x}{shade + 40:02x}", width=0)
+noise = Image.effect_noise((w // 3, h // 3), 80).convert("RGB")
+photo = ImageTk.PhotoImage(noise.resize((w // 3, h // 3)))
+c.create_image(w - w // 3 - 40, h - h // 3 - 40, image=photo, anchor="nw")
+words = "the quick brown fox jumps over the lazy dog settings file edit view help".split()
+for i in range(6):
+    x0, y0 = random.randint(0, w // 2), random.randint(0, h // 2)
+    x1, y1 = x0 + random.randint(w // 5, w // 2), y0 + random.randint(h // 5, h // 2)
+    c.create_rectangle(x0, y0, x1, y1, fill="#f4f4f4", outline="#999")
+    c.create_rectangle(x0, y0, x1, y0 + 28, fill="#3b6ea5", width=0)
+    c.create_text(x0 + 10, y0 + 14, text=f"Window {i}", anchor="w", fill="white")
+    for ty in range(y0 + 40, y1 - 14, 18):
+        line = " ".join(random.choice(words) for _ in range(random.randint(4, 14)))
+        c.create_text(x0 + 10, ty, text=line, anchor="w", fill="#222", font=("Helvetica", 10))
+root.update(); root.wait_visibility(root); root.update()
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {"p50": round(statistics.median(ordered), 2), "p95": round(p95, 2)}
+
+
+def measure(width: int, height: int, iterations: int) -> dict[str, Any]:
+    with Xvfb(width, height) as server:
+        env = {**os.environ, **server.env()}
+        scene = subprocess.Popen(
+            [sys.executable, "-c", SCENE], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        try:
+            assert scene.stdout is not None
+            if scene.stdout.readline().strip() != b"ready":
+                raise RuntimeError("the scene window did not start")
+            os.environ.update(server.env())  # mss reads DISPLAY when Screen() opens it
+            phases: dict[str, list[float]] = {}
+            sizes: dict[str, list[int]] = {"jpeg": [], "png": []}
+            with Screen() as screen:
+                for i in range(WARMUP + iterations):
+                    obs = screen.capture()
+                    t0 = time.perf_counter()
+                    png = encode_image(obs.image, "png")
+                    png_ms = (time.perf_counter() - t0) * 1000
+                    if i < WARMUP:
+                        continue
+                    for phase, ms in obs.timings_ms.items():
+                        phases.setdefault(phase, []).append(ms)
+                    phases.setdefault("encode_png", []).append(png_ms)
+                    sizes["jpeg"].append(len(obs.data))
+                    sizes["png"].append(len(png))
+                model = str(screen.model_size)
+        finally:
+            if scene.stdin is not None:
+                scene.stdin.close()
+            scene.wait(timeout=10)
+    result: dict[str, Any] = {"model": model}
+    result.update({phase: percentiles(values) for phase, values in phases.items()})
+    result["bytes_p50"] = {fmt: int(statistics.median(v)) for fmt, v in sizes.items()}
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="observation benchmark")
+    parser.add_argument("--iterations", type=int, default=50)
+    args = parser.parse_args()
+    screens = {f"{w}x{h}": measure(w, h, args.iterations) for w, h in SIZES}
+    total = screens["1920x1080"]["total"]["p50"]
+    report = {
+        "benchmark": "observe",
+        "iterations": args.iterations,
+        "cpus": os.cpu_count(),
+        "format": "jpeg q80 (encode_png: the PNG level-1 alternative on the same image)",
+        "screens": screens,
+        "target_total_p50_ms_1920x1080": TARGET_MS,
+        "meets_target": total <= TARGET_MS,
+    }
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,501 @@
+"""Mouse and keyboard input on the real desktop. All coordinates are absolute logical
+screen pixels; every method blocks (callers run it in a worker thread).
+
+How each primitive is delivered, and why:
+
+- Mouse (click, double/right click, move, drag, scroll) goes through pyautogui
+  everywhere (XTEST on X11). pyautogui opens the display when it is imported, so
+  it is imported on first use. Its global PAUSE is set to 0 and its own fail-safe
+  is replaced by ours (below). Drag presses, moves in steps and releases, so the
+  target sees button-held motion and the release point. Scroll on X11 is buttons
+  4/5 (up/down) and 6/7 (left/right); on Windows horizontal scroll is shift+wheel.
+- Keys on X11 go through ``xdotool key``; a keysym missing from the keymap (F13-F24,
+  a non-ASCII character) is first put on a spare keycode (see
+  :class:`jarvis.desktop.x11.SpareKeycodes`), because xdotool's own remapping races
+  with the receiving client. Elsewhere keys go through pyautogui keyDown/keyUp.
+  Key names are validated first: an unknown key is an :class:`UnknownKeyError`,
+  never a silent no-op (pyautogui ignores names it does not know).
+- Text on X11 (``type_method``): ``xdotool`` types it as key presses, in pieces whose
+  off-keymap characters fit on the spare keycodes; ``clipboard`` pastes it through
+  the CLIPBOARD selection (ctrl+v) and then restores what the clipboard held;
+  ``auto`` types with xdotool when all off-keymap characters of the text fit on the
+  spare keycodes at once (typing works in every app, terminals included) and pastes
+  otherwise (long text in many distinct scripts or symbols: exact and fast, but the
+  app must paste on ctrl+v). Newlines and tabs are always the Return and Tab keys.
+  Other control characters are refused (use press_key).
+  On other platforms ``auto`` uses ``pyautogui.write`` for ASCII and a pyperclip
+  paste (ctrl+v, cmd+v on macOS) for the rest; ``pyautogui.write`` cannot type
+  non-ASCII text.
+
+Fail-safe (on by default, ``settings.failsafe``): if the pointer is in a corner of
+the screen and we did not put it there, the next action raises FailSafeError. A
+person can stop the agent by throwing the mouse into a corner; the agent itself
+may still click a corner pixel.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+import threading
+import time
+import unicodedata
+from typing import TYPE_CHECKING, Any, Literal
+
+from jarvis.desktop import x11
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+
+log = logging.getLogger(__name__)
+
+Direction = Literal["up", "down", "left", "right"]
+TypeMethod = Literal["auto", "xdotool", "clipboard"]
+MAX_SCROLL = 100
+_DRAG_STEP_S = 0.005  # between drag steps: apps see each position
+_TYPE_CHUNK = 100
+_TYPE_DELAY_MS = 2  # per key for keymap characters (no remapping, nothing to race)
+_REMAP_DELAY_MS = 12  # per key when xdotool must remap (xdotool's own default)
+_RECYCLE_GRACE_S = 0.05  # before reusing spare keycodes the previous piece typed with
+
+
+class InputError(Exception):
+    """An input action could not be performed; the message says why."""
+
+
+class FailSafeError(InputError):
+    """The fail-safe tripped: a person moved the pointer into a screen corner."""
+
+
+class UnknownKeyError(InputError, ValueError):
+    """A key name that is not known; ``key`` holds the name as given."""
+
+    def __init__(self, key: str, reason: str = "") -> None:
+        self.key = key
+        detail = reason or (
+            "use names like ctrl, alt, shift, super, enter, esc, tab, space, backspace, "
+            "delete, up, pageup, home, f1..f24, or a single character"
+        )
+        super().__init__(f"unknown key {key!r}: {detail}")
+
+
+# ------------------------------------------------------------------- key names
+
+MODIFIERS = ("ctrl", "alt", "shift", "super")
+_NAMED = (
+    *MODIFIERS,
+    *("enter", "esc", "tab", "space", "backspace", "delete", "insert", "home", "end"),
+    *("pageup", "pagedown", "up", "down", "left", "right", "capslock", "printscreen"),
+    *("menu", "pause", "numlock", "scrolllock"),
+)
+_ALIASES: dict[str, str] = {name: name for name in _NAMED} | {
+    "cmd": "super", "command": "super", "win": "super", "windows": "super", "meta": "super",
+    "control": "ctrl", "ctl": "ctrl", "option": "alt", "opt": "alt",
+    "return": "enter", "ret": "enter", "escape": "esc",
+    "pgup": "pageup", "pgdn": "pagedown", "pgdown": "pagedown",
+    "del": "delete", "ins": "insert", "bksp": "backspace", "spacebar": "space",
+    "prtsc": "printscreen", "print": "printscreen", "apps": "menu",
+    "plus": "+", "minus": "-",
+}  # fmt: skip
+for _arrow in ("up", "down", "left", "right"):
+    _ALIASES[f"arrow{_arrow}"] = _ALIASES[f"{_arrow}arrow"] = _arrow
+_FKEY = re.compile(r"f([1-9]|1[0-9]|2[0-4])")
+
+_X11_KEYSYMS: dict[str, str] = {
+    "ctrl": "Control_L", "alt": "Alt_L", "shift": "Shift_L", "super": "Super_L",
+    "enter": "Return", "esc": "Escape", "tab": "Tab", "space": "space",
+    "backspace": "BackSpace", "delete": "Delete", "insert": "Insert", "home": "Home",
+    "end": "End", "pageup": "Page_Up", "pagedown": "Page_Down", "up": "Up", "down": "Down",
+    "left": "Left", "right": "Right", "capslock": "Caps_Lock", "printscreen": "Print",
+    "menu": "Menu", "pause": "Pause", "numlock": "Num_Lock", "scrolllock": "Scroll_Lock",
+}  # fmt: skip
+_PUNCT_NAMES = (
+    "exclam", "quotedbl", "numbersign", "dollar", "percent", "ampersand", "apostrophe",
+    "parenleft", "parenright", "asterisk", "plus", "comma", "minus", "period", "slash",
+    "colon", "semicolon", "less", "equal", "greater", "question", "at", "bracketleft",
+    "backslash", "bracketright", "asciicircum", "underscore", "grave", "braceleft", "bar",
+    "braceright", "asciitilde",
+)  # fmt: skip
+_PUNCT_KEYSYMS = dict(zip("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", _PUNCT_NAMES, strict=True))
+
+
+def normalize_key(name: str) -> str:
+    """The canonical name of one key; case, spaces, ``_`` and ``-`` in names do not matter.
+
+    Named keys: ctrl, alt, shift, super (cmd/command/win/meta), enter (return),
+    esc, tab, space, backspace, delete (del), insert, home, end, pageup (pgup,
+    "page up"), pagedown (pgdn), up/down/left/right (arrowup, "up arrow"), f1..f24,
+    capslock, printscreen, menu, pause, numlock, scrolllock. Any other single
+    printable character is itself (letters lower-cased).
+    """
+    if not isinstance(name, str):
+        raise UnknownKeyError(repr(name), "a key name must be a string")
+    special = {" ": "space", "\n": "enter", "\r": "enter", "\t": "tab"}
+    if name in special:
+        return special[name]
+    stripped = name.strip()
+    if len(stripped) == 1:
+        if not stripped.isprintable():
+            raise UnknownKeyError(name, "not a printable character")
+        return stripped.lower()
+    compact = re.sub(r"[\s_-]+", "", stripped.lower())
+    if compact in _ALIASES:
+        return _ALIASES[compact]
+    if _FKEY.fullmatch(compact):
+        return compact
+    if not stripped:
+        raise UnknownKeyError(name, "empty key name")
+    raise UnknownKeyError(name)
+
+
+def parse_chord(chord: str) -> list[str]:
+    """``"ctrl+shift+s"`` -> ``["ctrl", "shift", "s"]``; ``"ctrl++"`` is ctrl and plus."""
+    if not isinstance(chord, str) or not chord.strip():
+        raise UnknownKeyError(str(chord), "empty key chord")
+    text, keys, i = chord.strip(), [], 0
+    while i < len(text):
+        if text[i] == "+":
+            part, i = "+", i + 1
+        else:
+            end = text.find("+", i)
+            end = len(text) if end < 0 else end
+            part, i = text[i:end], end
+        if i < len(text):
+            if text[i] != "+":
+                raise UnknownKeyError(chord, "keys in a chord are joined with '+'")
+            i += 1
+            if i == len(text):
+                raise UnknownKeyError(chord, "the chord ends with '+' (use 'plus' for the key)")
+        key = normalize_key(part)
+        if key not in keys:
+            keys.append(key)
+    return keys
+
+
+def x11_keysym(key: str) -> str:
+    """The keysym name xdotool understands for a canonical key."""
+    if key in _X11_KEYSYMS:
+        return _X11_KEYSYMS[key]
+    if _FKEY.fullmatch(key):
+        return key.upper()
+    if len(key) == 1:
+        if key.isascii() and key.isalnum():
+            return key
+        if key in _PUNCT_KEYSYMS:
+            return _PUNCT_KEYSYMS[key]
+        return f"U{ord(key):04X}"
+    raise UnknownKeyError(key)
+
+
+def pyautogui_key(key: str) -> str:
+    """The pyautogui name for a canonical key on this platform."""
+    names = {
+        "super": {"darwin": "command", "win32": "win"}.get(sys.platform, "winleft"),
+        "alt": "option" if sys.platform == "darwin" else "alt",
+        "menu": "apps",
+    }
+    return names.get(key, key)
+
+
+def x11_keysym_number(key: str) -> int:
+    """The X keysym number of a canonical key."""
+    if len(key) == 1:
+        return x11.char_keysym(key)
+    from Xlib import XK
+
+    return int(XK.string_to_keysym(x11_keysym(key)))
+
+
+def split_for_keymap(text: str, on_keymap: set[str], limit: int, size: int) -> list[str]:
+    """Pieces of at most ``size`` characters with at most ``limit`` distinct characters
+    that are not ``on_keymap`` (each piece's must fit on the spare keycodes at once)."""
+    pieces: list[str] = []
+    current: list[str] = []
+    off: set[str] = set()
+    for char in text:
+        new_off = char not in on_keymap and char not in off
+        if current and (len(current) >= size or (new_off and len(off) >= limit)):
+            pieces.append("".join(current))
+            current, off = [], set()
+        if char not in on_keymap:
+            off.add(char)
+        current.append(char)
+    if current:
+        pieces.append("".join(current))
+    return pieces
+
+
+def _on_keymap(text: str, keymap: x11.Keymap) -> set[str]:
+    """The characters of ``text`` on the base keymap (not counting our spare keycodes)."""
+    base = keymap.keysyms(base_only=True)
+    return {c for c in set(text) if c in "\n\t" or x11.char_keysym(c) in base}
+
+
+def _is_control(char: str) -> bool:
+    return unicodedata.category(char) == "Cc"
+
+
+# ----------------------------------------------------------------------- input
+
+
+class Input:
+    """Mouse and keyboard. See the module docstring for how each action is delivered."""
+
+    def __init__(self, failsafe: bool = True, type_method: TypeMethod = "auto") -> None:
+        if type_method not in ("auto", "xdotool", "clipboard"):
+            raise ValueError(f"unknown type_method {type_method!r}")
+        self.failsafe = failsafe
+        self.type_method: TypeMethod = type_method
+        self._x11 = x11.is_x11()
+        self._pg: Any = None
+        self._bounds: tuple[int, int, int, int] | None = None
+        self._placed: tuple[int, int] | None = None  # where we last put the pointer
+        self._spare = x11.SpareKeycodes()
+        self._lock = threading.RLock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Input:
+        return cls(failsafe=settings.failsafe, type_method=settings.type_method)
+
+    # -- plumbing
+
+    @property
+    def gui(self) -> Any:
+        """The pyautogui module, imported on first use (it opens the display on import)."""
+        if self._pg is None:
+            try:
+                import pyautogui
+            except Exception as exc:  # any failure to reach the display; re-raised typed
+                raise InputError(f"cannot open the display for input: {exc!r}") from exc
+            pyautogui.PAUSE = 0
+            pyautogui.FAILSAFE = False  # replaced by _guard, which knows where we left it
+            self._pg = pyautogui
+        return self._pg
+
+    def bounds(self) -> tuple[int, int, int, int]:
+        """(left, top, right, bottom) of all monitors together, right/bottom exclusive."""
+        if self._bounds is None:
+            import mss
+
+            with mss.MSS() as sct:
+                m = sct.monitors[0]
+            self._bounds = (m["left"], m["top"], m["left"] + m["width"], m["top"] + m["height"])
+        return self._bounds
+
+    def _check_point(self, x: int, y: int) -> None:
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (x, y)):
+            raise InputError(f"coordinates must be integers, got ({x!r}, {y!r})")
+        left, top, right, bottom = self.bounds()
+        if not (left <= x < right and top <= y < bottom):
+            raise InputError(
+                f"({x}, {y}) is outside the screen ({left}, {top})-({right - 1}, {bottom - 1})"
+            )
+
+    def _guard(self) -> None:
+        """Raise FailSafeError if a person moved the pointer into a screen corner."""
+        if not self.failsafe:
+            return
+        left, top, right, bottom = self.bounds()
+        pos = self.position()
+        corners = {(left, top), (right - 1, top), (left, bottom - 1), (right - 1, bottom - 1)}
+        if pos in corners and pos != self._placed:
+            raise FailSafeError(
+                f"fail-safe: the mouse was moved into the screen corner {pos}; input stopped. "
+                "Move it away to go on, or turn the fail-safe off (failsafe=false)."
+            )
+
+    def _placed_at(self, x: int, y: int) -> None:
+        self._placed = (x, y)
+
+    def position(self) -> tuple[int, int]:
+        x, y = self.gui.position()
+        return int(x), int(y)
+
+    # -- mouse
+
+    def click(self, x: int, y: int) -> None:
+        self._mouse("click", x, y, clicks=1, button="left")
+
+    def double_click(self, x: int, y: int) -> None:
+        self._mouse("click", x, y, clicks=2, button="left")
+
+    def right_click(self, x: int, y: int) -> None:
+        self._mouse("click", x, y, clicks=1, button="right")
+
+    def move(self, x: int, y: int) -> None:
+        self._mouse("moveTo", x, y)
+
+    def _mouse(self, action: str, x: int, y: int, **kwargs: Any) -> None:
+        with self._lock:
+            self._check_point(x, y)
+            self._guard()
+            getattr(self.gui, action)(x, y, **kwargs)
+            self._placed_at(x, y)
+
+    def drag(self, x1: int, y1: int, x2: int, y2: int) -> None:
+        """Press at (x1, y1), move there in steps with the button held, release at (x2, y2)."""
+        with self._lock:
+            self._check_point(x1, y1)
+            self._check_point(x2, y2)
+            self._guard()
+            gui = self.gui
+            gui.moveTo(x1, y1)
+            self._placed_at(x1, y1)
+            gui.mouseDown(x1, y1, button="left")
+            released = False
+            try:
+                steps = max(4, min(12, max(abs(x2 - x1), abs(y2 - y1)) // 40))
+                for i in range(1, steps + 1):
+                    time.sleep(_DRAG_STEP_S)
+                    self._guard()
+                    px = x1 + round((x2 - x1) * i / steps)
+                    py = y1 + round((y2 - y1) * i / steps)
+                    gui.moveTo(px, py)
+                    self._placed_at(px, py)
+                gui.mouseUp(x2, y2, button="left")
+                released = True
+            finally:
+                if not released:
+                    gui.mouseUp(button="left")
+
+    def scroll(self, x: int, y: int, direction: Direction, amount: int = 3) -> None:
+        """Scroll ``amount`` wheel clicks at (x, y) in ``direction``."""
+        if direction not in ("up", "down", "left", "right"):
+            raise InputError(f"unknown scroll direction {direction!r} (up, down, left, right)")
+        if not isinstance(amount, int) or not 1 <= amount <= MAX_SCROLL:
+            raise InputError(f"scroll amount must be an integer 1..{MAX_SCROLL}, got {amount!r}")
+        with self._lock:
+            self._check_point(x, y)
+            self._guard()
+            gui = self.gui
+            sign = 1 if direction in ("up", "right") else -1
+            if direction in ("up", "down"):
+                gui.scroll(sign * amount, x, y)
+            elif sys.platform == "win32":  # no horizontal wheel in pyautogui: shift+wheel
+                with gui.hold("shift"):
+                    gui.scroll(-sign * amount, x, y)
+            else:
+                gui.hscroll(sign * amount, x, y)
+            self._placed_at(x, y)
+
+    # -- keyboard
+
+    def hotkey(self, keys: str) -> None:
+        """Press a chord such as ``"ctrl+shift+s"`` (held in order, released in reverse)."""
+        chord = parse_chord(keys)
+        with self._lock:
+            self._guard()
+            self._press(chord)
+
+    def press_key(self, key: str) -> None:
+        """Press and release one key (a ``+`` chord is accepted too)."""
+        self.hotkey(key)
+
+    def _press(self, chord: list[str]) -> None:
+        if self._x11 and x11.have("xdotool"):
+            self._spare.ensure([x11_keysym_number(k) for k in chord])
+            self._xdotool("key", "+".join(x11_keysym(k) for k in chord))
+        else:
+            self.gui.hotkey(*[pyautogui_key(k) for k in chord])
+
+    def _xdotool(self, *args: str, timeout: float = 10.0) -> None:
+        try:
+            x11.xdotool(*args, timeout=timeout)
+        except x11.X11Error as exc:
+            raise InputError(str(exc)) from exc
+
+    def type_text(self, text: str) -> None:
+        """Type ``text`` exactly; newline is the Return key and tab the Tab key."""
+        if not isinstance(text, str):
+            raise InputError(f"text must be a string, got {type(text).__name__}")
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        control = sorted({f"U+{ord(c):04X}" for c in text if c not in "\n\t" and _is_control(c)})
+        if control:
+            raise InputError(f"text has control characters {', '.join(control)}; use press_key")
+        if not text:
+            return
+        with self._lock:
+            self._guard()
+            method = self._choose_method(text)
+            log.debug("typing %d characters with %s", len(text), method)
+            if method == "xdotool":
+                self._type_xdotool(text)
+            elif method == "clipboard":
+                self._type_pasted(text)
+            elif method == "write":
+                self.gui.write(text)
+            else:
+                self._type_pyperclip(text)
+
+    def _choose_method(self, text: str) -> str:
+        if not self._x11:
+            if self.type_method == "xdotool":
+                raise InputError("type_method 'xdotool' needs an X11 desktop")
+            plain = all(c in "\n\t" or " " <= c <= "~" for c in text)
+            return "write" if plain and self.type_method == "auto" else "pyperclip"
+        has_xdotool, has_xclip = x11.have("xdotool"), x11.have("xclip")
+        if self.type_method == "xdotool" or (self.type_method == "auto" and not has_xclip):
+            if not has_xdotool:
+                raise InputError("typing needs xdotool (apt-get install xdotool)")
+            return "xdotool"
+        if not has_xclip:
+            raise InputError("type_method 'clipboard' needs xclip (apt-get install xclip)")
+        if self.type_method == "auto" and has_xdotool and self._fits_keymap(text):
+            return "xdotool"
+        return "clipboard"
+
+    def _fits_keymap(self, text: str) -> bool:
+        """True if xdotool can type ``text`` without remapping keycodes while typing."""
+        keymap = x11.read_keymap()
+        missing = set(text) - _on_keymap(text, keymap)
+        return not missing or len(missing) <= keymap.capacity()
+
+    def _type_xdotool(self, text: str) -> None:
+        """Type in pieces whose off-keymap characters fit on spare keycodes (mapped first)."""
+        keymap = x11.read_keymap()
+        on_keymap = _on_keymap(text, keymap)
+        previous_missing = False
+        pieces = split_for_keymap(text, on_keymap, max(1, keymap.capacity()), _TYPE_CHUNK)
+        for piece in pieces:
+            self._guard()
+            missing = {x11.char_keysym(c) for c in piece if c not in on_keymap}
+            delay = _TYPE_DELAY_MS
+            if missing:
+                if previous_missing:
+                    time.sleep(_RECYCLE_GRACE_S)  # keys of the last piece may be in flight
+                if not self._spare.ensure(missing):
+                    log.warning("no spare keycodes: xdotool remaps while typing (may garble)")
+                    delay = _REMAP_DELAY_MS
+            previous_missing = bool(missing)
+            timeout = 5 + len(piece) * delay / 250
+            self._xdotool("type", "--delay", str(delay), "--", piece, timeout=timeout)
+
+    def _type_pasted(self, text: str) -> None:
+        """Paste runs of text through the clipboard; newlines and tabs are key presses."""
+        try:
+            with x11.ClipboardPaster() as paster:
+                for piece in re.split(r"([\n\t])", text):
+                    if piece in ("\n", "\t"):
+                        self._press([normalize_key(piece)])
+                    elif piece:
+                        self._guard()
+                        paster.paste(piece, lambda: self._press(["ctrl", "v"]))
+        except x11.X11Error as exc:
+            raise InputError(str(exc)) from exc
+
+    def _type_pyperclip(self, text: str) -> None:
+        import pyperclip
+
+        gui, paste_mod = self.gui, "command" if sys.platform == "darwin" else "ctrl"
+        previous = pyperclip.paste()
+        try:
+            for piece in re.split(r"([\n\t])", text):
+                if piece in ("\n", "\t"):
+                    gui.press("enter" if piece == "\n" else "tab")
+                elif piece:
+                    pyperclip.copy(piece)
+                    gui.hotkey(paste_mod, "v")
+                    time.sleep(0.15)  # the OS pasteboard is read asynchronously by the app
+        finally:
+            pyperclip.copy(previous)

@@ -1,0 +1,342 @@
+"""Screen capture in the model's pixel space, and the coordinate arithmetic around it.
+
+Three coordinate spaces:
+
+- *physical*: the pixels mss captures (on a HiDPI display, e.g. 2880x1800);
+- *logical*: the coordinates input uses (the same display as 1440x900 points);
+  mss reports a monitor's rectangle in logical units, so the ratio of the
+  captured image to that rectangle is the HiDPI factor;
+- *model*: the screenshot the model sees, the monitor scaled so that its longest
+  side is at most ``max_side`` (aspect kept, never upscaled; chosen from the
+  logical size, since a click cannot be finer than one logical pixel).
+
+All mappings use the pixel-centre convention: pixel ``i`` of an axis of ``n``
+pixels covers ``[i, i+1)`` and is represented by its centre ``i + 0.5``, so
+``dst = floor((src + 0.5) * n_dst / n_src)``. This keeps corners on corners,
+maps the last pixel inside, and round-trips exactly whenever the target axis is
+at least as long as the source one. The arithmetic is integer-only.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from PIL import Image
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+
+log = logging.getLogger(__name__)
+
+ImageFormat = Literal["jpeg", "png"]
+MEDIA_TYPES: dict[str, str] = {"jpeg": "image/jpeg", "png": "image/png"}
+_RESIZE_STRIPES = 2  # Pillow releases the GIL while resampling: two stripes use two cores
+
+
+@dataclass(frozen=True)
+class Size:
+    width: int
+    height: int
+
+    def __post_init__(self) -> None:
+        if self.width < 1 or self.height < 1:
+            raise ValueError(f"a size must be positive, got {self.width}x{self.height}")
+
+    def __str__(self) -> str:
+        return f"{self.width}x{self.height}"
+
+    @classmethod
+    def parse(cls, text: str) -> Size:
+        """``"1920x1080"`` -> Size(1920, 1080)."""
+        width, _, height = text.lower().partition("x")
+        return cls(int(width), int(height))
+
+
+# ---------------------------------------------------------------- pure arithmetic
+
+
+def fit_size(screen: Size, max_side: int) -> Size:
+    """The largest size with ``screen``'s aspect whose longest side is at most ``max_side``."""
+    if max_side < 1:
+        raise ValueError(f"max_side must be positive, got {max_side}")
+    longest = max(screen.width, screen.height)
+    if longest <= max_side:
+        return screen
+    return Size(
+        max(1, (screen.width * max_side * 2 + longest) // (2 * longest)),
+        max(1, (screen.height * max_side * 2 + longest) // (2 * longest)),
+    )
+
+
+def map_axis(value: int, src: int, dst: int) -> int:
+    """Map pixel ``value`` of an axis of ``src`` pixels onto one of ``dst`` pixels."""
+    return min(dst - 1, max(0, ((2 * value + 1) * dst) // (2 * src)))
+
+
+def contains_point(x: int, y: int, size: Size) -> bool:
+    return 0 <= x < size.width and 0 <= y < size.height
+
+
+def model_to_screen(
+    x: int, y: int, model: Size, screen: Size, origin: tuple[int, int] = (0, 0)
+) -> tuple[int, int]:
+    """A model-space pixel to the absolute screen pixel whose centre it covers.
+
+    Raises ValueError for a point outside the model image (check with
+    :func:`contains_point` to turn it into a tool error first).
+    """
+    if not contains_point(x, y, model):
+        raise ValueError(f"({x}, {y}) is outside the {model} screenshot")
+    return (
+        origin[0] + map_axis(x, model.width, screen.width),
+        origin[1] + map_axis(y, model.height, screen.height),
+    )
+
+
+def screen_to_model(
+    x: int, y: int, model: Size, screen: Size, origin: tuple[int, int] = (0, 0)
+) -> tuple[int, int]:
+    """An absolute screen pixel to the model-space pixel that shows it."""
+    rx, ry = x - origin[0], y - origin[1]
+    if not contains_point(rx, ry, screen):
+        raise ValueError(f"({x}, {y}) is outside the {screen} monitor at {origin}")
+    return map_axis(rx, screen.width, model.width), map_axis(ry, screen.height, model.height)
+
+
+def hidpi_factor(physical: Size, logical: Size) -> float:
+    """Physical pixels per logical unit (1.0 on a plain display, 2.0 on Retina)."""
+    return physical.width / logical.width
+
+
+def physical_to_logical(x: int, y: int, physical: Size, logical: Size) -> tuple[int, int]:
+    """A captured pixel to the logical (input) coordinate that covers it."""
+    if not contains_point(x, y, physical):
+        raise ValueError(f"({x}, {y}) is outside the {physical} capture")
+    return map_axis(x, physical.width, logical.width), map_axis(y, physical.height, logical.height)
+
+
+def logical_to_physical(x: int, y: int, physical: Size, logical: Size) -> tuple[int, int]:
+    """A logical (input) coordinate to the captured pixel at the centre of its area."""
+    if not contains_point(x, y, logical):
+        raise ValueError(f"({x}, {y}) is outside the {logical} logical screen")
+    return map_axis(x, logical.width, physical.width), map_axis(y, logical.height, physical.height)
+
+
+# ------------------------------------------------------------------ image work
+
+
+def phash_hex(image: Image.Image) -> str:
+    """The 64-bit perceptual hash of a screenshot as 16 hex digits.
+
+    A box reduction to at most 320 px first makes it about 4x faster; use this
+    function (not imagehash directly) wherever screenshots are compared.
+    """
+    import imagehash
+
+    factor = max(1, min(image.width, image.height) // 180)
+    small = image.reduce(factor) if factor > 1 else image
+    return str(imagehash.phash(small))
+
+
+def encode_image(image: Image.Image, image_format: ImageFormat, jpeg_quality: int = 80) -> bytes:
+    buf = io.BytesIO()
+    if image_format == "jpeg":
+        image.save(buf, "JPEG", quality=jpeg_quality)
+    elif image_format == "png":
+        image.save(buf, "PNG", compress_level=1)
+    else:
+        raise ValueError(f"unknown image format {image_format!r} (jpeg or png)")
+    return buf.getvalue()
+
+
+def resize_image(image: Image.Image, size: Size, pool: ThreadPoolExecutor | None) -> Image.Image:
+    """BILINEAR downscale; exact integer factors use a box ``reduce`` (same result, faster).
+
+    With a pool, horizontal stripes resample in parallel; each stripe reads its
+    filter support from the whole source, so the result equals a single resize.
+    """
+    if (image.width, image.height) == (size.width, size.height):
+        return image
+    fx, fy = image.width / size.width, image.height / size.height
+    if fx == fy and fx.is_integer():
+        return image.reduce(int(fx))
+    if pool is None or size.height < 2 * _RESIZE_STRIPES:
+        return image.resize((size.width, size.height), Image.Resampling.BILINEAR)
+
+    def stripe(i: int) -> tuple[int, Image.Image]:
+        y0 = size.height * i // _RESIZE_STRIPES
+        y1 = size.height * (i + 1) // _RESIZE_STRIPES
+        box = (0.0, y0 * fy, float(image.width), y1 * fy)
+        part = image.resize((size.width, y1 - y0), Image.Resampling.BILINEAR, box=box)
+        return y0, part
+
+    out = Image.new(image.mode, (size.width, size.height))
+    for y0, part in pool.map(stripe, range(_RESIZE_STRIPES)):
+        out.paste(part, (0, y0))
+    return out
+
+
+# ------------------------------------------------------------------ capture
+
+
+@dataclass
+class Observation:
+    """One screenshot in model space, ready to send, with its geometry and timings."""
+
+    image: Image.Image
+    data: bytes
+    media_type: str
+    phash: str
+    model_size: Size
+    screen_size: Size
+    origin: tuple[int, int]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    physical_size: Size | None = None
+
+
+def _mss_factory() -> Any:
+    import mss
+
+    return mss.MSS()
+
+
+class Screen:
+    """One monitor: capture in model space and map coordinates between the spaces.
+
+    ``monitor`` is an mss index (1 is the primary, 0 all monitors together).
+    ``model_size`` overrides the model space (default: ``fit_size(size, max_side)``).
+    Safe to use from one worker thread at a time (mss serialises grabs).
+    """
+
+    def __init__(
+        self,
+        monitor: int = 1,
+        max_side: int = 1280,
+        image_format: ImageFormat = "jpeg",
+        jpeg_quality: int = 80,
+        model_size: Size | None = None,
+    ) -> None:
+        if image_format not in MEDIA_TYPES:
+            raise ValueError(f"unknown image format {image_format!r} (jpeg or png)")
+        import imagehash  # noqa: F401  (it loads scipy: here, not inside the first capture)
+
+        self._sct = _mss_factory()
+        monitors = self._sct.monitors
+        if not 0 <= monitor < len(monitors):
+            self._sct.close()
+            raise ValueError(f"monitor {monitor} does not exist (0..{len(monitors) - 1})")
+        self.monitor = monitor
+        mon = monitors[monitor]
+        self._region = {k: int(mon[k]) for k in ("left", "top", "width", "height")}
+        self._size = Size(self._region["width"], self._region["height"])
+        self._model = model_size or fit_size(self._size, max_side)
+        self.image_format: ImageFormat = image_format
+        self.jpeg_quality = jpeg_quality
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Screen:
+        return cls(
+            monitor=settings.monitor,
+            max_side=settings.max_side,
+            image_format=settings.image_format,
+            jpeg_quality=settings.jpeg_quality,
+        )
+
+    @property
+    def size(self) -> Size:
+        """The monitor's logical size (the space input coordinates live in)."""
+        return self._size
+
+    @property
+    def model_size(self) -> Size:
+        return self._model
+
+    @property
+    def origin(self) -> tuple[int, int]:
+        """The monitor's top-left corner in absolute logical coordinates."""
+        return self._region["left"], self._region["top"]
+
+    def to_screen(self, x: int, y: int) -> tuple[int, int]:
+        """Model pixel -> absolute logical screen pixel (ValueError if outside the model)."""
+        return model_to_screen(x, y, self._model, self._size, self.origin)
+
+    def to_model(self, x: int, y: int) -> tuple[int, int]:
+        """Absolute logical screen pixel -> model pixel (ValueError if off this monitor)."""
+        return screen_to_model(x, y, self._model, self._size, self.origin)
+
+    def contains_model_point(self, x: int, y: int) -> bool:
+        return contains_point(x, y, self._model)
+
+    def grab_raw(self) -> tuple[Size, bytes]:
+        """The monitor's physical pixels as BGRA bytes, with their size."""
+        shot = self._sct.grab(self._region)
+        return Size(shot.width, shot.height), bytes(shot.raw)
+
+    def grab_small(self) -> bytes:
+        """A cheap fingerprint of the whole frame for settle: CRC-32 of every pixel.
+
+        A digest of the full buffer (not of a thumbnail) so that a one-pixel caret
+        counts as a change.
+        """
+        import zlib
+
+        shot = self._sct.grab(self._region)
+        return zlib.crc32(shot.raw).to_bytes(4, "big")
+
+    def capture(self) -> Observation:
+        t0 = time.perf_counter()
+        shot = self._sct.grab(self._region)
+        t1 = time.perf_counter()
+        physical = Size(shot.width, shot.height)
+        image = Image.frombytes("RGB", (shot.width, shot.height), shot.bgra, "raw", "BGRX")
+        model_image = resize_image(image, self._model, self._resize_pool())
+        t2 = time.perf_counter()
+        data = encode_image(model_image, self.image_format, self.jpeg_quality)
+        t3 = time.perf_counter()
+        digest = phash_hex(model_image)
+        t4 = time.perf_counter()
+        timings = {
+            "capture": (t1 - t0) * 1000,
+            "downscale": (t2 - t1) * 1000,
+            "encode": (t3 - t2) * 1000,
+            "phash": (t4 - t3) * 1000,
+            "total": (t4 - t0) * 1000,
+        }
+        return Observation(
+            image=model_image,
+            data=data,
+            media_type=MEDIA_TYPES[self.image_format],
+            phash=digest,
+            model_size=self._model,
+            screen_size=self._size,
+            origin=self.origin,
+            timings_ms=timings,
+            physical_size=physical,
+        )
+
+    def _resize_pool(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(_RESIZE_STRIPES, thread_name_prefix="resize")
+            return self._pool
+
+    def close(self) -> None:
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
+        self._sct.close()
+
+    def __enter__(self) -> Screen:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,89 @@
+"""Wait until the screen stops changing after an action, instead of a fixed sleep.
+
+Frames are sampled every ``interval_ms`` with a cheap full-frame fingerprint
+(:meth:`Screen.grab_small`). The screen counts as still once ``still_frames``
+consecutive samples match (by default two, i.e. no change for two intervals) and
+at least ``floor_ms`` has passed since the action; ``ceiling_ms`` bounds the wait
+for screens that never settle (video, a spinner). A still screen therefore
+returns after ``max(floor, still_frames * interval)`` plus the time of one grab.
+A blinking caret changes the screen only every few hundred milliseconds, so it
+delays settling by at most a frame or two.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+    from jarvis.desktop.screen import Screen
+
+
+@dataclass
+class SettleResult:
+    waited_ms: float
+    timed_out: bool
+    frames: int
+
+
+def wait_until_still(
+    grab: Callable[[], bytes],
+    floor_ms: float = 50,
+    ceiling_ms: float = 3000,
+    interval_ms: float = 25,
+    still_frames: int = 2,
+    stop: threading.Event | None = None,
+) -> SettleResult:
+    """Sample ``grab()`` until it returns the same value ``still_frames`` times in a row.
+
+    ``stop`` (optional) ends the wait early, reported as a timeout.
+    """
+    if interval_ms <= 0 or still_frames < 1:
+        raise ValueError("interval_ms must be positive and still_frames at least 1")
+    start = time.monotonic()
+    previous = grab()
+    frames, unchanged = 1, 0
+    while True:
+        due = start + frames * interval_ms / 1000
+        pause = due - time.monotonic()
+        if stop is not None:
+            if stop.wait(max(0.0, pause)):
+                return SettleResult(_ms_since(start), True, frames)
+        elif pause > 0:
+            time.sleep(pause)
+        current = grab()
+        frames += 1
+        unchanged = unchanged + 1 if current == previous else 0
+        previous = current
+        waited = _ms_since(start)
+        if unchanged >= still_frames and waited >= floor_ms:
+            return SettleResult(waited, False, frames)
+        if waited >= ceiling_ms:
+            return SettleResult(waited, True, frames)
+
+
+def _ms_since(start: float) -> float:
+    return (time.monotonic() - start) * 1000
+
+
+class Settler:
+    """``wait_until_still`` on a Screen with the floor, ceiling and interval from settings."""
+
+    def __init__(self, screen: Screen, settings: Settings) -> None:
+        self.screen = screen
+        self.floor_ms = settings.settle_floor_ms
+        self.ceiling_ms = settings.settle_ceiling_ms
+        self.interval_ms = settings.settle_interval_ms
+
+    def wait(self, stop: threading.Event | None = None) -> SettleResult:
+        return wait_until_still(
+            self.screen.grab_small,
+            floor_ms=self.floor_ms,
+            ceiling_ms=self.ceiling_ms,
+            interval_ms=self.interval_ms,
+            stop=stop,
+        )

@@ -1,0 +1,521 @@
+"""X11 process utilities: a virtual display, xdotool, the keymap and the clipboard.
+
+Everything here is specific to X11 and imported only where X11 is in use.
+
+- :class:`Xvfb` starts a virtual display with ``-displayfd`` (the server picks a free
+  display number and reports it once it accepts connections), ``-noreset`` and a
+  private MIT-MAGIC-COOKIE in a temporary ``XAUTHORITY`` file.
+- :func:`xdotool` runs xdotool (keys and typing go through it).
+- :class:`SpareKeycodes` puts keysyms that are missing from the keymap (F13-F24,
+  accented letters on a US layout, CJK, emoji) onto spare keycodes before xdotool
+  presses them. Left to itself, xdotool remaps a scratch keycode per character and
+  maps it back at once, and the receiving client, reading the event later, sees
+  the wrong keysym: under load a CJK string came out garbled and F13 as "??".
+- :class:`ClipboardPaster` owns the CLIPBOARD selection itself (python-xlib), presses
+  the paste key and serves the text; it knows exactly when the focused client has
+  fetched it. The previous clipboard is read and restored with ``xclip`` (run with
+  stdout and stderr on DEVNULL: its background process must not hold our pipes).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+CLIPBOARD_TEXT_TARGETS = ("UTF8_STRING", "text/plain;charset=utf-8", "STRING", "TEXT")
+_META_TARGETS = {"TARGETS", "TIMESTAMP", "MULTIPLE", "SAVE_TARGETS", "DELETE"}
+_FAMILY_WILD = 0xFFFF
+_FAMILY_LOCAL = 256
+_VOID = 0xFFFFFF  # the VoidSymbol keysym
+_CHUNK_BYTES = 60_000  # one ChangeProperty request, well below the X request size limit
+
+
+class X11Error(RuntimeError):
+    """An X11 helper (Xvfb, xdotool, xclip) failed; the message says which and why."""
+
+
+def is_x11() -> bool:
+    """True when this process talks to an X server (Linux or BSD with DISPLAY set)."""
+    return bool(os.environ.get("DISPLAY")) and os.name == "posix" and os.uname().sysname != "Darwin"
+
+
+def have(tool: str) -> bool:
+    return shutil.which(tool) is not None
+
+
+def close_display(display: Any) -> None:
+    """Close a python-xlib connection after a round trip.
+
+    Unlike libX11's XCloseDisplay, python-xlib's close() does not sync, and the
+    server may drop requests it has not processed when the connection goes (a
+    pasted text's ChangeProperty, for example, then never reaches the requestor).
+    """
+    try:
+        display.sync()
+    finally:
+        display.close()
+
+
+# --------------------------------------------------------------------------- Xvfb
+
+
+def _xauth_entries(number: str, cookie: bytes) -> bytes:
+    """Xauthority records for display ``number``: FamilyLocal with this host's name
+    (what python-xlib looks up) and FamilyWild (any host, what libXau also accepts)."""
+
+    def field(data: bytes) -> bytes:
+        return len(data).to_bytes(2, "big") + data
+
+    def entry(family: int, address: bytes) -> bytes:
+        return (
+            family.to_bytes(2, "big")
+            + field(address)
+            + field(number.encode())
+            + field(b"MIT-MAGIC-COOKIE-1")
+            + field(cookie)
+        )
+
+    return entry(_FAMILY_LOCAL, socket.gethostname().encode()) + entry(_FAMILY_WILD, b"")
+
+
+class Xvfb:
+    """A private virtual X display. Use as a context manager or call start()/stop().
+
+    ``display`` (":N") and ``xauthority`` (path) are set once started; ``env()`` returns
+    the environment variables a client needs. The server reads its cookie from the
+    auth file at start (under a placeholder number, which the server ignores); once
+    the number is known the file is rewritten for clients.
+    """
+
+    def __init__(self, width: int = 1920, height: int = 1080, depth: int = 24) -> None:
+        self.width, self.height, self.depth = width, height, depth
+        self.display = ""
+        self._dir = tempfile.TemporaryDirectory(prefix="jarvis-xvfb-")
+        self.xauthority = str(Path(self._dir.name) / "Xauthority")
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 10.0) -> Xvfb:
+        if not have("Xvfb"):
+            raise X11Error("Xvfb is not installed (Debian/Ubuntu: apt-get install xvfb)")
+        cookie = secrets.token_bytes(16)
+        Path(self.xauthority).write_bytes(_xauth_entries("0", cookie))
+        read_fd, write_fd = os.pipe()
+        cmd = [
+            "Xvfb",
+            "-displayfd",
+            str(write_fd),
+            "-noreset",
+            "-nolisten",
+            "tcp",
+            "-auth",
+            self.xauthority,
+            "-screen",
+            "0",
+            f"{self.width}x{self.height}x{self.depth}",
+        ]
+        self._proc = subprocess.Popen(
+            cmd,
+            pass_fds=(write_fd,),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        os.close(write_fd)
+        try:
+            number = self._read_display_number(read_fd, timeout)
+        finally:
+            os.close(read_fd)
+        self.display = f":{number}"
+        Path(self.xauthority).write_bytes(_xauth_entries(number, cookie))
+        log.info("Xvfb %s started (%dx%d)", self.display, self.width, self.height)
+        return self
+
+    def _read_display_number(self, fd: int, timeout: float) -> str:
+        assert self._proc is not None
+        deadline = time.monotonic() + timeout
+        data = b""
+        while not data.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([fd], [], [], max(0.0, left))
+            chunk = os.read(fd, 64) if ready else b""
+            if not chunk:
+                err = self._stop_and_read_stderr()
+                reason = "timed out" if left <= 0 or not ready else "exited"
+                raise X11Error(f"Xvfb {reason} before reporting a display: {err}")
+            data += chunk
+        return data.decode().strip()
+
+    def _stop_and_read_stderr(self) -> str:
+        assert self._proc is not None
+        if self._proc.poll() is None:
+            self._proc.kill()
+        _, err = self._proc.communicate(timeout=5)
+        return err.decode(errors="replace").strip()[-500:]
+
+    def env(self) -> dict[str, str]:
+        return {"DISPLAY": self.display, "XAUTHORITY": self.xauthority}
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+        if proc is not None and proc.stderr is not None:
+            proc.stderr.close()
+        self._dir.cleanup()
+
+    def __enter__(self) -> Xvfb:
+        return self.start()
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+# ------------------------------------------------------------------------ xdotool
+
+
+def xdotool(*args: str, timeout: float = 10.0) -> None:
+    """Run ``xdotool ARGS``; a failure is an X11Error with xdotool's message."""
+    try:
+        done = subprocess.run(
+            ["xdotool", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=timeout,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise X11Error("xdotool is not installed (apt-get install xdotool)") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise X11Error(f"xdotool {args[0]} timed out after {timeout:.0f} s") from exc
+    if done.returncode != 0:
+        msg = done.stderr.decode(errors="replace").strip()
+        raise X11Error(f"xdotool {args[0]} failed ({done.returncode}): {msg}")
+
+
+def char_keysym(char: str) -> int:
+    """The X keysym for one character (Latin-1 keysyms are the code point)."""
+    code = ord(char)
+    if 0x20 <= code <= 0x7E or 0xA0 <= code <= 0xFF:
+        return code
+    return 0x01000000 + code
+
+
+@dataclass(frozen=True)
+class Keymap:
+    """One reading of the server's keyboard mapping.
+
+    Keycodes we put a keysym on read ``[sym, sym, VoidSymbol, VoidSymbol, ...]``
+    (group 1 is the keysym, group 2 explicitly nothing), which no key of a standard
+    keymap has: that marks them as ours, for any process.
+    """
+
+    first: int
+    rows: list[list[int]]
+
+    @staticmethod
+    def read(display: Any) -> Keymap:
+        first = display.display.info.min_keycode
+        rows = display.get_keyboard_mapping(first, display.display.info.max_keycode - first + 1)
+        return Keymap(first, [list(row) for row in rows])
+
+    @staticmethod
+    def is_ours(row: list[int]) -> bool:
+        return len(row) >= 4 and row[0] not in (0, _VOID) and row[:4] == our_row(row[0])
+
+    def ours(self) -> dict[int, int]:
+        """keycode -> keysym of the rows we mapped."""
+        return {self.first + i: row[0] for i, row in enumerate(self.rows) if self.is_ours(row)}
+
+    def free(self) -> list[int]:
+        """Keycodes without any keysym (no physical key), the last one left to xdotool."""
+        return [self.first + i for i, row in enumerate(self.rows) if not any(row)][:-1]
+
+    def keysyms(self, base_only: bool = False) -> set[int]:
+        """Every keysym on the keymap; ``base_only`` leaves out the rows we mapped."""
+        rows = [r for r in self.rows if not (base_only and self.is_ours(r))]
+        return {sym for row in rows for sym in row if sym}
+
+    def capacity(self) -> int:
+        """How many keysyms can be put on spare keycodes at once."""
+        return len(self.free()) + len(self.ours())
+
+
+def our_row(keysym: int) -> list[int]:
+    """The keyboard-mapping row that puts ``keysym`` on a spare keycode (see Keymap)."""
+    return [keysym, keysym, _VOID, _VOID]
+
+
+def read_keymap() -> Keymap:
+    from Xlib.display import Display
+
+    display = Display()
+    try:
+        return Keymap.read(display)
+    finally:
+        display.close()
+
+
+class SpareKeycodes:
+    """Puts keysyms that are missing from the keymap onto spare keycodes and keeps them there.
+
+    xdotool can reach a keysym that is not on the keymap by remapping a scratch
+    keycode, pressing it and mapping it back at once; a client that reads the event
+    after the change back sees the wrong keysym (under load, F13 arrives as "??").
+    Mapped here first, xdotool finds the keysym on the keymap and just presses it,
+    and the mapping is still in place when the client reads the event. Mappings stay
+    until the keycode is needed for another keysym (least recently used first).
+    Keycodes without keysyms have no physical key, so this changes no real key.
+    """
+
+    def __init__(self) -> None:
+        self._recent: OrderedDict[int, int] = OrderedDict()  # keycode -> keysym, newest last
+
+    def ensure(self, keysyms: Collection[int]) -> bool:
+        """Map the missing ``keysyms``; False (and no change) if too few keycodes are free."""
+        from Xlib.display import Display
+
+        wanted = list(dict.fromkeys(keysyms))
+        display = Display()
+        try:
+            keymap = Keymap.read(display)
+            ours = keymap.ours()
+            for code, sym in ours.items():
+                if sym in wanted:
+                    self._recent[code] = sym
+                    self._recent.move_to_end(code)
+            missing = [sym for sym in wanted if sym not in keymap.keysyms()]
+            if not missing:
+                return True
+            recent = [code for code in self._recent if code in ours]
+            oldest_first = [code for code in ours if code not in recent] + recent
+            slots = keymap.free() + [code for code in oldest_first if ours[code] not in wanted]
+            if len(missing) > len(slots):
+                return False
+            for sym, code in zip(missing, slots, strict=False):
+                display.change_keyboard_mapping(code, [our_row(sym)])
+                self._recent[code] = sym
+                self._recent.move_to_end(code)
+            log.debug("mapped %d keysyms onto spare keycodes", len(missing))
+            return True
+        finally:
+            close_display(display)
+
+
+# ---------------------------------------------------------------------- clipboard
+
+
+@dataclass(frozen=True)
+class ClipboardContent:
+    """What the clipboard held: its data in one target (the text one when offered)."""
+
+    target: str
+    data: bytes
+
+
+def _xclip_out(target: str, timeout: float) -> bytes | None:
+    try:
+        done = subprocess.run(
+            ["xclip", "-selection", "clipboard", "-o", "-t", target],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        log.warning("xclip -o -t %s timed out: the clipboard owner does not answer", target)
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def read_clipboard(timeout: float = 2.0) -> ClipboardContent | None:
+    """The current CLIPBOARD contents, or None when it is empty or unreadable."""
+    if not have("xclip"):
+        raise X11Error("xclip is not installed (apt-get install xclip)")
+    listing = _xclip_out("TARGETS", timeout)
+    if listing is None:
+        return None
+    targets = [t for t in listing.decode(errors="replace").split() if t not in _META_TARGETS]
+    if not targets:
+        return None
+    preferred = [t for t in CLIPBOARD_TEXT_TARGETS if t in targets] or targets
+    data = _xclip_out(preferred[0], timeout)
+    return None if data is None else ClipboardContent(preferred[0], data)
+
+
+def write_clipboard(content: ClipboardContent, timeout: float = 5.0) -> None:
+    """Hand ``content`` to a background xclip that serves it as the CLIPBOARD owner."""
+    try:
+        subprocess.run(
+            ["xclip", "-selection", "clipboard", "-t", content.target, "-i"],
+            input=content.data,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=timeout,
+            check=True,
+            start_new_session=True,
+        )
+    except (subprocess.SubprocessError, FileNotFoundError) as exc:
+        raise X11Error(f"xclip could not set the clipboard: {exc}") from exc
+
+
+def utf8_chunks(text: str, limit: int = _CHUNK_BYTES) -> list[str]:
+    """Split ``text`` into pieces whose UTF-8 form is at most ``limit`` bytes."""
+    chunks: list[str] = []
+    start, size = 0, 0
+    for i, char in enumerate(text):
+        n = len(char.encode("utf-8", "surrogatepass"))
+        if size + n > limit and i > start:
+            chunks.append(text[start:i])
+            start, size = i, 0
+        size += n
+    if start < len(text) or not chunks:
+        chunks.append(text[start:])
+    return chunks
+
+
+class ClipboardPaster:
+    """Pastes text through the CLIPBOARD selection, then restores what it held.
+
+    Use as a context manager: entering reads the current clipboard, ``paste(text,
+    press)`` takes ownership of CLIPBOARD with our own window, calls ``press`` (which
+    sends the paste key) and serves the focused client's requests until it has
+    fetched the text in a text target; leaving restores the previous contents with
+    xclip (or leaves the clipboard empty if it was). Text longer than one X request
+    is pasted in chunks.
+    """
+
+    def __init__(self, timeout: float = 3.0) -> None:
+        self.timeout = timeout
+        self._previous: ClipboardContent | None = None
+
+    def __enter__(self) -> ClipboardPaster:
+        self._previous = read_clipboard()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            write_clipboard(self._previous)
+            _wait_for_owner()
+
+    def paste(self, text: str, press: Callable[[], None]) -> None:
+        for chunk in utf8_chunks(text):
+            self._paste_chunk(chunk.encode("utf-8", "surrogatepass"), press)
+
+    def _paste_chunk(self, data: bytes, press: Callable[[], None]) -> None:
+        from Xlib import X, Xatom
+        from Xlib.display import Display
+
+        display = Display()
+        try:
+            atom = display.intern_atom
+            clipboard = atom("CLIPBOARD")
+            targets_atom = atom("TARGETS")
+            text_atoms = {atom(name): name for name in CLIPBOARD_TEXT_TARGETS}
+            window = display.screen().root.create_window(
+                0, 0, 1, 1, 0, X.CopyFromParent, event_mask=X.PropertyChangeMask
+            )
+            stamp = self._server_time(display, window, Xatom.WM_NAME)
+            window.set_selection_owner(clipboard, stamp)
+            if display.get_selection_owner(clipboard) != window:
+                raise X11Error("could not take ownership of the CLIPBOARD selection")
+            press()
+            self._serve_until_fetched(display, data, targets_atom, text_atoms, list(text_atoms))
+        finally:
+            close_display(display)  # destroys the window; the selection owner reverts to None
+
+    @staticmethod
+    def _server_time(display: Any, window: Any, prop: int) -> int:
+        """A server timestamp (ICCCM: never CurrentTime for selections)."""
+        from Xlib import X, Xatom
+
+        window.change_property(prop, Xatom.STRING, 8, b"jarvis")
+        display.flush()
+        while True:
+            event = display.next_event()
+            if event.type == X.PropertyNotify:
+                return int(event.time)
+
+    def _serve_until_fetched(
+        self, display: Any, data: bytes, targets_atom: int, text_atoms: dict[int, str], offer: list
+    ) -> None:
+        """Answer selection requests until one asked for the text in a text target."""
+        from Xlib import X, Xatom
+        from Xlib.protocol import event as xevent
+
+        deadline = time.monotonic() + self.timeout
+        while True:
+            if not display.pending_events():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise X11Error(
+                        "the focused window did not fetch the pasted text within "
+                        f"{self.timeout:.1f} s (does it paste on ctrl+v?)"
+                    )
+                select.select([display.fileno()], [], [], left)
+                continue
+            ev = display.next_event()
+            if ev.type == X.SelectionClear:
+                raise X11Error("another client took the clipboard during the paste")
+            if ev.type != X.SelectionRequest:
+                continue
+            prop = ev.property or ev.target
+            served_text = False
+            if ev.target == targets_atom:
+                ev.requestor.change_property(prop, Xatom.ATOM, 32, [targets_atom, *offer])
+            elif ev.target in text_atoms:
+                ev.requestor.change_property(prop, ev.target, 8, data)
+                served_text = True
+            else:
+                prop = X.NONE
+            notify = xevent.SelectionNotify(
+                time=ev.time,
+                requestor=ev.requestor,
+                selection=ev.selection,
+                target=ev.target,
+                property=prop,
+            )
+            ev.requestor.send_event(notify)
+            display.sync()
+            if served_text:
+                return
+
+
+def _wait_for_owner(timeout: float = 2.0) -> None:
+    """Wait until some client owns CLIPBOARD (xclip takes it in its background process)."""
+    from Xlib.display import Display
+
+    display = Display()
+    try:
+        clipboard = display.intern_atom("CLIPBOARD")
+        deadline = time.monotonic() + timeout
+        while display.get_selection_owner(clipboard) == 0:
+            if time.monotonic() > deadline:
+                raise X11Error("xclip did not take the clipboard back within 2 s")
+            time.sleep(0.005)
+    finally:
+        display.close()

@@ -1,0 +1,77 @@
+"""Shared fixtures: a real X display and a real Tk window to act on.
+
+- ``xserver`` (session): a private Xvfb 1920x1080x24 started with ``-displayfd``,
+  ``-noreset`` and its own cookie in a temporary ``XAUTHORITY`` file. It sets
+  ``DISPLAY`` and ``XAUTHORITY`` in ``os.environ`` for the whole session, so import
+  pyautogui (or build a ``jarvis.desktop.input.Input``) only inside tests that use
+  it. Attributes: ``.display`` (":N"), ``.width``, ``.height``, ``.xauthority``,
+  ``.env()``. For another screen size use ``tests.xserver.start_xvfb(w, h)`` and
+  drive it from a child process: pyautogui stays bound to the first display it saw.
+- ``tkapp`` (function): the Tk test app (``tests/tkapp.py``, a separate process)
+  filling that screen, reset for each test (texts cleared, pad focused, event log
+  emptied). One process serves the session and is restarted if it died. See
+  ``tests/tkdriver.py`` for its API: ``events(kind)``, ``wait_for(pred)``,
+  ``wait_kind(kind, **fields)``, ``mark()``, ``sync()``, ``focus(name)``,
+  ``entry_text()``, ``notes_text()``, ``ok_pressed()``, ``widget_center(name)``
+  (box, ok, notes, pad), ``animate(ms)``.
+- ``desktop_input`` (function): ``Input(failsafe=True)`` for the session display.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.tkdriver import TkApp
+from tests.xserver import start_xvfb
+
+if TYPE_CHECKING:
+    from jarvis.desktop.input import Input
+    from jarvis.desktop.x11 import Xvfb
+
+
+@pytest.fixture(scope="session")
+def xserver() -> Iterator[Xvfb]:
+    with start_xvfb(1920, 1080, set_env=True) as server:
+        yield server
+
+
+class _AppHolder:
+    """Keeps one Tk app for the session; starts a new one if the last one died."""
+
+    def __init__(self) -> None:
+        self.app: TkApp | None = None
+
+    def get(self) -> TkApp:
+        if self.app is None or not self.app.alive():
+            if self.app is not None:
+                self.app.close()
+            self.app = TkApp.start()
+        return self.app
+
+    def close(self) -> None:
+        if self.app is not None:
+            self.app.close()
+
+
+@pytest.fixture(scope="session")
+def _tkapp_holder(xserver: Xvfb) -> Iterator[_AppHolder]:
+    holder = _AppHolder()
+    yield holder
+    holder.close()
+
+
+@pytest.fixture
+def tkapp(_tkapp_holder: _AppHolder) -> TkApp:
+    app = _tkapp_holder.get()
+    app.reset()
+    return app
+
+
+@pytest.fixture
+def desktop_input(xserver: Xvfb) -> Input:
+    from jarvis.desktop.input import Input
+
+    return Input(failsafe=True)
