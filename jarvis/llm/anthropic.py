@@ -5,13 +5,11 @@ in a user message, tool calls as tool_use blocks), puts prompt-cache breakpoints
 the system prompt, the last tool and the last user messages, and assembles streamed
 tool arguments from ``input_json_delta`` pieces. With ``native_computer_tool`` Claude's
 own ``computer`` tool replaces our mouse/keyboard tools and its actions are mapped
-back onto our tool calls (:func:`computer_action_to_calls`), so the same executors run.
+back onto our tool calls (see :mod:`jarvis.llm.computer_tool`), so the same executors run.
 """
 
 from __future__ import annotations
 
-import base64
-import io
 import itertools
 import logging
 import os
@@ -20,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
-from PIL import Image
 
 from jarvis.events import EventBus
 from jarvis.llm.base import (
@@ -30,6 +27,12 @@ from jarvis.llm.base import (
     StreamInterrupted,
     ToolsUnsupported,
     parse_arguments,
+)
+from jarvis.llm.computer_tool import (
+    BETA_HEADER,
+    COMPUTER_TOOL_NAME,
+    computer_action_to_calls,
+    computer_tools,
 )
 from jarvis.llm.retry import (
     RetryPolicy,
@@ -69,124 +72,6 @@ MAX_CACHE_BREAKPOINTS = 4
 EPHEMERAL = {"type": "ephemeral"}
 NOT_RUN = "not run: the call was skipped"
 _RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
-
-
-# --- Claude's computer tool -------------------------------------------------------------
-COMPUTER_TOOL_NAME = "computer"
-COMPUTER_TOOL_TYPE = "computer_20250124"
-BETA_HEADER = "computer-use-2025-01-24"
-# our tools that the computer tool stands in for
-_POINTER_TOOLS = {"click", "double_click", "right_click", "mouse_move", "drag", "scroll"}
-COMPUTER_TOOL_NAMES = frozenset(
-    _POINTER_TOOLS | {"type", "hotkey", "press_key", "wait", "screenshot"}
-)
-_POINT_ACTIONS = {
-    "left_click": "click",
-    "double_click": "double_click",
-    "right_click": "right_click",
-    "mouse_move": "mouse_move",
-}
-
-
-def computer_tool_definition(width: int, height: int) -> dict[str, Any]:
-    return {
-        "type": COMPUTER_TOOL_TYPE,
-        "name": COMPUTER_TOOL_NAME,
-        "display_width_px": width,
-        "display_height_px": height,
-    }
-
-
-def display_size(messages: list[Message]) -> tuple[int, int] | None:
-    """Pixel size of the most recent image: the space the model's coordinates live in."""
-    for message in reversed(messages):
-        for part in reversed(message.content):
-            if isinstance(part, ImagePart):
-                with Image.open(io.BytesIO(base64.b64decode(part.data_b64))) as image:
-                    return image.size
-    return None
-
-
-class _Unmappable(ValueError):
-    pass
-
-
-def _point(value: Any, what: str) -> tuple[int, int]:
-    if (
-        isinstance(value, list | tuple)
-        and len(value) == 2
-        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
-    ):
-        return round(value[0]), round(value[1])
-    raise _Unmappable(f"{what} must be [x, y], got {value!r}")
-
-
-def _map_action(action: str, data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(tool name, arguments) pairs for one computer action; raises _Unmappable."""
-    if action in _POINT_ACTIONS:
-        if data.get("text"):
-            raise _Unmappable(f"holding keys ({data['text']}) during {action} is not supported")
-        x, y = _point(data.get("coordinate"), "coordinate")
-        return [(_POINT_ACTIONS[action], {"x": x, "y": y})]
-    if action == "left_click_drag":
-        sx, sy = _point(data.get("start_coordinate"), "start_coordinate")
-        ex, ey = _point(data.get("coordinate"), "coordinate")
-        return [("drag", {"startX": sx, "startY": sy, "endX": ex, "endY": ey})]
-    if action == "type":
-        return [("type", {"text": str(data.get("text", ""))})]
-    if action == "key":
-        keys = str(data.get("text", "")).split()
-        if not keys:
-            raise _Unmappable("key needs text, e.g. 'ctrl+s' or 'Return'")
-        return [
-            ("hotkey", {"keys": k}) if "+" in k.strip("+") else ("press_key", {"key": k})
-            for k in keys
-        ]
-    if action == "scroll":
-        x, y = _point(data.get("coordinate"), "coordinate")
-        args: dict[str, Any] = {"x": x, "y": y, "direction": data.get("scroll_direction", "down")}
-        if data.get("scroll_amount") is not None:
-            args["amount"] = int(data["scroll_amount"])
-        return [("scroll", args)]
-    if action == "wait":
-        return [("wait", {"ms": round(float(data.get("duration", 1)) * 1000)})]
-    if action == "screenshot":
-        return [("screenshot", {})]
-    raise _Unmappable(
-        f"computer action {action!r} is not supported here; use left_click, double_click, "
-        "right_click, mouse_move, left_click_drag, type, key, scroll, wait or screenshot"
-    )
-
-
-def computer_action_to_calls(input: dict[str, Any], call_id: str = "computer") -> list[ToolCall]:
-    """Our tool calls for one action of Claude's computer tool (pure).
-
-    Each call remembers the native call in ``origin`` so the history goes back to Claude
-    as the computer tool_use it was. An action we cannot run becomes one call with
-    ``parse_error`` set, which the agent reports back to the model.
-    """
-    origin = {"id": call_id, "name": COMPUTER_TOOL_NAME, "input": input}
-    try:
-        mapped = _map_action(str(input.get("action", "")), input)
-    except (_Unmappable, TypeError, ValueError) as exc:
-        return [
-            ToolCall(
-                id=call_id,
-                name=COMPUTER_TOOL_NAME,
-                arguments=input,
-                parse_error=str(exc),
-                origin=origin,
-            )
-        ]
-    return [
-        ToolCall(
-            id=call_id if len(mapped) == 1 else f"{call_id}_{i + 1}",
-            name=name,
-            arguments=arguments,
-            origin=origin,
-        )
-        for i, (name, arguments) in enumerate(mapped)
-    ]
 
 
 # --- request ------------------------------------------------------------------------
@@ -318,15 +203,7 @@ def build_wire(request: LLMRequest, model: str, native_computer_tool: bool = Fal
     """The ``messages.create`` arguments for ``request`` (pure; tests read it directly)."""
     system = [{"type": "text", "text": request.system}] if request.system else []
     messages = to_anthropic_messages(request.messages)
-    tools: list[dict[str, Any]] = []
-    computer = False
-    size = display_size(request.messages) if native_computer_tool else None
-    if size is not None and any(t.name in COMPUTER_TOOL_NAMES for t in request.tools):
-        computer = True
-        tools.append(computer_tool_definition(*size))
-        tools += [t.to_anthropic() for t in request.tools if t.name not in COMPUTER_TOOL_NAMES]
-    else:
-        tools = [t.to_anthropic() for t in request.tools]
+    tools, computer = computer_tools(request.tools, request.messages, native_computer_tool)
     if request.cache:
         mark_cache(system, tools, messages)
     params: dict[str, Any] = {
