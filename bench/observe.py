@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import statistics
 import subprocess
 import sys
@@ -38,8 +39,8 @@ w, h = root.winfo_screenwidth(), root.winfo_screenheight()
 root.geometry(f"{w}x{h}+0+0")
 c = tk.Canvas(root, highlightthickness=0, background="#2d3e50"); c.pack(fill="both", expand=True)
 for y in range(0, h, 4):
-    shade = 40 + y * 60 // h
-    c.create_rectangle(0, y, w, y + 4, fill=f"#{shade:02x}{shade + 20:02x}{shade + 40:02x}", width=0)
+    g = 40 + y * 60 // h
+    c.create_rectangle(0, y, w, y + 4, fill=f"#{g:02x}{g + 20:02x}{g + 40:02x}", width=0)
 noise = Image.effect_noise((w // 3, h // 3), 80).convert("RGB")
 photo = ImageTk.PhotoImage(noise.resize((w // 3, h // 3)))
 c.create_image(w - w // 3 - 40, h - h // 3 - 40, image=photo, anchor="nw")
@@ -53,7 +54,7 @@ for i in range(6):
     for ty in range(y0 + 40, y1 - 14, 18):
         line = " ".join(random.choice(words) for _ in range(random.randint(4, 14)))
         c.create_text(x0 + 10, ty, text=line, anchor="w", fill="#222", font=("Helvetica", 10))
-root.update(); root.wait_visibility(root); root.update()
+root.wait_visibility(root); root.update()  # wait first: update() would map it
 print("ready", flush=True)
 sys.stdin.read()
 """
@@ -73,8 +74,9 @@ def measure(width: int, height: int, iterations: int) -> dict[str, Any]:
         )
         try:
             assert scene.stdout is not None
-            if scene.stdout.readline().strip() != b"ready":
-                raise RuntimeError("the scene window did not start")
+            ready, _, _ = select.select([scene.stdout], [], [], 30)
+            if not ready or scene.stdout.readline().strip() != b"ready":
+                raise RuntimeError("the scene window did not start within 30 s")
             os.environ.update(server.env())  # mss reads DISPLAY when Screen() opens it
             phases: dict[str, list[float]] = {}
             sizes: dict[str, list[int]] = {"jpeg": [], "png": []}
@@ -94,8 +96,12 @@ def measure(width: int, height: int, iterations: int) -> dict[str, Any]:
                 model = str(screen.model_size)
         finally:
             if scene.stdin is not None:
-                scene.stdin.close()
-            scene.wait(timeout=10)
+                scene.stdin.close()  # EOF: the scene exits
+            try:
+                scene.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                scene.kill()
+                scene.wait()
     result: dict[str, Any] = {"model": model}
     result.update({phase: percentiles(values) for phase, values in phases.items()})
     result["bytes_p50"] = {fmt: int(statistics.median(v)) for fmt, v in sizes.items()}

@@ -135,7 +135,6 @@ class Xvfb:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            start_new_session=True,
         )
         os.close(write_fd)
         try:
