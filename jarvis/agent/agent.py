@@ -11,18 +11,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-
-from pydantic import BaseModel, Field
 
 from jarvis.agent.brain import Brain, Decision, ThinkContext
 from jarvis.agent.cerebellum import Cerebellum
 from jarvis.agent.context import Turn
 from jarvis.agent.hippocampus import Hippocampus
-from jarvis.agent.stall import StallDetector
+from jarvis.agent.state import RunState, TaskEnded, TaskOutcome, new_task_id
 from jarvis.config import Settings
 from jarvis.desktop.screen import Observation
 from jarvis.desktop.settle import Settler, SettleResult
@@ -37,7 +33,6 @@ from jarvis.events import (
 )
 from jarvis.llm.base import ProviderAuthError, ProviderError
 from jarvis.llm.pricing import cost_usd
-from jarvis.llm.types import Usage
 from jarvis.memory.short_term import (
     ErrorRecord,
     ResultRecord,
@@ -49,48 +44,6 @@ from jarvis.tools.context import ToolContext
 from jarvis.tools.registry import ToolResult
 
 log = logging.getLogger(__name__)
-
-
-class TaskOutcome(BaseModel):
-    task_id: str
-    task: str
-    status: TaskStatus
-    summary: str = ""
-    steps: int = 0
-    tool_calls: int = 0
-    usage: Usage = Field(default_factory=Usage)
-    cost_usd: float = 0.0
-
-
-@dataclass
-class _Run:
-    """Mutable state of one task run."""
-
-    task: str
-    task_id: str
-    step: int = 0
-    tool_calls: int = 0
-    failures: int = 0
-    verify_failures: int = 0
-    usage: Usage = field(default_factory=Usage)
-    turns: list[Turn] = field(default_factory=list)
-    history: list[tuple[int, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    memories: list[str] = field(default_factory=list)
-    stall: StallDetector = field(default_factory=StallDetector)
-
-
-class _End(Exception):
-    """Raised inside the loop to end the task with a status."""
-
-    def __init__(self, status: TaskStatus, summary: str) -> None:
-        super().__init__(summary)
-        self.status = status
-        self.summary = summary
-
-
-def new_task_id() -> str:
-    return f"t-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
 
 
 class Agent:
@@ -123,7 +76,7 @@ class Agent:
             self._inner.cancel()
 
     async def run(self, task: str, task_id: str | None = None) -> TaskOutcome:
-        state = _Run(task=task, task_id=task_id or new_task_id())
+        state = RunState(task=task, task_id=task_id or new_task_id())
         self.bus.emit(TaskStarted(task_id=state.task_id, task=task))
         self._cancel_requested = False
         self._inner = asyncio.create_task(self._loop(state))
@@ -156,7 +109,7 @@ class Agent:
             )
         )
 
-    def _outcome(self, state: _Run, status: TaskStatus, summary: str) -> TaskOutcome:
+    def _outcome(self, state: RunState, status: TaskStatus, summary: str) -> TaskOutcome:
         return TaskOutcome(
             task_id=state.task_id,
             task=state.task,
@@ -168,7 +121,7 @@ class Agent:
             cost_usd=cost_usd(self.settings.active_model, state.usage),
         )
 
-    async def _loop(self, state: _Run) -> TaskOutcome:
+    async def _loop(self, state: RunState) -> TaskOutcome:
         state.memories = await asyncio.to_thread(self.hippocampus.recall, state.task)
         context = self.context_factory(state.task_id)
         s = self.settings
@@ -180,10 +133,10 @@ class Agent:
                     await self._wrap_up(state, f"{s.max_tool_calls} tool calls")
                 state.step += 1
                 await self._step(state, context)
-        except _End as end:
+        except TaskEnded as end:
             return self._outcome(state, end.status, end.summary)
 
-    async def _step(self, state: _Run, context: ToolContext) -> None:
+    async def _step(self, state: RunState, context: ToolContext) -> None:
         s = self.settings
         self.bus.emit(StepStarted(task_id=state.task_id, step=state.step))
         timings: dict[str, float] = {}
@@ -210,7 +163,7 @@ class Agent:
         try:
             decision = await self.brain.think_and_decide(ctx, self.cerebellum.definitions())
         except ProviderAuthError as exc:
-            raise _End("failed", f"the model provider refused the credentials: {exc}") from exc
+            raise TaskEnded("failed", f"the model provider refused the credentials: {exc}") from exc
         except ProviderError as exc:
             timings["model"] = _ms(started)
             record.thought = f"model call failed: {exc}"
@@ -265,27 +218,27 @@ class Agent:
         await self._after_action(state, context, verdict)
         await self._refresh_memories(state, decision.thought)
 
-    async def _after_action(self, state: _Run, context: ToolContext, verdict: str) -> None:
+    async def _after_action(self, state: RunState, context: ToolContext, verdict: str) -> None:
         control = context.take_control()
         if control is not None and control.kind == "aborted":
-            raise _End("cancelled", f"stopped by the input fail-safe: {control.text}")
+            raise TaskEnded("cancelled", f"stopped by the input fail-safe: {control.text}")
         if control is not None and control.kind == "call_user":
-            raise _End("needs_user", control.text)
+            raise TaskEnded("needs_user", control.text)
         if control is not None and control.kind == "finished":
             result = await self.brain.verify(state.task, control.text, state.task_id)
             if result.done:
                 await self._learn_skill(state)
-                raise _End("finished", control.text)
+                raise TaskEnded("finished", control.text)
             state.verify_failures += 1
             if state.verify_failures > self.settings.max_verify_failures:
-                raise _End("failed", f"verification failed: {result.reason}")
+                raise TaskEnded("failed", f"verification failed: {result.reason}")
             state.notes.append(
                 f"You called `finished`, but a check of the screen says the task is not done: "
                 f"{result.reason} Continue the task."
             )
             return
         if verdict == "stuck":
-            raise _End("failed", "stuck: the same action was repeated on an unchanged screen")
+            raise TaskEnded("failed", "stuck: the same action was repeated on an unchanged screen")
         if verdict == "warn":
             message = (
                 "Warning: you repeated the same action and the screen did not change. "
@@ -294,7 +247,7 @@ class Agent:
             state.notes.append(message)
             self.bus.emit(AgentWarning(task_id=state.task_id, message=message))
 
-    async def _learn_skill(self, state: _Run) -> None:
+    async def _learn_skill(self, state: RunState) -> None:
         """After a verified finish, keep how it was done as a skill memory."""
         if not self.hippocampus.learns:
             return
@@ -306,7 +259,7 @@ class Agent:
         except (ProviderError, OSError, ValueError) as exc:
             log.warning("could not distill a skill from task %s: %s", state.task_id, exc)
 
-    async def _refresh_memories(self, state: _Run, thought: str) -> None:
+    async def _refresh_memories(self, state: RunState, thought: str) -> None:
         """When the plan moves away from what memories were recalled for, recall again."""
         if not await asyncio.to_thread(self.hippocampus.direction_changed, thought):
             return
@@ -314,7 +267,7 @@ class Agent:
         merged = list(dict.fromkeys([*fresh, *state.memories]))
         state.memories = merged[: 2 * max(1, len(fresh) or 5)]
 
-    def _think_context(self, state: _Run, observation: Observation) -> ThinkContext:
+    def _think_context(self, state: RunState, observation: Observation) -> ThinkContext:
         return ThinkContext(
             task=state.task,
             task_id=state.task_id,
@@ -329,7 +282,7 @@ class Agent:
         )
 
     def _remember_turn(
-        self, state: _Run, decision: Decision, results: list[ToolResult], record: StepRecord
+        self, state: RunState, decision: Decision, results: list[ToolResult], record: StepRecord
     ) -> None:
         parts = [r.to_part(c.id, c.name) for c, r in zip(decision.tool_calls, results, strict=True)]
         state.turns.append(
@@ -347,7 +300,7 @@ class Agent:
             state.turns.pop(0)
         state.history.append((state.step, record.summary()))
 
-    def _record(self, state: _Run, record: StepRecord) -> None:
+    def _record(self, state: RunState, record: StepRecord) -> None:
         started = time.perf_counter()
         self.hippocampus.add_step(record)
         self.bus.emit(
@@ -362,26 +315,28 @@ class Agent:
             )
         )
 
-    def _count_failure(self, state: _Run, reason: str) -> None:
+    def _count_failure(self, state: RunState, reason: str) -> None:
         state.failures += 1
         if state.failures >= self.settings.max_consecutive_failures:
-            raise _End("failed", f"{state.failures} failed steps in a row; last: {reason}")
+            raise TaskEnded("failed", f"{state.failures} failed steps in a row; last: {reason}")
 
     async def _settle(self) -> SettleResult:
         return await asyncio.to_thread(self.settler.wait)
 
-    async def _wrap_up(self, state: _Run, limit: str) -> None:
+    async def _wrap_up(self, state: RunState, limit: str) -> None:
         observation = await self.brain.perceive()
         ctx = self._think_context(state, observation)
         try:
             response = await self.brain.wrap_up(ctx, limit)
         except ProviderError as exc:
-            raise _End("failed", f"reached the limit of {limit}; no final answer: {exc}") from exc
+            raise TaskEnded(
+                "failed", f"reached the limit of {limit}; no final answer: {exc}"
+            ) from exc
         state.usage = state.usage + response.usage
-        raise _End("failed", f"reached the limit of {limit}. {response.text.strip()}")
+        raise TaskEnded("failed", f"reached the limit of {limit}. {response.text.strip()}")
 
 
-def _older_steps(state: _Run, n: int) -> list[str]:
+def _older_steps(state: RunState, n: int) -> list[str]:
     """Text lines for the last ``n`` steps that are no longer in the context as whole turns."""
     first_turn = state.turns[0].step if state.turns else state.step + 1
     older = [line for step, line in state.history if step < first_turn]

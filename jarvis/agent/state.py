@@ -1,0 +1,56 @@
+"""The state of one task run, and what a run returns."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, Field
+
+from jarvis.agent.context import Turn
+from jarvis.agent.stall import StallDetector
+from jarvis.events import TaskStatus
+from jarvis.llm.types import Usage
+
+
+class TaskOutcome(BaseModel):
+    task_id: str
+    task: str
+    status: TaskStatus
+    summary: str = ""
+    steps: int = 0
+    tool_calls: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+
+
+@dataclass
+class RunState:
+    """Mutable state of one task run."""
+
+    task: str
+    task_id: str
+    step: int = 0
+    tool_calls: int = 0
+    failures: int = 0
+    verify_failures: int = 0
+    usage: Usage = field(default_factory=Usage)
+    turns: list[Turn] = field(default_factory=list)
+    history: list[tuple[int, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    memories: list[str] = field(default_factory=list)
+    stall: StallDetector = field(default_factory=StallDetector)
+
+
+class TaskEnded(Exception):
+    """Raised inside the loop to end the task with a status."""
+
+    def __init__(self, status: TaskStatus, summary: str) -> None:
+        super().__init__(summary)
+        self.status = status
+        self.summary = summary
+
+
+def new_task_id() -> str:
+    return f"t-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
