@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from filelock import FileLock
+from pydantic import ValidationError
 
 from jarvis.events import EventBus, MalformedEntry
 from jarvis.fsutil import atomic_write_bytes
@@ -213,6 +214,21 @@ def join_sections(preamble: str, sections: list[str]) -> str:
     """Preamble and section texts, one blank line between them, newline at the end."""
     blocks = ([preamble] if preamble else []) + sections
     return "\n\n".join(blocks) + "\n" if blocks else ""
+
+
+def render_document(doc: Document[T], format_entry: Callable[[T], str]) -> str:
+    """The file's text: entries as ``format_entry`` writes them, malformed ones as found."""
+    blocks = [item.raw if isinstance(item, Malformed) else format_entry(item) for item in doc.items]
+    return join_sections(doc.preamble, blocks)
+
+
+def error_summary(exc: Exception) -> str:
+    """A one-line reason for a section that fails validation: the first error, with its field."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return f"{where}: {first['msg']}"
+    return str(exc)
 
 
 # --- problems ---------------------------------------------------------------------

@@ -35,14 +35,15 @@ from jarvis.gateway.markdown import (
     canonical_time,
     clean_block,
     clean_line,
+    error_summary,
     escape_lines,
     format_priority,
     format_timestamp,
     has_surrogates,
-    join_sections,
     near_misses,
     parse_priority,
     parse_timestamp,
+    render_document,
     short_hash,
     split_sections,
     unescape_lines,
@@ -279,19 +280,11 @@ def _parse_section(section: Section) -> tuple[Message | Malformed, bool]:
         fields.setdefault("id", "m-pending")
         message = Message.model_validate(fields)
     except (ValueError, ValidationError) as exc:
-        return bad(_short_error(exc))
+        return bad(error_summary(exc))
     if "id" not in values:
         message.id = content_id(message)
         return message, True
     return message, False
-
-
-def _short_error(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        return f"{where}: {first['msg']}"
-    return str(exc)
 
 
 def parse_messages(text: str) -> Document[Message]:
@@ -307,7 +300,4 @@ def parse_messages(text: str) -> Document[Message]:
 
 
 def render_messages(doc: Document[Message]) -> str:
-    blocks = [
-        item.raw if isinstance(item, Malformed) else format_message(item) for item in doc.items
-    ]
-    return join_sections(doc.preamble, blocks)
+    return render_document(doc, format_message)

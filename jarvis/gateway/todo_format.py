@@ -40,15 +40,16 @@ from jarvis.gateway.markdown import (
     canonical_time,
     clean_block,
     clean_line,
+    error_summary,
     escape_lines,
     format_priority,
     format_timestamp,
     has_surrogates,
-    join_sections,
     near_misses,
     now,
     parse_priority,
     parse_timestamp,
+    render_document,
     split_sections,
     unescape_lines,
 )
@@ -283,8 +284,7 @@ def _parse_section(section: Section) -> tuple[Todo | Malformed, bool]:
     try:
         return Todo.model_validate(fields), missing
     except ValidationError as exc:
-        first = exc.errors()[0]
-        return bad(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}")
+        return bad(error_summary(exc))
 
 
 def parse_todos(text: str) -> Document[Todo]:
@@ -308,8 +308,7 @@ def parse_todos(text: str) -> Document[Todo]:
 
 
 def render_todos(doc: Document[Todo]) -> str:
-    blocks = [item.raw if isinstance(item, Malformed) else format_todo(item) for item in doc.items]
-    return join_sections(doc.preamble, blocks)
+    return render_document(doc, format_todo)
 
 
 def next_id(doc: Document[Todo]) -> str:
