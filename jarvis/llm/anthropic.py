@@ -21,12 +21,13 @@ import anthropic
 
 from jarvis.events import EventBus
 from jarvis.llm.base import (
+    NOT_RUN,
     AdapterBase,
     ProviderAuthError,
     ProviderError,
     StreamInterrupted,
-    ToolsUnsupported,
     parse_arguments,
+    status_error,
 )
 from jarvis.llm.computer_tool import (
     BETA_HEADER,
@@ -34,14 +35,7 @@ from jarvis.llm.computer_tool import (
     computer_action_to_calls,
     computer_tools,
 )
-from jarvis.llm.retry import (
-    RetryPolicy,
-    cause_text,
-    error_text,
-    is_retryable_status,
-    parse_retry_after,
-    rejects_tools,
-)
+from jarvis.llm.retry import RetryPolicy, cause_text, error_text
 from jarvis.llm.types import (
     ImagePart,
     LLMRequest,
@@ -70,7 +64,6 @@ KEY_ENV = "ANTHROPIC_API_KEY"
 TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"
 MAX_CACHE_BREAKPOINTS = 4
 EPHEMERAL = {"type": "ephemeral"}
-NOT_RUN = "not run: the call was skipped"
 _RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 
 
@@ -335,25 +328,20 @@ class Assembler:
 
 
 def _status_error(exc: anthropic.APIStatusError, sent_tools: bool) -> ProviderError:
-    status = exc.status_code
     detail = error_text(exc.body, exc.message)
-    if status in (401, 403):
-        return ProviderAuthError(
-            f"Anthropic rejected the credentials (HTTP {status}: {detail}); check {KEY_ENV}",
-            status=status,
-        )
-    if sent_tools and rejects_tools(status, detail):
-        return ToolsUnsupported(f"HTTP {status}: {detail}", status=status)
-    if status == 200:  # an error event inside the stream
+    if exc.status_code == 200:  # an error event inside the stream
         kind = exc.body.get("error", {}).get("type") if isinstance(exc.body, dict) else None
         return StreamInterrupted(
             f"Anthropic stream error: {detail}", retryable=kind in _RETRYABLE_STREAM_ERRORS
         )
-    return ProviderError(
-        f"Anthropic HTTP {status}: {detail}",
-        retryable=is_retryable_status(status),
-        status=status,
-        retry_after=parse_retry_after(exc.response.headers),
+    return status_error(
+        exc.status_code,
+        detail,
+        exc.response.headers,
+        sent_tools=sent_tools,
+        vendor="Anthropic",
+        endpoint="Anthropic",
+        key_env=KEY_ENV,
     )
 
 

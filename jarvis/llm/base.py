@@ -12,16 +12,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from typing import Any, Protocol, runtime_checkable
 
 from jarvis.events import EventBus, ModelRetry, ToolModeFallback
 from jarvis.llm import text_mode
-from jarvis.llm.retry import RetryPolicy
+from jarvis.llm.retry import RetryPolicy, is_retryable_status, parse_retry_after, rejects_tools
 from jarvis.llm.types import LLMRequest, LLMResponse, ResponseDone, StreamEvent
 
 log = logging.getLogger(__name__)
+
+NOT_RUN = "not run: the call was skipped"
+"""The tool result sent for a call that was never run (every API wants one per call)."""
 
 
 class ProviderError(Exception):
@@ -52,6 +55,36 @@ class StreamInterrupted(ProviderError):
 
 class ToolsUnsupported(ProviderError):
     """The endpoint rejected native tool calling (auto mode falls back to text mode)."""
+
+
+def status_error(
+    status: int,
+    detail: str,
+    headers: Mapping[str, str],
+    *,
+    sent_tools: bool,
+    vendor: str,
+    endpoint: str,
+    key_env: str,
+) -> ProviderError:
+    """The error for an HTTP error status, classified alike for every adapter.
+
+    401/403 is an auth error naming ``key_env``; a rejection of native tools (when tools
+    were sent) is :class:`ToolsUnsupported`; anything else is retryable by its status.
+    """
+    if status in (401, 403):
+        return ProviderAuthError(
+            f"{endpoint} rejected the credentials (HTTP {status}: {detail}); check {key_env}",
+            status=status,
+        )
+    if sent_tools and rejects_tools(status, detail):
+        return ToolsUnsupported(f"HTTP {status}: {detail}", status=status)
+    return ProviderError(
+        f"{vendor} HTTP {status}: {detail}",
+        retryable=is_retryable_status(status),
+        status=status,
+        retry_after=parse_retry_after(headers),
+    )
 
 
 @runtime_checkable

@@ -23,21 +23,15 @@ import openai
 
 from jarvis.events import EventBus
 from jarvis.llm.base import (
+    NOT_RUN,
     AdapterBase,
     ProviderAuthError,
     ProviderError,
     StreamInterrupted,
-    ToolsUnsupported,
     parse_arguments,
+    status_error,
 )
-from jarvis.llm.retry import (
-    RetryPolicy,
-    cause_text,
-    error_text,
-    is_retryable_status,
-    parse_retry_after,
-    rejects_tools,
-)
+from jarvis.llm.retry import RetryPolicy, cause_text, error_text
 from jarvis.llm.types import (
     ImagePart,
     LLMRequest,
@@ -58,7 +52,6 @@ from jarvis.llm.types import (
 log = logging.getLogger(__name__)
 
 KEY_ENV = "OPENAI_API_KEY"
-NOT_RUN = "not run: the call was skipped"
 STOP_REASONS = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
@@ -256,21 +249,14 @@ class ChunkAssembler:
 
 
 def _status_error(exc: openai.APIStatusError, sent_tools: bool) -> ProviderError:
-    status = exc.status_code
-    detail = error_text(exc.body, exc.message)
-    if status in (401, 403):
-        return ProviderAuthError(
-            f"the OpenAI endpoint rejected the credentials (HTTP {status}: {detail}); "
-            f"check {KEY_ENV}",
-            status=status,
-        )
-    if sent_tools and rejects_tools(status, detail):
-        return ToolsUnsupported(f"HTTP {status}: {detail}", status=status)
-    return ProviderError(
-        f"OpenAI HTTP {status}: {detail}",
-        retryable=is_retryable_status(status),
-        status=status,
-        retry_after=parse_retry_after(exc.response.headers),
+    return status_error(
+        exc.status_code,
+        error_text(exc.body, exc.message),
+        exc.response.headers,
+        sent_tools=sent_tools,
+        vendor="OpenAI",
+        endpoint="the OpenAI endpoint",
+        key_env=KEY_ENV,
     )
 
 
