@@ -20,10 +20,13 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from jarvis.desktop.screen import Screen, encode_image
-from jarvis.desktop.x11 import Xvfb
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.xserver
+from tests.xserver import Xvfb
 
 SIZES = [(1920, 1080), (2560, 1440)]
 TARGET_MS = 40.0

@@ -29,7 +29,7 @@ from tests.xserver import start_xvfb
 
 if TYPE_CHECKING:
     from jarvis.desktop.input import Input
-    from jarvis.desktop.x11 import Xvfb
+    from tests.xserver import Xvfb
 
 
 @pytest.fixture(scope="session")

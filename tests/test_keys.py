@@ -23,8 +23,6 @@ from jarvis.desktop.input import (
     normalize_key,
     parse_chord,
     split_for_keymap,
-    x11_keysym,
-    x11_keysym_number,
 )
 from tests.tkdriver import TkApp
 
@@ -124,7 +122,7 @@ def test_bad_chords(chord: str, named: str) -> None:
     ],
 )
 def test_x11_keysym_names(key: str, keysym: str) -> None:
-    assert x11_keysym(key) == keysym
+    assert x11.keysym_name(key) == keysym
 
 
 def test_split_for_keymap_bounds_off_keymap_characters_per_piece() -> None:
@@ -185,7 +183,7 @@ def test_single_keys_arrive(tkapp: TkApp, key: str) -> None:
     mark = tkapp.mark()
     Input().press_key(key)
     got = _first_key(tkapp, mark)
-    expected = x11.char_keysym(key) if len(key) == 1 else XK.string_to_keysym(x11_keysym(key))
+    expected = x11.char_keysym(key) if len(key) == 1 else XK.string_to_keysym(x11.keysym_name(key))
     assert got["keysym_num"] == expected, got
     assert got["mods"] in ([], ["shift"])  # "<" and "~" need shift on a US layout
 
@@ -197,7 +195,7 @@ def test_keys_beyond_the_keymap_survive_repeated_presses(tkapp: TkApp) -> None:
     expected = []
     for name in ["f13", "f24", "f20", "é", "f13"] * 4:
         inp.press_key(name)
-        expected.append(x11_keysym_number(name))
+        expected.append(x11.keysym_number(name))
     tkapp.sync()
     got = [e["keysym_num"] for e in tkapp.events("key", since=mark) if not e["modifier"]]
     assert got == expected

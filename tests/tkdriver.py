@@ -44,7 +44,7 @@ class TkApp:
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         ready = self.wait_for(lambda e: e["kind"] == "ready", timeout=15)
-        self.screen: tuple[int, int] = tuple(ready["screen"])  # type: ignore[assignment]
+        self.screen: tuple[int, int] = (ready["screen"][0], ready["screen"][1])
         self.widgets: dict[str, list[int]] = ready["widgets"]
 
     @classmethod

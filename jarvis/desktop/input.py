@@ -102,23 +102,6 @@ for _arrow in ("up", "down", "left", "right"):
     _ALIASES[f"arrow{_arrow}"] = _ALIASES[f"{_arrow}arrow"] = _arrow
 _FKEY = re.compile(r"f([1-9]|1[0-9]|2[0-4])")
 
-_X11_KEYSYMS: dict[str, str] = {
-    "ctrl": "Control_L", "alt": "Alt_L", "shift": "Shift_L", "super": "Super_L",
-    "enter": "Return", "esc": "Escape", "tab": "Tab", "space": "space",
-    "backspace": "BackSpace", "delete": "Delete", "insert": "Insert", "home": "Home",
-    "end": "End", "pageup": "Page_Up", "pagedown": "Page_Down", "up": "Up", "down": "Down",
-    "left": "Left", "right": "Right", "capslock": "Caps_Lock", "printscreen": "Print",
-    "menu": "Menu", "pause": "Pause", "numlock": "Num_Lock", "scrolllock": "Scroll_Lock",
-}  # fmt: skip
-_PUNCT_NAMES = (
-    "exclam", "quotedbl", "numbersign", "dollar", "percent", "ampersand", "apostrophe",
-    "parenleft", "parenright", "asterisk", "plus", "comma", "minus", "period", "slash",
-    "colon", "semicolon", "less", "equal", "greater", "question", "at", "bracketleft",
-    "backslash", "bracketright", "asciicircum", "underscore", "grave", "braceleft", "bar",
-    "braceright", "asciitilde",
-)  # fmt: skip
-_PUNCT_KEYSYMS = dict(zip("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", _PUNCT_NAMES, strict=True))
-
 
 def normalize_key(name: str) -> str:
     """The canonical name of one key; case, spaces, ``_`` and ``-`` in names do not matter.
@@ -173,21 +156,6 @@ def parse_chord(chord: str) -> list[str]:
     return keys
 
 
-def x11_keysym(key: str) -> str:
-    """The keysym name xdotool understands for a canonical key."""
-    if key in _X11_KEYSYMS:
-        return _X11_KEYSYMS[key]
-    if _FKEY.fullmatch(key):
-        return key.upper()
-    if len(key) == 1:
-        if key.isascii() and key.isalnum():
-            return key
-        if key in _PUNCT_KEYSYMS:
-            return _PUNCT_KEYSYMS[key]
-        return f"U{ord(key):04X}"
-    raise UnknownKeyError(key)
-
-
 def pyautogui_key(key: str) -> str:
     """The pyautogui name for a canonical key on this platform."""
     names = {
@@ -196,15 +164,6 @@ def pyautogui_key(key: str) -> str:
         "menu": "apps",
     }
     return names.get(key, key)
-
-
-def x11_keysym_number(key: str) -> int:
-    """The X keysym number of a canonical key."""
-    if len(key) == 1:
-        return x11.char_keysym(key)
-    from Xlib import XK
-
-    return int(XK.string_to_keysym(x11_keysym(key)))
 
 
 def split_for_keymap(text: str, on_keymap: set[str], limit: int, size: int) -> list[str]:
@@ -394,8 +353,8 @@ class Input:
 
     def _press(self, chord: list[str]) -> None:
         if self._x11 and x11.have("xdotool"):
-            self._spare.ensure([x11_keysym_number(k) for k in chord])
-            self._xdotool("key", "+".join(x11_keysym(k) for k in chord))
+            self._spare.ensure([x11.keysym_number(k) for k in chord])
+            self._xdotool("key", "+".join(x11.keysym_name(k) for k in chord))
         else:
             self.gui.hotkey(*[pyautogui_key(k) for k in chord])
 

@@ -1,10 +1,7 @@
-"""X11 process utilities: a virtual display, xdotool, the keymap and the clipboard.
+"""X11 helpers: xdotool, key names and the keymap, and the clipboard.
 
 Everything here is specific to X11 and imported only where X11 is in use.
 
-- :class:`Xvfb` starts a virtual display with ``-displayfd`` (the server picks a free
-  display number and reports it once it accepts connections), ``-noreset`` and a
-  private MIT-MAGIC-COOKIE in a temporary ``XAUTHORITY`` file.
 - :func:`xdotool` runs xdotool (keys and typing go through it).
 - :class:`SpareKeycodes` puts keysyms that are missing from the keymap (F13-F24,
   accented letters on a US layout, CJK, emoji) onto spare keycodes before xdotool
@@ -21,27 +18,20 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
+import re
 import select
 import shutil
-import signal
-import socket
 import subprocess
-import tempfile
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 log = logging.getLogger(__name__)
 
 CLIPBOARD_TEXT_TARGETS = ("UTF8_STRING", "text/plain;charset=utf-8", "STRING", "TEXT")
 _META_TARGETS = {"TARGETS", "TIMESTAMP", "MULTIPLE", "SAVE_TARGETS", "DELETE"}
-_FAMILY_WILD = 0xFFFF
-_FAMILY_LOCAL = 256
 _VOID = 0xFFFFFF  # the VoidSymbol keysym
 _CHUNK_BYTES = 60_000  # one ChangeProperty request, well below the X request size limit
 
@@ -70,127 +60,6 @@ def close_display(display: Any) -> None:
         display.sync()
     finally:
         display.close()
-
-
-# --------------------------------------------------------------------------- Xvfb
-
-
-def _xauth_entries(number: str, cookie: bytes) -> bytes:
-    """Xauthority records for display ``number``: FamilyLocal with this host's name
-    (what python-xlib looks up) and FamilyWild (any host, what libXau also accepts)."""
-
-    def field(data: bytes) -> bytes:
-        return len(data).to_bytes(2, "big") + data
-
-    def entry(family: int, address: bytes) -> bytes:
-        return (
-            family.to_bytes(2, "big")
-            + field(address)
-            + field(number.encode())
-            + field(b"MIT-MAGIC-COOKIE-1")
-            + field(cookie)
-        )
-
-    return entry(_FAMILY_LOCAL, socket.gethostname().encode()) + entry(_FAMILY_WILD, b"")
-
-
-class Xvfb:
-    """A private virtual X display. Use as a context manager or call start()/stop().
-
-    ``display`` (":N") and ``xauthority`` (path) are set once started; ``env()`` returns
-    the environment variables a client needs. The server reads its cookie from the
-    auth file at start (under a placeholder number, which the server ignores); once
-    the number is known the file is rewritten for clients.
-    """
-
-    def __init__(self, width: int = 1920, height: int = 1080, depth: int = 24) -> None:
-        self.width, self.height, self.depth = width, height, depth
-        self.display = ""
-        self._dir = tempfile.TemporaryDirectory(prefix="jarvis-xvfb-")
-        self.xauthority = str(Path(self._dir.name) / "Xauthority")
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    def start(self, timeout: float = 10.0) -> Xvfb:
-        if not have("Xvfb"):
-            raise X11Error("Xvfb is not installed (Debian/Ubuntu: apt-get install xvfb)")
-        cookie = secrets.token_bytes(16)
-        Path(self.xauthority).write_bytes(_xauth_entries("0", cookie))
-        read_fd, write_fd = os.pipe()
-        cmd = [
-            "Xvfb",
-            "-displayfd",
-            str(write_fd),
-            "-noreset",
-            "-nolisten",
-            "tcp",
-            "-auth",
-            self.xauthority,
-            "-screen",
-            "0",
-            f"{self.width}x{self.height}x{self.depth}",
-        ]
-        self._proc = subprocess.Popen(
-            cmd,
-            pass_fds=(write_fd,),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        os.close(write_fd)
-        try:
-            number = self._read_display_number(read_fd, timeout)
-        finally:
-            os.close(read_fd)
-        self.display = f":{number}"
-        Path(self.xauthority).write_bytes(_xauth_entries(number, cookie))
-        log.info("Xvfb %s started (%dx%d)", self.display, self.width, self.height)
-        return self
-
-    def _read_display_number(self, fd: int, timeout: float) -> str:
-        assert self._proc is not None
-        deadline = time.monotonic() + timeout
-        data = b""
-        while not data.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            ready, _, _ = select.select([fd], [], [], max(0.0, left))
-            chunk = os.read(fd, 64) if ready else b""
-            if not chunk:
-                err = self._stop_and_read_stderr()
-                reason = "timed out" if left <= 0 or not ready else "exited"
-                raise X11Error(f"Xvfb {reason} before reporting a display: {err}")
-            data += chunk
-        return data.decode().strip()
-
-    def _stop_and_read_stderr(self) -> str:
-        assert self._proc is not None
-        if self._proc.poll() is None:
-            self._proc.kill()
-        _, err = self._proc.communicate(timeout=5)
-        return err.decode(errors="replace").strip()[-500:]
-
-    def env(self) -> dict[str, str]:
-        return {"DISPLAY": self.display, "XAUTHORITY": self.xauthority}
-
-    def stop(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
-        if proc is not None and proc.stderr is not None:
-            proc.stderr.close()
-        self._dir.cleanup()
-
-    def __enter__(self) -> Xvfb:
-        return self.start()
-
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
 
 # ------------------------------------------------------------------------ xdotool
@@ -222,6 +91,53 @@ def char_keysym(char: str) -> int:
     if 0x20 <= code <= 0x7E or 0xA0 <= code <= 0xFF:
         return code
     return 0x01000000 + code
+
+
+# ---------------------------------------------------------------- key names
+
+_X11_KEYSYMS: dict[str, str] = {
+    "ctrl": "Control_L", "alt": "Alt_L", "shift": "Shift_L", "super": "Super_L",
+    "enter": "Return", "esc": "Escape", "tab": "Tab", "space": "space",
+    "backspace": "BackSpace", "delete": "Delete", "insert": "Insert", "home": "Home",
+    "end": "End", "pageup": "Page_Up", "pagedown": "Page_Down", "up": "Up", "down": "Down",
+    "left": "Left", "right": "Right", "capslock": "Caps_Lock", "printscreen": "Print",
+    "menu": "Menu", "pause": "Pause", "numlock": "Num_Lock", "scrolllock": "Scroll_Lock",
+}  # fmt: skip
+_PUNCT_NAMES = (
+    "exclam", "quotedbl", "numbersign", "dollar", "percent", "ampersand", "apostrophe",
+    "parenleft", "parenright", "asterisk", "plus", "comma", "minus", "period", "slash",
+    "colon", "semicolon", "less", "equal", "greater", "question", "at", "bracketleft",
+    "backslash", "bracketright", "asciicircum", "underscore", "grave", "braceleft", "bar",
+    "braceright", "asciitilde",
+)  # fmt: skip
+_PUNCT_KEYSYMS = dict(zip("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", _PUNCT_NAMES, strict=True))
+
+
+def keysym_name(key: str) -> str:
+    """The keysym name xdotool understands for a canonical key."""
+    if key in _X11_KEYSYMS:
+        return _X11_KEYSYMS[key]
+    if re.fullmatch(r"f\d+", key):
+        return key.upper()
+    if len(key) == 1:
+        if key.isascii() and key.isalnum():
+            return key
+        if key in _PUNCT_KEYSYMS:
+            return _PUNCT_KEYSYMS[key]
+        return f"U{ord(key):04X}"
+    raise ValueError(f"no X keysym for key {key!r}")
+
+
+def keysym_number(key: str) -> int:
+    """The X keysym number of a canonical key."""
+    if len(key) == 1:
+        return char_keysym(key)
+    from Xlib import XK
+
+    return int(XK.string_to_keysym(keysym_name(key)))
+
+
+# ------------------------------------------------------------------- keymap
 
 
 @dataclass(frozen=True)
