@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import logging
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -25,10 +23,8 @@ from jarvis.llm.base import (
 )
 from jarvis.llm.factory import make_provider
 from jarvis.llm.openai import ChunkAssembler, OpenAIProvider, to_openai_messages
-from jarvis.llm.retry import RetryPolicy
 from jarvis.llm.types import (
     ImagePart,
-    LLMRequest,
     Message,
     StreamEvent,
     TextDelta,
@@ -42,10 +38,15 @@ from jarvis.llm.types import (
 )
 from tests.fake_model import FakeModel, Reply, ToolUse, call
 from tests.fake_model import fake_model_fixture as fake_model_fixture
+from tests.llm_cases import (
+    FAST,
+    check_cut_after_output_is_not_retried,
+    check_recovers_after_one_retry,
+    request,
+    run,
+)
 
-T = TypeVar("T")
 KEY = "sk-proj-test-SECRET-77b1e0"
-FAST = RetryPolicy(max_retries=3, base_delay_s=0.001, max_delay_s=0.01, max_retry_after_s=0.02)
 CLICK = ToolSpec(
     name="click",
     description="Click at a point of the screenshot.",
@@ -62,11 +63,6 @@ TYPE = ToolSpec(
 )
 
 
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run with a deadline, so a hang fails the test instead of stalling the suite."""
-    return asyncio.run(asyncio.wait_for(coro, timeout=20))
-
-
 def jpeg() -> ImagePart:
     buf = io.BytesIO()
     Image.new("RGB", (32, 24), (10, 120, 200)).save(buf, "JPEG")
@@ -77,11 +73,6 @@ def provider(fake: FakeModel, bus: EventBus | None = None, **kw: Any) -> OpenAIP
     return OpenAIProvider(
         "gpt-4.1", api_key=KEY, base_url=fake.openai_base_url, bus=bus, retry=FAST, **kw
     )
-
-
-def request(*messages: Message, tools: list[ToolSpec] | None = None, **kw: Any) -> LLMRequest:
-    msgs = list(messages) or [Message.user("What is on the screen?")]
-    return LLMRequest(system="You drive a desktop.", messages=msgs, tools=tools or [], **kw)
 
 
 def test_streams_text_and_reports_usage(fake_model: FakeModel) -> None:
@@ -245,18 +236,7 @@ def test_official_endpoint_uses_max_completion_tokens() -> None:
 def test_retryable_faults_recover(
     fake_model: FakeModel, reply: Reply, retry_delay: float | None
 ) -> None:
-    bus = EventBus()
-    recorder = EventRecorder(bus)
-    fake_model.script(reply, Reply(text="recovered"))
-    response = run(complete(provider(fake_model, bus), request()))
-    assert response.text == "recovered"
-    assert len(fake_model.requests) == 2
-    (retry,) = recorder.of(ModelRetry)
-    assert retry.attempt == 1 and retry.reason
-    if retry_delay is not None:
-        assert retry.delay_s == pytest.approx(retry_delay)
-    else:
-        assert 0 < retry.delay_s <= FAST.max_delay_s
+    check_recovers_after_one_retry(fake_model, provider, reply, retry_delay)
 
 
 def test_gives_up_after_max_retries(fake_model: FakeModel) -> None:
@@ -271,13 +251,9 @@ def test_gives_up_after_max_retries(fake_model: FakeModel) -> None:
 
 
 def test_cut_after_output_is_a_clear_error_not_a_hang(fake_model: FakeModel) -> None:
-    fake_model.script(Reply(text="Now I open the browser", text_chunk=2, cut_after=5))
-    seen: list[str] = []
-    with pytest.raises(StreamInterrupted) as info:
-        run(complete(provider(fake_model), request(), on_event=lambda e: seen.append(e.type)))
-    assert "broke off" in str(info.value)
-    assert "text_delta" in seen
-    assert len(fake_model.requests) == 1
+    check_cut_after_output_is_not_retried(
+        fake_model, provider, Reply(text="Now I open the browser", text_chunk=2, cut_after=5)
+    )
 
 
 def test_tools_rejected_in_native_mode_is_an_error(fake_model: FakeModel) -> None:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import pytest
 
@@ -29,8 +27,8 @@ from jarvis.llm.types import (
 )
 from tests.fake_model import FakeModel, Reply, text_call
 from tests.fake_model import fake_model_fixture as fake_model_fixture
+from tests.llm_cases import run
 
-T = TypeVar("T")
 FAST = RetryPolicy(max_retries=2, base_delay_s=0.001, max_delay_s=0.01, max_retry_after_s=0.01)
 TOOLS = [
     ToolSpec(
@@ -62,10 +60,6 @@ def openai(fake: FakeModel, bus: EventBus) -> AdapterBase:
 
 
 PROVIDERS = pytest.mark.parametrize("make", [anthropic, openai], ids=["anthropic", "openai"])
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(asyncio.wait_for(coro, timeout=20))
 
 
 def request(mode: str, *messages: Message, tools: list[ToolSpec] = TOOLS) -> LLMRequest:
