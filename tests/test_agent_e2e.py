@@ -47,7 +47,10 @@ def hello_script(app: TkApp, settings, text_mode: bool = False) -> list[Reply]:
         ]
     return [
         Reply(text=thought, tool_calls=[call(n, **a) for n, a in acts]),
-        Reply(text="Reflection: OK was pressed.\nThought: done.", tool_calls=[call(done[0], **done[1])]),
+        Reply(
+            text="Reflection: OK was pressed.\nThought: done.",
+            tool_calls=[call(done[0], **done[1])],
+        ),
         VERIFIED,
     ]
 
@@ -166,7 +169,9 @@ async def test_call_user_needs_user(
 ) -> None:
     settings = agent_settings(tmp_path, fake_model, monkeypatch)
     fake_model.script(
-        Reply(text="Thought: I need a password", tool_calls=[call("call_user", message="password?")])
+        Reply(
+            text="Thought: I need a password", tool_calls=[call("call_user", message="password?")]
+        )
     )
     outcome, _ = await run_agent(settings, "log in")
     assert outcome.status == "needs_user"
