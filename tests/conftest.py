@@ -27,6 +27,9 @@ import pytest
 from tests.tkdriver import TkApp
 from tests.xserver import start_xvfb
 
+# the scripted model (`fake_model` fixture) for every test module
+pytest_plugins = ["tests.fake_model"]
+
 if TYPE_CHECKING:
     from jarvis.desktop.input import Input
     from tests.xserver import Xvfb

@@ -19,10 +19,8 @@ from tests.agent_harness import (
     screenshot_files,
     step_files,
 )
-from tests.fake_model import FakeModel, Reply, call, fake_model_fixture, text_call
+from tests.fake_model import FakeModel, Reply, call, text_call
 from tests.tkdriver import TkApp
-
-__all__ = ["fake_model_fixture"]
 
 pytestmark = pytest.mark.usefixtures("xserver")
 

@@ -20,7 +20,6 @@ from jarvis.llm.retry import RetryPolicy
 from jarvis.llm.types import LLMRequest, LLMResponse, ResponseDone, StreamEvent, TextDelta
 from tests.fake_model import FakeModel, Reply
 
-pytest_plugins = ["tests.fake_model"]
 T = TypeVar("T")
 HANG = object()
 

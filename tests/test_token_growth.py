@@ -8,10 +8,8 @@ import pytest
 
 from jarvis.desktop.screen import Size, fit_size, screen_to_model
 from tests.agent_harness import agent_settings, run_agent
-from tests.fake_model import FakeModel, Reply, call, fake_model_fixture
+from tests.fake_model import FakeModel, Reply, call
 from tests.tkdriver import TkApp
-
-__all__ = ["fake_model_fixture"]
 
 pytestmark = pytest.mark.usefixtures("xserver")
 
