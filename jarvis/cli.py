@@ -23,7 +23,11 @@ STATUS_EXIT = {
 }
 
 # Modules that add their own sub-commands with ``register(subparsers)``.
-SUBCOMMAND_MODULES = ("jarvis.memory.commands", "jarvis.gateway.commands")
+SUBCOMMAND_MODULES = (
+    "jarvis.memory.commands",
+    "jarvis.gateway.commands",
+    "jarvis.gateway.serve_command",
+)
 
 
 def _common(p: argparse.ArgumentParser) -> None:

@@ -158,3 +158,18 @@ class MalformedEntry(Event):
     line: int
     reason: str
     excerpt: str = ""
+
+
+class ReplyReady(Event):
+    """A task from a channel ended (or asks something): the channel answers whoever asked.
+
+    ``task_id`` is the todo id; ``status`` its status in todos.md (completed, failed,
+    needs_user, cancelled); ``text`` the summary, or the question when it needs the user.
+    """
+
+    kind: Literal["reply_ready"] = "reply_ready"
+    channel: str
+    reply_to: str | None = None
+    message_ids: list[str] = Field(default_factory=list)
+    status: str
+    text: str = ""

@@ -1,0 +1,445 @@
+"""``jarvis serve``: the gateway daemon. Channels in, the router, one agent worker, replies out.
+
+One daemon per data dir: :class:`ServeLock` holds an fcntl lock on ``DATA/serve.lock``
+(released by the OS when the process dies, even by ``kill -9``) and writes who holds it
+into the file, so a second ``serve`` can say so.
+
+:meth:`Gateway.run` first recovers from a crash, in this order:
+
+1. tasks left ``in_progress`` go back to ``pending`` with a note;
+2. messages in ``processing.md`` whose task already ended are archived with its outcome
+   (a crash between the todos.md write and the archive write; nothing runs again);
+3. the other messages in ``processing.md`` are routed again; one that a task already names
+   is left alone (routing is idempotent per message id), so no task is created twice.
+
+Then it runs on one asyncio loop: the inbox channel (drop files and edits of ``inbox.md``,
+watchdog with a periodic scan as fallback), the routing loop (claims inbox messages one at a
+time, most urgent first, and lets the :class:`MessageRouter` merge each into an open task or
+make a new one; without a reachable model a message becomes a new task) and the agent
+worker (:mod:`jarvis.gateway.worker`), which also answers the channels with ``ReplyReady``
+events. When idle, the worker repairs half-recorded endings and, with long-term memory on,
+runs the memory compressor every ``compress_every_s``.
+
+``once`` processes what is waiting (drop files, the inbox, pending tasks) and returns.
+:meth:`Gateway.stop` (wired to SIGTERM and SIGINT) cancels the running task, which goes back
+to pending, and returns cleanly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import fcntl
+import json
+import logging
+import os
+import signal
+import socket
+import time
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from jarvis.config import Settings
+from jarvis.events import EventBus
+from jarvis.gateway.markdown import format_timestamp, now
+from jarvis.gateway.message_format import Message
+from jarvis.gateway.queue import MessageQueue
+from jarvis.gateway.todos import TodoList
+from jarvis.gateway.worker import AgentWorker, CachedTodos, RunRecord
+
+if TYPE_CHECKING:
+    from jarvis.gateway.channels.inbox import InboxChannel
+    from jarvis.gateway.router import MessageRouter
+    from jarvis.llm.base import Provider
+    from jarvis.memory.long_term import LongTermMemory
+    from jarvis.memory.recall import MemoryBridge
+    from jarvis.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+LOCK_NAME = "serve.lock"
+HOLDER_WAIT_S = 1.0
+
+
+# --- one daemon per data dir --------------------------------------------------------
+class ServeLockHeld(Exception):
+    """Another ``jarvis serve`` runs for this data dir; ``holder`` says who (or None)."""
+
+    def __init__(self, path: Path, holder: dict[str, Any] | None) -> None:
+        self.path = path
+        self.holder = holder
+        if holder:
+            who = (
+                f"pid {holder.get('pid')} on {holder.get('host')}, started {holder.get('started')}"
+            )
+        else:
+            who = "a process that has not written its name yet"
+        super().__init__(f"another `jarvis serve` is running for this data dir: {who} ({path})")
+
+
+def read_holder(path: Path, wait_s: float = HOLDER_WAIT_S) -> dict[str, Any] | None:
+    """Who holds the serve lock, from the file; waits briefly for a holder still writing."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(data, dict) and "pid" in data:
+                return data
+        except (OSError, ValueError):
+            pass
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.02)
+
+
+class ServeLock:
+    """An exclusive, non-blocking fcntl lock on ``DATA/serve.lock`` naming its holder."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = Path(data_dir) / LOCK_NAME
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                raise ServeLockHeld(self.path, read_holder(self.path)) from None
+            raise
+        holder = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": format_timestamp(now()),
+            "data_dir": str(self.path.parent.resolve()),
+        }
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(holder) + "\n").encode(), 0)
+        os.fsync(fd)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        os.ftruncate(fd, 0)  # a left-over file names nobody
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+    def __enter__(self) -> ServeLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+# --- the daemon ---------------------------------------------------------------------
+@dataclass
+class GatewayOptions:
+    once: bool = False
+    poll_interval_s: float = 2.0
+    """Fallback scan of the inbox and todos.md when no file event comes."""
+    settle_s: float = 0.5
+    """A drop file is read once it has been still this long (0 in ``once`` mode)."""
+    use_polling: bool = False
+    """Watch files by polling (for file systems without change events)."""
+    compress_every_s: float | None = 24 * 3600.0
+    """Long-term memory compression interval; None or 0 never compresses."""
+    router_timeout_s: float = 60.0
+    watch_interval_s: float = 1.0
+    """How often a running task's status in todos.md is checked for a cancel."""
+    handle_signals: bool = False
+    """Stop on SIGTERM and SIGINT (the command line turns this on)."""
+
+
+@dataclass
+class GatewayReport:
+    requeued: list[str] = field(default_factory=list)
+    """Tasks found in progress at start and put back to pending."""
+    repaired: list[str] = field(default_factory=list)
+    """Messages archived at start because their task had ended."""
+    routed: int = 0
+    runs: list[RunRecord] = field(default_factory=list)
+    compressions: int = 0
+
+
+class Gateway:
+    """The daemon for one data dir; see the module doc."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        bus: EventBus | None = None,
+        *,
+        options: GatewayOptions | None = None,
+        provider: Provider | None = None,
+    ) -> None:
+        self.settings = settings
+        self.bus = bus or EventBus()
+        self.options = options or GatewayOptions()
+        self.queue = MessageQueue.from_settings(settings, self.bus)
+        self.todos = TodoList.from_settings(settings, self.bus)
+        self.cached = CachedTodos(self.todos)
+        self.report = GatewayReport()
+        self.worker: AgentWorker | None = None
+        self.ready = asyncio.Event()
+        """Set once recovered and watching (or draining, with ``once``)."""
+        self._provider = provider
+        self._memory: LongTermMemory | None = None
+        self._bridge: MemoryBridge | None = None
+        self._books = asyncio.Lock()
+        self._stop = asyncio.Event()
+        self._work = asyncio.Event()
+        self._retry: list[Message] = []
+        self._next_compress = 0.0
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def stop(self) -> None:
+        """Cancel the running task (it goes back to pending) and return from :meth:`run`."""
+        if not self._stop.is_set():
+            log.info("stopping: the running task, if any, goes back to pending")
+        self._stop.set()
+        if self.worker is not None:
+            self.worker.stop()
+
+    async def run(self) -> GatewayReport:
+        """Hold the lock, recover, then serve (or drain with ``once``). Raises ServeLockHeld."""
+        with ServeLock(self.settings.data_dir), self._signals():
+            log.info("serving %s (pid %d)", self.settings.data_dir, os.getpid())
+            async with AsyncExitStack() as stack:
+                router = await self._assemble(stack)
+                await self.recover(router)
+                channel = self._channel()
+                if self.options.once:
+                    await self._drain(channel, router)
+                else:
+                    await self._serve(channel, router)
+        return self.report
+
+    @contextlib.contextmanager
+    def _signals(self) -> Any:
+        if not self.options.handle_signals:
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop)
+        try:
+            yield
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+
+    async def _assemble(self, stack: AsyncExitStack) -> MessageRouter:
+        """The provider (shared by router and agent), memory, agent, router and worker."""
+        from jarvis.agent.factory import build_agent
+        from jarvis.gateway.router import MessageRouter, describe_tasks
+        from jarvis.llm.factory import make_provider
+
+        provider = self._provider
+        if provider is None:
+            made = make_provider(self.settings, self.bus)
+            stack.push_async_callback(made.aclose)
+            provider = made
+        registry = await self._open_memory(stack)
+
+        def open_tasks() -> str:
+            return describe_tasks([t for t in self.cached.all() if t.is_open])
+
+        agent = await stack.enter_async_context(
+            build_agent(
+                self.settings,
+                self.bus,
+                provider=provider,
+                registry=registry,
+                long_term=self._bridge,
+                todos=open_tasks,
+            )
+        )
+        self.worker = AgentWorker(
+            agent,
+            self.todos,
+            self.queue,
+            self.bus,
+            books=self._books,
+            watch_interval_s=self.options.watch_interval_s,
+            cached=self.cached,
+        )
+        if self.stopping:  # a signal came while we were starting
+            self.worker.stop()
+        return MessageRouter(
+            self.todos, provider, timeout_s=self.options.router_timeout_s, bus=self.bus
+        )
+
+    async def _open_memory(self, stack: AsyncExitStack) -> ToolRegistry | None:
+        """With long-term memory on, open it here (the compressor needs the store too)."""
+        if not self.settings.long_term_memory:
+            return None
+        from jarvis.memory.long_term import LongTermMemory
+        from jarvis.memory.recall import MemoryBridge
+        from jarvis.tools.computer import build_registry
+        from jarvis.tools.memory import register_memory_tools
+
+        memory = await asyncio.to_thread(LongTermMemory.from_settings, self.settings)
+        stack.callback(memory.close)
+        self._memory = memory
+        self._bridge = MemoryBridge(memory, top_k=self.settings.memory_top_k)
+        registry = build_registry(self.settings)
+        register_memory_tools(registry, self._bridge)
+        return registry
+
+    def _channel(self) -> InboxChannel:
+        from jarvis.gateway.channels.inbox import InboxChannel
+
+        return InboxChannel(
+            self.queue,
+            poll_interval_s=self.options.poll_interval_s,
+            settle_s=0.0 if self.options.once else self.options.settle_s,
+            use_polling=self.options.use_polling,
+            bus=self.bus,
+        )
+
+    # -- recovery --
+    async def recover(self, router: MessageRouter) -> None:
+        """Bring the files in line after a crash (see the module doc)."""
+        assert self.worker is not None
+        back = await asyncio.to_thread(self.todos.recover)
+        self.report.requeued = [t.id for t in back]
+        self.report.repaired = [m.id for m in await self.worker.settle()]
+        waiting = await asyncio.to_thread(self.queue.processing)
+        named = {m for t in await asyncio.to_thread(self.todos.all) for m in t.message_ids}
+        for message in waiting:
+            if self.stopping:
+                break
+            if message.id not in named:  # (route() checks again, one file read per message)
+                await self._route(router, message)
+        if back or self.report.repaired or waiting:
+            log.info(
+                "recovered: %d task(s) pending again, %d message(s) archived, %d in processing",
+                len(back),
+                len(self.report.repaired),
+                len(waiting),
+            )
+
+    # -- routing --
+    async def _route(self, router: MessageRouter, message: Message) -> bool:
+        try:
+            async with self._books:
+                routed = await router.route(message)
+        except Exception:  # the boundary: the message stays in processing; tried again later
+            log.exception("could not route message %s; trying again later", message.id)
+            self._retry.append(message)
+            return False
+        if routed.action != "existing":
+            self.report.routed += 1
+            log.info("message %s -> %s (%s)", message.id, routed.todo.id, routed.action)
+        return True
+
+    async def _route_waiting(self, router: MessageRouter) -> int:
+        """Route earlier failures, then claim and route inbox messages one by one."""
+        routed = 0
+        retry, self._retry = self._retry, []
+        for message in retry:
+            if not self.stopping:
+                routed += await self._route(router, message)
+        while not self.stopping:
+            claimed = await asyncio.to_thread(self.queue.claim_next)
+            if claimed is None:
+                break
+            routed += await self._route(router, claimed)
+        if routed:
+            self._work.set()
+        return routed
+
+    async def _route_forever(self, channel: InboxChannel, router: MessageRouter) -> None:
+        while not self.stopping:
+            await self._route_waiting(router)
+            await _wait_any([channel.arrived, self._stop], self.options.poll_interval_s)
+            channel.arrived.clear()
+
+    # -- serving --
+    async def _serve(self, channel: InboxChannel, router: MessageRouter) -> None:
+        await channel.start()
+        self.ready.set()
+        routing = asyncio.create_task(self._route_forever(channel, router), name="router")
+        try:
+            await self._work_forever()
+        finally:
+            routing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await routing
+            await channel.stop()
+
+    async def _work_forever(self) -> None:
+        assert self.worker is not None
+        self._next_compress = time.monotonic()
+        while not self.stopping:
+            record = await self.worker.run_next()
+            if record is not None:
+                self.report.runs.append(record)
+                continue
+            if self.stopping:
+                break
+            await self.worker.settle()
+            await self._maybe_compress()
+            await _wait_any([self._work, self._stop], self.options.poll_interval_s)
+            self._work.clear()
+
+    async def _drain(self, channel: InboxChannel, router: MessageRouter) -> None:
+        """``once``: import drop files, route the inbox, run pending tasks, until none."""
+        assert self.worker is not None
+        self.ready.set()
+        while not self.stopping:
+            await channel.scan()
+            await self._route_waiting(router)
+            record = await self.worker.run_next()
+            if record is None:
+                break
+            self.report.runs.append(record)
+        if not self.stopping:
+            await self.worker.settle()
+
+    async def _maybe_compress(self) -> None:
+        every = self.options.compress_every_s
+        if self._memory is None or not every or time.monotonic() < self._next_compress:
+            return
+        self._next_compress = time.monotonic() + every
+        from jarvis.memory.commands import SETTINGS_FOR_COMPRESS
+        from jarvis.memory.compressor import compress
+
+        options = {
+            name: getattr(self.settings, setting)
+            for name, setting in SETTINGS_FOR_COMPRESS.items()
+            if getattr(self.settings, setting, None) is not None
+        }
+        try:
+            await asyncio.to_thread(compress, self._memory, **options)
+        except Exception:  # the boundary: upkeep must not stop the daemon
+            log.exception("long-term memory compression failed; trying again in %gs", every)
+            return
+        self.report.compressions += 1
+
+
+async def _wait_any(events: list[asyncio.Event], timeout: float) -> None:
+    """Until one of ``events`` is set, or ``timeout`` seconds."""
+    waiters = [asyncio.create_task(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()

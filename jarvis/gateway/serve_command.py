@@ -1,0 +1,166 @@
+"""``jarvis serve``: run the gateway daemon (see :mod:`jarvis.gateway.gateway`).
+
+Exit codes: 0 stopped cleanly (SIGTERM, SIGINT, or ``--once`` done), 1 could not start
+(no key, no display, another ``serve`` holds the data dir) or stopped on an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from collections import Counter
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from jarvis.config import Settings
+
+EXIT_OK, EXIT_FAILED = 0, 1
+log = logging.getLogger(__name__)
+
+
+def _number(value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+
+
+def _non_negative(value: str) -> float:
+    number = _number(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {value}")
+    return number
+
+
+def _positive(value: str) -> float:
+    number = _number(value)
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0: {value}")
+    return number
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``serve`` command to the ``jarvis`` parser."""
+    serve = subparsers.add_parser(
+        "serve",
+        help="run the gateway: take messages from the inbox and channels, run them as tasks",
+        description=(
+            "Watch messages/inbox.md and messages/drop/, route each message onto todos.md "
+            "and run the tasks one at a time on this desktop. SIGTERM or Ctrl+C stops "
+            "cleanly: a running task goes back to pending."
+        ),
+    )
+    serve.add_argument("--once", action="store_true", help="process everything waiting, then exit")
+    serve.add_argument("--provider", choices=["anthropic", "openai"])
+    serve.add_argument("--model", help="model name for the chosen provider")
+    serve.add_argument("--max-steps", type=int, help="step bound for each task")
+    serve.add_argument("--tool-mode", choices=["native", "text", "auto"])
+    serve.add_argument(
+        "--poll",
+        type=_positive,
+        default=2.0,
+        metavar="SECONDS",
+        help="fallback scan interval when no file event comes (default 2)",
+    )
+    serve.add_argument(
+        "--polling-observer",
+        action="store_true",
+        help="watch files by polling (for file systems without change events)",
+    )
+    serve.add_argument(
+        "--compress-every",
+        type=_non_negative,
+        default=24.0,
+        metavar="HOURS",
+        help="compress long-term memory this often when idle; 0 never (default 24)",
+    )
+    serve.add_argument("--data-dir", help="data directory (default: $JARVIS_DATA_DIR or ./data)")
+    serve.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
+    serve.set_defaults(handler=cmd_serve)
+
+
+class DailyLog(logging.FileHandler):
+    """Appends to ``FOLDER/YYYY-MM-DD.log`` for the local date of each record."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.day = date.today()
+        super().__init__(self._path(), encoding="utf-8", delay=True)
+
+    def _path(self) -> Path:
+        return self.folder / f"{self.day.isoformat()}.log"
+
+    def emit(self, record: logging.LogRecord) -> None:
+        day = date.fromtimestamp(record.created)
+        if day != self.day:
+            self.acquire()
+            try:
+                self.close()
+                self.day = day
+                self.baseFilename = str(self._path().resolve())
+            finally:
+                self.release()
+        super().emit(record)
+
+
+def _log_to_files(settings: Settings, verbose: bool) -> None:
+    """Daemon progress at INFO: to stderr, and to ``DATA/logs/DATE.log``."""
+    root = logging.getLogger("jarvis")
+    if not verbose:
+        root.setLevel(logging.INFO)
+    folder = settings.data_dir / "logs"
+    folder.mkdir(parents=True, exist_ok=True)
+    handler = DailyLog(folder)
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
+    )
+    root.addHandler(handler)
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from jarvis.doctor import KEY_ENV
+
+    key_env = KEY_ENV[settings.provider]
+    if not os.environ.get(key_env):
+        print(f"jarvis: {key_env} is not set; export it (or pick --provider) and run again.")
+        return EXIT_FAILED
+    if not os.environ.get("DISPLAY") and sys.platform.startswith("linux"):
+        print("jarvis: no display (DISPLAY is unset); run on a desktop or with `xvfb-run -a`.")
+        return EXIT_FAILED
+    _log_to_files(settings, args.verbose)
+    return asyncio.run(_serve(args, settings))
+
+
+async def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    from jarvis.gateway.gateway import Gateway, GatewayOptions, ServeLockHeld
+
+    options = GatewayOptions(
+        once=args.once,
+        poll_interval_s=args.poll,
+        use_polling=args.polling_observer,
+        compress_every_s=args.compress_every * 3600.0,
+        handle_signals=True,
+    )
+    gateway = Gateway(settings, options=options)
+    if not args.once:
+        print(
+            f"jarvis serve: pid {os.getpid()}, data {settings.data_dir}; waiting for messages "
+            "(drop .md files into messages/drop/ or use `jarvis inbox add`; Ctrl+C stops)",
+            flush=True,
+        )
+    try:
+        report = await gateway.run()
+    except ServeLockHeld as exc:
+        print(f"jarvis: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except Exception:  # the edge: a daemon failure is logged and turned into an exit code
+        log.exception("jarvis serve stopped on an error; the next start recovers")
+        return EXIT_FAILED
+    counts = Counter(run.status for run in report.runs)
+    done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "none"
+    print(f"jarvis serve: ran {len(report.runs)} task(s): {done}", flush=True)
+    return EXIT_OK

@@ -1,0 +1,350 @@
+"""The agent worker of ``jarvis serve``: runs the tasks of ``todos.md``, one at a time.
+
+It takes the most urgent pending task (highest priority, then oldest), marks it
+``in_progress``, runs it with the agent loop (the agent's task id is the todo id, so
+``TaskStarted``/``TaskFinished`` name it) and records how it ended, in this order:
+
+1. ``todos.md``: status, completed time and summary. This is the commit point: a task with
+   a final status is never run again.
+2. ``messages/archive/DATE.md``: each of the task's messages still in ``processing.md``,
+   with the status as its outcome and the summary (or the question) as its result.
+3. one :class:`~jarvis.events.ReplyReady` per channel (and ``reply_to``) that asked.
+
+A crash between 1 and 2 is repaired by :meth:`AgentWorker.settle` (run at start and when
+idle): it archives the messages of tasks that already ended, without running them again.
+A crash before 1 leaves the task ``in_progress``; ``TodoList.recover`` puts it back to
+pending and the whole run is repeated (runs are at least once; completions exactly once).
+
+Stopping (SIGTERM, SIGINT): the run is cancelled with ``agent.cancel()`` (the model stream
+and the current tool stop within a moment) and the task goes back to ``pending`` with a
+note; its messages stay in processing, so the next start runs it again. Nothing is marked
+cancelled by a shutdown: ``cancelled`` is what a person says, by setting that status in
+``todos.md``; a running task notices within ``watch_interval_s`` and keeps it.
+
+Messages merged into a task while it ran (the agent never saw them) stay in processing and
+the task goes back to pending with a note, to run again with them; the messages the run
+did see are answered with its outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from jarvis.events import EventBus, ReplyReady
+from jarvis.gateway.markdown import format_timestamp, now
+from jarvis.gateway.message_format import Message
+from jarvis.gateway.queue import MessageQueue
+from jarvis.gateway.todos import Todo, TodoList, TodoState
+
+if TYPE_CHECKING:
+    from jarvis.agent.agent import TaskOutcome
+
+log = logging.getLogger(__name__)
+
+ENDED = ("completed", "failed", "cancelled", "needs_user")
+"""Task statuses after which the task's messages are answered (archived)."""
+STATUS_OF_RUN = {
+    "finished": "completed",
+    "failed": "failed",
+    "needs_user": "needs_user",
+    "cancelled": "cancelled",
+}
+CANCEL_RETRY_S = 0.1
+
+
+class Runner(Protocol):
+    """What the worker needs from :class:`jarvis.agent.agent.Agent`."""
+
+    async def run(self, task: str, task_id: str | None = None) -> TaskOutcome: ...
+
+    def cancel(self) -> None: ...
+
+
+def task_text(todo: Todo) -> str:
+    """What the agent is asked to do: the description (the message and merged updates)."""
+    return todo.description or todo.title
+
+
+class CachedTodos:
+    """``todos.md`` read again only when it changed on disk: for polls and prompts, which
+    would otherwise parse the whole list every second or every step."""
+
+    def __init__(self, todos: TodoList) -> None:
+        self.todos = todos
+        self._stamp: tuple[int, int, int] | None = None
+        self._items: list[Todo] = []
+
+    def all(self) -> list[Todo]:
+        try:
+            st = self.todos.path.stat()
+        except FileNotFoundError:
+            return self.todos.all()
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if stamp != self._stamp:  # stat first: a change after it is seen next time
+            self._items, self._stamp = self.todos.all(), stamp
+        return self._items
+
+    def get(self, todo_id: str) -> Todo | None:
+        return next((t for t in self.all() if t.id == todo_id.upper()), None)
+
+
+@dataclass
+class RunRecord:
+    """How one run of a task was recorded."""
+
+    todo_id: str
+    status: str
+    """Written to todos.md: a final status, or ``pending`` (stopped, or updated meanwhile)."""
+    summary: str = ""
+    steps: int = 0
+    answered: list[Message] = field(default_factory=list)
+    """Messages archived with this run's outcome."""
+
+
+@dataclass
+class _Ran:
+    outcome: TaskOutcome | None = None
+    error: str | None = None
+    stopped: bool = False
+    by_person: bool = False
+
+
+class AgentWorker:
+    """Runs pending tasks one at a time and records their endings (see the module doc)."""
+
+    def __init__(
+        self,
+        agent: Runner,
+        todos: TodoList,
+        queue: MessageQueue,
+        bus: EventBus,
+        *,
+        books: asyncio.Lock | None = None,
+        watch_interval_s: float = 1.0,
+        cached: CachedTodos | None = None,
+    ) -> None:
+        self.agent = agent
+        self.todos = todos
+        self.queue = queue
+        self.bus = bus
+        self.books = books or asyncio.Lock()
+        """Held while todos.md and the queue are brought in line (the router holds it too)."""
+        self.watch_interval_s = watch_interval_s
+        self.cached = cached or CachedTodos(todos)
+        self.current: str | None = None
+        self._stop = asyncio.Event()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def stop(self) -> None:
+        """Cancel the current run (its task goes back to pending) and start no other."""
+        self._stop.set()
+        if self.current is not None:
+            self.agent.cancel()
+
+    # -- running --
+    async def run_next(self) -> RunRecord | None:
+        """Run the most urgent pending task; None when there is none, or when stopping."""
+        while not self.stopping:
+            todo = await asyncio.to_thread(self.todos.next_pending)
+            if todo is None:
+                return None
+            record = await self.run(todo)
+            if record is not None:
+                return record
+        return None
+
+    async def run(self, todo: Todo) -> RunRecord | None:
+        """Run one task and record it; None when it could not start (changed meanwhile)."""
+        try:
+            started = await asyncio.to_thread(self.todos.mark_in_progress, todo.id)
+        except (KeyError, TodoState) as exc:
+            log.info("task %s not started: %s", todo.id, exc)
+            return None
+        log.info("task %s started: %s", started.id, started.title)
+        self.current = started.id
+        try:
+            ran = await self._execute(started)
+        finally:
+            self.current = None
+        async with self.books:
+            record = await asyncio.to_thread(self._record, started, ran)
+        log.info("task %s: %s: %s", record.todo_id, record.status, record.summary)
+        self._reply(record.todo_id, record.answered, record.status, record.summary)
+        return record
+
+    async def _execute(self, todo: Todo) -> _Ran:
+        ran = _Ran()
+        if self.stopping:
+            ran.stopped = True
+            return ran
+        run = asyncio.create_task(
+            self.agent.run(task_text(todo), task_id=todo.id), name=f"task-{todo.id}"
+        )
+        stop = asyncio.create_task(self._stop.wait())
+        try:
+            while not run.done():
+                await asyncio.wait(
+                    [run, stop], timeout=self.watch_interval_s, return_when=asyncio.FIRST_COMPLETED
+                )
+                if run.done():
+                    break
+                if self.stopping:
+                    # repeated: a cancel that came before the run began is not seen by it
+                    ran.stopped = True
+                    self.agent.cancel()
+                    await asyncio.wait([run], timeout=CANCEL_RETRY_S)
+                elif await asyncio.to_thread(self._cancelled_by_person, todo.id):
+                    log.info("task %s was cancelled in %s; stopping it", todo.id, self.todos.path)
+                    ran.by_person = True
+                    self.agent.cancel()
+        finally:
+            stop.cancel()
+            if not run.done():  # we are being cancelled ourselves
+                self.agent.cancel()
+                run.cancel()
+        if run.cancelled():
+            ran.stopped = True
+            return ran
+        try:
+            ran.outcome = run.result()
+        except Exception as exc:  # the boundary: an agent crash becomes a failed task
+            log.exception("task %s: the agent stopped with an error", todo.id)
+            ran.error = f"{type(exc).__name__}: {exc}"
+        return ran
+
+    def _cancelled_by_person(self, todo_id: str) -> bool:
+        todo = self.cached.get(todo_id)
+        return todo is None or todo.status == "cancelled"
+
+    # -- recording (in a thread, holding the books lock) --
+    def _record(self, started: Todo, ran: _Ran) -> RunRecord:
+        seen = started.message_ids
+        shutdown = ran.stopped and not ran.by_person
+        if shutdown and (ran.outcome is None or ran.outcome.status == "cancelled"):
+            note = f"stopped while running ({format_timestamp(now())}): Jarvis shut down; pending"
+            self._reopen(started.id, note)
+            return RunRecord(started.id, "pending", note, _steps(ran))
+        status, summary = _verdict(ran)
+        current = self.todos.get(started.id)
+        if current is None:
+            log.warning("task %s left todos.md while it ran; answering its messages", started.id)
+            return RunRecord(started.id, status, summary, _steps(ran), self._answer(started, seen))
+        if ran.by_person or current.status == "cancelled":
+            status = "cancelled"
+            summary = f"cancelled in todos.md while it ran. {summary}".strip()
+        late = [m for m in current.message_ids if m not in seen]
+        if late and status != "cancelled":
+            note = (
+                f"the run ended {status} ({format_timestamp(now())}) before the update(s) "
+                f"{', '.join(late)} arrived; pending again to apply them"
+            )
+            self._reopen(started.id, note, summary)
+            answered = self._answer(current, seen, status, summary)
+            return RunRecord(started.id, "pending", summary, _steps(ran), answered)
+        try:
+            self.todos.finish(started.id, status, summary)  # the commit point
+        except KeyError:
+            log.warning("task %s left todos.md before its ending was written", started.id)
+        answered = self._answer(current, current.message_ids, status, summary)
+        return RunRecord(started.id, status, summary, _steps(ran), answered)
+
+    def _reopen(self, todo_id: str, note: str, summary: str | None = None) -> None:
+        try:
+            todo = self.todos.get(todo_id)
+            if todo is None:
+                return
+            fields: dict[str, object] = {"status": "pending", "notes": [*todo.notes, note]}
+            if summary is not None:
+                fields["summary"] = summary
+            self.todos.update(todo_id, **fields)
+        except KeyError:
+            log.warning("task %s left todos.md before it could be put back to pending", todo_id)
+
+    def _answer(
+        self,
+        todo: Todo,
+        message_ids: list[str],
+        status: str | None = None,
+        summary: str | None = None,
+    ) -> list[Message]:
+        """Archive those of ``message_ids`` still in processing with the task's outcome."""
+        status = status or todo.status
+        summary = summary if summary is not None else todo.summary
+        waiting = {m.id for m in self.queue.processing()}
+        answered = []
+        for message_id in message_ids:
+            if message_id not in waiting:
+                continue
+            try:
+                answered.append(self.queue.archive(message_id, status, todo.id, summary or None))
+            except KeyError:
+                log.warning("message %s left processing.md before it was archived", message_id)
+        return answered
+
+    # -- repair --
+    def settle_ended(self) -> list[tuple[Todo, list[Message]]]:
+        """Archive messages in processing whose task already ended (a crash between the
+        todos.md write and the archive write, or a status set by hand); runs nothing."""
+        waiting = self.queue.processing()
+        if not waiting:
+            return []
+        owners = {mid: t for t in self.todos.all() for mid in t.message_ids}
+        ended: dict[str, Todo] = {}
+        for message in waiting:
+            todo = owners.get(message.id)
+            if todo is not None and todo.status in ENDED and todo.id != self.current:
+                ended[todo.id] = todo
+        settled = []
+        for todo in ended.values():
+            answered = self._answer(todo, todo.message_ids)
+            if answered:
+                log.warning(
+                    "task %s had ended (%s) but %d message(s) were not archived; archived now",
+                    todo.id,
+                    todo.status,
+                    len(answered),
+                )
+                settled.append((todo, answered))
+        return settled
+
+    async def settle(self) -> list[Message]:
+        """:meth:`settle_ended`, then the replies; returns the messages archived."""
+        async with self.books:
+            settled = await asyncio.to_thread(self.settle_ended)
+        out: list[Message] = []
+        for todo, answered in settled:
+            self._reply(todo.id, answered, todo.status, todo.summary or "")
+            out += answered
+        return out
+
+    def _reply(self, todo_id: str, messages: list[Message], status: str, text: str) -> None:
+        groups: dict[tuple[str, str | None], list[Message]] = {}
+        for message in messages:
+            groups.setdefault((message.channel, message.reply_to), []).append(message)
+        for (channel, reply_to), group in groups.items():
+            self.bus.emit(
+                ReplyReady(
+                    task_id=todo_id,
+                    channel=channel,
+                    reply_to=reply_to,
+                    message_ids=[m.id for m in group],
+                    status=status,
+                    text=text,
+                )
+            )
+
+
+def _verdict(ran: _Ran) -> tuple[str, str]:
+    if ran.outcome is not None:
+        return STATUS_OF_RUN[ran.outcome.status], ran.outcome.summary
+    return "failed", f"the agent stopped with an error: {ran.error or 'no outcome'}"
+
+
+def _steps(ran: _Ran) -> int:
+    return ran.outcome.steps if ran.outcome is not None else 0
