@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 
 @pytest.fixture(scope="session")
 def xserver() -> Iterator[Xvfb]:
+    if "pyautogui" in sys.modules:  # it would act on whatever display it opened at import
+        pytest.fail("pyautogui was imported before the xserver fixture started; import it lazily")
     with start_xvfb(1920, 1080, set_env=True) as server:
         yield server
 

@@ -299,7 +299,7 @@ class Screen:
         shot = self._sct.grab(self._region)
         t1 = time.perf_counter()
         physical = Size(shot.width, shot.height)
-        image = Image.frombytes("RGB", (shot.width, shot.height), shot.bgra, "raw", "BGRX")
+        image = Image.frombytes("RGB", (shot.width, shot.height), shot.raw, "raw", "BGRX")
         model_image = resize_image(image, self._model, self._resize_pool())
         t2 = time.perf_counter()
         data = encode_image(model_image, self.image_format, self.jpeg_quality)
