@@ -110,6 +110,7 @@ class Settings(BaseSettings):
 
     # memory
     short_term_hours: float = Field(12.0, gt=0)
+    screenshot_dedup_distance: int = Field(4, ge=0, le=64, description="pHash bits")
     long_term_memory: bool = Field(True, description="recall, remember and learn across tasks")
     memory_top_k: int = Field(5, ge=1, le=50)
     embedding: Literal["minilm-int8", "chroma-default", "onnx-dir"] = "minilm-int8"

@@ -100,3 +100,27 @@ def test_dedup_leaves_unreadable_records_and_their_files(tmp_path: Path) -> None
     assert report.files_removed == 0
     assert broken.read_text() == "{half a record"
     assert (tmp_path / ref.path).exists()
+
+
+def test_memory_compress_command_dedups_and_expires(tmp_path: Path, capsys) -> None:
+    from jarvis.cli import main
+
+    store = ShortTermMemory(tmp_path)
+    now = datetime.now(UTC)
+    refs = []
+    for i, img in enumerate([picture(0), picture(0, dot=5), picture(1)]):
+        store._last_shot = None
+        when = now - timedelta(minutes=10 - i)
+        refs.append(store.save_screenshot(png(img), "image/png", phash_hex(img), when=when))
+        store.add_step(StepRecord(task_id="t", step=i + 1, timestamp=when, screenshot=refs[-1]))
+    old = now - timedelta(hours=30)
+    store.add_step(StepRecord(task_id="old", step=1, timestamp=old, screenshot=refs[2]))
+
+    assert main(["memory", "compress", "--data-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "screenshots: 3 stored; removed 1 near-duplicates" in out
+    assert "expired: 1 step records" in out
+    records = list(store.iter_steps())
+    assert [r.task_id for r in records] == ["t", "t", "t"]
+    assert all((tmp_path / r.screenshot.path).is_file() for r in records if r.screenshot)
+    assert not (tmp_path / refs[1].path).exists()

@@ -419,16 +419,10 @@ class Gateway:
         if self._memory is None or not every or time.monotonic() < self._next_compress:
             return
         self._next_compress = time.monotonic() + every
-        from jarvis.memory.commands import SETTINGS_FOR_COMPRESS
-        from jarvis.memory.compressor import compress
+        from jarvis.memory.maintenance import upkeep
 
-        options = {
-            name: getattr(self.settings, setting)
-            for name, setting in SETTINGS_FOR_COMPRESS.items()
-            if getattr(self.settings, setting, None) is not None
-        }
         try:
-            await asyncio.to_thread(compress, self._memory, **options)
+            await asyncio.to_thread(upkeep, self.settings, self._memory)
         except Exception:  # the boundary: upkeep must not stop the daemon
             log.exception("long-term memory compression failed; trying again in %gs", every)
             return

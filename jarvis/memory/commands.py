@@ -25,11 +25,6 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 TYPES = ("preference", "skill", "history")  # MemoryType, spelled out so --help stays import-light
 
 # compress() keyword -> the setting that overrides its default (CLI flags override both)
-SETTINGS_FOR_COMPRESS = {
-    "threshold": "memory_forget_threshold",
-    "merge_cosine": "memory_merge_cosine",
-    "base_days": "memory_strength_days",
-}
 
 Handler = Callable[[argparse.Namespace, "Settings"], int]
 
@@ -209,21 +204,18 @@ def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_compress(args: argparse.Namespace, settings: Settings) -> int:
-    from jarvis.memory.compressor import compress
-
-    options: dict[str, Any] = {
-        "threshold": args.threshold,
-        "merge_cosine": args.merge_cosine,
-        "base_days": None,
-    }
-    for name, setting in SETTINGS_FOR_COMPRESS.items():
-        if options[name] is None:
-            options[name] = getattr(settings, setting, None)
-    options = {k: v for k, v in options.items() if v is not None}
+    from jarvis.memory.maintenance import upkeep
 
     def action() -> int:
         with _open(settings) as memory:
-            report = compress(memory, dry_run=args.dry_run, **options)
+            result = upkeep(
+                settings,
+                memory,
+                dry_run=args.dry_run,
+                threshold=args.threshold,
+                merge_cosine=args.merge_cosine,
+            )
+        report = result.memories
         verb = "would forget" if report.dry_run else "forgot"
         print(f"examined {report.examined}; {verb} {len(report.forgotten)}; merged:")
         for kept, absorbed in report.merged:
@@ -232,6 +224,18 @@ def cmd_compress(args: argparse.Namespace, settings: Settings) -> int:
             print("  nothing")
         for memory_id in report.forgotten:
             print(f"  {verb} {memory_id}")
+        if result.screenshots is not None:
+            shots = result.screenshots
+            print(
+                f"screenshots: {shots.files_before} stored; removed {shots.files_removed} "
+                f"near-duplicates ({shots.bytes_freed} bytes); "
+                f"re-pointed {shots.records_repointed} step records"
+            )
+        if result.expired is not None:
+            print(
+                f"expired: {result.expired['steps']} step records and "
+                f"{result.expired['screenshots']} unreferenced screenshots"
+            )
         return EXIT_OK
 
     return _run(action)
