@@ -71,6 +71,7 @@ async def run_once(
         replies.append(Reply(text=f"Thought: click {i}", tool_calls=[call("click", x=mx, y=my)]))
     replies.append(Reply(text="Thought: done", tool_calls=[call("finished", summary="clicked")]))
     replies.append(Reply(text='{"done": true, "reason": "ok"}'))
+    replies.append(Reply(text="1. Click the pad where asked."))  # the distilled skill
     model.script(*replies)
 
     bus = EventBus()
