@@ -13,6 +13,7 @@ from importlib import import_module
 
 from jarvis import __version__
 from jarvis.config import ConfigError, Settings, load_settings
+from jarvis.logfile import setup_logging
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NEEDS_USER, EXIT_CANCELLED = 0, 1, 2, 3, 130
 STATUS_EXIT = {
@@ -129,14 +130,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return EXIT_USAGE
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
     try:
         settings = settings_from(args)
     except ConfigError as exc:
         print(f"jarvis: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    setup_logging(settings.data_dir if args.command != "doctor" else None, args.verbose)
+    logging.getLogger(__name__).info("jarvis %s %s", __version__, args.command)
     handler: Callable[[argparse.Namespace, Settings], int] = args.handler
     return handler(args, settings)

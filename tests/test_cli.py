@@ -108,3 +108,37 @@ def test_malformed_settings_is_one_clear_error(tmp_path: Path) -> None:
 def test_version(flag: str) -> None:
     proc = jarvis(flag, env={})
     assert proc.returncode == 0 and proc.stdout.startswith("jarvis ")
+
+
+def test_log_file_has_no_secrets(tmp_path: Path) -> None:
+    import logging
+
+    from jarvis.logfile import log_path, setup_logging
+
+    os.environ["OPENAI_API_KEY"] = SECRET
+    try:
+        path = setup_logging(tmp_path)
+        logging.getLogger("jarvis.test").warning("calling with key %s", SECRET)
+        try:
+            raise RuntimeError(f"auth failed for {SECRET}")
+        except RuntimeError:
+            logging.getLogger("jarvis.test").exception("provider error")
+    finally:
+        del os.environ["OPENAI_API_KEY"]
+        root = logging.getLogger()
+        for handler in [h for h in root.handlers if getattr(h, "jarvis", False)]:
+            root.removeHandler(handler)
+            handler.close()
+    assert path == log_path(tmp_path)
+    text = path.read_text()
+    assert "calling with key [REDACTED]" in text
+    assert "auth failed for [REDACTED]" in text
+    assert SECRET not in text
+
+
+def test_commands_write_the_days_log(tmp_path: Path) -> None:
+    proc = jarvis("inbox", "add", "hello there", "--data-dir", str(tmp_path), env={})
+    assert proc.returncode == 0, proc.stderr
+    logs = list((tmp_path / "logs").glob("*.log"))
+    assert len(logs) == 1
+    assert "jarvis 0.1.0 inbox" in logs[0].read_text()

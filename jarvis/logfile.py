@@ -1,0 +1,68 @@
+"""The log: ``DATA/logs/DATE.log`` for every command, with secrets redacted.
+
+Every record passes a filter that replaces the values of secret environment
+variables (API keys) with ``[REDACTED]``, so a key that ends up in an exception
+message or a URL never reaches the file or the terminal.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import date
+from pathlib import Path
+
+from jarvis.tools.audit import known_secrets, redact
+
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class RedactSecrets(logging.Filter):
+    def __init__(self, secrets: set[str]) -> None:
+        super().__init__()
+        self.secrets = secrets
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.secrets:
+            message = redact(record.getMessage(), self.secrets)
+            if record.exc_info:
+                formatter = logging.Formatter()
+                message += "\n" + redact(formatter.formatException(record.exc_info), self.secrets)
+                record.exc_info = None
+                record.exc_text = None
+            record.msg, record.args = message, None
+        return True
+
+
+def log_path(data_dir: Path, day: date | None = None) -> Path:
+    return Path(data_dir) / "logs" / f"{(day or date.today()).isoformat()}.log"
+
+
+def setup_logging(data_dir: Path | None, verbose: bool = False) -> Path | None:
+    """Log INFO and up to the day's file (when the data dir is writable), warnings to stderr."""
+    root = logging.getLogger()
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    for old in [h for h in root.handlers if getattr(h, "jarvis", False)]:
+        root.removeHandler(old)  # ours from an earlier call; others' handlers stay
+        old.close()
+    redactor = RedactSecrets(known_secrets())
+    console = logging.StreamHandler()
+    console.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    console.addFilter(redactor)
+    console.jarvis = True  # type: ignore[attr-defined]
+    root.addHandler(console)
+    if data_dir is None:
+        return None
+    path = log_path(data_dir)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError:
+        return None
+    handler.setFormatter(logging.Formatter(FORMAT))
+    handler.addFilter(redactor)
+    handler.jarvis = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    for noisy in ("httpx", "httpcore", "chromadb", "watchdog", "PIL"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    return path
