@@ -13,8 +13,8 @@ How each primitive is delivered, and why:
   a non-ASCII character) is first put on a spare keycode (see
   :class:`jarvis.desktop.x11.SpareKeycodes`), because xdotool's own remapping races
   with the receiving client. Elsewhere keys go through pyautogui keyDown/keyUp.
-  Key names are validated first: an unknown key is an :class:`UnknownKeyError`,
-  never a silent no-op (pyautogui ignores names it does not know).
+  Key names are validated first (:mod:`jarvis.desktop.keys`): an unknown key is an
+  :class:`UnknownKeyError`, never a silent no-op (pyautogui ignores names it does not know).
 - Text on X11 (``type_method``): ``xdotool`` types it as key presses, in pieces whose
   off-keymap characters fit on the spare keycodes; ``clipboard`` pastes it through
   the CLIPBOARD selection (ctrl+v) and then restores what the clipboard held;
@@ -44,9 +44,29 @@ import unicodedata
 from typing import TYPE_CHECKING, Any, Literal
 
 from jarvis.desktop import x11
+from jarvis.desktop.errors import FailSafeError, InputError
+from jarvis.desktop.keys import (
+    MODIFIERS,
+    UnknownKeyError,
+    normalize_key,
+    parse_chord,
+    pyautogui_key,
+)
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
+
+__all__ = [
+    "MODIFIERS",
+    "FailSafeError",
+    "Input",
+    "InputError",
+    "UnknownKeyError",
+    "normalize_key",
+    "parse_chord",
+    "pyautogui_key",
+    "split_for_keymap",
+]
 
 log = logging.getLogger(__name__)
 
@@ -60,110 +80,7 @@ _REMAP_DELAY_MS = 12  # per key when xdotool must remap (xdotool's own default)
 _RECYCLE_GRACE_S = 0.05  # before reusing spare keycodes the previous piece typed with
 
 
-class InputError(Exception):
-    """An input action could not be performed; the message says why."""
-
-
-class FailSafeError(InputError):
-    """The fail-safe tripped: a person moved the pointer into a screen corner."""
-
-
-class UnknownKeyError(InputError, ValueError):
-    """A key name that is not known; ``key`` holds the name as given."""
-
-    def __init__(self, key: str, reason: str = "") -> None:
-        self.key = key
-        detail = reason or (
-            "use names like ctrl, alt, shift, super, enter, esc, tab, space, backspace, "
-            "delete, up, pageup, home, f1..f24, or a single character"
-        )
-        super().__init__(f"unknown key {key!r}: {detail}")
-
-
-# ------------------------------------------------------------------- key names
-
-MODIFIERS = ("ctrl", "alt", "shift", "super")
-_NAMED = (
-    *MODIFIERS,
-    *("enter", "esc", "tab", "space", "backspace", "delete", "insert", "home", "end"),
-    *("pageup", "pagedown", "up", "down", "left", "right", "capslock", "printscreen"),
-    *("menu", "pause", "numlock", "scrolllock"),
-)
-_ALIASES: dict[str, str] = {name: name for name in _NAMED} | {
-    "cmd": "super", "command": "super", "win": "super", "windows": "super", "meta": "super",
-    "control": "ctrl", "ctl": "ctrl", "option": "alt", "opt": "alt",
-    "return": "enter", "ret": "enter", "escape": "esc",
-    "pgup": "pageup", "pgdn": "pagedown", "pgdown": "pagedown",
-    "del": "delete", "ins": "insert", "bksp": "backspace", "spacebar": "space",
-    "prtsc": "printscreen", "print": "printscreen", "apps": "menu",
-    "plus": "+", "minus": "-",
-}  # fmt: skip
-for _arrow in ("up", "down", "left", "right"):
-    _ALIASES[f"arrow{_arrow}"] = _ALIASES[f"{_arrow}arrow"] = _arrow
-_FKEY = re.compile(r"f([1-9]|1[0-9]|2[0-4])")
-
-
-def normalize_key(name: str) -> str:
-    """The canonical name of one key; case, spaces, ``_`` and ``-`` in names do not matter.
-
-    Named keys: ctrl, alt, shift, super (cmd/command/win/meta), enter (return),
-    esc, tab, space, backspace, delete (del), insert, home, end, pageup (pgup,
-    "page up"), pagedown (pgdn), up/down/left/right (arrowup, "up arrow"), f1..f24,
-    capslock, printscreen, menu, pause, numlock, scrolllock. Any other single
-    printable character is itself (letters lower-cased).
-    """
-    if not isinstance(name, str):
-        raise UnknownKeyError(repr(name), "a key name must be a string")
-    special = {" ": "space", "\n": "enter", "\r": "enter", "\t": "tab"}
-    if name in special:
-        return special[name]
-    stripped = name.strip()
-    if len(stripped) == 1:
-        if not stripped.isprintable():
-            raise UnknownKeyError(name, "not a printable character")
-        return stripped.lower()
-    compact = re.sub(r"[\s_-]+", "", stripped.lower())
-    if compact in _ALIASES:
-        return _ALIASES[compact]
-    if _FKEY.fullmatch(compact):
-        return compact
-    if not stripped:
-        raise UnknownKeyError(name, "empty key name")
-    raise UnknownKeyError(name)
-
-
-def parse_chord(chord: str) -> list[str]:
-    """``"ctrl+shift+s"`` -> ``["ctrl", "shift", "s"]``; ``"ctrl++"`` is ctrl and plus."""
-    if not isinstance(chord, str) or not chord.strip():
-        raise UnknownKeyError(str(chord), "empty key chord")
-    text, keys, i = chord.strip(), [], 0
-    while i < len(text):
-        if text[i] == "+":
-            part, i = "+", i + 1
-        else:
-            end = text.find("+", i)
-            end = len(text) if end < 0 else end
-            part, i = text[i:end], end
-        if i < len(text):
-            if text[i] != "+":
-                raise UnknownKeyError(chord, "keys in a chord are joined with '+'")
-            i += 1
-            if i == len(text):
-                raise UnknownKeyError(chord, "the chord ends with '+' (use 'plus' for the key)")
-        key = normalize_key(part)
-        if key not in keys:
-            keys.append(key)
-    return keys
-
-
-def pyautogui_key(key: str) -> str:
-    """The pyautogui name for a canonical key on this platform."""
-    names = {
-        "super": {"darwin": "command", "win32": "win"}.get(sys.platform, "winleft"),
-        "alt": "option" if sys.platform == "darwin" else "alt",
-        "menu": "apps",
-    }
-    return names.get(key, key)
+# ------------------------------------------------------------------ typing
 
 
 def split_for_keymap(text: str, on_keymap: set[str], limit: int, size: int) -> list[str]:
