@@ -16,6 +16,7 @@ import pytest
 from Xlib import XK
 
 from jarvis.desktop import x11
+from jarvis.desktop.clipboard import utf8_chunks
 from jarvis.desktop.input import (
     Input,
     InputError,
@@ -136,7 +137,7 @@ def test_split_for_keymap_bounds_off_keymap_characters_per_piece() -> None:
 
 def test_utf8_chunks_split_on_character_boundaries() -> None:
     text = "aé中😀" * 50
-    chunks = x11.utf8_chunks(text, limit=20)
+    chunks = utf8_chunks(text, limit=20)
     assert "".join(chunks) == text
     assert all(len(c.encode()) <= 20 for c in chunks)
 

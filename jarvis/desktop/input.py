@@ -43,7 +43,7 @@ import time
 import unicodedata
 from typing import TYPE_CHECKING, Any, Literal
 
-from jarvis.desktop import x11
+from jarvis.desktop import clipboard, x11
 from jarvis.desktop.errors import FailSafeError, InputError
 from jarvis.desktop.keys import (
     MODIFIERS,
@@ -350,7 +350,7 @@ class Input:
     def _type_pasted(self, text: str) -> None:
         """Paste runs of text through the clipboard; newlines and tabs are key presses."""
         try:
-            with x11.ClipboardPaster() as paster:
+            with clipboard.ClipboardPaster() as paster:
                 for piece in re.split(r"([\n\t])", text):
                     if piece in ("\n", "\t"):
                         self._press([normalize_key(piece)])
