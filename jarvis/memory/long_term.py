@@ -3,27 +3,23 @@
 Layout under ``DATA_DIR/memory/long_term/``::
 
     vector/            chromadb PersistentClient: the source of truth for every memory
-    preferences.json   mirror of the preference memories, for people and cheap reads
+    preferences.json   mirror of the preference memories (see :mod:`jarvis.memory.mirrors`)
     skills.json        mirror of the skill memories
 
-A mirror holds what each memory says (id, type, content, importance, created,
-task ids, merged ids). Recall bookkeeping (``access_count``, ``updated``) lives
-in the vector store only, so retrieving memories never rewrites a file. To keep
-retrieval a read, that bookkeeping is held in memory (and shown by every read)
-until the next write, :meth:`LongTermMemory.flush` or :meth:`LongTermMemory.close`;
-a crash loses at most those counters, never a memory.
+Recall bookkeeping (``access_count``, ``updated``) lives in the vector store only. To keep
+retrieval a read, it is held in memory (and shown by every read) until the next write,
+:meth:`LongTermMemory.flush` or :meth:`LongTermMemory.close`; a crash loses at most those
+counters, never a memory.
 
-Write order makes any crash repairable: the vector store is written first, then
-the mirrors are rewritten atomically (temp file, fsync, rename) from the
-in-memory view of the store. A crash in between leaves a mirror one write
-behind; :meth:`LongTermMemory.repair` (run on open by default, and by
-``jarvis memory repair``) re-derives both mirrors from the store. Edits made by
+Write order makes any crash repairable: the vector store is written first, then the
+mirrors are rewritten atomically from the in-memory view of the store. A crash in between
+leaves a mirror one write behind; :meth:`LongTermMemory.repair` (run on open by default,
+and by ``jarvis memory repair``) re-derives both mirrors from the store. Edits made by
 hand to a mirror are therefore overwritten.
 
-The collection is named after the embedding's vector space
-(``memories-minilm-int8``...). When the configured embedding changes, the
-memories of the old collection are re-embedded into the new one on open (resumably)
-and the old collection is dropped.
+The collection is named after the embedding's vector space (``memories-minilm-int8``...).
+When the configured embedding changes, the memories of the old collection are re-embedded
+into the new one on open (resumably) and the old collection is dropped.
 
 One process should hold the store at a time (a chromadb PersistentClient limit).
 """
@@ -45,17 +41,16 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, Field
 
-from jarvis.fsutil import atomic_write_text
 from jarvis.memory.embedding import EmbeddingChoice, disable_telemetry, make_embedding
+from jarvis.memory.mirrors import MIRROR_VERSION as MIRROR_VERSION  # re-exported
+from jarvis.memory.mirrors import MIRRORED, Mirrors, RepairReport
+from jarvis.memory.mirrors import NOT_MIRRORED as NOT_MIRRORED  # re-exported
 
 log = logging.getLogger(__name__)
 
 MemoryType = Literal["preference", "skill", "history"]
 MEMORY_TYPES: tuple[MemoryType, ...] = get_args(MemoryType)
-MIRRORED: dict[MemoryType, str] = {"preference": "preferences.json", "skill": "skills.json"}
 COLLECTION_PREFIX = "memories-"
-MIRROR_VERSION = 1
-NOT_MIRRORED = {"access_count", "updated"}  # these change on every retrieval
 RECALLS_HELD = 256  # recall counters kept in memory before they are written anyway
 
 T = TypeVar("T")
@@ -115,15 +110,6 @@ class MemoryNotFound(KeyError):
     """No memory has this id."""
 
 
-class RepairReport(BaseModel):
-    """What :meth:`LongTermMemory.repair` found and fixed."""
-
-    memories: int = Field(description="memories in the vector store")
-    mirrors_created: list[str] = Field(default_factory=list)
-    mirrors_rewritten: list[str] = Field(default_factory=list, description="were out of step")
-    temp_files_removed: list[str] = Field(default_factory=list)
-
-
 def _where(types: Iterable[MemoryType] | None) -> dict[str, Any] | None:
     wanted = sorted(set(types)) if types is not None else []
     if not wanted or len(wanted) == len(MEMORY_TYPES):
@@ -159,9 +145,9 @@ class LongTermMemory:
         )
         self._batch = self._client.get_max_batch_size()
         self._migrate_old_collections()
-        self._mirrors = self._derive_mirrors()
+        self._mirrors = Mirrors(self.root, self._mirrored_memories())
         if repair_on_open:
-            self._sync_files()
+            self._mirrors.sync(self._collection.count())
 
     @classmethod
     def from_settings(cls, settings: Any, **kwargs: Any) -> LongTermMemory:
@@ -295,7 +281,7 @@ class LongTermMemory:
                     documents=[m.content for m in chunk],
                     metadatas=[m.metadata() for m in chunk],
                 )
-            self._mirror_put(memories)
+            self._mirrors.put(memories)
         return memories
 
     def update(
@@ -324,7 +310,7 @@ class LongTermMemory:
             if changed.content != current.content:
                 return self.store(changed)  # a new document: chromadb embeds it again
             self._collection.update(ids=[changed.id], metadatas=[changed.metadata()])
-            self._mirror_put([changed])
+            self._mirrors.put([changed])
             return changed
 
     def forget(self, memory_id: str) -> bool:
@@ -338,7 +324,7 @@ class LongTermMemory:
             existing = self._get(list(memory_ids))
             for chunk in self._chunks([m.id for m in existing]):
                 self._collection.delete(ids=chunk)
-            self._write_mirrors(self._mirror_remove(existing))
+            self._mirrors.remove(existing)
             return [m.id for m in existing]
 
     def apply_merges(self, merges: Sequence[tuple[Memory, Sequence[str]]]) -> None:
@@ -354,93 +340,27 @@ class LongTermMemory:
                 self._collection.update(
                     ids=[m.id for m in chunk], metadatas=[m.metadata() for m in chunk]
                 )
-            self._mirror_put(kept)
+            self._mirrors.put(kept)
             self.forget_many([mid for _, absorbed in merges for mid in absorbed])
 
-    # -- mirrors and repair ------------------------------------------------------------
+    # -- mirrors and repair (the files themselves: jarvis/memory/mirrors.py) ------------
 
     def mirror_path(self, memory_type: MemoryType) -> Path:
-        return self.root / MIRRORED[memory_type]
+        return self._mirrors.path(memory_type)
 
     def check(self) -> builtins.list[str]:
         """Where the mirror files disagree with the vector store (empty when in step)."""
-        problems = []
         with self._lock:
-            for memory_type in MIRRORED:
-                path = self.mirror_path(memory_type)
-                if not path.exists():
-                    problems.append(f"{path.name} missing")
-                elif path.read_text(encoding="utf-8") != self._mirror_text(memory_type):
-                    problems.append(f"{path.name} differs from the vector store")
-            problems.extend(f"leftover temp file {p.name}" for p in self._temp_files())
-        return problems
+            return self._mirrors.check()
 
     def repair(self) -> RepairReport:
         """Re-derive both mirrors from the vector store and remove half-written temp files."""
         with self._lock:
-            self._mirrors = self._derive_mirrors()
-            return self._sync_files()
+            self._mirrors.reset(self._mirrored_memories())
+            return self._mirrors.sync(self._collection.count())
 
-    def _sync_files(self) -> RepairReport:
-        report = RepairReport(memories=self._collection.count())
-        for stray in self._temp_files():
-            stray.unlink(missing_ok=True)
-            report.temp_files_removed.append(stray.name)
-        for memory_type in MIRRORED:
-            path = self.mirror_path(memory_type)
-            text = self._mirror_text(memory_type)
-            current = path.read_text(encoding="utf-8") if path.exists() else None
-            if current != text:
-                atomic_write_text(path, text)
-                fixed = report.mirrors_created if current is None else report.mirrors_rewritten
-                fixed.append(path.name)
-        if report.mirrors_rewritten or report.temp_files_removed:
-            log.warning(
-                "long-term memory was out of step; rewrote %s, removed %s",
-                report.mirrors_rewritten,
-                report.temp_files_removed,
-            )
-        return report
-
-    def _temp_files(self) -> builtins.list[Path]:
-        names = tuple(f".{name}." for name in MIRRORED.values())
-        return sorted(p for p in self.root.glob(".*.tmp") if p.name.startswith(names))
-
-    def _derive_mirrors(self) -> dict[MemoryType, dict[str, Memory]]:
-        mirrors: dict[MemoryType, dict[str, Memory]] = {t: {} for t in MIRRORED}
-        for memory in self.list(types=list(MIRRORED)):
-            mirrors[memory.type][memory.id] = memory
-        return mirrors
-
-    def _mirror_text(self, memory_type: MemoryType) -> str:
-        items = sorted(self._mirrors[memory_type].values(), key=lambda m: (m.created, m.id))
-        payload = {
-            "version": MIRROR_VERSION,
-            "type": memory_type,
-            "memories": [m.model_dump(mode="json", exclude=NOT_MIRRORED) for m in items],
-        }
-        return json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
-
-    def _mirror_put(self, memories: Sequence[Memory]) -> None:
-        """Reflect written memories in the mirror files (also when one changed its type)."""
-        touched = self._mirror_remove(memories)
-        for memory in memories:
-            if memory.type in self._mirrors:
-                self._mirrors[memory.type][memory.id] = memory
-                touched.add(memory.type)
-        self._write_mirrors(touched)
-
-    def _mirror_remove(self, memories: Sequence[Memory]) -> set[MemoryType]:
-        touched: set[MemoryType] = set()
-        for memory in memories:
-            for memory_type, mirror in self._mirrors.items():
-                if mirror.pop(memory.id, None) is not None:
-                    touched.add(memory_type)
-        return touched
-
-    def _write_mirrors(self, touched: Iterable[MemoryType]) -> None:
-        for memory_type in sorted(touched):
-            atomic_write_text(self.mirror_path(memory_type), self._mirror_text(memory_type))
+    def _mirrored_memories(self) -> builtins.list[Memory]:
+        return self.list(types=list(MIRRORED))
 
     # -- chromadb plumbing -------------------------------------------------------------
 
