@@ -25,7 +25,8 @@ Prints one JSON object. Beside the counts above: ``interrupted``, runs found in 
 at a start (put back to pending); ``repaired``, messages archived at a start because their
 task had ended (a kill between the todos.md and the archive write); ``reruns``, tasks whose
 model step was asked more than once (runs are at least once); ``verify_repeats``, tasks
-verified more than once (killed after the verify request, before the completion write).
+verified more than once: killed while the verification was in flight, before its verdict
+was written, so the run was repeated (not a second completion: that is ``duplicates``).
 
     python bench/crash.py [--rounds 20] [--seed 1] [--max-after 1.5] [--rate 1.5] [--spawn]
 """
@@ -55,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 
 MARK = re.compile(r"bench message (\d{5})")
 NONCE = re.compile(r"#(\d+)")
+LOG_EVENT = re.compile(r"jarvis\.gateway\.worker: task (T\d+)( started|: completed)")
 KEY = "bench-crash-key"
 SERVE_ARGS = ["serve", "--poll", "0.3", "--compress-every", "0"]
 
@@ -293,7 +295,11 @@ def check(data_dir: Path, added: list[str], script: Script) -> dict[str, Any]:
             if todo.status == "completed" and nonce and steps and max(steps) > int(nonce[1]):
                 duplicates.append(marker)  # it ran again after its completion was written
     statuses = Counter(t.status for ts in tasks.values() for t in ts)
-    logs = "".join(p.read_text(errors="replace") for p in (data_dir / "logs").glob("*.log"))
+    logs = "".join(p.read_text(errors="replace") for p in sorted((data_dir / "logs").glob("*.log")))
+    twice = completed_twice(logs)
+    for marker in added:
+        if marker not in duplicates and any(t.id in twice for t in tasks.get(marker, [])):
+            duplicates.append(marker)
     waiting = sum(1 for m in added if any(p in ("inbox.md", "processing.md") for p in places[m]))
     return {
         "lost": len(lost),
@@ -310,6 +316,19 @@ def check(data_dir: Path, added: list[str], script: Script) -> dict[str, Any]:
         "verify_repeats": sum(1 for m in added if script.verifies.get(m, 0) > 1),
         "examples": {"lost": lost[:5], "duplicates": duplicates[:5]},
     }
+
+
+def completed_twice(logs: str) -> set[str]:
+    """Tasks the worker's log shows completed twice, or started again after completing
+    (the daemons run one after another, so the log's order is the order of events)."""
+    done: Counter[str] = Counter()
+    twice: set[str] = set()
+    for todo_id, event in LOG_EVENT.findall(logs):
+        if done[todo_id]:
+            twice.add(todo_id)
+        if event == ": completed":
+            done[todo_id] += 1
+    return twice
 
 
 # --- the bench ----------------------------------------------------------------------
@@ -344,10 +363,12 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             launcher: Zygote | Spawner = Spawner(env) if args.spawn else Zygote(env)
             feeder = Feeder(data_dir, args.rate, args.seed)
             argv = [*SERVE_ARGS, "--data-dir", str(data_dir)]
+            alive: int | None = None
             try:
                 feeder.start()
                 for _ in range(args.rounds):
                     pid = launcher.start(argv, log)
+                    alive = pid
                     if rng.random() < args.startup_share:
                         time.sleep(rng.uniform(0.0, 0.05))
                         startup_kills += 1
@@ -356,14 +377,19 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
                     code = launcher.wait(pid)
+                    alive = None
                     kills += code == -signal.SIGKILL
                     early_exits += code != -signal.SIGKILL
                 feeder.halt.set()
                 feeder.join()
-                pid = launcher.start([*argv, "--once"], log)
+                pid = alive = launcher.start([*argv, "--once"], log)
                 final_code = launcher.wait(pid)
+                alive = None
             finally:
                 feeder.halt.set()
+                if alive is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(alive, signal.SIGKILL)
                 launcher.close()
     finally:
         model.stop()
@@ -420,6 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.zygote:
         return zygote_main()
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up on a plain kill
     print(json.dumps(bench(args)))
     return 0
 

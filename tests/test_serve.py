@@ -8,7 +8,6 @@ by their content, so each test answers all three with one responder.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import signal
 import socket
@@ -26,7 +25,6 @@ from jarvis.config import Settings
 from jarvis.events import EventBus, EventRecorder, ReplyReady, TaskStarted
 from jarvis.gateway.gateway import Gateway, GatewayOptions, GatewayReport, ServeLock, ServeLockHeld
 from jarvis.gateway.queue import MessageQueue
-from jarvis.gateway.serve_command import DailyLog
 from jarvis.gateway.todos import TodoList
 from tests.agent_harness import TEST_KEY, agent_settings
 from tests.fake_model import FakeModel, RecordedRequest, Reply, call, fake_model_fixture
@@ -48,8 +46,12 @@ def is_verify(request: RecordedRequest) -> bool:
     return "You verify computer tasks" in request.all_text()
 
 
+def is_skill(request: RecordedRequest) -> bool:
+    return "You write short, general procedures" in request.all_text()
+
+
 def is_step(request: RecordedRequest) -> bool:
-    return not is_router(request) and not is_verify(request)
+    return not (is_router(request) or is_verify(request) or is_skill(request))
 
 
 def task_of(request: RecordedRequest) -> str:
@@ -73,6 +75,8 @@ def responder(
             return route(request) if route else NEW_TASK
         if is_verify(request):
             return VERIFIED
+        if is_skill(request):
+            return Reply(text="1. Do what the task says.")
         return step(request) if step else finish(f"did: {task_of(request)}")
 
     return answer
@@ -119,18 +123,6 @@ def test_the_lock_is_exclusive_and_names_its_holder(tmp_path: Path) -> None:
     with ServeLock(tmp_path):  # released: the next one gets it
         pass
     assert (tmp_path / "serve.lock").read_text() == ""  # names nobody once released
-
-
-def test_the_daemon_log_follows_the_date(tmp_path: Path) -> None:
-    handler = DailyLog(tmp_path)
-    for text, created in [("today", time.time()), ("tomorrow", time.time() + 86400)]:
-        record = logging.LogRecord("jarvis", logging.INFO, "", 0, text, None, None)
-        record.created = created
-        handler.handle(record)
-    handler.close()
-    logs = sorted(tmp_path.glob("*.log"))
-    assert [p.read_text() for p in logs] == ["today\n", "tomorrow\n"]
-    assert logs[0].stem == date.today().isoformat()
 
 
 # --- recovery ------------------------------------------------------------------------
@@ -336,6 +328,39 @@ async def test_an_update_merged_while_running_runs_the_task_again(
     archive = {m.id: m for m in archived_today(queue)}
     assert "sign it" not in (archive[first.id].result or "")
     assert "sign it" in (archive[second.id].result or "")
+
+
+async def test_long_term_memory_is_offered_and_compressed_when_idle(
+    xserver: Any, tmp_path: Path, fake_model: FakeModel, monkeypatch: Any
+) -> None:
+    from jarvis.memory.long_term import LongTermMemory, Memory
+
+    settings = agent_settings(tmp_path, fake_model, monkeypatch, long_term_memory=True)
+    with LongTermMemory.from_settings(settings) as memory:
+        kept = memory.store(Memory(type="preference", content="The user likes dark mode"))
+        faded = memory.store(Memory(type="preference", content="A note", importance=0))
+    MessageQueue(settings.data_dir).append("switch the editor to dark mode")
+    todos, at_skill = TodoList(settings.data_dir), []
+
+    def answer(request: RecordedRequest) -> Reply:
+        if is_skill(request):  # the verdict is on disk before the skill is distilled
+            at_skill.append(todos.all()[0].status)
+        return responder()(request)
+
+    fake_model.set_default(answer)
+    gateway = Gateway(settings, options=GatewayOptions(poll_interval_s=0.1))
+    run = asyncio.create_task(gateway.run())
+    try:
+        await until(lambda: gateway.report.compressions == 1 and gateway.report.runs, 60)
+    finally:
+        gateway.stop()
+        report = await asyncio.wait_for(run, timeout=20)
+    assert [r.status for r in report.runs] == ["completed"] and at_skill == ["completed"]
+    [step] = [r for r in fake_model.requests if is_step(r)]
+    assert "remember" in step.tool_names and kept.content in step.all_text()  # recalled
+    with LongTermMemory.from_settings(settings) as memory:
+        ids = {m.id for m in memory.list()}
+    assert kept.id in ids and faded.id not in ids  # forgotten by the compressor
 
 
 # --- the command: SIGTERM and a second serve ------------------------------------------

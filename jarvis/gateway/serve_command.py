@@ -12,8 +12,6 @@ import logging
 import os
 import sys
 from collections import Counter
-from datetime import date
-from pathlib import Path
 from typing import Any
 
 from jarvis.config import Settings
@@ -83,44 +81,6 @@ def register(subparsers: Any) -> None:
     serve.set_defaults(handler=cmd_serve)
 
 
-class DailyLog(logging.FileHandler):
-    """Appends to ``FOLDER/YYYY-MM-DD.log`` for the local date of each record."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.day = date.today()
-        super().__init__(self._path(), encoding="utf-8", delay=True)
-
-    def _path(self) -> Path:
-        return self.folder / f"{self.day.isoformat()}.log"
-
-    def emit(self, record: logging.LogRecord) -> None:
-        day = date.fromtimestamp(record.created)
-        if day != self.day:
-            self.acquire()
-            try:
-                self.close()
-                self.day = day
-                self.baseFilename = str(self._path().resolve())
-            finally:
-                self.release()
-        super().emit(record)
-
-
-def _log_to_files(settings: Settings, verbose: bool) -> None:
-    """Daemon progress at INFO: to stderr, and to ``DATA/logs/DATE.log``."""
-    root = logging.getLogger("jarvis")
-    if not verbose:
-        root.setLevel(logging.INFO)
-    folder = settings.data_dir / "logs"
-    folder.mkdir(parents=True, exist_ok=True)
-    handler = DailyLog(folder)
-    handler.setFormatter(
-        logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
-    )
-    root.addHandler(handler)
-
-
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from jarvis.doctor import KEY_ENV
 
@@ -131,7 +91,6 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if not os.environ.get("DISPLAY") and sys.platform.startswith("linux"):
         print("jarvis: no display (DISPLAY is unset); run on a desktop or with `xvfb-run -a`.")
         return EXIT_FAILED
-    _log_to_files(settings, args.verbose)
     return asyncio.run(_serve(args, settings))
 
 

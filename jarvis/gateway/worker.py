@@ -5,7 +5,8 @@ It takes the most urgent pending task (highest priority, then oldest), marks it
 ``TaskStarted``/``TaskFinished`` name it) and records how it ended, in this order:
 
 1. ``todos.md``: status, completed time and summary. This is the commit point: a task with
-   a final status is never run again.
+   a final status is never run again. A passed verification is written at once, while the
+   agent may still be distilling a skill from the run (one more model call).
 2. ``messages/archive/DATE.md``: each of the task's messages still in ``processing.md``,
    with the status as its outcome and the summary (or the question) as its result.
 3. one :class:`~jarvis.events.ReplyReady` per channel (and ``reply_to``) that asked.
@@ -13,7 +14,8 @@ It takes the most urgent pending task (highest priority, then oldest), marks it
 A crash between 1 and 2 is repaired by :meth:`AgentWorker.settle` (run at start and when
 idle): it archives the messages of tasks that already ended, without running them again.
 A crash before 1 leaves the task ``in_progress``; ``TodoList.recover`` puts it back to
-pending and the whole run is repeated (runs are at least once; completions exactly once).
+pending and the whole run is repeated: runs are at least once (a crash while the model is
+verifying repeats the task), endings are written once.
 
 Stopping (SIGTERM, SIGINT): the run is cancelled with ``agent.cancel()`` (the model stream
 and the current tool stop within a moment) and the task goes back to ``pending`` with a
@@ -31,9 +33,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from jarvis.events import EventBus, ReplyReady
+from jarvis.events import Event, EventBus, ReplyReady, ToolCallStarted, VerificationFinished
 from jarvis.gateway.markdown import format_timestamp, now
 from jarvis.gateway.message_format import Message
 from jarvis.gateway.queue import MessageQueue
@@ -110,6 +112,8 @@ class _Ran:
     error: str | None = None
     stopped: bool = False
     by_person: bool = False
+    committed: str | None = None
+    """The summary written as ``completed`` when the verification passed (see _on_event)."""
 
 
 class AgentWorker:
@@ -136,6 +140,10 @@ class AgentWorker:
         self.cached = cached or CachedTodos(todos)
         self.current: str | None = None
         self._stop = asyncio.Event()
+        self._seen: list[str] = []
+        self._claim = ""
+        self._early: asyncio.Task[bool] | None = None
+        bus.subscribe(self._on_event)
 
     @property
     def stopping(self) -> bool:
@@ -167,11 +175,15 @@ class AgentWorker:
             log.info("task %s not started: %s", todo.id, exc)
             return None
         log.info("task %s started: %s", started.id, started.title)
-        self.current = started.id
+        self.current, self._seen, self._claim = started.id, started.message_ids, ""
         try:
             ran = await self._execute(started)
         finally:
             self.current = None
+        if self._early is not None:
+            early, self._early = self._early, None
+            if await early:
+                ran.committed = self._claim
         async with self.books:
             record = await asyncio.to_thread(self._record, started, ran)
         log.info("task %s: %s: %s", record.todo_id, record.status, record.summary)
@@ -218,6 +230,34 @@ class AgentWorker:
             ran.error = f"{type(exc).__name__}: {exc}"
         return ran
 
+    # -- the verdict, written as soon as it is known --
+    def _on_event(self, event: Event) -> None:
+        """Commit ``completed`` when the verification passes, before the agent returns
+        (it may still distill a skill with one more model call): a crash after the verdict
+        does not run the task again."""
+        if self.current is None or event.task_id != self.current:
+            return
+        if isinstance(event, ToolCallStarted) and event.tool_name == "finished":
+            self._claim = str(event.arguments.get("summary", ""))
+        elif isinstance(event, VerificationFinished) and event.done and self._early is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # not emitted on the loop: the ending is written after the run
+                return
+            commit = self._commit_early(self.current, list(self._seen), self._claim)
+            self._early = loop.create_task(commit)
+
+    async def _commit_early(self, todo_id: str, seen: list[str], claim: str) -> bool:
+        async with self.books:
+            return await asyncio.to_thread(self._commit_if_unchanged, todo_id, seen, claim)
+
+    def _commit_if_unchanged(self, todo_id: str, seen: list[str], claim: str) -> bool:
+        todo = self.todos.get(todo_id)
+        if todo is None or todo.status != "in_progress" or todo.message_ids != seen:
+            return False  # updated or changed meanwhile: the ending is decided after the run
+        self.todos.finish(todo_id, "completed", claim)
+        return True
+
     def _cancelled_by_person(self, todo_id: str) -> bool:
         todo = self.cached.get(todo_id)
         return todo is None or todo.status == "cancelled"
@@ -225,17 +265,21 @@ class AgentWorker:
     # -- recording (in a thread, holding the books lock) --
     def _record(self, started: Todo, ran: _Ran) -> RunRecord:
         seen = started.message_ids
-        shutdown = ran.stopped and not ran.by_person
-        if shutdown and (ran.outcome is None or ran.outcome.status == "cancelled"):
+        if ran.committed is not None:  # completed at the verdict; only the answers are left
+            answered = self._answer(started, seen, "completed", ran.committed)
+            return RunRecord(started.id, "completed", ran.committed, _steps(ran), answered)
+        current = self.todos.get(started.id)
+        by_person = ran.by_person or (current is not None and current.status == "cancelled")
+        cut = ran.outcome is None or ran.outcome.status == "cancelled"
+        if ran.stopped and cut and not by_person and current is not None:
             note = f"stopped while running ({format_timestamp(now())}): Jarvis shut down; pending"
             self._reopen(started.id, note)
             return RunRecord(started.id, "pending", note, _steps(ran))
         status, summary = _verdict(ran)
-        current = self.todos.get(started.id)
         if current is None:
             log.warning("task %s left todos.md while it ran; answering its messages", started.id)
             return RunRecord(started.id, status, summary, _steps(ran), self._answer(started, seen))
-        if ran.by_person or current.status == "cancelled":
+        if by_person:
             status = "cancelled"
             summary = f"cancelled in todos.md while it ran. {summary}".strip()
         late = [m for m in current.message_ids if m not in seen]
@@ -255,13 +299,13 @@ class AgentWorker:
         return RunRecord(started.id, status, summary, _steps(ran), answered)
 
     def _reopen(self, todo_id: str, note: str, summary: str | None = None) -> None:
+        todo = self.todos.get(todo_id)
+        if todo is None:
+            return
+        fields: dict[str, Any] = {"status": "pending", "notes": [*todo.notes, note]}
+        if summary is not None:
+            fields["summary"] = summary
         try:
-            todo = self.todos.get(todo_id)
-            if todo is None:
-                return
-            fields: dict[str, object] = {"status": "pending", "notes": [*todo.notes, note]}
-            if summary is not None:
-                fields["summary"] = summary
             self.todos.update(todo_id, **fields)
         except KeyError:
             log.warning("task %s left todos.md before it could be put back to pending", todo_id)
