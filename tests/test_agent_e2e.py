@@ -106,7 +106,8 @@ def test_cli_run_exit_code_and_records(
     xserver, tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch
 ) -> None:
     settings = agent_settings(tmp_path, fake_model, monkeypatch)
-    fake_model.script(*hello_script(tkapp, settings))
+    skill = "1. Click the box.\n2. Type the text.\n3. Press OK."
+    fake_model.script(*hello_script(tkapp, settings), Reply(text=skill))
     env = {
         **xserver.env(),
         "ANTHROPIC_API_KEY": TEST_KEY,
@@ -127,7 +128,13 @@ def test_cli_run_exit_code_and_records(
     assert "finished" in proc.stdout
     assert TEST_KEY not in proc.stdout + proc.stderr
     assert len(step_files(settings)) == 2
-    for path in [*step_files(settings), *settings.data_dir.joinpath("logs").glob("*")]:
+    # the CLI runs with long-term memory: the distilled skill is kept
+    skills = settings.data_dir / "memory" / "long_term" / "skills.json"
+    assert "Press OK." in json.loads(skills.read_text())["memories"][0]["content"]
+    assert fake_model.pending == 0
+    logs = list(settings.data_dir.joinpath("logs").glob("*"))
+    assert logs, "the run writes a log and an audit trail"
+    for path in [*step_files(settings), *logs]:
         assert TEST_KEY not in path.read_text(errors="replace")
 
 
