@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from jarvis.agent.brain import Brain, Decision, ThinkContext
@@ -68,6 +68,9 @@ class Agent:
         self.todos = todos or (lambda: "(none)")
         self._inner: asyncio.Task[TaskOutcome] | None = None
         self._cancel_requested = False
+        self.on_verified: Callable[[str, str], Awaitable[None]] | None = None
+        """Awaited with (task id, summary) as soon as a finish is verified, before the skill
+        is distilled: the daemon writes the verdict here, so a crash after it loses nothing."""
 
     def cancel(self) -> None:
         """Stop the running task within a moment: the model stream and the current tool."""
@@ -227,6 +230,8 @@ class Agent:
         if control is not None and control.kind == "finished":
             result = await self.brain.verify(state.task, control.text, state.task_id)
             if result.done:
+                if self.on_verified is not None:
+                    await self.on_verified(state.task_id, control.text)
                 await self._learn_skill(state)
                 raise TaskEnded("finished", control.text)
             state.verify_failures += 1

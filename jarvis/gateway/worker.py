@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from jarvis.events import Event, EventBus, ReplyReady, ToolCallStarted, VerificationFinished
+from jarvis.events import EventBus, ReplyReady
 from jarvis.gateway.markdown import format_timestamp, now
 from jarvis.gateway.message_format import Message
 from jarvis.gateway.queue import MessageQueue
@@ -59,6 +60,9 @@ CANCEL_RETRY_S = 0.1
 
 class Runner(Protocol):
     """What the worker needs from :class:`jarvis.agent.agent.Agent`."""
+
+    on_verified: Callable[[str, str], Awaitable[None]] | None
+    """Awaited with (task id, summary) when a finish is verified, before the run ends."""
 
     async def run(self, task: str, task_id: str | None = None) -> TaskOutcome: ...
 
@@ -113,7 +117,7 @@ class _Ran:
     stopped: bool = False
     by_person: bool = False
     committed: str | None = None
-    """The summary written as ``completed`` when the verification passed (see _on_event)."""
+    """The summary written as ``completed`` when the verification passed (see _verified)."""
 
 
 class AgentWorker:
@@ -141,9 +145,8 @@ class AgentWorker:
         self.current: str | None = None
         self._stop = asyncio.Event()
         self._seen: list[str] = []
-        self._claim = ""
-        self._early: asyncio.Task[bool] | None = None
-        bus.subscribe(self._on_event)
+        self._committed: str | None = None
+        agent.on_verified = self._verified
 
     @property
     def stopping(self) -> bool:
@@ -175,15 +178,12 @@ class AgentWorker:
             log.info("task %s not started: %s", todo.id, exc)
             return None
         log.info("task %s started: %s", started.id, started.title)
-        self.current, self._seen, self._claim = started.id, started.message_ids, ""
+        self.current, self._seen, self._committed = started.id, started.message_ids, None
         try:
             ran = await self._execute(started)
         finally:
             self.current = None
-        if self._early is not None:
-            early, self._early = self._early, None
-            if await early:
-                ran.committed = self._claim
+        ran.committed = self._committed
         async with self.books:
             record = await asyncio.to_thread(self._record, started, ran)
         log.info("task %s: %s: %s", record.todo_id, record.status, record.summary)
@@ -231,32 +231,30 @@ class AgentWorker:
         return ran
 
     # -- the verdict, written as soon as it is known --
-    def _on_event(self, event: Event) -> None:
+    async def _verified(self, task_id: str, summary: str) -> None:
         """Commit ``completed`` when the verification passes, before the agent returns
         (it may still distill a skill with one more model call): a crash after the verdict
-        does not run the task again."""
-        if self.current is None or event.task_id != self.current:
+        does not run the task again. The agent awaits this, so the order is certain."""
+        if task_id != self.current:
             return
-        if isinstance(event, ToolCallStarted) and event.tool_name == "finished":
-            self._claim = str(event.arguments.get("summary", ""))
-        elif isinstance(event, VerificationFinished) and event.done and self._early is None:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:  # not emitted on the loop: the ending is written after the run
-                return
-            commit = self._commit_early(self.current, list(self._seen), self._claim)
-            self._early = loop.create_task(commit)
+        try:
+            async with self.books:
+                committed = await asyncio.to_thread(
+                    self._commit_if_unchanged, task_id, self._seen, summary
+                )
+        except (OSError, KeyError, TodoState) as exc:  # written after the run instead
+            log.warning("task %s: the verdict could not be written early: %s", task_id, exc)
+            return
+        self._committed = committed
 
-    async def _commit_early(self, todo_id: str, seen: list[str], claim: str) -> bool:
-        async with self.books:
-            return await asyncio.to_thread(self._commit_if_unchanged, todo_id, seen, claim)
-
-    def _commit_if_unchanged(self, todo_id: str, seen: list[str], claim: str) -> bool:
+    def _commit_if_unchanged(self, todo_id: str, seen: list[str], claim: str) -> str | None:
+        """The summary written as completed; None when the task changed during the run
+        (an update merged, a person's edit): then the ending is decided after the run."""
         todo = self.todos.get(todo_id)
         if todo is None or todo.status != "in_progress" or todo.message_ids != seen:
-            return False  # updated or changed meanwhile: the ending is decided after the run
+            return None
         self.todos.finish(todo_id, "completed", claim)
-        return True
+        return claim
 
     def _cancelled_by_person(self, todo_id: str) -> bool:
         todo = self.cached.get(todo_id)
