@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -92,14 +91,11 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
-    from jarvis.doctor import KEY_ENV
+    from jarvis.doctor import cannot_start
 
-    key_env = KEY_ENV[settings.provider]
-    if not os.environ.get(key_env):
-        print(f"jarvis: {key_env} is not set; export it (or pick --provider) and run again.")
-        return EXIT_FAILED
-    if not os.environ.get("DISPLAY") and sys.platform.startswith("linux"):
-        print("jarvis: no display (DISPLAY is unset); run on a desktop or with `xvfb-run -a`.")
+    problem = cannot_start(settings)
+    if problem is not None:
+        print(problem)
         return EXIT_FAILED
     return asyncio.run(_run_task(args.task, settings))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -98,6 +99,16 @@ CHECKS: list[Callable[[Settings], Check]] = [
     check_provider,
     check_data_dir,
 ]
+
+
+def cannot_start(settings: Settings) -> str | None:
+    """The one line that says why a task cannot start (no key, no display), or None."""
+    key_env = KEY_ENV[settings.provider]
+    if not os.environ.get(key_env):
+        return f"jarvis: {key_env} is not set; export it (or pick --provider) and run again."
+    if not os.environ.get("DISPLAY") and sys.platform.startswith("linux"):
+        return "jarvis: no display (DISPLAY is unset); run on a desktop or with `xvfb-run -a`."
+    return None
 
 
 def run_checks(settings: Settings) -> list[Check]:

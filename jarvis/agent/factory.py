@@ -47,14 +47,22 @@ async def build_agent(
             provider = made
         registry = registry or build_registry(settings)
         if long_term is None and settings.long_term_memory:
-            memory = await asyncio.to_thread(LongTermMemory.from_settings, settings)
-            stack.callback(memory.close)
-            bridge = MemoryBridge(memory, top_k=settings.memory_top_k)
-            register_memory_tools(registry, bridge)
-            long_term = bridge
+            long_term = await open_long_term(settings, stack, registry)
         screen = Screen.from_settings(settings)
         stack.callback(screen.close)
         yield _assemble(settings, bus, provider, registry, screen, long_term, todos)
+
+
+async def open_long_term(
+    settings: Settings, stack: AsyncExitStack, registry: ToolRegistry
+) -> MemoryBridge:
+    """Open the on-disk vector memory (closed with ``stack``) and offer the `remember`
+    tool on ``registry``; the bridge gives the agent its recall."""
+    memory = await asyncio.to_thread(LongTermMemory.from_settings, settings)
+    stack.callback(memory.close)
+    bridge = MemoryBridge(memory, top_k=settings.memory_top_k)
+    register_memory_tools(registry, bridge)
+    return bridge
 
 
 def _assemble(

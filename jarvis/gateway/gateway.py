@@ -290,17 +290,12 @@ class Gateway:
         """With long-term memory on, open it here (the compressor needs the store too)."""
         if not self.settings.long_term_memory:
             return None
-        from jarvis.memory.long_term import LongTermMemory
-        from jarvis.memory.recall import MemoryBridge
+        from jarvis.agent.factory import open_long_term
         from jarvis.tools.computer import build_registry
-        from jarvis.tools.memory import register_memory_tools
 
-        memory = await asyncio.to_thread(LongTermMemory.from_settings, self.settings)
-        stack.callback(memory.close)
-        self._memory = memory
-        self._bridge = MemoryBridge(memory, top_k=self.settings.memory_top_k)
         registry = build_registry(self.settings)
-        register_memory_tools(registry, self._bridge)
+        self._bridge = await open_long_term(self.settings, stack, registry)
+        self._memory = self._bridge.memory
         return registry
 
     def _channel(self) -> InboxChannel:

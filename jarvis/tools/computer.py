@@ -201,33 +201,33 @@ def _act(ctx: ToolContext, action: Callable[[], None]) -> None:
         raise ToolFailure(INTERNAL, f"input failed: {exc}") from exc
 
 
+def _at_point(
+    ctx: ToolContext, args: PointArgs, action: Callable[[InputLike, int, int], None]
+) -> dict[str, Any]:
+    x, y = _real(ctx, args.x, args.y)
+    _act(ctx, lambda: action(_input(ctx), x, y))
+    return {"x": args.x, "y": args.y}
+
+
 # --- the tools -------------------------------------------------------------------
 def click(args: PointArgs, ctx: ToolContext) -> dict[str, Any]:
     """Left-click at (x, y) in the screenshot."""
-    x, y = _real(ctx, args.x, args.y)
-    _act(ctx, lambda: _input(ctx).click(x, y))
-    return {"x": args.x, "y": args.y}
+    return _at_point(ctx, args, lambda hands, x, y: hands.click(x, y))
 
 
 def double_click(args: PointArgs, ctx: ToolContext) -> dict[str, Any]:
     """Double-click with the left button at (x, y) in the screenshot."""
-    x, y = _real(ctx, args.x, args.y)
-    _act(ctx, lambda: _input(ctx).double_click(x, y))
-    return {"x": args.x, "y": args.y}
+    return _at_point(ctx, args, lambda hands, x, y: hands.double_click(x, y))
 
 
 def right_click(args: PointArgs, ctx: ToolContext) -> dict[str, Any]:
     """Right-click at (x, y) in the screenshot (opens context menus)."""
-    x, y = _real(ctx, args.x, args.y)
-    _act(ctx, lambda: _input(ctx).right_click(x, y))
-    return {"x": args.x, "y": args.y}
+    return _at_point(ctx, args, lambda hands, x, y: hands.right_click(x, y))
 
 
 def mouse_move(args: PointArgs, ctx: ToolContext) -> dict[str, Any]:
     """Move the pointer to (x, y) in the screenshot without clicking (hover)."""
-    x, y = _real(ctx, args.x, args.y)
-    _act(ctx, lambda: _input(ctx).move(x, y))
-    return {"x": args.x, "y": args.y}
+    return _at_point(ctx, args, lambda hands, x, y: hands.move(x, y))
 
 
 def drag(args: DragArgs, ctx: ToolContext) -> dict[str, Any]:
