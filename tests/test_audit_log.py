@@ -22,7 +22,8 @@ from jarvis.tools.audit import (
     summarize_arguments,
 )
 from jarvis.tools.context import ToolContext
-from jarvis.tools.registry import INVALID_PARAMS, UNKNOWN_TOOL, ToolRegistry, ToolResult
+from jarvis.tools.registry import ToolRegistry
+from jarvis.tools.results import INVALID_PARAMS, UNKNOWN_TOOL, ToolResult
 
 
 class TypeArgs(BaseModel):

@@ -17,7 +17,8 @@ import pytest
 
 from jarvis.config import Settings
 from jarvis.tools.context import ControlOutcome, ToolContext
-from jarvis.tools.registry import INTERNAL, INVALID_PARAMS, ToolRegistry, ToolResult
+from jarvis.tools.registry import ToolRegistry
+from jarvis.tools.results import INTERNAL, INVALID_PARAMS, ToolResult
 
 if TYPE_CHECKING:
     from jarvis.desktop.input import Input

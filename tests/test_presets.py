@@ -21,7 +21,8 @@ from jarvis.tools.presets import (
     load_presets,
     register_presets,
 )
-from jarvis.tools.registry import INVALID_PARAMS, NOT_ALLOWED, ToolRegistry, ToolResult
+from jarvis.tools.registry import ToolRegistry
+from jarvis.tools.results import INVALID_PARAMS, NOT_ALLOWED, ToolResult
 
 
 class KeyArgs(BaseModel):

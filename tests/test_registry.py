@@ -16,7 +16,8 @@ from jarvis.config import Settings, ToolLimit, ToolPolicy, ToolPolicyOverride
 from jarvis.events import EventRecorder, ToolCallFinished, ToolCallStarted
 from jarvis.llm.types import ToolCall
 from jarvis.tools.context import ToolContext
-from jarvis.tools.registry import (
+from jarvis.tools.registry import ToolRegistry
+from jarvis.tools.results import (
     INTERNAL,
     INVALID_PARAMS,
     NOT_ALLOWED,
@@ -24,7 +25,6 @@ from jarvis.tools.registry import (
     TIMEOUT,
     UNKNOWN_TOOL,
     ToolFailure,
-    ToolRegistry,
     ToolResult,
 )
 

@@ -25,14 +25,14 @@ from jarvis.events import EventRecorder, ToolCallFinished, ToolCallStarted
 from jarvis.tools.audit import audit_path
 from jarvis.tools.context import ToolContext
 from jarvis.tools.presets import SHIPPED_PRESETS, Preset, load_presets, register_presets
-from jarvis.tools.registry import (
+from jarvis.tools.registry import ToolRegistry
+from jarvis.tools.results import (
     INTERNAL,
     INVALID_PARAMS,
     NOT_ALLOWED,
     RATE_LIMITED,
     TIMEOUT,
     UNKNOWN_TOOL,
-    ToolRegistry,
     ToolResult,
 )
 

@@ -41,7 +41,7 @@ from jarvis.memory.short_term import (
     UsageRecord,
 )
 from jarvis.tools.context import ToolContext
-from jarvis.tools.registry import ToolResult
+from jarvis.tools.results import ToolResult
 
 log = logging.getLogger(__name__)
 

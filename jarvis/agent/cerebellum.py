@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from jarvis.desktop.settle import SettleResult
 from jarvis.llm.types import ToolCall, ToolSpec
 from jarvis.tools.context import ToolContext
-from jarvis.tools.registry import INTERNAL, ToolError, ToolRegistry, ToolResult
+from jarvis.tools.registry import ToolRegistry
+from jarvis.tools.results import INTERNAL, ToolError, ToolResult
 
 # Tools that move no input, so there is nothing to wait for on screen afterwards.
 NO_SETTLE = frozenset({"wait", "screenshot", "finished", "call_user", "remember"})

@@ -28,7 +28,8 @@ from jarvis.desktop.input import (
 )
 from jarvis.tools.context import InputLike, ScreenLike, ToolContext
 from jarvis.tools.presets import Preset, load_default_presets, load_presets, register_presets
-from jarvis.tools.registry import INTERNAL, INVALID_PARAMS, ToolFailure, ToolRegistry
+from jarvis.tools.registry import ToolRegistry
+from jarvis.tools.results import INTERNAL, INVALID_PARAMS, ToolFailure
 
 log = logging.getLogger(__name__)
 

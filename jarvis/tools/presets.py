@@ -46,13 +46,9 @@ from pydantic import (
 
 from jarvis.config import Settings
 from jarvis.tools.context import ToolContext
-from jarvis.tools.registry import (
-    Tool,
-    ToolRegistry,
-    ToolResult,
-    current_call_id,
-    describe_validation_error,
-)
+from jarvis.tools.registry import Tool, ToolRegistry, current_call_id
+from jarvis.tools.results import ToolResult
+from jarvis.tools.schema import describe_validation_error
 
 SHIPPED_PRESETS = Path(__file__).resolve().parents[2] / "data" / "config" / "presets.json"
 DEFAULT_PRESETS = Path("config") / "presets.json"

@@ -16,19 +16,18 @@ import contextvars
 import copy
 import functools
 import inspect
-import json
 import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
 from jarvis.config import Settings, ToolPolicy
 from jarvis.events import ToolCallFinished, ToolCallStarted
-from jarvis.llm.types import ToolCall, ToolResultPart, ToolSpec
+from jarvis.llm.types import ToolCall, ToolSpec
 from jarvis.tools.audit import (
     AuditLog,
     AuditRecord,
@@ -38,63 +37,43 @@ from jarvis.tools.audit import (
     summarize_arguments,
 )
 from jarvis.tools.policy import Clock, Policy, RateLimiter, TaskLocks
+from jarvis.tools.results import (
+    INTERNAL,
+    INVALID_PARAMS,
+    NOT_ALLOWED,
+    RATE_LIMITED,
+    TIMEOUT,
+    UNKNOWN_TOOL,
+    ToolError,
+    ToolFailure,
+    ToolResult,
+)
+from jarvis.tools.schema import describe_validation_error, literal_fields, schema_of
 
 if TYPE_CHECKING:
     from jarvis.tools.context import ToolContext
 
+__all__ = [  # the result types and codes live in results.py; callers may import them here
+    "INTERNAL",
+    "INVALID_PARAMS",
+    "NOT_ALLOWED",
+    "RATE_LIMITED",
+    "TIMEOUT",
+    "UNKNOWN_TOOL",
+    "Tool",
+    "ToolError",
+    "ToolFailure",
+    "ToolRegistry",
+    "ToolResult",
+    "current_call_id",
+]
+
 log = logging.getLogger(__name__)
-
-UNKNOWN_TOOL = -32601
-INVALID_PARAMS = -32602
-TIMEOUT = -32003
-RATE_LIMITED = -32004
-INTERNAL = -32005
-NOT_ALLOWED = -32006
-
-_MAX_MESSAGE = 1500
-_MAX_GOT = 60
 
 # The id of the call being executed, for nested calls (preset steps).
 current_call_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "jarvis_tool_call_id", default=None
 )
-
-
-class ToolError(BaseModel):
-    code: int
-    message: str
-
-
-class ToolResult(BaseModel):
-    """``{ok: true, data}`` or ``{ok: false, error: {code, message}}``."""
-
-    ok: bool
-    data: Any = None
-    error: ToolError | None = None
-
-    @classmethod
-    def success(cls, data: Any = None) -> ToolResult:
-        return cls(ok=True, data=data)
-
-    @classmethod
-    def failure(cls, code: int, message: str) -> ToolResult:
-        return cls(ok=False, error=ToolError(code=code, message=message))
-
-    def to_content(self) -> str:
-        """The JSON text sent back to the model."""
-        return json.dumps(self.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
-
-    def to_part(self, call_id: str, name: str) -> ToolResultPart:
-        return ToolResultPart(call_id=call_id, name=name, ok=self.ok, content=self.to_content())
-
-
-class ToolFailure(Exception):
-    """Raised by a tool for an error the model should see with a specific code."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 ToolFn = Callable[[Any, "ToolContext"], Any]
@@ -126,60 +105,6 @@ class Tool:
         return ToolSpec(
             name=self.name, description=self.description, parameters=copy.deepcopy(self.parameters)
         )
-
-
-def schema_of(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema of an arguments model, without pydantic's ``title`` noise."""
-    schema = _strip_titles(model.model_json_schema())
-    schema.setdefault("properties", {})
-    schema["additionalProperties"] = False
-    return schema
-
-
-def _strip_titles(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_strip_titles(v) for v in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key == "title" and isinstance(value, str):
-            continue
-        if key in ("properties", "$defs") and isinstance(value, dict):
-            out[key] = {name: _strip_titles(sub) for name, sub in value.items()}
-        else:
-            out[key] = _strip_titles(value)
-    return out
-
-
-def literal_fields(model: type[BaseModel]) -> frozenset[str]:
-    """Names of fields whose values come from a closed set (safe to log verbatim)."""
-    names = set()
-    for name, info in model.model_fields.items():
-        annotation = info.annotation
-        if get_origin(annotation) is Literal or any(
-            get_origin(a) is Literal for a in get_args(annotation)
-        ):
-            names.add(name)
-    return frozenset(names)
-
-
-def describe_validation_error(exc: ValidationError) -> str:
-    """One line per problem, e.g. ``x: Input should be a valid integer (got 'abc')``."""
-    parts = []
-    for err in exc.errors(include_url=False):
-        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-        msg = err["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        if err["type"] not in ("missing", "extra_forbidden") and err["loc"]:
-            got = repr(err.get("input"))
-            if len(got) > _MAX_GOT:
-                got = got[: _MAX_GOT - 3] + "..."
-            msg = f"{msg} (got {got})"
-        elif err["type"] == "extra_forbidden":
-            msg = f"{msg}; this tool takes no argument '{loc}'"
-        parts.append(f"{loc}: {msg}")
-    text = "; ".join(parts)
-    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
 
 
 class ToolRegistry:
