@@ -12,12 +12,8 @@ import pytest
 from PIL import Image
 
 from jarvis.events import EventBus, EventRecorder, ModelRetry
-from jarvis.llm.anthropic import (
-    BETA_HEADER,
-    AnthropicProvider,
-    build_wire,
-    computer_action_to_calls,
-)
+from jarvis.llm.anthropic import AnthropicProvider
+from jarvis.llm.anthropic_wire import build_wire
 from jarvis.llm.base import (
     ProviderAuthError,
     ProviderError,
@@ -25,6 +21,7 @@ from jarvis.llm.base import (
     ToolsUnsupported,
     complete,
 )
+from jarvis.llm.computer_tool import BETA_HEADER, computer_action_to_calls
 from jarvis.llm.types import (
     ImagePart,
     LLMRequest,

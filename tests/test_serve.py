@@ -23,8 +23,9 @@ import pytest
 
 from jarvis.config import Settings
 from jarvis.events import EventBus, EventRecorder, ReplyReady, TaskStarted
-from jarvis.gateway.gateway import Gateway, GatewayOptions, GatewayReport, ServeLock, ServeLockHeld
+from jarvis.gateway.gateway import Gateway, GatewayOptions, GatewayReport
 from jarvis.gateway.queue import MessageQueue
+from jarvis.gateway.serve_lock import ServeLock, ServeLockHeld
 from jarvis.gateway.todos import TodoList
 from tests.agent_harness import TEST_KEY, agent_settings
 from tests.fake_model import FakeModel, RecordedRequest, Reply, call, fake_model_fixture

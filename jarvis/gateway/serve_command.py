@@ -92,7 +92,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    from jarvis.gateway.gateway import Gateway, GatewayOptions, ServeLockHeld
+    from jarvis.gateway.gateway import Gateway, GatewayOptions
+    from jarvis.gateway.serve_lock import ServeLockHeld
 
     options = GatewayOptions(
         once=args.once,
