@@ -92,12 +92,17 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     from jarvis.doctor import cannot_start
+    from jarvis.owner_lock import LockHeld
 
     problem = cannot_start(settings)
     if problem is not None:
         print(problem)
         return EXIT_FAILED
-    return asyncio.run(_run_task(args.task, settings))
+    try:
+        return asyncio.run(_run_task(args.task, settings))
+    except LockHeld as exc:  # long-term memory is open in `jarvis serve` or another run
+        print(f"jarvis: {exc}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 async def _run_task(task: str, settings: Settings) -> int:

@@ -93,7 +93,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from jarvis.gateway.gateway import Gateway, GatewayOptions
-    from jarvis.gateway.serve_lock import ServeLockHeld
+    from jarvis.owner_lock import LockHeld
 
     options = GatewayOptions(
         once=args.once,
@@ -111,7 +111,7 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
         )
     try:
         report = await gateway.run()
-    except ServeLockHeld as exc:
+    except LockHeld as exc:  # another serve has the data dir, or a run has the memory
         print(f"jarvis: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except Exception:  # the edge: a daemon failure is logged and turned into an exit code

@@ -128,10 +128,11 @@ def _open(settings: Settings) -> Iterator[LongTermMemory]:
 def _run(action: Callable[[], int]) -> int:
     """The CLI boundary: a broken model install or store becomes a message and exit 1."""
     from jarvis.memory.embedding import EmbeddingUnavailable
+    from jarvis.owner_lock import LockHeld
 
     try:
         return action()
-    except EmbeddingUnavailable as exc:
+    except (EmbeddingUnavailable, LockHeld) as exc:
         print(f"jarvis memory: {exc}")
         return EXIT_FAILED
 

@@ -21,93 +21,45 @@ The collection is named after the embedding's vector space (``memories-minilm-in
 When the configured embedding changes, the memories of the old collection are re-embedded
 into the new one on open (resumably) and the old collection is dropped.
 
-One process should hold the store at a time (a chromadb PersistentClient limit).
+One process holds the store at a time (two chromadb PersistentClients on one directory
+can lose each other's writes): opening takes an owner lock on ``owner.lock`` beside the
+store, waiting up to ``OPEN_WAIT_S``, and raises :class:`MemoryInUse` naming the holder
+(``jarvis serve`` keeps it for its lifetime). Within a process, opens share the lock.
 """
 
 from __future__ import annotations
 
 import builtins
-import json
 import logging
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar, get_args
-from uuid import uuid4
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, Field
 
 from jarvis.memory.embedding import EmbeddingChoice, disable_telemetry, make_embedding
 from jarvis.memory.mirrors import MIRROR_VERSION as MIRROR_VERSION  # re-exported
 from jarvis.memory.mirrors import MIRRORED, Mirrors, RepairReport
 from jarvis.memory.mirrors import NOT_MIRRORED as NOT_MIRRORED  # re-exported
+from jarvis.memory.records import MEMORY_TYPES as MEMORY_TYPES  # re-exported
+from jarvis.memory.records import Memory as Memory
+from jarvis.memory.records import MemoryNotFound as MemoryNotFound
+from jarvis.memory.records import MemoryType as MemoryType
+from jarvis.memory.records import now_utc
+from jarvis.memory.store_owner import MemoryInUse as MemoryInUse  # re-exported
+from jarvis.memory.store_owner import claim_store, release_store
 
 log = logging.getLogger(__name__)
 
-MemoryType = Literal["preference", "skill", "history"]
-MEMORY_TYPES: tuple[MemoryType, ...] = get_args(MemoryType)
 COLLECTION_PREFIX = "memories-"
 RECALLS_HELD = 256  # recall counters kept in memory before they are written anyway
+OPEN_WAIT_S = 5.0  # how long an open waits for another process to let the store go
 
 T = TypeVar("T")
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def new_memory_id() -> str:
-    return f"mem-{uuid4().hex[:16]}"
-
-
-class Memory(BaseModel):
-    """One long-term memory. ``updated`` moves on every change and every retrieval."""
-
-    id: str = Field(default_factory=new_memory_id, pattern=r"^[A-Za-z0-9._:-]{1,128}$")
-    type: MemoryType
-    content: str = Field(min_length=1)
-    importance: float = Field(5.0, ge=0, le=10)
-    access_count: int = Field(0, ge=0)
-    created: datetime = Field(default_factory=_now)
-    updated: datetime = Field(default_factory=_now)
-    task_ids: list[str] = Field(default_factory=list)
-    merged_from: list[str] = Field(
-        default_factory=list, description="ids of near-duplicates folded into this one"
-    )
-
-    def metadata(self) -> dict[str, str | int | float]:
-        """The chromadb metadata for this memory (content is the document)."""
-        return {
-            "type": self.type,
-            "importance": float(self.importance),
-            "access_count": self.access_count,
-            "created": self.created.isoformat(),
-            "updated": self.updated.isoformat(),
-            "task_ids": json.dumps(self.task_ids),
-            "merged_from": json.dumps(self.merged_from),
-        }
-
-    @classmethod
-    def from_record(cls, id: str, document: str, metadata: dict[str, Any]) -> Memory:
-        return cls(
-            id=id,
-            content=document,
-            type=metadata["type"],
-            importance=metadata["importance"],
-            access_count=metadata["access_count"],
-            created=metadata["created"],
-            updated=metadata["updated"],
-            task_ids=json.loads(metadata.get("task_ids") or "[]"),
-            merged_from=json.loads(metadata.get("merged_from") or "[]"),
-        )
-
-
-class MemoryNotFound(KeyError):
-    """No memory has this id."""
 
 
 def _where(types: Iterable[MemoryType] | None) -> dict[str, Any] | None:
@@ -123,17 +75,32 @@ class LongTermMemory:
     """The vector store plus its JSON mirrors. Thread-safe; blocking (run it off the event loop)."""
 
     def __init__(
-        self, root: Path, embedding: EmbeddingChoice, *, repair_on_open: bool = True
+        self,
+        root: Path,
+        embedding: EmbeddingChoice,
+        *,
+        repair_on_open: bool = True,
+        wait_s: float | None = None,
     ) -> None:
-        disable_telemetry()
-        import chromadb
-        from chromadb.config import Settings as ChromaSettings
-
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.embedding = embedding
         self._lock = threading.RLock()
         self._recalls: dict[str, tuple[int, datetime]] = {}  # id -> access_count, updated
+        wait = OPEN_WAIT_S if wait_s is None else wait_s
+        self._owner: Path | None = claim_store(self.root, wait)
+        try:
+            self._connect(repair_on_open)
+        except BaseException:
+            self._let_go()
+            raise
+
+    def _connect(self, repair_on_open: bool) -> None:
+        disable_telemetry()
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        embedding = self.embedding
         self._client = chromadb.PersistentClient(
             path=str(self.root / "vector"),
             settings=ChromaSettings(anonymized_telemetry=False, allow_reset=False),
@@ -155,9 +122,17 @@ class LongTermMemory:
         return cls(root, make_embedding(settings), **kwargs)
 
     def close(self) -> None:
-        """Write pending recall counters and release the chromadb client."""
-        self.flush()
-        self._client.close()  # type: ignore[attr-defined]
+        """Write pending recall counters and release the chromadb client and the store."""
+        try:
+            self.flush()
+            self._client.close()  # type: ignore[attr-defined]
+        finally:
+            self._let_go()
+
+    def _let_go(self) -> None:
+        owner, self._owner = self._owner, None
+        if owner is not None:
+            release_store(owner)
 
     def __enter__(self) -> LongTermMemory:
         return self
@@ -240,7 +215,7 @@ class LongTermMemory:
                 if min_score is None or s >= min_score
             ]
             if touch and hits:
-                now = _now()
+                now = now_utc()
                 for memory, _ in hits:
                     memory.access_count += 1
                     memory.updated = now
@@ -305,7 +280,7 @@ class LongTermMemory:
             current = self.get(memory_id)
             if current is None:
                 raise MemoryNotFound(memory_id)
-            changes = {k: v for k, v in changes.items() if v is not None} | {"updated": _now()}
+            changes = {k: v for k, v in changes.items() if v is not None} | {"updated": now_utc()}
             changed = Memory.model_validate(current.model_dump() | changes)
             if changed.content != current.content:
                 return self.store(changed)  # a new document: chromadb embeds it again

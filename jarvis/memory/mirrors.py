@@ -18,14 +18,11 @@ import json
 import logging
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from jarvis.fsutil import atomic_write_text
-
-if TYPE_CHECKING:  # long_term imports this module; the records are only named in hints here
-    from jarvis.memory.long_term import Memory, MemoryType
+from jarvis.memory.records import Memory, MemoryType
 
 log = logging.getLogger(__name__)
 
