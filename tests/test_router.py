@@ -110,6 +110,10 @@ def test_senders_priority_beats_the_models(todos: TodoList) -> None:
         ("I would merge it into T001.", "no JSON"),
         ('{"action": "merge", "task_id": "T001", "mode": "replace"}', "does not fit"),
         ('{"action": "delete"}', "does not fit"),
+        ('{"action": "merge", "task_id": "T001", "mode": "update",}', "no JSON"),  # trailing comma
+        ('```json\n{"action": "merge", "task_id": "T0', "no JSON"),  # cut off mid-answer
+        ("{'action': 'merge', 'task_id': 'T001'}", "no JSON"),  # single quotes
+        ('{"action": "merge", "task_id": T001, "mode": "update"}', "no JSON"),  # bare word
     ],
 )
 def test_unusable_decisions_become_new_tasks(todos: TodoList, answer: str, why: str) -> None:

@@ -65,7 +65,10 @@ def _settle_ids(doc: Document[Message], elsewhere: Lookup) -> None:
         if isinstance(item, Message):
             other = seen.get(item.id) or elsewhere(item)
             if other is not None and other.same_as(item):
-                log.info("dropping a leftover copy of message %s", item.id)
+                log.warning(  # a crash leftover, or an identical copy: same id, time, text
+                    "dropping a second copy of message %s (it is already queued or archived)",
+                    item.id,
+                )
                 doc.changed = True
                 continue
             if other is not None:
