@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -45,6 +46,10 @@ from jarvis.tools.results import ToolResult
 
 log = logging.getLogger(__name__)
 
+CALLS_PER_STEP = 3
+"""Tool calls a step takes, roughly: the tool-call bound is near when fewer than this many
+times ``wrap_up_margin`` calls are left."""
+
 
 class Agent:
     def __init__(
@@ -57,6 +62,7 @@ class Agent:
         context_factory: Callable[[str], ToolContext],
         bus: EventBus,
         todos: Callable[[], str] | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.settings = settings
         self.brain = brain
@@ -68,6 +74,8 @@ class Agent:
         self.todos = todos or (lambda: "(none)")
         self._inner: asyncio.Task[TaskOutcome] | None = None
         self._cancel_requested = False
+        self.stop = stop or threading.Event()
+        """Set on cancel: blocking work in threads (input, settle) checks it and stops."""
         self.on_verified: Callable[[str, str], Awaitable[None]] | None = None
         """Awaited with (task id, summary) as soon as a finish is verified, before the skill
         is distilled: the daemon writes the verdict here, so a crash after it loses nothing."""
@@ -75,6 +83,7 @@ class Agent:
     def cancel(self) -> None:
         """Stop the running task within a moment: the model stream and the current tool."""
         self._cancel_requested = True
+        self.stop.set()
         if self._inner is not None:
             self._inner.cancel()
 
@@ -82,6 +91,7 @@ class Agent:
         state = RunState(task=task, task_id=task_id or new_task_id())
         self.bus.emit(TaskStarted(task_id=state.task_id, task=task))
         self._cancel_requested = False
+        self.stop.clear()
         self._inner = asyncio.create_task(self._loop(state))
         try:
             outcome = await self._inner
@@ -140,29 +150,56 @@ class Agent:
             return self._outcome(state, end.status, end.summary)
 
     async def _step(self, state: RunState, context: ToolContext) -> None:
-        s = self.settings
         self.bus.emit(StepStarted(task_id=state.task_id, step=state.step))
         timings: dict[str, float] = {}
         started = time.perf_counter()
         observation = await self.brain.perceive()
         shot = await asyncio.to_thread(self.hippocampus.store_screenshot, observation)
         timings["capture"] = _ms(started)
-
-        left = s.max_steps - state.step
-        if left < s.wrap_up_margin:
-            state.notes.append(
-                f"Only {left + 1} step(s) left including this one: finish now, or call "
-                "`finished` or `call_user` with what you have."
-            )
-        ctx = self._think_context(state, observation)
-        state.notes = []
-        started = time.perf_counter()
         record = StepRecord(
             task_id=state.task_id,
             step=state.step,
             timestamp=datetime.now(UTC),
             screenshot=shot,
         )
+        try:
+            await self._decide_and_act(state, context, observation, record, timings)
+        except asyncio.CancelledError:
+            if state.recorded < state.step:  # cut short: keep what the step got to
+                record.thought = " ".join(filter(None, [record.thought, "(cancelled here)"]))
+                record.result, record.timings_ms = "failed", timings
+                self._record(state, record)
+            raise
+
+    def _bound_notes(self, state: RunState) -> None:
+        """Near the step or tool-call bound, tell the model to wrap up."""
+        s = self.settings
+        left = s.max_steps - state.step
+        if left < s.wrap_up_margin:
+            state.notes.append(
+                f"Only {left + 1} step(s) left including this one: finish now, or call "
+                "`finished` or `call_user` with what you have."
+            )
+        calls_left = s.max_tool_calls - state.tool_calls
+        if calls_left <= CALLS_PER_STEP * s.wrap_up_margin:
+            state.notes.append(
+                f"Only {calls_left} tool call(s) left for this task: finish now, or call "
+                "`finished` or `call_user` with what you have."
+            )
+
+    async def _decide_and_act(
+        self,
+        state: RunState,
+        context: ToolContext,
+        observation: Observation,
+        record: StepRecord,
+        timings: dict[str, float],
+    ) -> None:
+        s = self.settings
+        self._bound_notes(state)
+        ctx = self._think_context(state, observation)
+        state.notes = []
+        started = time.perf_counter()
         try:
             decision = await self.brain.think_and_decide(ctx, self.cerebellum.definitions())
         except ProviderAuthError as exc:
@@ -198,6 +235,9 @@ class Agent:
 
         verdict = state.stall.check(observation.phash, decision.tool_calls)
         calls = decision.tool_calls[: max(0, s.max_tool_calls - state.tool_calls)]
+        record.tool_calls = [
+            ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in decision.tool_calls
+        ]
         action = await self.cerebellum.act(calls, context, self._settle)
         results = action.results + [
             ToolResult.failure(-32006, "not run: the task's tool-call limit was reached")
@@ -205,9 +245,6 @@ class Agent:
         ]
         state.tool_calls += action.executed
         timings["act"], timings["settle"] = action.act_ms, action.settle_ms
-        record.tool_calls = [
-            ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in decision.tool_calls
-        ]
         record.results = [_result_record(r) for r in results]
         record.result = "failed" if action.all_failed else "success"
         record.timings_ms = timings
@@ -229,6 +266,8 @@ class Agent:
             raise TaskEnded("needs_user", control.text)
         if control is not None and control.kind == "finished":
             result = await self.brain.verify(state.task, control.text, state.task_id)
+            if result.response is not None:
+                state.usage = state.usage + result.response.usage
             if result.done:
                 if self.on_verified is not None:
                     await self.on_verified(state.task_id, control.text)
@@ -257,9 +296,10 @@ class Agent:
         if not self.hippocampus.learns:
             return
         try:
-            procedure = await self.brain.distill_skill(state.task, [h for _, h in state.history])
+            response = await self.brain.distill_skill(state.task, [h for _, h in state.history])
+            state.usage = state.usage + response.usage
             await asyncio.to_thread(
-                self.hippocampus.store_skill, state.task, procedure, state.task_id
+                self.hippocampus.store_skill, state.task, response.text.strip(), state.task_id
             )
         except (ProviderError, OSError, ValueError) as exc:
             log.warning("could not distill a skill from task %s: %s", state.task_id, exc)
@@ -308,6 +348,7 @@ class Agent:
     def _record(self, state: RunState, record: StepRecord) -> None:
         started = time.perf_counter()
         self.hippocampus.add_step(record)
+        state.recorded = record.step
         self.bus.emit(
             StepFinished(
                 task_id=state.task_id,
@@ -326,7 +367,7 @@ class Agent:
             raise TaskEnded("failed", f"{state.failures} failed steps in a row; last: {reason}")
 
     async def _settle(self) -> SettleResult:
-        return await asyncio.to_thread(self.settler.wait)
+        return await asyncio.to_thread(self.settler.wait, self.stop)
 
     async def _wrap_up(self, state: RunState, limit: str) -> None:
         observation = await self.brain.perceive()

@@ -155,14 +155,14 @@ class Brain:
         self.bus.emit(VerificationFinished(task_id=task_id, done=done, reason=reason))
         return Verdict(done=done, reason=reason, response=response)
 
-    async def distill_skill(self, task: str, steps: list[str]) -> str:
-        """A short procedure of how a verified task was done, written by the model."""
+    async def distill_skill(self, task: str, steps: list[str]) -> LLMResponse:
+        """A short procedure of how a verified task was done, written by the model (its
+        ``text``; the response carries the usage)."""
         text = prompts.render("skill", task=task, steps="\n".join(steps) or "(no steps)")
         request = self._request(
             "You write short, general procedures for computer tasks.", [Message.user(text)], []
         )
-        response = await complete(self.provider, request)
-        return response.text.strip()
+        return await complete(self.provider, request)
 
     def _request(self, system: str, messages: list[Message], tools: list[ToolSpec]) -> LLMRequest:
         return LLMRequest(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -74,7 +75,8 @@ def _assemble(
     long_term: LongTerm | None,
     todos: Callable[[], str] | None,
 ) -> Agent:
-    input_ = Input.from_settings(settings)
+    stop = threading.Event()  # set by Agent.cancel: input and settle stop between pieces
+    input_ = Input.from_settings(settings, stop=stop)
 
     def context_for(task_id: str) -> ToolContext:
         return ToolContext.for_task(
@@ -90,4 +92,5 @@ def _assemble(
         context_factory=context_for,
         bus=bus,
         todos=todos,
+        stop=stop,
     )

@@ -35,6 +35,8 @@ class RunState:
     tool_calls: int = 0
     failures: int = 0
     verify_failures: int = 0
+    recorded: int = 0
+    """The last step whose record is on disk."""
     usage: Usage = field(default_factory=Usage)
     turns: list[Turn] = field(default_factory=list)
     history: list[tuple[int, str]] = field(default_factory=list)

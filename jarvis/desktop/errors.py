@@ -14,3 +14,7 @@ class InputError(Exception):
 
 class FailSafeError(InputError):
     """The fail-safe tripped: a person moved the pointer into a screen corner."""
+
+
+class InputInterrupted(InputError):
+    """The task was cancelled while an input action ran; the rest of it was not done."""

@@ -44,7 +44,7 @@ import unicodedata
 from typing import TYPE_CHECKING, Any, Literal
 
 from jarvis.desktop import clipboard, x11
-from jarvis.desktop.errors import FailSafeError, InputError
+from jarvis.desktop.errors import FailSafeError, InputError, InputInterrupted
 from jarvis.desktop.keys import (
     MODIFIERS,
     UnknownKeyError,
@@ -61,6 +61,7 @@ __all__ = [
     "FailSafeError",
     "Input",
     "InputError",
+    "InputInterrupted",
     "UnknownKeyError",
     "normalize_key",
     "parse_chord",
@@ -118,7 +119,14 @@ def _is_control(char: str) -> bool:
 class Input:
     """Mouse and keyboard. See the module docstring for how each action is delivered."""
 
-    def __init__(self, failsafe: bool = True, type_method: TypeMethod = "auto") -> None:
+    def __init__(
+        self,
+        failsafe: bool = True,
+        type_method: TypeMethod = "auto",
+        stop: threading.Event | None = None,
+    ) -> None:
+        """``stop``, once set, interrupts a running action between its pieces (typing
+        chunks, drag steps) and refuses new ones, until it is cleared."""
         if type_method not in ("auto", "xdotool", "clipboard"):
             raise ValueError(f"unknown type_method {type_method!r}")
         self.failsafe = failsafe
@@ -129,10 +137,11 @@ class Input:
         self._placed: tuple[int, int] | None = None  # where we last put the pointer
         self._spare = x11.SpareKeycodes()
         self._lock = threading.RLock()
+        self.stop = stop
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Input:
-        return cls(failsafe=settings.failsafe, type_method=settings.type_method)
+    def from_settings(cls, settings: Settings, stop: threading.Event | None = None) -> Input:
+        return cls(failsafe=settings.failsafe, type_method=settings.type_method, stop=stop)
 
     # -- plumbing
 
@@ -169,7 +178,10 @@ class Input:
             )
 
     def _guard(self) -> None:
-        """Raise FailSafeError if a person moved the pointer into a screen corner."""
+        """Raise InputInterrupted once ``stop`` is set, FailSafeError if a person moved the
+        pointer into a screen corner. Called before an action and between its pieces."""
+        if self.stop is not None and self.stop.is_set():
+            raise InputInterrupted("input stopped: the task was cancelled")
         if not self.failsafe:
             return
         left, top, right, bottom = self.bounds()

@@ -22,6 +22,7 @@ from jarvis.config import Settings
 from jarvis.desktop.input import (
     FailSafeError,
     InputError,
+    InputInterrupted,
     UnknownKeyError,
     normalize_key,
     parse_chord,
@@ -197,6 +198,8 @@ def _act(ctx: ToolContext, action: Callable[[], None]) -> None:
         raise ToolFailure(INTERNAL, f"input fail-safe triggered, the task stops: {exc}") from exc
     except UnknownKeyError as exc:
         raise ToolFailure(INVALID_PARAMS, str(exc)) from exc
+    except InputInterrupted as exc:  # the task is being cancelled; nobody reads this result
+        raise ToolFailure(INTERNAL, str(exc)) from exc
     except InputError as exc:  # the desktop's fault (no xdotool, display gone), not the model's
         log.warning("input failed: %s", exc)
         raise ToolFailure(INTERNAL, f"input failed: {exc}") from exc
