@@ -66,7 +66,11 @@ class ConsoleReporter:
             c.print(f"  [cyan]→ {event.tool_name}[/] {escape(args[:200])}")
         elif isinstance(event, ToolCallFinished):
             if event.ok:
-                c.print(f"  [green]✓ {event.tool_name}[/] [dim]{event.latency_ms:.0f} ms[/]")
+                data = _brief(event.data)
+                c.print(
+                    f"  [green]✓ {event.tool_name}[/] [dim]{event.latency_ms:.0f} ms[/]"
+                    + (f" {escape(data)}" if data else "")
+                )
             else:
                 message = escape(event.error_message or "")
                 c.print(f"  [red]✗ {event.tool_name} {event.error_code}[/] {message}")
@@ -98,7 +102,21 @@ class ConsoleReporter:
         summary = getattr(outcome, "summary", "")
         steps = getattr(outcome, "steps", 0)
         cost = getattr(outcome, "cost_usd", 0.0)
+        usage = getattr(outcome, "usage", None)
+        tokens = (
+            f", tokens in {usage.input_tokens} out {usage.output_tokens}"
+            if usage is not None
+            else ""
+        )
         style = STATUS_STYLE.get(status, "bold")
         self.console.print(
-            f"[{style}]{status}[/] after {steps} step(s), ${cost:.4f}: {escape(summary)}"
+            f"[{style}]{status}[/] after {steps} step(s){tokens}, ${cost:.4f}: {escape(summary)}"
         )
+
+
+def _brief(data: object, limit: int = 120) -> str:
+    """A tool's result data on one short line ("" for none)."""
+    if data is None or data == {}:
+        return ""
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -42,6 +42,14 @@ class Hippocampus:
     def recent(self, n: int, task_id: str | None = None) -> list[StepRecord]:
         return self.short.recent(n, task_id)
 
+    def within(self, hours: float = 12.0) -> list[StepRecord]:
+        """Step records of the last ``hours``, oldest first."""
+        return self.short.within(hours)
+
+    def cleanup(self, hours: float = 12.0) -> dict[str, int]:
+        """Delete step records older than ``hours`` and screenshots no record references."""
+        return self.short.cleanup(hours)
+
     def recall(self, query: str, top_k: int = 5) -> list[str]:
         """Relevant long-term memories as text lines; none when there is no long-term store."""
         if self.long_term is None:
