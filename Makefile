@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := xvfb xauth xdotool xclip x11-utils python3-venv python3-tk
+APT_PACKAGES := xvfb xauth xdotool xclip x11-utils xterm python3-venv python3-tk
 TASK ?=
 RUN_ARGS ?=
 
@@ -21,7 +21,7 @@ setup: system venv
 # System packages: the virtual display, X input and clipboard tools.
 system:
 	@missing=""; \
-	for c in Xvfb xdotool xclip xwininfo; do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
+	for c in Xvfb xdotool xclip xwininfo xterm; do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
 	$(PYTHON) -c 'import tkinter, venv' 2>/dev/null || missing="$$missing python3-tk/venv"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages (missing:$$missing)"; \
@@ -49,14 +49,18 @@ unit: setup
 test: setup lint unit
 
 # Runs one task. On a desktop session DISPLAY is set and Jarvis drives that screen;
-# without one, the task runs inside a fresh virtual display (Xvfb).
+# without one, the task runs inside a fresh virtual display (Xvfb) with a terminal
+# (xterm) open on it, from which the agent can start programs.
+export TASK
 run: setup
-	@if [ -z "$(TASK)" ]; then echo 'usage: make run TASK="what Jarvis should do"'; exit 2; fi
+	@if [ -z "$$TASK" ]; then echo 'usage: make run TASK="what Jarvis should do"'; exit 2; fi
 	@if [ -n "$$DISPLAY" ]; then \
-	  $(BIN)/jarvis run $(RUN_ARGS) "$(TASK)"; \
+	  $(BIN)/jarvis run $(RUN_ARGS) "$$TASK"; \
 	else \
-	  echo "no DISPLAY: running inside a virtual display (xvfb-run, 1920x1080)"; \
-	  xvfb-run -a -s "-screen 0 1920x1080x24 -noreset" $(BIN)/jarvis run $(RUN_ARGS) "$(TASK)"; \
+	  echo "no DISPLAY: running inside a virtual display (xvfb-run, 1920x1080) with a terminal open"; \
+	  xvfb-run -a -s "-screen 0 1920x1080x24 -noreset" bash -c \
+	    'xterm -geometry 120x36+80+60 -fa Monospace -fs 12 & term=$$!; \
+	     $(BIN)/jarvis run $(RUN_ARGS) "$$TASK"; code=$$?; kill $$term 2>/dev/null; exit $$code'; \
 	fi
 
 doctor: setup
