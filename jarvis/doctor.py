@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 from jarvis.config import Settings
 
@@ -46,7 +47,7 @@ def check_display(settings: Settings) -> Check:
 
 
 def check_input(settings: Settings) -> Check:
-    """Move the pointer one pixel and back; only on a virtual display unless forced."""
+    """Move the pointer one pixel and back (on a real desktop too: it is one pixel)."""
     display = os.environ.get("DISPLAY", "")
     if not display:
         return Check("input", False, "no display to send input to")
@@ -73,7 +74,13 @@ def check_provider(settings: Settings) -> Check:
     key_env, url_env = KEY_ENV[settings.provider], URL_ENV[settings.provider]
     if not os.environ.get(key_env):
         return Check("provider", False, f"{key_env} is not set (provider {settings.provider})")
-    url = os.environ.get(url_env) or "the SDK default endpoint"
+    url = os.environ.get(url_env)
+    if url:
+        parsed = urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            return Check("provider", False, f"{url_env} is not an http(s) URL: {url!r}")
+    else:
+        url = "the SDK default endpoint"
     return Check(
         "provider",
         True,
@@ -93,21 +100,48 @@ def check_data_dir(settings: Settings) -> Check:
     return Check("data dir", True, f"{Path(root).resolve()} is writable")
 
 
+def check_presets(settings: Settings) -> Check:
+    problem = presets_problem(settings)
+    if problem is not None:
+        return Check("presets", False, problem)
+    from jarvis.tools.presets import load_default_presets
+
+    names = [p.name for p in load_default_presets(settings)]
+    return Check("presets", True, f"{len(names)} semantic preset(s): {', '.join(names) or 'none'}")
+
+
+def presets_problem(settings: Settings) -> str | None:
+    """Why the semantic presets file cannot be used, or None."""
+    from jarvis.tools.computer import build_registry
+    from jarvis.tools.presets import PresetError
+
+    try:
+        build_registry(settings)
+    except PresetError as exc:
+        return str(exc)
+    return None
+
+
 CHECKS: list[Callable[[Settings], Check]] = [
     check_display,
     check_input,
     check_provider,
     check_data_dir,
+    check_presets,
 ]
 
 
 def cannot_start(settings: Settings) -> str | None:
-    """The one line that says why a task cannot start (no key, no display), or None."""
+    """The one line that says why a task cannot start (no key, no display, a bad presets
+    file), or None."""
     key_env = KEY_ENV[settings.provider]
     if not os.environ.get(key_env):
         return f"jarvis: {key_env} is not set; export it (or pick --provider) and run again."
     if not os.environ.get("DISPLAY") and sys.platform.startswith("linux"):
         return "jarvis: no display (DISPLAY is unset); run on a desktop or with `xvfb-run -a`."
+    problem = presets_problem(settings)
+    if problem is not None:
+        return f"jarvis: {problem}"
     return None
 
 

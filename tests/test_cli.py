@@ -55,8 +55,11 @@ def test_doctor_all_pass_on_virtual_display(xserver, tmp_path: Path) -> None:
     proc = jarvis("doctor", "--data-dir", str(tmp_path / "d"), env=env)
     lines = proc.stdout.strip().splitlines()
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert [line.split()[0] for line in lines] == ["PASS"] * 4
-    assert {line.split()[1] for line in lines} == {"display", "input", "provider", "data"}
+    assert [line.split()[0] for line in lines] == ["PASS"] * 5
+    assert {line.split()[1] for line in lines} == {
+        "display", "input", "provider", "data", "presets",
+    }  # fmt: skip
+    assert "open_app" in proc.stdout  # the shipped semantic presets
     assert "1920x1080" in proc.stdout
     assert "http://127.0.0.1:9" in proc.stdout
     assert SECRET not in proc.stdout + proc.stderr
@@ -72,6 +75,28 @@ def test_doctor_reports_each_failure(tmp_path: Path) -> None:
     assert "FAIL  input" in out
     assert "FAIL  provider" in out and "ANTHROPIC_API_KEY is not set" in out
     assert "FAIL  data dir" in out
+
+
+def test_doctor_fails_a_bad_base_url_and_presets_file(tmp_path: Path) -> None:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "presets.json").write_text('{"presets": [{"name": 1}]')
+    env = {"ANTHROPIC_API_KEY": SECRET, "ANTHROPIC_BASE_URL": "localhost:8080"}
+    proc = jarvis("doctor", "--data-dir", str(tmp_path), env=env)
+    assert proc.returncode == 1
+    assert "FAIL  provider" in proc.stdout and "not an http(s) URL" in proc.stdout
+    assert "FAIL  presets" in proc.stdout and "presets.json" in proc.stdout
+    assert "not valid JSON" in proc.stdout and SECRET not in proc.stdout
+
+
+def test_run_with_a_bad_presets_file_is_one_clear_line(tmp_path: Path) -> None:
+    (tmp_path / "config").mkdir()
+    bad = tmp_path / "config" / "presets.json"
+    bad.write_text('{"presets": [{"name": "go", "steps": [{"tool": "fly", "arguments": {}}]}]}')
+    env = {"ANTHROPIC_API_KEY": SECRET, "DISPLAY": ":424242"}  # checked before any display use
+    proc = jarvis("run", "do something", "--data-dir", str(tmp_path), env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("jarvis: ") and str(bad) in proc.stdout
+    assert proc.stdout.strip().count("\n") == 0 and "Traceback" not in proc.stderr
 
 
 def test_doctor_names_the_openai_key(tmp_path: Path) -> None:

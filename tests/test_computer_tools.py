@@ -276,3 +276,42 @@ def test_the_fail_safe_stops_the_task(desk: Desk) -> None:
         assert desk.app.events("click", since=mark) == []
     finally:
         x11.xdotool("mousemove", "960", "540")
+
+
+def test_a_timed_out_type_stops_typing_before_the_next_call(desk: Desk, tmp_path: Path) -> None:
+    import threading
+
+    from jarvis.desktop.input import Input
+    from jarvis.tools.computer import build_registry
+    from jarvis.tools.results import TIMEOUT
+
+    settings = Settings(
+        data_dir=tmp_path,
+        type_method="xdotool",
+        tools={"limits": {"type": {"timeout_s": 0.5}}},
+    )
+    registry = build_registry(settings, presets=[])
+    stop = threading.Event()
+    ctx = ToolContext.for_task(
+        settings, "t-timeout", screen=desk.screen, input=Input(type_method="xdotool", stop=stop),
+        stop=stop,
+    )  # fmt: skip
+    desk.click_box()
+    long_text = "b" * 4000  # about ten seconds of typing
+
+    async def type_then_click() -> tuple[ToolResult, str, ToolResult]:
+        timed_out = await registry.execute("type", {"text": long_text}, ctx)
+        desk.app.sync()
+        typed = desk.app.entry_text()  # the typing thread has ended: nothing more will come
+        mx, my = desk.model_point(desk.app.widget_center("box"))
+        after = await registry.execute("click", {"x": mx, "y": my}, ctx)
+        return timed_out, typed, after
+
+    started = time.monotonic()
+    timed_out, typed, after = asyncio.run(type_then_click())
+    assert timed_out.error is not None and timed_out.error.code == TIMEOUT
+    assert time.monotonic() - started < 5  # not the ten seconds the whole text takes
+    assert 0 < len(typed) < len(long_text) and set(typed) == {"b"}
+    desk.app.sync()
+    assert desk.app.entry_text() == typed  # typing stopped with the timeout
+    assert after.ok and not stop.is_set()  # the next call runs normally

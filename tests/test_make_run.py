@@ -35,9 +35,7 @@ def test_make_run_without_display_uses_a_virtual_display_with_a_terminal(
         Reply(text='{"done": true, "reason": "the command ran"}'),
         Reply(text="1. Click the terminal.\n2. Type the command.\n3. Press Enter."),
     )
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("DISPLAY", "XAUTHORITY", "MAKEFLAGS")
-    }
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "XAUTHORITY", "MAKEFLAGS")}
     env |= {
         "ANTHROPIC_API_KEY": "sk-test-make-run",
         "ANTHROPIC_BASE_URL": fake_model.anthropic_base_url,

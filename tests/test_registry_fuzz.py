@@ -38,7 +38,7 @@ from jarvis.tools.results import (
 
 CODES = {UNKNOWN_TOOL, INVALID_PARAMS, NOT_ALLOWED, RATE_LIMITED, TIMEOUT, INTERNAL}
 FUZZ = settings(
-    max_examples=120,
+    max_examples=400,  # about 4,000 calls in all
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
@@ -97,7 +97,16 @@ def arguments_for(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
         optional={k: v for k, v in fields.items() if k not in schema.get("required", [])},
     )
     with_extra = st.builds(lambda d, k, v: {**d, k: v}, plausible, st.text(max_size=10), junk)
-    return st.one_of(plausible, plausible, plausible, plausible, with_extra, junk, st.none())
+    options = [plausible, plausible, plausible, plausible, with_extra, junk, st.none()]
+    required = list(schema.get("required", []))
+    if required:  # a plausible call with one required field left out
+        missing = st.builds(
+            lambda d, k: {key: v for key, v in d.items() if key != k},
+            plausible,
+            st.sampled_from(required),
+        )
+        options += [missing, missing]
+    return st.one_of(options)
 
 
 def calls_for(registry: ToolRegistry) -> st.SearchStrategy[tuple[str, Any, str | None]]:
@@ -106,7 +115,14 @@ def calls_for(registry: ToolRegistry) -> st.SearchStrategy[tuple[str, Any, str |
         lambda s: st.tuples(st.just(s.name), arguments_for(s.parameters))
     )
     unknown = st.tuples(
-        st.one_of(st.text(max_size=20), st.sampled_from(["", "CLICK", "click ", "__init__"])), junk
+        st.one_of(
+            st.text(max_size=20),
+            st.sampled_from(["", "CLICK", "click ", "__init__"]),
+            st.none(),  # not even a string: a caller's bug, still a result
+            st.integers(),
+            st.lists(st.text(max_size=3), max_size=2),
+        ),
+        junk,
     )
     parse_error = st.one_of(st.none(), st.none(), st.none(), st.text(min_size=1, max_size=30))
     return st.tuples(st.one_of(known, known, known, unknown), parse_error).map(

@@ -80,7 +80,13 @@ def _assemble(
 
     def context_for(task_id: str) -> ToolContext:
         return ToolContext.for_task(
-            settings, task_id, screen=screen, input=input_, bus=bus, provider=provider.name
+            settings,
+            task_id,
+            screen=screen,
+            input=input_,
+            bus=bus,
+            provider=provider.name,
+            stop=stop,
         )
 
     return Agent(

@@ -13,6 +13,7 @@ calls of a step with :meth:`ToolContext.take_control` and
 
 from __future__ import annotations
 
+import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +101,9 @@ class ToolContext:
     """Provider whose policy applies; ``None`` means ``settings.provider``."""
     control: ControlOutcome | None = None
     screenshot_requested: bool = False
+    stop: threading.Event | None = None
+    """The stop the desktop input checks between pieces of an action: set by the agent on
+    cancel, and by the registry for a moment when a blocking tool times out."""
 
     @classmethod
     def for_task(
@@ -112,6 +116,7 @@ class ToolContext:
         bus: EventBus | None = None,
         trace_id: str | None = None,
         provider: str | None = None,
+        stop: threading.Event | None = None,
     ) -> ToolContext:
         """A context whose data dir and provider come from ``settings``."""
         return cls(
@@ -123,6 +128,7 @@ class ToolContext:
             bus=bus if bus is not None else EventBus(),
             trace_id=trace_id or _new_trace_id(),
             provider=provider,
+            stop=stop,
         )
 
     @property

@@ -16,6 +16,7 @@ import contextvars
 import copy
 import functools
 import inspect
+import json
 import logging
 import time
 import uuid
@@ -69,6 +70,9 @@ __all__ = [  # the result types and codes live in results.py; callers may import
 ]
 
 log = logging.getLogger(__name__)
+
+STOP_GRACE_S = 2.0
+"""How long a timed-out blocking tool gets to notice the stop before the next call runs."""
 
 # The id of the call being executed, for nested calls (preset steps).
 current_call_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -159,7 +163,7 @@ class ToolRegistry:
         return list(self._tools)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        return isinstance(name, str) and name in self._tools
 
     # --- specs -------------------------------------------------------------
     def _provider(self, provider: str | None) -> str | None:
@@ -211,6 +215,8 @@ class ToolRegistry:
         parse_error: str | None = None,
     ) -> ToolResult:
         """Run one tool call and return its result; never raises except on cancellation."""
+        if not isinstance(name, str):  # not even a name: unknown, said in the model's terms
+            name = json.dumps(name, default=repr)
         call_id = call_id or f"call-{uuid.uuid4().hex[:12]}"
         parent = current_call_id.get()
         secrets = known_secrets(self.settings)
@@ -271,12 +277,14 @@ class ToolRegistry:
     async def _invoke(self, tool: Tool, args: BaseModel, context: ToolContext) -> ToolResult:
         """The one boundary where any failure of a tool becomes a result."""
         timeout = self.timeout_for(tool)
+        work: asyncio.Future[Any] | None = None
         try:
             async with asyncio.timeout(timeout) as scope:
                 if tool.is_async:
                     data = await tool.fn(args, context)
-                else:
-                    data = await asyncio.to_thread(tool.fn, args, context)
+                else:  # shielded: on a timeout the thread is told to stop, then awaited
+                    work = asyncio.ensure_future(asyncio.to_thread(tool.fn, args, context))
+                    data = await asyncio.shield(work)
         except ToolFailure as exc:
             return ToolResult.failure(exc.code, exc.message)
         except TimeoutError:
@@ -284,6 +292,8 @@ class ToolRegistry:
                 log.exception("tool %s raised TimeoutError (task %s)", tool.name, context.task_id)
                 return ToolResult.failure(INTERNAL, f"'{tool.name}' failed: timed out internally")
             log.warning("tool %s timed out after %.1fs", tool.name, timeout)
+            if work is not None:
+                await _stop_thread(work, context, tool.name)
             return ToolResult.failure(
                 TIMEOUT, f"'{tool.name}' did not finish within {timeout:g}s and was abandoned"
             )
@@ -361,3 +371,19 @@ def _event_arguments(arguments: Any, secrets: set[str]) -> dict[str, Any]:
         return {"_raw": redact(repr(arguments)[:200], secrets)}
     clean = redact_value(arguments, secrets)
     return clean if isinstance(clean, dict) else {}
+
+
+async def _stop_thread(work: asyncio.Future[Any], context: ToolContext, name: str) -> None:
+    """Stop a timed-out blocking tool before the task's next call runs: raise the
+    context's stop (input checks it between pieces) and wait a moment for the thread."""
+    if context.stop is None or context.stop.is_set():  # no way to stop it, or cancelling
+        return
+    context.stop.set()
+    try:
+        await asyncio.wait({work}, timeout=STOP_GRACE_S)
+    finally:
+        context.stop.clear()
+    if not work.done():
+        log.warning("tool %s is still running after its timeout; it could not be stopped", name)
+    elif not work.cancelled() and work.exception() is not None:  # read, so never "unretrieved"
+        log.info("tool %s ended after its timeout: %s", name, work.exception())
