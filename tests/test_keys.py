@@ -240,7 +240,10 @@ def _type_into_box(app: TkApp, text: str, method: str) -> None:
 @pytest.mark.parametrize("method", ["auto", "clipboard", "xdotool"])
 @pytest.mark.parametrize("name", list(CORPUS))
 def test_text_arrives_exactly(tkapp: TkApp, name: str, method: str) -> None:
+    before = f"held before typing {name} ✓".encode()
+    _xclip_set(before)
     _type_into_box(tkapp, CORPUS[name], method)
+    assert _xclip_get() == before  # and the clipboard holds what it held before
 
 
 @pytest.mark.parametrize("method", ["auto", "clipboard", "xdotool"])
@@ -334,3 +337,11 @@ def test_empty_clipboard_stays_empty(tkapp: TkApp, empty_clipboard: None) -> Non
     assert _xclip_get() is None
     _type_into_box(tkapp, "naïve 中", "clipboard")
     assert _xclip_get() is None
+
+
+def test_pyautogui_has_no_pause_and_its_own_failsafe_is_ours(tkapp: TkApp) -> None:
+    gui = Input().gui  # imports pyautogui on the test display
+    assert gui.PAUSE == 0  # its default adds 100 ms to every call
+    assert gui.FAILSAFE is False  # replaced by Input's own corner check (it knows where it left
+    # the pointer), which is on by default
+    assert Input().failsafe is True

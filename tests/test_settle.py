@@ -28,6 +28,20 @@ def test_still_screen_returns_after_the_floor() -> None:
     assert result.waited_ms >= 50
 
 
+@pytest.mark.parametrize(
+    ("floor_ms", "interval_ms", "at_most"),
+    [(50, 25, 3), (0, 25, 3), (100, 25, 5), (130, 25, 7), (60, 20, 4), (200, 50, 5)],
+)
+def test_still_screen_returns_within_the_floor_plus_one_frame(
+    floor_ms: float, interval_ms: float, at_most: int
+) -> None:
+    """Frame k is sampled at k * interval: the first sample at or past the floor (and two
+    unchanged) ends the wait, so no more than one frame past the floor is ever taken."""
+    result = wait_until_still(frames("a"), floor_ms=floor_ms, interval_ms=interval_ms)
+    assert not result.timed_out and result.waited_ms >= floor_ms
+    assert 3 <= result.frames <= at_most
+
+
 def test_changes_delay_settling_until_two_unchanged_frames() -> None:
     result = wait_until_still(frames("a", "b", "c", "d", "e"), floor_ms=0, interval_ms=5)
     assert not result.timed_out
