@@ -296,6 +296,48 @@ def test_sigkill_during_stores_is_repairable(tmp_path: Path) -> None:
         assert ltm.count() == len(present)
 
 
+KILLED_BETWEEN = textwrap.dedent(
+    """
+    import os, signal, sys
+    from jarvis.config import load_settings
+    from jarvis.memory.long_term import LongTermMemory, Memory
+    from jarvis.memory.mirrors import Mirrors
+
+    def die(self, memories):  # the vector store has the memory; its mirror never will
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    ltm = LongTermMemory.from_settings(load_settings(sys.argv[1]))
+    ltm.store(Memory(id="mem-before", type="preference", content="dark mode everywhere"))
+    Mirrors.put = die
+    ltm.store(Memory(id="mem-in-flight", type="preference", content="big fonts in the editor"))
+    """
+)
+
+
+def test_sigkill_between_the_vector_write_and_the_mirror_is_repaired_by_the_command(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    child = subprocess.run([sys.executable, "-c", KILLED_BETWEEN, str(data)], env=env)
+    assert child.returncode == -signal.SIGKILL
+    mirror = data / "memory" / "long_term" / "preferences.json"
+    assert "mem-in-flight" not in mirror.read_text()  # the two disagree after the kill
+
+    repair = subprocess.run(
+        [sys.executable, "-m", "jarvis", "memory", "repair", "--data-dir", str(data)],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert repair.returncode == 0, repair.stdout + repair.stderr
+    assert "found: preferences.json differs from the vector store" in repair.stdout
+    assert "rewrote preferences.json" in repair.stdout
+    with LongTermMemory.from_settings(load_settings(data), repair_on_open=False) as ltm:
+        assert ltm.check() == []
+        assert_in_step(ltm)
+        assert {m.id for m in ltm.list()} == {"mem-before", "mem-in-flight"}
+    assert "mem-in-flight" in mirror.read_text()
+
+
 # -- switching embeddings -------------------------------------------------------------------
 
 

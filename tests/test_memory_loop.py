@@ -41,6 +41,9 @@ async def test_preference_skill_and_history_carry_over(
         assert kinds["preference"].importance == 8
         assert "Store the preference" in kinds["skill"].content
         assert "finished" in kinds["history"].content
+        assert "after 2 step(s)" in kinds["history"].content  # outcome and step count
+        assert "noted the preference" in kinds["history"].content  # and the summary
+        assert "Note that I want my documents" in kinds["history"].content  # and the task
         assert first.task_id in kinds["history"].task_ids
     mirror = settings.data_dir / "memory" / "long_term" / "preferences.json"
     assert PREFERENCE in mirror.read_text()
@@ -55,3 +58,63 @@ async def test_preference_skill_and_history_carry_over(
     prompt = fake_model.requests[0].all_text()
     assert PREFERENCE in prompt
     assert "[preference, importance 8]" in prompt
+
+
+def seed(settings, *memories: tuple[str, str]) -> None:  # type: ignore[no-untyped-def]
+    from jarvis.memory.long_term import Memory
+
+    with LongTermMemory.from_settings(settings) as memory:
+        for kind, content in memories:
+            memory.store(Memory(type=kind, content=content, importance=7))  # type: ignore[arg-type]
+
+
+EDITOR = [
+    ("preference", "The user likes the dark theme in the text editor"),
+    ("preference", "The text editor font should be 14 pt monospace"),
+    ("preference", "In the text editor, tabs are four spaces"),
+]
+CALCULATOR = "The calculator must always be in scientific mode"
+
+
+async def test_recall_follows_a_change_of_direction_and_the_top_k_setting(
+    tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch
+) -> None:
+    settings = agent_settings(
+        tmp_path, fake_model, monkeypatch, long_term_memory=True, memory_top_k=2
+    )
+    seed(settings, *EDITOR, ("preference", CALCULATOR))
+    fake_model.script(
+        Reply(
+            text="Thought: first I must open the calculator in scientific mode to compute sums.",
+            tool_calls=[call("mouse_move", x=300, y=300)],
+        ),
+        Reply(text="Thought: ask", tool_calls=[call("call_user", message="which sums?")]),
+    )
+    outcome, _ = await run_agent(settings, "Make the text editor comfortable to use")
+    assert outcome.status == "needs_user"
+    first, second = (r.all_text() for r in fake_model.requests)
+    recalled = [m for _, m in EDITOR if m in first]
+    assert len(recalled) == 2  # memory_top_k=2, the two closest to the task
+    assert CALCULATOR not in first
+    assert CALCULATOR in second  # recalled again for the new direction
+    assert all(m in second for m in recalled)  # what was recalled before stays
+
+
+async def test_no_skill_is_learned_without_a_verified_finish(
+    tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch
+) -> None:
+    settings = agent_settings(
+        tmp_path, fake_model, monkeypatch, long_term_memory=True, max_verify_failures=0
+    )
+    fake_model.script(
+        Reply(text="Thought: done", tool_calls=[call("finished", summary="all done")]),
+        Reply(text='{"done": false, "reason": "the window is still empty"}'),
+    )
+    failed, _ = await run_agent(settings, "Fill in the form")
+    assert failed.status == "failed" and "still empty" in failed.summary
+    assert fake_model.pending == 0 and len(fake_model.requests) == 2  # no skill request
+    with LongTermMemory.from_settings(settings) as memory:
+        kinds = [m.type for m in memory.list()]
+        [history] = [m for m in memory.list() if m.type == "history"]
+    assert kinds == ["history"]  # a history, and no skill
+    assert "failed after 1 step(s)" in history.content and "still empty" in history.content

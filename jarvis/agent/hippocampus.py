@@ -15,7 +15,7 @@ log = logging.getLogger(__name__)
 class LongTerm(Protocol):
     """What the loop needs from long-term memory."""
 
-    def recall(self, query: str, top_k: int = 5) -> list[str]: ...
+    def recall(self, query: str, top_k: int | None = None) -> list[str]: ...
 
     def record_task(
         self, task: str, task_id: str, status: str, summary: str, steps: int
@@ -50,8 +50,9 @@ class Hippocampus:
         """Delete step records older than ``hours`` and screenshots no record references."""
         return self.short.cleanup(hours)
 
-    def recall(self, query: str, top_k: int = 5) -> list[str]:
-        """Relevant long-term memories as text lines; none when there is no long-term store."""
+    def recall(self, query: str, top_k: int | None = None) -> list[str]:
+        """Relevant long-term memories as text lines; none when there is no long-term store.
+        ``top_k`` defaults to the store's own (``memory_top_k``)."""
         if self.long_term is None:
             return []
         return self.long_term.recall(query, top_k)

@@ -252,10 +252,14 @@ def cmd_repair(args: argparse.Namespace, settings: Settings) -> int:
         for problem in problems:
             print(f"found: {problem}")
         print(
-            f"{report.memories} memories; rewrote {report.mirrors_rewritten or 'nothing'}; "
-            f"created {report.mirrors_created or 'nothing'}; "
-            f"removed {report.temp_files_removed or 'nothing'}"
+            f"{report.memories} memories; rewrote {_names(report.mirrors_rewritten)}; "
+            f"created {_names(report.mirrors_created)}; "
+            f"removed {_names(report.temp_files_removed)}"
         )
         return EXIT_OK
 
     return _run(action)
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names) or "nothing"
