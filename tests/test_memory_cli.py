@@ -79,7 +79,7 @@ def test_compress_and_repair(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     prefs.write_text('{"version": 1, "type": "preference", "memories": []}\n')
     code, out = jarvis(capsys, "memory", "repair", "--data-dir", d)
     assert code == 0
-    assert "found: preferences.json differs" in out and "rewrote ['preferences.json']" in out
+    assert "found: preferences.json differs" in out and "rewrote preferences.json;" in out
     assert len(json.loads(prefs.read_text())["memories"]) == 1
 
 
