@@ -98,9 +98,11 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     if problem is not None:
         print(problem)
         return EXIT_FAILED
+    from jarvis.memory.embedding import EmbeddingUnavailable
+
     try:
         return asyncio.run(_run_task(args.task, settings))
-    except LockHeld as exc:  # long-term memory is open in `jarvis serve` or another run
+    except (LockHeld, EmbeddingUnavailable) as exc:  # memory in use elsewhere, or no model
         print(f"jarvis: {exc}", file=sys.stderr)
         return EXIT_FAILED
 

@@ -15,10 +15,15 @@
   ``entry_text()``, ``notes_text()``, ``ok_pressed()``, ``widget_center(name)``
   (box, ok, notes, pad), ``animate(ms)``.
 - ``desktop_input`` (function): ``Input(failsafe=True)`` for the session display.
+- A network guard (session, automatic): in this process a socket may connect only to
+  loopback (127.0.0.0/8, ::1) or a Unix socket. Anything else is refused, and the
+  session ends with an error naming each address that was tried.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -81,3 +86,44 @@ def desktop_input(xserver: Xvfb) -> Input:
     from jarvis.desktop.input import Input
 
     return Input(failsafe=True)
+
+
+def _loopback(address: object) -> bool:
+    if isinstance(address, (str, bytes)):  # a Unix socket path (or abstract name)
+        return True
+    host = address[0] if isinstance(address, tuple) and address else None
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(str(host)).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(scope="session", autouse=True)
+def network_guard() -> Iterator[list[str]]:
+    """Tests talk only to 127.0.0.1: refuse and remember any other connection."""
+    tried: list[str] = []
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+    def check(address: object) -> None:
+        if not _loopback(address):
+            tried.append(repr(address))
+            raise ConnectionRefusedError(f"test network guard: {address!r} is not loopback")
+
+    def connect(self: socket.socket, address: object) -> None:
+        check(address)
+        real_connect(self, address)  # type: ignore[arg-type]
+
+    def connect_ex(self: socket.socket, address: object) -> int:
+        check(address)
+        return real_connect_ex(self, address)  # type: ignore[arg-type]
+
+    socket.socket.connect = connect  # type: ignore[method-assign]
+    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+    try:
+        yield tried
+    finally:
+        socket.socket.connect, socket.socket.connect_ex = real_connect, real_connect_ex  # type: ignore[method-assign]
+    if tried:
+        pytest.fail(f"tests tried to reach the network: {sorted(set(tried))}")

@@ -102,6 +102,27 @@ def test_dedup_leaves_unreadable_records_and_their_files(tmp_path: Path) -> None
     assert (tmp_path / ref.path).exists()
 
 
+def test_a_file_a_broken_record_names_is_kept_when_its_group_collapses(tmp_path: Path) -> None:
+    store = ShortTermMemory(tmp_path)
+    now = datetime.now(UTC)
+    refs = []
+    for i, img in enumerate([picture(0), picture(0, dot=5)]):  # near-identical pair
+        store._last_shot = None
+        when = now - timedelta(minutes=5 - i)
+        refs.append(store.save_screenshot(png(img), "image/png", phash_hex(img), when=when))
+        store.add_step(StepRecord(task_id="t", step=i + 1, timestamp=when, screenshot=refs[-1]))
+    day = refs[1].path.split("/")[2]
+    broken = tmp_path / "memory" / "steps" / day / "zz-broken.json"
+    half = '{"task_id": "t", "step": 3, "screenshot": {"path": "' + refs[1].path + '", "ph'
+    broken.write_text(half)  # cut off mid-write, but it names the second file
+
+    report = dedup_screenshots(tmp_path)
+    assert report.groups == [[refs[0].path, refs[1].path]]
+    assert report.records_repointed == 1  # the readable record of the pair moved over
+    assert report.files_removed == 0  # the broken record's file stays
+    assert (tmp_path / refs[1].path).exists() and broken.read_text() == half
+
+
 def test_memory_compress_command_dedups_and_expires(tmp_path: Path, capsys) -> None:
     from jarvis.cli import main
 

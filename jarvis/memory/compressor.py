@@ -13,6 +13,11 @@
 
 Near-duplicates are found exactly, by blockwise dot products of the unit vectors
 (O(n^2 * d) per type, about a second at 10,000 memories of one type).
+
+The short-term half of compression, pHash dedup of the stored screenshots, lives in
+:mod:`jarvis.memory.screenshot_dedup` and is re-exported here;
+:func:`jarvis.memory.maintenance.upkeep` runs both (``jarvis memory compress``, and
+the daemon when idle).
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from jarvis.memory.forgetting import (
     should_forget,
 )
 from jarvis.memory.long_term import MEMORY_TYPES, LongTermMemory, Memory
+from jarvis.memory.screenshot_dedup import DedupReport as DedupReport  # re-exported
+from jarvis.memory.screenshot_dedup import dedup_screenshots as dedup_screenshots
 
 log = logging.getLogger(__name__)
 

@@ -11,6 +11,7 @@ Run it between tasks (the daemon does so when idle), not during one.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,13 +57,29 @@ def group_by_hash(hashes: dict[str, str], max_distance: int) -> dict[str, str]:
     return mapping
 
 
-def _load_records(steps_dir: Path) -> list[tuple[Path, StepRecord]]:
+_SHOT_PATH = re.compile(rb"memory/screenshots/[^\"\s\\]+")
+
+
+def _load_records(
+    steps_dir: Path, unreadable_refs: set[str] | None = None
+) -> list[tuple[Path, StepRecord]]:
+    """The step records that parse. The screenshot paths that unreadable records
+    mention go into ``unreadable_refs``: such files are kept whatever happens."""
     records = []
     for path in sorted(steps_dir.glob("*/*.json")):
         try:
-            records.append((path, StepRecord.model_validate_json(path.read_bytes())))
-        except (OSError, ValidationError) as exc:
+            raw = path.read_bytes()
+        except OSError as exc:
+            log.warning("screenshot dedup: cannot read record %s: %s", path, exc)
+            continue
+        try:
+            records.append((path, StepRecord.model_validate_json(raw)))
+        except ValidationError as exc:
             log.warning("screenshot dedup: leaving unreadable record %s alone: %s", path, exc)
+            if unreadable_refs is not None:
+                unreadable_refs.update(
+                    m.decode("utf-8", "replace") for m in _SHOT_PATH.findall(raw)
+                )
     return records
 
 
@@ -98,9 +115,9 @@ def dedup_screenshots(data_dir: Path, max_distance: int = 4) -> DedupReport:
         atomic_write_text(path, record.model_dump_json(indent=2))
         report.records_repointed += 1
 
-    still_referenced = {
-        r.screenshot.path for _, r in _load_records(data_dir / "memory" / "steps") if r.screenshot
-    }
+    still_referenced: set[str] = set()  # by records that parse, and any path a broken one names
+    reread = _load_records(data_dir / "memory" / "steps", still_referenced)
+    still_referenced |= {r.screenshot.path for _, r in reread if r.screenshot}
     groups: dict[str, list[str]] = {}
     for member, leader in mapping.items():
         groups.setdefault(leader, []).append(member)
