@@ -14,7 +14,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -382,6 +383,28 @@ def jarvis(*args: str) -> list[str]:
     return [sys.executable, "-m", "jarvis", *args]
 
 
+@contextmanager
+def serving(env: dict[str, str], data: Path, out: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A `jarvis serve` subprocess writing to ``out``; killed on the way out if still up."""
+    with out.open("w+") as sink:
+        daemon = subprocess.Popen(
+            jarvis("serve", "--data-dir", str(data), "--poll", "0.2"),
+            env=env, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            yield daemon
+        finally:
+            if daemon.poll() is None:
+                daemon.kill()
+                daemon.wait()
+
+
+def stop_serve(daemon: subprocess.Popen[bytes], out: Path) -> None:
+    """SIGTERM, and the daemon stops cleanly (exit 0)."""
+    daemon.send_signal(signal.SIGTERM)
+    assert daemon.wait(timeout=30) == 0, out.read_text()
+
+
 def test_sigterm_puts_the_task_back_and_a_second_serve_names_the_first(
     xserver: Any, tmp_path: Path, fake_model: FakeModel, monkeypatch: Any
 ) -> None:
@@ -391,27 +414,17 @@ def test_sigterm_puts_the_task_back_and_a_second_serve_names_the_first(
     fake_model.set_default(responder(slow_step))
     env = serve_env(xserver, fake_model)
     data = str(settings.data_dir)
-    with (tmp_path / "serve.out").open("w+") as out:
-        daemon = subprocess.Popen(
-            jarvis("serve", "--data-dir", data, "--poll", "0.2"),
-            env=env, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+    with serving(env, settings.data_dir, tmp_path / "serve.out") as daemon:
+        wait_until(lambda: any(is_step(r) for r in fake_model.requests) or daemon.poll())
+        assert daemon.poll() is None, (tmp_path / "serve.out").read_text()
+        second = subprocess.run(
+            jarvis("serve", "--once", "--data-dir", data),
+            env=env, cwd=ROOT, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
-        try:
-            wait_until(lambda: any(is_step(r) for r in fake_model.requests) or daemon.poll())
-            assert daemon.poll() is None, (tmp_path / "serve.out").read_text()
-            second = subprocess.run(
-                jarvis("serve", "--once", "--data-dir", data),
-                env=env, cwd=ROOT, capture_output=True, text=True, timeout=60,
-            )  # fmt: skip
-            assert second.returncode == 1
-            assert f"pid {daemon.pid} on {socket.gethostname()}" in second.stderr
-            assert todos.all()[0].status == "in_progress"
-            daemon.send_signal(signal.SIGTERM)
-            assert daemon.wait(timeout=30) == 0, (tmp_path / "serve.out").read_text()
-        finally:
-            if daemon.poll() is None:
-                daemon.kill()
-                daemon.wait()
+        assert second.returncode == 1
+        assert f"pid {daemon.pid} on {socket.gethostname()}" in second.stderr
+        assert todos.all()[0].status == "in_progress"
+        stop_serve(daemon, tmp_path / "serve.out")
     logs = [tmp_path / "serve.out", *settings.data_dir.joinpath("logs").glob("*.log")]
     assert "task T001 started" in logs[-1].read_text()
     for path in logs:

@@ -9,7 +9,6 @@ message was archived exactly once, as one task that completed once.
 from __future__ import annotations
 
 import multiprocessing
-import signal
 import subprocess
 from collections import Counter
 from datetime import date
@@ -19,7 +18,17 @@ from typing import Any
 from jarvis.gateway.queue import MessageQueue
 from jarvis.gateway.todos import TodoList
 from tests.fake_model import FakeModel, fake_model_fixture
-from tests.test_serve import ROOT, is_step, jarvis, responder, serve_env, task_of, wait_until
+from tests.test_serve import (
+    ROOT,
+    is_step,
+    jarvis,
+    responder,
+    serve_env,
+    serving,
+    stop_serve,
+    task_of,
+    wait_until,
+)
 
 __all__ = ["fake_model_fixture"]
 
@@ -59,44 +68,35 @@ def test_concurrent_writers_while_serve_drains(
     }
     queue, todos = MessageQueue(data), TodoList(data)
     ctx = multiprocessing.get_context("spawn")
-    with (tmp_path / "serve.out").open("w+") as out:
-        daemon = subprocess.Popen(
-            jarvis("serve", "--data-dir", str(data), "--poll", "0.2"),
-            env=env, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        try:
-            writers = [
-                *(ctx.Process(target=append_messages, args=(str(data), w)) for w in range(2)),
-                ctx.Process(target=drop_files, args=(str(data),)),
-            ]
-            for process in writers:
-                process.start()
-            shell = [
-                subprocess.Popen(
-                    jarvis("inbox", "add", f"from the shell {i}", "--data-dir", str(data)),
-                    env=env,
-                    cwd=ROOT,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                )
-                for i in range(CLI_ADDS)
-            ]
-            for process in writers:
-                process.join(60)
-                assert process.exitcode == 0
-            assert all(p.wait(timeout=60) == 0 for p in shell)
+    out = tmp_path / "serve.out"
+    with serving(env, data, out) as daemon:
+        writers = [
+            *(ctx.Process(target=append_messages, args=(str(data), w)) for w in range(2)),
+            ctx.Process(target=drop_files, args=(str(data),)),
+        ]
+        for process in writers:
+            process.start()
+        shell = [
+            subprocess.Popen(
+                jarvis("inbox", "add", f"from the shell {i}", "--data-dir", str(data)),
+                env=env,
+                cwd=ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+            )
+            for i in range(CLI_ADDS)
+        ]
+        for process in writers:
+            process.join(60)
+            assert process.exitcode == 0
+        assert all(p.wait(timeout=60) == 0 for p in shell)
 
-            def drained() -> bool:
-                assert daemon.poll() is None, (tmp_path / "serve.out").read_text()
-                return len(queue.archived(date.today())) >= len(expected)
+        def drained() -> bool:
+            assert daemon.poll() is None, out.read_text()
+            return len(queue.archived(date.today())) >= len(expected)
 
-            wait_until(drained, timeout=240)
-            daemon.send_signal(signal.SIGTERM)
-            assert daemon.wait(timeout=30) == 0, (tmp_path / "serve.out").read_text()
-        finally:
-            if daemon.poll() is None:
-                daemon.kill()
-                daemon.wait()
+        wait_until(drained, timeout=240)
+        stop_serve(daemon, out)
 
     archived = queue.archived(date.today())
     texts = Counter(m.text for m in archived)

@@ -19,7 +19,14 @@ from jarvis.agent.brain import Brain, Decision, ThinkContext
 from jarvis.agent.cerebellum import Cerebellum
 from jarvis.agent.context import Turn
 from jarvis.agent.hippocampus import Hippocampus
-from jarvis.agent.state import RunState, TaskEnded, TaskOutcome, new_task_id
+from jarvis.agent.state import (
+    RunState,
+    TaskEnded,
+    TaskOutcome,
+    new_task_id,
+    older_steps,
+    wrap_up_notes,
+)
 from jarvis.config import Settings
 from jarvis.desktop.screen import Observation
 from jarvis.desktop.settle import Settler, SettleResult
@@ -45,10 +52,6 @@ from jarvis.tools.context import ToolContext
 from jarvis.tools.results import ToolResult
 
 log = logging.getLogger(__name__)
-
-CALLS_PER_STEP = 3
-"""Tool calls a step takes, roughly: the tool-call bound is near when fewer than this many
-times ``wrap_up_margin`` calls are left."""
 
 
 class Agent:
@@ -171,22 +174,6 @@ class Agent:
                 self._record(state, record)
             raise
 
-    def _bound_notes(self, state: RunState) -> None:
-        """Near the step or tool-call bound, tell the model to wrap up."""
-        s = self.settings
-        left = s.max_steps - state.step
-        if left < s.wrap_up_margin:
-            state.notes.append(
-                f"Only {left + 1} step(s) left including this one: finish now, or call "
-                "`finished` or `call_user` with what you have."
-            )
-        calls_left = s.max_tool_calls - state.tool_calls
-        if calls_left <= CALLS_PER_STEP * s.wrap_up_margin:
-            state.notes.append(
-                f"Only {calls_left} tool call(s) left for this task: finish now, or call "
-                "`finished` or `call_user` with what you have."
-            )
-
     async def _decide_and_act(
         self,
         state: RunState,
@@ -196,7 +183,7 @@ class Agent:
         timings: dict[str, float],
     ) -> None:
         s = self.settings
-        self._bound_notes(state)
+        state.notes.extend(wrap_up_notes(state, s))
         ctx = self._think_context(state, observation)
         state.notes = []
         started = time.perf_counter()
@@ -321,7 +308,7 @@ class Agent:
             observation=observation,
             todos=self.todos(),
             memories=state.memories,
-            history=_older_steps(state, self.settings.recent_steps),
+            history=older_steps(state, self.settings.recent_steps),
             turns=list(state.turns),
             notes=list(state.notes),
         )
@@ -380,13 +367,6 @@ class Agent:
             ) from exc
         state.usage = state.usage + response.usage
         raise TaskEnded("failed", f"reached the limit of {limit}. {response.text.strip()}")
-
-
-def _older_steps(state: RunState, n: int) -> list[str]:
-    """Text lines for the last ``n`` steps that are no longer in the context as whole turns."""
-    first_turn = state.turns[0].step if state.turns else state.step + 1
-    older = [line for step, line in state.history if step < first_turn]
-    return older[-n:] if n > 0 else []
 
 
 def _ms(started: float) -> float:

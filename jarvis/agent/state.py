@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from jarvis.agent.context import Turn
 from jarvis.agent.stall import StallDetector
+from jarvis.config import Settings
 from jarvis.events import TaskStatus
 from jarvis.llm.types import Usage
 
@@ -56,3 +57,33 @@ class TaskEnded(Exception):
 
 def new_task_id() -> str:
     return f"t-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+
+
+CALLS_PER_STEP = 3
+"""Tool calls a step takes, roughly: the tool-call bound is near when fewer than this many
+times ``wrap_up_margin`` calls are left."""
+
+
+def wrap_up_notes(state: RunState, settings: Settings) -> list[str]:
+    """Near the step or tool-call bound, what to tell the model: wrap up."""
+    notes = []
+    left = settings.max_steps - state.step
+    if left < settings.wrap_up_margin:
+        notes.append(
+            f"Only {left + 1} step(s) left including this one: finish now, or call "
+            "`finished` or `call_user` with what you have."
+        )
+    calls_left = settings.max_tool_calls - state.tool_calls
+    if calls_left <= CALLS_PER_STEP * settings.wrap_up_margin:
+        notes.append(
+            f"Only {calls_left} tool call(s) left for this task: finish now, or call "
+            "`finished` or `call_user` with what you have."
+        )
+    return notes
+
+
+def older_steps(state: RunState, n: int) -> list[str]:
+    """Text lines for the last ``n`` steps that are no longer in the context as whole turns."""
+    first_turn = state.turns[0].step if state.turns else state.step + 1
+    older = [line for step, line in state.history if step < first_turn]
+    return older[-n:] if n > 0 else []
