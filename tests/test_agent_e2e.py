@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -102,21 +103,30 @@ async def test_hello_in_text_mode(
     assert "<tool_call>" in json.dumps(fake_model.requests[0].body["system"])
 
 
+@pytest.mark.parametrize(
+    ("provider", "tool_mode"),
+    [("anthropic", "native"), ("openai", "native"), ("anthropic", "text")],
+)
 def test_cli_run_exit_code_and_records(
-    xserver, tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch
+    xserver, tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch, provider, tool_mode
 ) -> None:
     settings = agent_settings(tmp_path, fake_model, monkeypatch)
     skill = "1. Click the box.\n2. Type the text.\n3. Press OK."
-    fake_model.script(*hello_script(tkapp, settings), Reply(text=skill))
+    fake_model.script(
+        *hello_script(tkapp, settings, text_mode=tool_mode == "text"), Reply(text=skill)
+    )
     env = {
         **xserver.env(),
         "ANTHROPIC_API_KEY": TEST_KEY,
         "ANTHROPIC_BASE_URL": fake_model.anthropic_base_url,
+        "OPENAI_API_KEY": TEST_KEY,
+        "OPENAI_BASE_URL": fake_model.openai_base_url,
         "JARVIS_MAX_RETRIES": "0",
         "PATH": __import__("os").environ["PATH"],
     }
+    flags = ["--provider", provider, "--tool-mode", tool_mode]
     proc = subprocess.run(
-        [sys.executable, "-m", "jarvis", "run", TASK, "--data-dir", str(settings.data_dir)],
+        [sys.executable, "-m", "jarvis", "run", TASK, *flags, "--data-dir", str(settings.data_dir)],
         env=env,
         capture_output=True,
         text=True,
@@ -125,6 +135,11 @@ def test_cli_run_exit_code_and_records(
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert tkapp.ok_pressed() == "hello"
+    assert {r.api for r in fake_model.requests} == {provider}
+    verify = fake_model.requests[-2]  # before the skill: the verification, on a new screenshot
+    assert verify.image_count() == 1 and "type hello in the box" in verify.all_text()
+    before = fake_model.requests[0].body  # the screen before any action
+    assert _last_image(verify.body) and _last_image(verify.body) != _last_image(before)
     assert "finished" in proc.stdout
     assert TEST_KEY not in proc.stdout + proc.stderr
     assert len(step_files(settings)) == 2
@@ -262,3 +277,10 @@ async def test_cancel_during_stream(
     assert recorder.of(TaskFinished)[-1].status == "cancelled"
     streamed = "".join(e.text for e in recorder.of(ModelTextDelta))
     assert len(streamed) < len("thinking " * 200)
+
+
+def _last_image(body: dict) -> str:
+    """The base64 data of the last image in a request body (either API's shape)."""
+    found = re.findall(r'"(?:data|url)": "(?:data:image/[a-z]+;base64,)?([A-Za-z0-9+/=]{200,})"',
+                       json.dumps(body))  # fmt: skip
+    return found[-1] if found else ""

@@ -101,8 +101,10 @@ def test_still_desktop_settles_at_the_floor(tkapp: TkApp, settler: Settler) -> N
     assert result.frames == 3  # one grab, then two unchanged at 25 and 50 ms
 
 
-def test_animation_is_never_captured_midway(tkapp: TkApp, settler: Settler) -> None:
-    """A square moves for 500 ms; once wait() returns, the screen is its final state."""
+@pytest.mark.parametrize("run", range(5))
+def test_animation_is_never_captured_midway(tkapp: TkApp, settler: Settler, run: int) -> None:
+    """A square moves for 500 ms; once wait() returns, the screen is its final state
+    (five runs, each one a chance to catch it midway)."""
     screen = settler.screen
     _, before = screen.grab_raw()
     tkapp.animate(500)  # returns once the first frame is drawn
