@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from jarvis.events import EventBus, EventRecorder, MalformedEntry
 from jarvis.gateway.channels.inbox import InboxChannel, split_front_matter, wanted
@@ -47,6 +49,27 @@ def test_front_matter() -> None:
     assert split_front_matter("---\njust a rule\n---\ntext") == ({}, "---\njust a rule\n---\ntext")
     assert split_front_matter("---\nsender: x\nno end") == ({}, "---\nsender: x\nno end")
     assert split_front_matter("plain") == ({}, "plain")
+
+
+_VALUE = st.text(
+    st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters="\"'"),
+    max_size=20,
+).map(str.strip)
+
+
+@given(
+    sender=_VALUE,
+    priority=st.sampled_from(["high", "normal", "low", "urgent", "2"]),
+    body=st.text(max_size=200).map(lambda t: t.replace("\r", "")),
+    crlf=st.booleans(),
+)
+def test_front_matter_round_trips(sender: str, priority: str, body: str, crlf: bool) -> None:
+    text = f"---\nsender: {sender}\npriority: {priority}\n---\n{body}"
+    if crlf:
+        text = text.replace("\n", "\r\n")
+    fields, rest = split_front_matter(text)
+    assert fields == {"sender": sender, "priority": priority}
+    assert rest == body
 
 
 @pytest.mark.parametrize(
@@ -156,3 +179,31 @@ def test_watcher_notices_drops_and_hand_edits(queue: MessageQueue, polling: bool
     asyncio.run(scenario())
     assert [(m.sender, m.text) for m in seen] == [("bob", "Dropped in"), ("me", "Typed by hand")]
     assert [m.id for m in queue.pending()] == [m.id for m in seen]
+
+
+def test_without_any_file_watcher_a_scan_still_finds_drops(
+    queue: MessageQueue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import jarvis.gateway.channels.inbox as inbox
+
+    class Refused:
+        def schedule(self, *args: object, **kwargs: object) -> None:
+            raise OSError(28, "inotify watch limit reached")
+
+    monkeypatch.setattr(inbox, "Observer", Refused)
+    monkeypatch.setattr(inbox, "PollingObserver", Refused)
+    seen: list[Message] = []
+
+    async def scenario() -> None:
+        channel = InboxChannel(queue, poll_interval_s=0.1, settle_s=0.05, on_messages=seen.extend)
+        await channel.start()
+        try:
+            assert channel._observer is None  # no watcher could start
+            drop(queue, "late.md", "---\nsender: cron\n---\nFound by a scan")
+            await until(lambda: len(seen) == 1)
+        finally:
+            await channel.stop()
+
+    asyncio.run(scenario())
+    assert [(m.sender, m.text) for m in seen] == [("cron", "Found by a scan")]
+    assert (queue.drop_dir / "processed" / "late.md").exists()
