@@ -135,3 +135,32 @@ async def test_cost_counts_verification_and_skill_calls(
     assert outcome.status == "finished"
     assert outcome.usage.input_tokens == 1100 and outcome.usage.output_tokens == 30
     assert outcome.cost_usd is not None and outcome.cost_usd > 0
+
+
+async def test_calls_after_a_screenshot_wait_for_the_new_picture(
+    tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = agent_settings(tmp_path, fake_model, monkeypatch)
+    fake_model.script(
+        Reply(
+            text="Thought: move, look, then click",
+            tool_calls=[
+                call("mouse_move", x=200, y=200),
+                call("screenshot"),
+                call("click", x=210, y=210),
+            ],
+        ),
+        Reply(text="Thought: ask", tool_calls=[call("call_user", message="what now?")]),
+    )
+    mark = tkapp.mark()
+    outcome, events = await run_agent(settings, "look around")
+    assert outcome.status == "needs_user"
+    assert [e.tool_name for e in events.of(ToolCallStarted)] == [
+        "mouse_move", "screenshot", "call_user",
+    ]  # fmt: skip
+    tkapp.sync()
+    assert tkapp.events("click", since=mark) == []  # the click decided blind was not made
+    first = StepRecord.model_validate_json(step_files(settings)[0].read_text())
+    assert [r.ok for r in first.results] == [True, True, False]
+    assert "decide again with the new one" in fake_model.requests[1].all_text()
+    assert fake_model.requests[1].image_count() >= 1

@@ -246,6 +246,11 @@ class App:
             self._flush_x_events()
         elif cmd == "reset":
             self._flush_x_events()
+            # another button's press ends any click sequence, so a test's first click on the
+            # spot the last test clicked is not taken for a double click (Tk's own rule)
+            for widget in self.widgets.values():
+                widget.event_generate("<ButtonPress-3>", x=1, y=1)
+                widget.event_generate("<ButtonRelease-3>", x=1, y=1)
             self._stop_animation()
             self.box_var.set("")
             self.notes.delete("1.0", "end")

@@ -47,7 +47,8 @@ class Cerebellum:
         return self.registry.specs(self.provider_name)
 
     async def act(self, calls: list[ToolCall], context: ToolContext, settle: Settle) -> Action:
-        """Run calls in order. After a failure or a control tool the rest are not run.
+        """Run calls in order. After a failure, a control tool or a `screenshot` (the model
+        asked to look before going on) the rest are not run.
 
         Every call gets a result, so the model sees what happened to each of them.
         """
@@ -70,4 +71,6 @@ class Cerebellum:
                 stop_reason = f"an earlier call ({call.name}) failed"
             elif call.name in CONTROL:
                 stop_reason = f"{call.name} ended this step"
+            elif context.take_screenshot_request():
+                stop_reason = "you asked for a screenshot; decide again with the new one"
         return action
