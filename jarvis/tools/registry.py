@@ -379,10 +379,8 @@ async def _stop_thread(work: asyncio.Future[Any], context: ToolContext, name: st
     if context.stop is None or context.stop.is_set():  # no way to stop it, or cancelling
         return
     context.stop.set()
-    try:
-        await asyncio.wait({work}, timeout=STOP_GRACE_S)
-    finally:
-        context.stop.clear()
+    await asyncio.wait({work}, timeout=STOP_GRACE_S)  # a cancel here leaves the stop raised
+    context.stop.clear()
     if not work.done():
         log.warning("tool %s is still running after its timeout; it could not be stopped", name)
     elif not work.cancelled() and work.exception() is not None:  # read, so never "unretrieved"
