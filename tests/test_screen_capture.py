@@ -82,12 +82,12 @@ def test_png_is_lossless_and_phash_tracks_changes(tkapp: TkApp, xserver: object)
         assert moved.phash != first.phash
 
 
-def test_grab_small_sees_a_one_pixel_change(tkapp: TkApp, screen: Screen) -> None:
-    a, b = screen.grab_small(), screen.grab_small()
+def test_frame_digest_sees_a_one_pixel_change(tkapp: TkApp, screen: Screen) -> None:
+    a, b = screen.frame_digest(), screen.frame_digest()
     assert a == b  # a still screen
     tkapp.focus("box")  # the caret appears: a 1-2 px wide line
     tkapp.sync()
-    assert screen.grab_small() != a
+    assert screen.frame_digest() != a
 
 
 def test_settings_choose_monitor_size_and_format(xserver: object, tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """Wait until the screen stops changing after an action, instead of a fixed sleep.
 
 Frames are sampled every ``interval_ms`` with a cheap full-frame fingerprint
-(:meth:`Screen.grab_small`). The screen counts as still once ``still_frames``
+(:meth:`Screen.frame_digest`). The screen counts as still once ``still_frames``
 consecutive samples match (by default two, i.e. no change for two intervals) and
 at least ``floor_ms`` has passed since the action; ``ceiling_ms`` bounds the wait
 for screens that never settle (video, a spinner). A still screen therefore
@@ -81,7 +81,7 @@ class Settler:
 
     def wait(self, stop: threading.Event | None = None) -> SettleResult:
         return wait_until_still(
-            self.screen.grab_small,
+            self.screen.frame_digest,
             floor_ms=self.floor_ms,
             ceiling_ms=self.ceiling_ms,
             interval_ms=self.interval_ms,
