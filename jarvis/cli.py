@@ -98,7 +98,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     if problem is not None:
         print(problem)
         return EXIT_FAILED
-    from jarvis.memory.embedding import EmbeddingUnavailable
+    from jarvis.memory.embedding import EmbeddingUnavailable  # imports chromadb: after refusals
 
     try:
         return asyncio.run(_run_task(args.task, settings))

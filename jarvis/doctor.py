@@ -101,25 +101,29 @@ def check_data_dir(settings: Settings) -> Check:
 
 
 def check_presets(settings: Settings) -> Check:
-    problem = presets_problem(settings)
+    names, problem = _load_presets(settings)
     if problem is not None:
         return Check("presets", False, problem)
-    from jarvis.tools.presets import load_default_presets
-
-    names = [p.name for p in load_default_presets(settings)]
     return Check("presets", True, f"{len(names)} semantic preset(s): {', '.join(names) or 'none'}")
 
 
 def presets_problem(settings: Settings) -> str | None:
     """Why the semantic presets file cannot be used, or None."""
+    return _load_presets(settings)[1]
+
+
+def _load_presets(settings: Settings) -> tuple[list[str], str | None]:
+    """The configured presets' names, checked against the tools as a task would register
+    them; or why they cannot be used."""
     from jarvis.tools.computer import build_registry
-    from jarvis.tools.presets import PresetError
+    from jarvis.tools.presets import PresetError, load_default_presets
 
     try:
-        build_registry(settings)
+        presets = load_default_presets(settings)
+        build_registry(settings, presets)
     except PresetError as exc:
-        return str(exc)
-    return None
+        return [], str(exc)
+    return [p.name for p in presets], None
 
 
 CHECKS: list[Callable[[Settings], Check]] = [

@@ -74,10 +74,6 @@ class OwnerLock:
         self.wait_s = wait_s
         self._fd: int | None = None
 
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
     def acquire(self) -> None:
         """Take the lock or raise :class:`LockHeld` naming who has it."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
