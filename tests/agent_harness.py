@@ -64,7 +64,12 @@ async def run_agent(
 
 
 def step_files(settings: Settings) -> list[Path]:
-    return sorted((settings.data_dir / "memory" / "steps").rglob("*.json"))
+    return steps_under(settings.data_dir)
+
+
+def steps_under(data_dir: Path) -> list[Path]:
+    """The step records in a data dir, oldest first."""
+    return sorted((data_dir / "memory" / "steps").rglob("*.json"))
 
 
 def screenshot_files(settings: Settings) -> list[Path]:

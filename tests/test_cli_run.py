@@ -3,7 +3,6 @@ real SDKs. Each ending has its exit code, and the terminal shows the run as it g
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -13,22 +12,17 @@ from typing import Any
 
 import pytest
 
-from tests.agent_harness import TEST_KEY
+from tests.agent_harness import TEST_KEY, steps_under
 from tests.fake_model import FakeModel, Reply, call
+from tests.test_serve import serve_env
 
 pytestmark = pytest.mark.usefixtures("xserver")
 
 
 def run_env(xserver: Any, fake_model: FakeModel) -> dict[str, str]:
-    return {
-        **xserver.env(),
-        "PATH": os.environ["PATH"],
-        "ANTHROPIC_API_KEY": TEST_KEY,
-        "ANTHROPIC_BASE_URL": fake_model.anthropic_base_url,
+    return serve_env(xserver, fake_model) | {
         "OPENAI_API_KEY": TEST_KEY,
         "OPENAI_BASE_URL": fake_model.openai_base_url,
-        "JARVIS_MAX_RETRIES": "0",
-        "JARVIS_LONG_TERM_MEMORY": "false",
         "JARVIS_SETTLE_CEILING_MS": "300",
         "COLUMNS": "200",
     }
@@ -84,11 +78,7 @@ def test_max_steps_flag_ends_in_failure_exit_1(
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "failed after 1 step(s)" in proc.stdout and "limit of 1 steps" in proc.stdout
     assert fake_model.requests[-1].tool_names == []  # the wrap-up call
-    assert len(step_files_in(data)) == 1
-
-
-def step_files_in(data: Path) -> list[Path]:
-    return sorted((data / "memory" / "steps").rglob("*.json"))
+    assert len(steps_under(data)) == 1
 
 
 def test_provider_and_model_flags_pick_the_endpoint(
@@ -135,5 +125,5 @@ def test_ctrl_c_cancels_exit_130_and_keeps_the_record(
     assert stopped_in < 5, f"took {stopped_in:.1f}s to stop"
     assert "cancelled after 1 step(s)" in text
     assert text.count("thinking") < 400  # the stream was cut, not played out
-    [path] = step_files_in(data)
+    [path] = steps_under(data)
     assert "(cancelled here)" in path.read_text()
