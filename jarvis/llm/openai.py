@@ -196,13 +196,29 @@ class ChunkAssembler:
                 self.finished = True
         return events
 
-    def _tool_piece(self, piece: Any) -> list[StreamEvent]:
-        slot = self._by_index.get(piece.index)
+    def _slot_for(self, piece: Any) -> _Slot:
+        """The call a delta belongs to, keyed by its index (servers may start at 1, repeat
+        the id and name in every chunk, or send a whole call in one chunk)."""
+        piece_id: str = getattr(piece, "id", None) or ""
+        index: int | None = getattr(piece, "index", None)
+        if index is None:  # a server that sends no index: the call with this id, else the last
+            known = [i for i, s in self._by_index.items() if piece_id and s.id == piece_id]
+            if known:
+                index = known[0]
+            elif self._slots and not piece_id:
+                return self._slots[-1]
+            else:
+                index = -1 - len(self._slots)
+        slot = self._by_index.get(index)
         # some compatible servers reuse index 0 for every call; a new id means a new call
-        if slot is None or (piece.id and slot.id and piece.id != slot.id):
-            slot = _Slot(id=piece.id or "")
-            self._by_index[piece.index] = slot
+        if slot is None or (piece_id and slot.id and piece_id != slot.id):
+            slot = _Slot(id=piece_id)
+            self._by_index[index] = slot
             self._slots.append(slot)
+        return slot
+
+    def _tool_piece(self, piece: Any) -> list[StreamEvent]:
+        slot = self._slot_for(piece)
         function = piece.function
         if function is not None and function.name and not slot.name:
             slot.name = function.name
@@ -235,12 +251,29 @@ class ChunkAssembler:
             )
         return [ToolCallDone(call=call) for call in self.calls]
 
+    def unfinished(self) -> str | None:
+        """Why the stream's end is not a normal end, or None (call after :meth:`finish`).
+
+        A finish_reason ends a response. Without one (OpenRouter sends only ``[DONE]``
+        for some providers) the end of the body is a normal end when there was output
+        and every tool call is complete JSON; a call cut short means the body broke off.
+        """
+        if self.finished:
+            return None
+        if not self.text and not self.calls:
+            return "without a finish_reason or any output"
+        broken = [c.name for c in self.calls if c.parse_error]
+        if broken:
+            return f"without a finish_reason, in the middle of a tool call ({broken[0]})"
+        return None
+
     def response(self) -> LLMResponse:
+        reason = self.finish_reason or ("tool_calls" if self.calls else "stop")
         return LLMResponse(
             text="".join(self.text),
             tool_calls=self.calls,
             usage=self.usage,
-            stop_reason=STOP_REASONS.get(self.finish_reason, self.finish_reason),
+            stop_reason=STOP_REASONS.get(reason, reason),
             model=self.model,
         )
 
@@ -335,10 +368,10 @@ class OpenAIProvider(AdapterBase):
             raise StreamInterrupted(
                 f"OpenAI stream error: {error_text(exc.body, exc.message)}", retryable=True
             ) from exc
-        if not assembler.finished:
-            raise StreamInterrupted(
-                "the OpenAI stream ended without a finish_reason", retryable=True
-            )
-        for event in assembler.finish():
+        done = assembler.finish()
+        problem = assembler.unfinished()
+        if problem is not None:
+            raise StreamInterrupted(f"the OpenAI stream ended {problem}", retryable=True)
+        for event in done:
             yield event
         yield ResponseDone(response=assembler.response())
