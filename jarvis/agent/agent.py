@@ -40,7 +40,7 @@ from jarvis.events import (
     TaskStarted,
     TaskStatus,
 )
-from jarvis.llm.base import ProviderAuthError, ProviderError
+from jarvis.llm.base import ProviderAuthError, ProviderError, ProviderUnreachable
 from jarvis.llm.pricing import cost_usd
 from jarvis.memory.short_term import (
     ErrorRecord,
@@ -192,6 +192,8 @@ class Agent:
             decision = await self.brain.think_and_decide(ctx, self.cerebellum.definitions())
         except ProviderAuthError as exc:
             raise TaskEnded("failed", f"the model provider refused the credentials: {exc}") from exc
+        except ProviderUnreachable as exc:  # a wrong base URL: more steps would fail alike
+            raise TaskEnded("failed", str(exc)) from exc
         except ProviderError as exc:
             timings["model"] = _ms(started)
             record.thought = f"model call failed: {exc}"

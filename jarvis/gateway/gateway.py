@@ -206,7 +206,7 @@ class Gateway:
 
         registry = build_registry(self.settings)
         self._bridge = await open_long_term(self.settings, stack, registry)
-        self._memory = self._bridge.memory
+        self._memory = self._bridge.memory if self._bridge is not None else None
         return registry
 
     def _channel(self) -> InboxChannel:

@@ -25,6 +25,7 @@ from jarvis.llm.base import (
     ProviderAuthError,
     ProviderError,
     StreamInterrupted,
+    connection_error,
     parse_arguments,
     status_error,
 )
@@ -54,6 +55,7 @@ except ImportError:  # older SDKs ride on httpx
 log = logging.getLogger(__name__)
 
 KEY_ENV = "ANTHROPIC_API_KEY"
+URL_ENV = "ANTHROPIC_BASE_URL"
 TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"
 _RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 
@@ -259,9 +261,7 @@ class AnthropicProvider(AdapterBase):
         except anthropic.APIStatusError as exc:
             raise _status_error(exc, wire.sent_tools) from exc
         except anthropic.APIConnectionError as exc:
-            raise ProviderError(
-                f"cannot reach Anthropic at {self.base_url}: {cause_text(exc)}", retryable=True
-            ) from exc
+            raise connection_error(exc, "Anthropic", self.base_url, URL_ENV) from exc
         assembler = Assembler(computer=wire.computer)
         try:
             async with stream:

@@ -28,6 +28,7 @@ from jarvis.llm.base import (
     ProviderAuthError,
     ProviderError,
     StreamInterrupted,
+    connection_error,
     parse_arguments,
     status_error,
 )
@@ -52,6 +53,7 @@ from jarvis.llm.types import (
 log = logging.getLogger(__name__)
 
 KEY_ENV = "OPENAI_API_KEY"
+URL_ENV = "OPENAI_BASE_URL"
 STOP_REASONS = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
@@ -348,10 +350,7 @@ class OpenAIProvider(AdapterBase):
         except openai.APIStatusError as exc:
             raise _status_error(exc, sent_tools) from exc
         except openai.APIConnectionError as exc:
-            raise ProviderError(
-                f"cannot reach the OpenAI endpoint at {self.base_url}: {cause_text(exc)}",
-                retryable=True,
-            ) from exc
+            raise connection_error(exc, "the OpenAI endpoint", self.base_url, URL_ENV) from exc
         assembler = ChunkAssembler(model=self.model)
         try:
             async with stream:
