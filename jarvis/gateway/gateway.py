@@ -206,7 +206,10 @@ class Gateway:
 
         registry = build_registry(self.settings)
         self._bridge = await open_long_term(self.settings, stack, registry)
-        self._memory = self._bridge.memory if self._bridge is not None else None
+        if self._bridge is None:  # the model cannot load: said once; tasks run without it
+            self.settings = self.settings.model_copy(update={"long_term_memory": False})
+            return registry
+        self._memory = self._bridge.memory
         return registry
 
     def _channel(self) -> InboxChannel:
