@@ -31,9 +31,6 @@ WHEELHOUSE = Path(
     os.environ.get("JARVIS_TEST_WHEELHOUSE")
     or Path.home() / ".cache" / "jarvis-tests" / "wheelhouse"
 )
-NOT_SOURCE = shutil.ignore_patterns(
-    ".venv", ".git", "data", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", "tests"
-)
 FACT = "The user's text editor of choice is mousepad."
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("xserver")]
@@ -41,6 +38,18 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("xserver")]
 
 def sh(*args: str | Path, **kw: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=900, **kw)
+
+
+def copy_source(destination: Path) -> Path:
+    """The files of this tree that git tracks or would track (what a clone has), copied."""
+    listed = sh("git", "-C", ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    assert listed.returncode == 0, listed.stderr
+    for name in filter(None, listed.stdout.split("\0")):
+        if name.startswith("tests/") or not (ROOT / name).is_file():
+            continue
+        (destination / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, destination / name)
+    return destination
 
 
 def install(venv: Path, source: Path) -> None:
@@ -62,8 +71,7 @@ def install(venv: Path, source: Path) -> None:
 def test_pip_install_dot_runs_a_task_with_long_term_memory_offline(
     xserver: Any, fake_model: FakeModel, tmp_path: Path
 ) -> None:
-    source = tmp_path / "jarvis-src"
-    shutil.copytree(ROOT, source, ignore=NOT_SOURCE)
+    source = copy_source(tmp_path / "jarvis-src")
     venv = tmp_path / "venv"
     made = sh(sys.executable, "-m", "venv", venv)
     assert made.returncode == 0, made.stderr
