@@ -55,7 +55,16 @@ def copy_source(destination: Path) -> Path:
 def install(venv: Path, source: Path) -> None:
     """``pip install SOURCE`` into ``venv`` from the wheelhouse; fill it first if needed."""
     pip = venv / "bin" / "pip"
-    offline = (pip, "install", "-q", "--no-index", "--find-links", WHEELHOUSE, source)
+    offline = (
+        pip,
+        "install",
+        "-q",
+        "--no-compile",
+        "--no-index",
+        "--find-links",
+        WHEELHOUSE,
+        source,
+    )
     if WHEELHOUSE.is_dir() and sh(*offline).returncode == 0:
         return
     WHEELHOUSE.mkdir(parents=True, exist_ok=True)
