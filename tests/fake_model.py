@@ -39,9 +39,11 @@ Stream shapes of real endpoints: ``omit_message_stop`` (Anthropic: the body ends
 after ``message_delta``), ``omit_finish_reason`` (OpenAI: no chunk carries a
 finish_reason; ``[DONE]`` still ends the body, as OpenRouter does), ``tool_index_base``
 (OpenAI: the first tool call's index, e.g. 1), ``repeat_tool_head`` (OpenAI: every tool
-chunk repeats the call's id, type and name) and ``whole_tool_calls`` (OpenAI: each call
-in one chunk, arguments and all). A call cut off by max_tokens is ``ToolUse(raw=...)``
-with broken JSON and ``stop_reason="max_tokens"`` (or ``"length"``).
+chunk repeats the call's id, type and name), ``whole_tool_calls`` (OpenAI: each call
+in one chunk, arguments and all) and ``omit_tool_index`` (OpenAI: tool deltas carry no
+index; a new id starts a call, pieces without one continue the last). A call cut off
+by max_tokens is ``ToolUse(raw=...)`` with broken JSON and ``stop_reason="max_tokens"``
+(or ``"length"``).
 For text-mode tool calls, :func:`text_call` writes the ``<tool_call>`` block.
 
 Recording: ``fake_model.requests`` lists every :class:`RecordedRequest` (``api``,
@@ -129,6 +131,7 @@ class Reply:
     tool_index_base: int = 0
     repeat_tool_head: bool = False
     whole_tool_calls: bool = False
+    omit_tool_index: bool = False
 
     @classmethod
     def error(
@@ -405,15 +408,17 @@ def _openai_tool_chunks(
         "function": {"name": tool.name, "arguments": ""},
     }
     if reply.whole_tool_calls:
-        whole = {**head, "function": {"name": tool.name, "arguments": tool.argument_text}}
-        return [chunk({"tool_calls": [whole]})]
-    chunks = [chunk({"tool_calls": [head]})]
-    for piece in _pieces(tool.argument_text, reply.args_chunk):
-        delta: dict[str, Any] = {"index": index, "function": {"arguments": piece}}
-        if reply.repeat_tool_head:
-            delta = {**head, "function": {"name": tool.name, "arguments": piece}}
-        chunks.append(chunk({"tool_calls": [delta]}))
-    return chunks
+        deltas = [{**head, "function": {"name": tool.name, "arguments": tool.argument_text}}]
+    else:
+        deltas = [head]
+        for piece in _pieces(tool.argument_text, reply.args_chunk):
+            delta: dict[str, Any] = {"index": index, "function": {"arguments": piece}}
+            if reply.repeat_tool_head:
+                delta = {**head, "function": {"name": tool.name, "arguments": piece}}
+            deltas.append(delta)
+    if reply.omit_tool_index:
+        deltas = [{k: v for k, v in d.items() if k != "index"} for d in deltas]
+    return [chunk({"tool_calls": [d]}) for d in deltas]
 
 
 def openai_completion(reply: Reply, model: str, ids: Iterator[int]) -> dict[str, Any]:

@@ -210,8 +210,18 @@ def test_openai_call_cut_off_by_length_is_max_tokens_and_unparsed(
         {"whole_tool_calls": True},
         {"tool_index_base": 1, "repeat_tool_head": True, "omit_finish_reason": True},
         {"tool_index_base": 3, "whole_tool_calls": True, "omit_finish_reason": True},
+        {"omit_tool_index": True},
+        {"omit_tool_index": True, "whole_tool_calls": True},
     ],
-    ids=["index-from-1", "head-repeated", "whole-call", "all-three-no-finish", "whole-from-3"],
+    ids=[
+        "index-from-1",
+        "head-repeated",
+        "whole-call",
+        "all-three-no-finish",
+        "whole-from-3",
+        "no-index",
+        "no-index-whole",
+    ],
 )
 def test_openai_tool_deltas_are_keyed_by_index(fake_model: FakeModel, shape: dict) -> None:
     calls = [call("type_text", text=LONG_TEXT), call("click", x=7), call("type_text", text="b")]

@@ -169,7 +169,7 @@ class ChunkAssembler:
     finished: bool = False
     calls: list[ToolCall] = field(default_factory=list)
     _slots: list[_Slot] = field(default_factory=list)
-    _by_index: dict[int, _Slot] = field(default_factory=dict)
+    _by_index: dict[int | None, _Slot] = field(default_factory=dict)
 
     def handle(self, chunk: Any) -> list[StreamEvent]:
         self.model = getattr(chunk, "model", None) or self.model
@@ -200,19 +200,11 @@ class ChunkAssembler:
 
     def _slot_for(self, piece: Any) -> _Slot:
         """The call a delta belongs to, keyed by its index (servers may start at 1, repeat
-        the id and name in every chunk, or send a whole call in one chunk)."""
+        the id and name in every chunk, send a whole call in one chunk, or send no index)."""
         piece_id: str = getattr(piece, "id", None) or ""
         index: int | None = getattr(piece, "index", None)
-        if index is None:  # a server that sends no index: the call with this id, else the last
-            known = [i for i, s in self._by_index.items() if piece_id and s.id == piece_id]
-            if known:
-                index = known[0]
-            elif self._slots and not piece_id:
-                return self._slots[-1]
-            else:
-                index = -1 - len(self._slots)
         slot = self._by_index.get(index)
-        # some compatible servers reuse index 0 for every call; a new id means a new call
+        # some servers reuse one index (or none) for every call; a new id means a new call
         if slot is None or (piece_id and slot.id and piece_id != slot.id):
             slot = _Slot(id=piece_id)
             self._by_index[index] = slot
