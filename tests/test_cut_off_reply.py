@@ -11,7 +11,7 @@ import pytest
 from jarvis.events import ToolCallStarted
 from jarvis.memory.short_term import StepRecord
 from tests.agent_harness import agent_settings, model_point, run_agent, step_files
-from tests.fake_model import FakeModel, Reply, ToolUse, call
+from tests.fake_model import FakeModel, Reply, ToolUse, call, text_call
 from tests.tkdriver import TkApp
 
 pytestmark = pytest.mark.usefixtures("xserver")
@@ -56,3 +56,27 @@ async def test_a_call_cut_off_by_max_tokens_is_not_run_and_the_next_reply_gets_r
     assert [r.ok for r in first.results] == [True, False]
     error = first.results[1].error
     assert error is not None and "cut off" in error.message and "not run" in error.message
+
+
+async def test_a_text_mode_call_cut_off_by_max_tokens_is_not_run_either(
+    tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Text tool mode: the limit cuts a ``<tool_call>`` block; the same rule holds."""
+    settings = agent_settings(tmp_path, fake_model, monkeypatch, tool_mode="text")
+    x, y = model_point(tkapp, "box", settings)
+    cut_block = '<tool_call>{"name": "type", "arguments": {"text": "Grüße and the re'
+    fake_model.script(
+        Reply(
+            text=f"Thought: click and type.\n{text_call('click', x=x, y=y)}\n{cut_block}",
+            stop_reason="max_tokens",
+        ),
+        Reply(text=f"Thought: again.\n{text_call('type', text='hello')}"),
+        Reply(text=f"Thought: ask.\n{text_call('call_user', message='done?')}"),
+    )
+    outcome, events = await run_agent(settings, "type a greeting into the box")
+
+    assert outcome.status == "needs_user", outcome.summary
+    assert tkapp.entry_text() == "hello"
+    assert [e.tool_name for e in events.of(ToolCallStarted)] == ["click", "type", "call_user"]
+    assert [r.body["max_tokens"] for r in fake_model.requests] == [4096, 8192, 4096]
+    assert "cut off at the output limit of 4096 tokens" in fake_model.requests[1].all_text()
