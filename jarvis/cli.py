@@ -98,11 +98,9 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     if problem is not None:
         print(problem)
         return EXIT_FAILED
-    from jarvis.memory.embedding import EmbeddingUnavailable  # imports chromadb: after refusals
-
     try:
         return asyncio.run(_run_task(args.task, settings))
-    except (LockHeld, EmbeddingUnavailable) as exc:  # memory in use elsewhere, or no model
+    except LockHeld as exc:  # memory in use elsewhere (a missing model only turns it off)
         print(f"jarvis: {exc}", file=sys.stderr)
         return EXIT_FAILED
 

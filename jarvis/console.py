@@ -22,6 +22,7 @@ from jarvis.events import (
     ToolModeFallback,
     VerificationFinished,
 )
+from jarvis.logfile import console_shows_events
 
 STATUS_STYLE = {
     "finished": "bold green",
@@ -41,6 +42,7 @@ class ConsoleReporter:
         self._tokens_in = 0
         self._tokens_out = 0
         bus.subscribe(self.on_event)
+        console_shows_events()  # what it draws is no longer logged to stderr too
 
     def _end_text(self) -> None:
         if self._in_text:
@@ -110,7 +112,8 @@ class ConsoleReporter:
         )
         style = STATUS_STYLE.get(status, "bold")
         self.console.print(
-            f"[{style}]{status}[/] after {steps} step(s){tokens}, ${cost:.4f}: {escape(summary)}"
+            f"[{style}]{status}[/] after {steps} step(s){tokens}, ${cost:.4f}: {escape(summary)}",
+            soft_wrap=True,  # one line, however long: the terminal wraps it, not us
         )
 
 

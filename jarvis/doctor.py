@@ -126,12 +126,35 @@ def _load_presets(settings: Settings) -> tuple[list[str], str | None]:
     return [p.name for p in presets], None
 
 
+def check_memory(settings: Settings) -> Check:
+    """Load the long-term memory's embedding model and embed one sentence, offline."""
+    if not settings.long_term_memory:
+        return Check("memory", True, "long-term memory is off (long_term_memory = false)")
+    started = time.perf_counter()
+    try:
+        from jarvis.memory.embedding import EmbeddingUnavailable, make_embedding
+
+        choice = make_embedding(settings)
+        vectors = choice.function(["jarvis doctor"])
+    except EmbeddingUnavailable as exc:
+        return Check("memory", False, f"long-term memory is off for tasks: {exc}")
+    except Exception as exc:  # doctor reports any failure as a failed check
+        return Check("memory", False, f"the embedding model failed: {type(exc).__name__}: {exc}")
+    ms = (time.perf_counter() - started) * 1000
+    return Check(
+        "memory",
+        True,
+        f"embedding {choice.key} loads offline ({len(vectors[0])} dimensions, {ms:.0f} ms)",
+    )
+
+
 CHECKS: list[Callable[[Settings], Check]] = [
     check_display,
     check_input,
     check_provider,
     check_data_dir,
     check_presets,
+    check_memory,
 ]
 
 

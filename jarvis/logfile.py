@@ -15,6 +15,30 @@ from jarvis.tools.audit import known_secrets, redact
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
+SHOWN = {"shown_on_console": True}
+"""``extra=`` for a record the live console also shows as an event (a model retry, a
+tool-mode switch, giving up): once a :class:`~jarvis.console.ConsoleReporter` draws the
+run, such records go to the log file only, so nothing is said twice (``-v`` shows all)."""
+
+
+class NotShownTwice(logging.Filter):
+    """On the stderr handler: drops records marked :data:`SHOWN` while a console shows them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.console_active = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.console_active and getattr(record, "shown_on_console", False))
+
+
+def console_shows_events() -> None:
+    """Called by the live console: records it shows stop going to stderr (not with -v)."""
+    for handler in logging.getLogger().handlers:
+        for kept in handler.filters:
+            if isinstance(kept, NotShownTwice):
+                kept.console_active = True
+
 
 class RedactSecrets(logging.Filter):
     def __init__(self, secrets: set[str]) -> None:
@@ -49,6 +73,8 @@ def setup_logging(data_dir: Path | None, verbose: bool = False) -> Path | None:
     console.setLevel(logging.DEBUG if verbose else logging.WARNING)
     console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     console.addFilter(redactor)
+    if not verbose:
+        console.addFilter(NotShownTwice())
     console.jarvis = True  # type: ignore[attr-defined]
     root.addHandler(console)
     if data_dir is None:

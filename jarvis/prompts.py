@@ -10,7 +10,9 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+from jarvis.shipped import shipped
+
+PROMPTS_DIR = shipped("prompts")
 _SLOT = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 

@@ -35,6 +35,15 @@ cancellation tests); ``model``. Faults: ``status``/``error_type``/``error_messag
 (529), ``server_error`` (500), ``tools_unsupported`` (400), ``unauthorized`` (401));
 ``cut_after=N`` closes the socket after N SSE events (a stream cut mid-way);
 ``error_after=N`` sends an in-stream error event after N events.
+Stream shapes of real endpoints: ``omit_message_stop`` (Anthropic: the body ends right
+after ``message_delta``), ``omit_finish_reason`` (OpenAI: no chunk carries a
+finish_reason; ``[DONE]`` still ends the body, as OpenRouter does), ``tool_index_base``
+(OpenAI: the first tool call's index, e.g. 1), ``repeat_tool_head`` (OpenAI: every tool
+chunk repeats the call's id, type and name), ``whole_tool_calls`` (OpenAI: each call
+in one chunk, arguments and all) and ``omit_tool_index`` (OpenAI: tool deltas carry no
+index; a new id starts a call, pieces without one continue the last). A call cut off
+by max_tokens is ``ToolUse(raw=...)`` with broken JSON and ``stop_reason="max_tokens"``
+(or ``"length"``).
 For text-mode tool calls, :func:`text_call` writes the ``<tool_call>`` block.
 
 Recording: ``fake_model.requests`` lists every :class:`RecordedRequest` (``api``,
@@ -117,6 +126,12 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     cut_after: int | None = None
     error_after: int | None = None
+    omit_message_stop: bool = False
+    omit_finish_reason: bool = False
+    tool_index_base: int = 0
+    repeat_tool_head: bool = False
+    whole_tool_calls: bool = False
+    omit_tool_index: bool = False
 
     @classmethod
     def error(
@@ -303,7 +318,8 @@ def anthropic_events(reply: Reply, model: str, ids: Iterator[int]) -> list[tuple
             },
         )
     )
-    events.append(("message_stop", {"type": "message_stop"}))
+    if not reply.omit_message_stop:
+        events.append(("message_stop", {"type": "message_stop"}))
     return events
 
 
@@ -367,22 +383,42 @@ def openai_chunks(
 
     chunks = [chunk({"role": "assistant", "content": ""})]
     chunks += [chunk({"content": piece}) for piece in _pieces(reply.text, reply.text_chunk)]
-    for index, tool in enumerate(reply.tool_calls):
-        head = {
-            "index": index,
-            "id": tool.id or f"call_fake_{next(ids)}",
-            "type": "function",
-            "function": {"name": tool.name, "arguments": ""},
-        }
-        chunks.append(chunk({"tool_calls": [head]}))
-        for piece in _pieces(tool.argument_text, reply.args_chunk):
-            chunks.append(
-                chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-            )
-    chunks.append(chunk({}, reply.stop_reason or ("tool_calls" if reply.tool_calls else "stop")))
+    for number, tool in enumerate(reply.tool_calls):
+        chunks += _openai_tool_chunks(reply, tool, reply.tool_index_base + number, ids, chunk)
+    stop = reply.stop_reason or ("tool_calls" if reply.tool_calls else "stop")
+    chunks.append(chunk({}, None if reply.omit_finish_reason else stop))
     if usage:
         chunks.append({**base, "choices": [], "usage": _openai_usage(reply)})
     return chunks
+
+
+def _openai_tool_chunks(
+    reply: Reply,
+    tool: ToolUse,
+    index: int,
+    ids: Iterator[int],
+    chunk: Callable[[dict[str, Any]], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """One tool call's chunks: a head with id and name, then argument pieces (or the
+    whole call in one chunk, or the head repeated in every chunk)."""
+    head = {
+        "index": index,
+        "id": tool.id or f"call_fake_{next(ids)}",
+        "type": "function",
+        "function": {"name": tool.name, "arguments": ""},
+    }
+    if reply.whole_tool_calls:
+        deltas = [{**head, "function": {"name": tool.name, "arguments": tool.argument_text}}]
+    else:
+        deltas = [head]
+        for piece in _pieces(tool.argument_text, reply.args_chunk):
+            delta: dict[str, Any] = {"index": index, "function": {"arguments": piece}}
+            if reply.repeat_tool_head:
+                delta = {**head, "function": {"name": tool.name, "arguments": piece}}
+            deltas.append(delta)
+    if reply.omit_tool_index:
+        deltas = [{k: v for k, v in d.items() if k != "index"} for d in deltas]
+    return [chunk({"tool_calls": [d]}) for d in deltas]
 
 
 def openai_completion(reply: Reply, model: str, ids: Iterator[int]) -> dict[str, Any]:

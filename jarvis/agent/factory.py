@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -18,12 +19,15 @@ from jarvis.desktop.settle import Settler
 from jarvis.events import EventBus
 from jarvis.llm.base import Provider
 from jarvis.llm.factory import make_provider
+from jarvis.memory.embedding import EmbeddingUnavailable
 from jarvis.memory.long_term import LongTermMemory
 from jarvis.memory.recall import MemoryBridge
 from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext
 from jarvis.tools.memory import register_memory_tools
 from jarvis.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
 
 
 @asynccontextmanager
@@ -39,7 +43,8 @@ async def build_agent(
     """An Agent wired to the real desktop; closes the screen, memory and provider afterwards.
 
     With ``settings.long_term_memory`` and no ``long_term`` given, the on-disk vector
-    memory is opened and the `remember` tool is offered.
+    memory is opened and the `remember` tool is offered (when its embedding model cannot
+    load, the task runs without long-term memory and the log says so once).
     """
     async with AsyncExitStack() as stack:
         if provider is None:  # ours to close; a provider handed in stays the caller's
@@ -56,10 +61,18 @@ async def build_agent(
 
 async def open_long_term(
     settings: Settings, stack: AsyncExitStack, registry: ToolRegistry
-) -> MemoryBridge:
+) -> MemoryBridge | None:
     """Open the on-disk vector memory (closed with ``stack``) and offer the `remember`
-    tool on ``registry``; the bridge gives the agent its recall."""
-    memory = await asyncio.to_thread(LongTermMemory.from_settings, settings)
+    tool on ``registry``; the bridge gives the agent its recall.
+
+    Long-term memory is an optional part: when its embedding model cannot load, this
+    says so once (a warning) and returns None, and the work goes on without it.
+    """
+    try:
+        memory = await asyncio.to_thread(LongTermMemory.from_settings, settings)
+    except EmbeddingUnavailable as exc:
+        log.warning("long-term memory is off: %s", exc)
+        return None
     stack.callback(memory.close)
     bridge = MemoryBridge(memory, top_k=settings.memory_top_k)
     register_memory_tools(registry, bridge)

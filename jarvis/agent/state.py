@@ -44,6 +44,8 @@ class RunState:
     notes: list[str] = field(default_factory=list)
     memories: list[str] = field(default_factory=list)
     stall: StallDetector = field(default_factory=StallDetector)
+    max_tokens: int | None = None
+    """The output limit of the next request when the last reply was cut off at it."""
 
 
 class TaskEnded(Exception):

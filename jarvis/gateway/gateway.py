@@ -206,6 +206,9 @@ class Gateway:
 
         registry = build_registry(self.settings)
         self._bridge = await open_long_term(self.settings, stack, registry)
+        if self._bridge is None:  # the model cannot load: said once; tasks run without it
+            self.settings = self.settings.model_copy(update={"long_term_memory": False})
+            return registry
         self._memory = self._bridge.memory
         return registry
 

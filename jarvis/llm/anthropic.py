@@ -25,6 +25,7 @@ from jarvis.llm.base import (
     ProviderAuthError,
     ProviderError,
     StreamInterrupted,
+    connection_error,
     parse_arguments,
     status_error,
 )
@@ -54,6 +55,7 @@ except ImportError:  # older SDKs ride on httpx
 log = logging.getLogger(__name__)
 
 KEY_ENV = "ANTHROPIC_API_KEY"
+URL_ENV = "ANTHROPIC_BASE_URL"
 TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"
 _RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 
@@ -157,6 +159,25 @@ class Assembler:
         self.calls.append(call)
         return [ToolCallDone(call=call)]
 
+    def unfinished(self) -> str | None:
+        """Why the stream's end is not a normal end, or None.
+
+        ``message_stop`` ends a message. Some endpoints end the body right after the
+        ``message_delta`` that carries the stop reason: that is a normal end too, when
+        no content block is still open and every tool call is complete JSON (or the stop
+        reason says the reply was cut off at max_tokens, which the agent handles).
+        """
+        if self.finished:
+            return None
+        if not self.stop_reason:
+            return "before message_stop, without a stop reason"
+        if self._blocks:
+            return "before message_stop, inside a content block"
+        broken = [c.name for c in self.calls if c.parse_error]
+        if broken and self.stop_reason != "max_tokens":
+            return f"before message_stop, with a broken tool call ({broken[0]})"
+        return None
+
     def response(self) -> LLMResponse:
         return LLMResponse(
             text="".join(self.text),
@@ -240,9 +261,7 @@ class AnthropicProvider(AdapterBase):
         except anthropic.APIStatusError as exc:
             raise _status_error(exc, wire.sent_tools) from exc
         except anthropic.APIConnectionError as exc:
-            raise ProviderError(
-                f"cannot reach Anthropic at {self.base_url}: {cause_text(exc)}", retryable=True
-            ) from exc
+            raise connection_error(exc, "Anthropic", self.base_url, URL_ENV) from exc
         assembler = Assembler(computer=wire.computer)
         try:
             async with stream:
@@ -255,8 +274,7 @@ class AnthropicProvider(AdapterBase):
             raise StreamInterrupted(
                 f"the Anthropic stream broke off: {cause_text(exc)}", retryable=True
             ) from exc
-        if not assembler.finished:
-            raise StreamInterrupted(
-                "the Anthropic stream ended before message_stop", retryable=True
-            )
+        problem = assembler.unfinished()
+        if problem is not None:
+            raise StreamInterrupted(f"the Anthropic stream ended {problem}", retryable=True)
         yield ResponseDone(response=assembler.response())

@@ -18,8 +18,17 @@ from typing import Any, Protocol, runtime_checkable
 
 from jarvis.events import EventBus, ModelRetry, ToolModeFallback
 from jarvis.llm import text_mode
-from jarvis.llm.retry import RetryPolicy, is_retryable_status, parse_retry_after, rejects_tools
+from jarvis.llm.retry import (
+    RetryPolicy,
+    cause_text,
+    connect_failure,
+    is_retryable_status,
+    parse_retry_after,
+    rejects_tools,
+    root_cause_text,
+)
 from jarvis.llm.types import LLMRequest, LLMResponse, ResponseDone, StreamEvent
+from jarvis.logfile import SHOWN
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +56,24 @@ class ProviderError(Exception):
 
 class ProviderAuthError(ProviderError):
     """No API key, or the endpoint rejected it. The message names the env var to set."""
+
+
+class ProviderUnreachable(ProviderError):
+    """No connection could be made to the endpoint (DNS, refused, TLS): a wrong or
+    unreachable base URL. Retried like any connection error, but it ends the task after
+    one step's retries; the message names the URL and the variable that sets it."""
+
+
+def connection_error(exc: BaseException, endpoint: str, url: str, url_env: str) -> ProviderError:
+    """The error for an SDK connection error before any response: unreachable when no
+    connection could be made, else a retryable error."""
+    if connect_failure(exc):
+        return ProviderUnreachable(
+            f"cannot connect to {endpoint} at {url} ({root_cause_text(exc)}); "
+            f"check the base URL ({url_env})",
+            retryable=True,
+        )
+    return ProviderError(f"cannot reach {endpoint} at {url}: {cause_text(exc)}", retryable=True)
 
 
 class StreamInterrupted(ProviderError):
@@ -185,7 +212,7 @@ class AdapterBase:
     def _fall_back(self, exc: ToolsUnsupported) -> None:
         self.text_fallback = True
         reason = f"{self.name} endpoint rejected native tools: {exc.message}"
-        log.warning("switching to text tool mode for this run: %s", reason)
+        log.warning("switching to text tool mode for this run: %s", reason, extra=SHOWN)
         if self.bus is not None:
             self.bus.emit(ToolModeFallback(reason=reason))
 
@@ -225,7 +252,9 @@ class AdapterBase:
                     raise
                 if not exc.retryable or attempt >= self.retry.max_retries:
                     if exc.retryable:
-                        log.error("%s: giving up after %d attempts", self.name, attempt + 1)
+                        log.error(
+                            "%s: giving up after %d attempts", self.name, attempt + 1, extra=SHOWN
+                        )
                     raise
                 delay = self.retry.delay(attempt, exc.retry_after)
                 attempt += 1
@@ -236,6 +265,7 @@ class AdapterBase:
                     self.retry.max_retries,
                     delay,
                     exc.message,
+                    extra=SHOWN,
                 )
                 if self.bus is not None:
                     self.bus.emit(ModelRetry(attempt=attempt, reason=exc.message, delay_s=delay))

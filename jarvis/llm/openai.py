@@ -28,6 +28,7 @@ from jarvis.llm.base import (
     ProviderAuthError,
     ProviderError,
     StreamInterrupted,
+    connection_error,
     parse_arguments,
     status_error,
 )
@@ -52,6 +53,7 @@ from jarvis.llm.types import (
 log = logging.getLogger(__name__)
 
 KEY_ENV = "OPENAI_API_KEY"
+URL_ENV = "OPENAI_BASE_URL"
 STOP_REASONS = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
@@ -167,7 +169,7 @@ class ChunkAssembler:
     finished: bool = False
     calls: list[ToolCall] = field(default_factory=list)
     _slots: list[_Slot] = field(default_factory=list)
-    _by_index: dict[int, _Slot] = field(default_factory=dict)
+    _by_index: dict[int | None, _Slot] = field(default_factory=dict)
 
     def handle(self, chunk: Any) -> list[StreamEvent]:
         self.model = getattr(chunk, "model", None) or self.model
@@ -196,13 +198,21 @@ class ChunkAssembler:
                 self.finished = True
         return events
 
-    def _tool_piece(self, piece: Any) -> list[StreamEvent]:
-        slot = self._by_index.get(piece.index)
-        # some compatible servers reuse index 0 for every call; a new id means a new call
-        if slot is None or (piece.id and slot.id and piece.id != slot.id):
-            slot = _Slot(id=piece.id or "")
-            self._by_index[piece.index] = slot
+    def _slot_for(self, piece: Any) -> _Slot:
+        """The call a delta belongs to, keyed by its index (servers may start at 1, repeat
+        the id and name in every chunk, send a whole call in one chunk, or send no index)."""
+        piece_id: str = getattr(piece, "id", None) or ""
+        index: int | None = getattr(piece, "index", None)
+        slot = self._by_index.get(index)
+        # some servers reuse one index (or none) for every call; a new id means a new call
+        if slot is None or (piece_id and slot.id and piece_id != slot.id):
+            slot = _Slot(id=piece_id)
+            self._by_index[index] = slot
             self._slots.append(slot)
+        return slot
+
+    def _tool_piece(self, piece: Any) -> list[StreamEvent]:
+        slot = self._slot_for(piece)
         function = piece.function
         if function is not None and function.name and not slot.name:
             slot.name = function.name
@@ -235,12 +245,29 @@ class ChunkAssembler:
             )
         return [ToolCallDone(call=call) for call in self.calls]
 
+    def unfinished(self) -> str | None:
+        """Why the stream's end is not a normal end, or None (call after :meth:`finish`).
+
+        A finish_reason ends a response. Without one (OpenRouter sends only ``[DONE]``
+        for some providers) the end of the body is a normal end when there was output
+        and every tool call is complete JSON; a call cut short means the body broke off.
+        """
+        if self.finished:
+            return None
+        if not self.text and not self.calls:
+            return "without a finish_reason or any output"
+        broken = [c.name for c in self.calls if c.parse_error]
+        if broken:
+            return f"without a finish_reason, in the middle of a tool call ({broken[0]})"
+        return None
+
     def response(self) -> LLMResponse:
+        reason = self.finish_reason or ("tool_calls" if self.calls else "stop")
         return LLMResponse(
             text="".join(self.text),
             tool_calls=self.calls,
             usage=self.usage,
-            stop_reason=STOP_REASONS.get(self.finish_reason, self.finish_reason),
+            stop_reason=STOP_REASONS.get(reason, reason),
             model=self.model,
         )
 
@@ -315,10 +342,7 @@ class OpenAIProvider(AdapterBase):
         except openai.APIStatusError as exc:
             raise _status_error(exc, sent_tools) from exc
         except openai.APIConnectionError as exc:
-            raise ProviderError(
-                f"cannot reach the OpenAI endpoint at {self.base_url}: {cause_text(exc)}",
-                retryable=True,
-            ) from exc
+            raise connection_error(exc, "the OpenAI endpoint", self.base_url, URL_ENV) from exc
         assembler = ChunkAssembler(model=self.model)
         try:
             async with stream:
@@ -335,10 +359,10 @@ class OpenAIProvider(AdapterBase):
             raise StreamInterrupted(
                 f"OpenAI stream error: {error_text(exc.body, exc.message)}", retryable=True
             ) from exc
-        if not assembler.finished:
-            raise StreamInterrupted(
-                "the OpenAI stream ended without a finish_reason", retryable=True
-            )
-        for event in assembler.finish():
+        done = assembler.finish()
+        problem = assembler.unfinished()
+        if problem is not None:
+            raise StreamInterrupted(f"the OpenAI stream ended {problem}", retryable=True)
+        for event in done:
             yield event
         yield ResponseDone(response=assembler.response())

