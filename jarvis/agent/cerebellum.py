@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from jarvis.desktop.settle import SettleResult
@@ -43,8 +43,9 @@ class Cerebellum:
         self.registry = registry
         self.provider_name = provider_name
 
-    def definitions(self) -> list[ToolSpec]:
-        return self.registry.specs(self.provider_name)
+    def definitions(self, channels: Sequence[str] = ()) -> list[ToolSpec]:
+        """The tools offered for a task from ``channels`` (the channel policy narrows them)."""
+        return self.registry.specs(self.provider_name, channels)
 
     async def act(self, calls: list[ToolCall], context: ToolContext, settle: Settle) -> Action:
         """Run calls in order. After a failure, a control tool or a `screenshot` (the model

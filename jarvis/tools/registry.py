@@ -2,11 +2,13 @@
 
 A tool is a function ``fn(args, context)`` (sync or async) with a pydantic
 arguments model (``extra="forbid"``); its JSON schema is generated from that
-model. :meth:`ToolRegistry.execute` validates a call, applies the policy, rate
-limits and timeout, runs the tool (blocking functions in a worker thread),
-writes the audit line, emits events and returns a :class:`ToolResult`. It never
-raises into the agent loop, except ``CancelledError`` so that cancelling a task
-stops the call.
+model. A tool that comes with a JSON schema of its own (an MCP server's) is
+registered with :meth:`ToolRegistry.register_schema`: its arguments are checked
+with jsonschema and handed over as a dict. :meth:`ToolRegistry.execute`
+validates a call, applies the policy, rate limits and timeout, runs the tool
+(blocking functions in a worker thread), writes the audit line, emits events
+and returns a :class:`ToolResult`. It never raises into the agent loop, except
+``CancelledError`` so that cancelling a task stops the call.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import jsonschema
 from pydantic import BaseModel, ValidationError
 
 from jarvis.config import Settings, ToolPolicy
@@ -49,7 +52,12 @@ from jarvis.tools.results import (
     ToolFailure,
     ToolResult,
 )
-from jarvis.tools.schema import describe_validation_error, literal_fields, schema_of
+from jarvis.tools.schema import (
+    describe_schema_errors,
+    describe_validation_error,
+    literal_fields,
+    schema_of,
+)
 
 if TYPE_CHECKING:
     from jarvis.tools.context import ToolContext
@@ -89,11 +97,15 @@ class Tool:
 
     name: str
     description: str
-    args_model: type[BaseModel]
+    args_model: type[BaseModel] | None
     fn: ToolFn
     timeout_s: float | None = None
     requires: tuple[str, ...] = ()
     audit_fields: frozenset[str] = field(default_factory=frozenset)
+    json_schema: dict[str, Any] | None = None
+    """The arguments' JSON schema when the tool brings its own (no ``args_model``)."""
+    origin: str = "builtin"
+    """Where the tool comes from: builtin, ``mcp:SERVER``, ``skill:FILE``."""
 
     @property
     def is_async(self) -> bool:
@@ -102,7 +114,27 @@ class Tool:
     @functools.cached_property
     def parameters(self) -> dict[str, Any]:
         """The JSON schema of the arguments (generated once)."""
+        if self.json_schema is not None:
+            return self.json_schema
+        assert self.args_model is not None
         return schema_of(self.args_model)
+
+    @functools.cached_property
+    def _validator(self) -> jsonschema.protocols.Validator:
+        schema = self.json_schema or {}
+        return jsonschema.validators.validator_for(schema)(schema)
+
+    def validate(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        """The arguments the function gets; raises ValueError saying what is wrong."""
+        if self.args_model is not None:
+            try:
+                return self.args_model.model_validate(arguments, context={"tool_context": context})
+            except ValidationError as exc:
+                raise ValueError(describe_validation_error(exc)) from exc
+        problem = describe_schema_errors(self._validator.iter_errors(arguments))
+        if problem:
+            raise ValueError(problem)
+        return arguments
 
     def spec(self) -> ToolSpec:
         """The tool as offered to the model (a fresh copy each time)."""
@@ -134,6 +166,7 @@ class ToolRegistry:
         timeout_s: float | None = None,
         requires: Sequence[str] = (),
         audit_fields: Sequence[str] = (),
+        origin: str = "builtin",
     ) -> Tool:
         """Add a tool; its description defaults to the function's docstring."""
         if name in self._tools:
@@ -151,9 +184,47 @@ class ToolRegistry:
             timeout_s=timeout_s,
             requires=tuple(requires),
             audit_fields=frozenset(audit_fields) | literal_fields(args_model),
+            origin=origin,
         )
         self._tools[name] = tool
         return tool
+
+    def register_schema(
+        self,
+        name: str,
+        fn: ToolFn,
+        schema: dict[str, Any],
+        description: str,
+        *,
+        timeout_s: float | None = None,
+        origin: str,
+    ) -> Tool:
+        """Add a tool whose arguments are described by a JSON schema (checked with jsonschema;
+        the function gets the arguments as a dict). An invalid schema raises ValueError."""
+        if name in self._tools:
+            raise ValueError(f"tool '{name}' is already registered")
+        try:
+            jsonschema.validators.validator_for(schema).check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise ValueError(f"tool '{name}' has an invalid input schema: {exc.message}") from exc
+        tool = Tool(
+            name=name,
+            description=description.strip() or name,
+            args_model=None,
+            fn=fn,
+            timeout_s=timeout_s,
+            json_schema=copy.deepcopy(schema),
+            origin=origin,
+        )
+        self._tools[name] = tool
+        return tool
+
+    def unregister(self, name: str) -> bool:
+        """Remove a tool (an MCP server dropped it, a skill file changed); True if it was there."""
+        return self._tools.pop(name, None) is not None
+
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -171,18 +242,23 @@ class ToolRegistry:
             return provider
         return self.settings.provider if self.settings is not None else None
 
-    def specs(self, provider: str | None = None) -> list[ToolSpec]:
-        """Specs of the tools the policy offers to ``provider`` (default: the settings')."""
+    def specs(self, provider: str | None = None, channels: Sequence[str] = ()) -> list[ToolSpec]:
+        """Specs of the tools the policy offers to ``provider`` (default: the settings') for
+        a task from ``channels``."""
         who = self._provider(provider)
         return [
-            t.spec() for t in self._tools.values() if self.policy.allowed(t.name, who, t.requires)
+            t.spec()
+            for t in list(self._tools.values())
+            if self.policy.allowed(t.name, who, t.requires, channels)
         ]
 
-    def offered(self, provider: str | None = None) -> list[str]:
-        """Names of the tools the policy offers to ``provider``."""
+    def offered(self, provider: str | None = None, channels: Sequence[str] = ()) -> list[str]:
+        """Names of the tools the policy offers to ``provider`` for a task from ``channels``."""
         who = self._provider(provider)
         return [
-            t.name for t in self._tools.values() if self.policy.allowed(t.name, who, t.requires)
+            t.name
+            for t in list(self._tools.values())
+            if self.policy.allowed(t.name, who, t.requires, channels)
         ]
 
     def anthropic_tools(self, provider: str | None = None) -> list[dict[str, Any]]:
@@ -247,11 +323,11 @@ class ToolRegistry:
         tool = self._tools.get(name)
         provider = context.provider_name
         if tool is None:
-            offered = ", ".join(self.offered(provider)) or "none"
+            offered = ", ".join(self.offered(provider, context.channels)) or "none"
             return ToolResult.failure(
                 UNKNOWN_TOOL, f"unknown tool '{name}'; available tools: {offered}"
             )
-        reason = self.policy.deny_reason(name, provider, tool.requires)
+        reason = self.policy.deny_reason(name, provider, tool.requires, context.channels)
         if reason is not None:
             return ToolResult.failure(NOT_ALLOWED, reason)
         if parse_error is not None:
@@ -266,9 +342,9 @@ class ToolRegistry:
                 f"arguments must be a JSON object, got {type(arguments).__name__}",
             )
         try:
-            args = tool.args_model.model_validate(arguments, context={"tool_context": context})
-        except ValidationError as exc:
-            return ToolResult.failure(INVALID_PARAMS, describe_validation_error(exc))
+            args = tool.validate(arguments, context)
+        except ValueError as exc:
+            return ToolResult.failure(INVALID_PARAMS, str(exc))
         decision = self.limiter.acquire(name)
         if decision is not None:
             return ToolResult.failure(RATE_LIMITED, decision.message)
@@ -333,6 +409,7 @@ class ToolRegistry:
                 error_code=error.code if error else None,
                 latency_ms=round(latency_ms, 2),
                 provider=context.provider_name,
+                channel=context.channel,
                 args=_summary(arguments, tool),
             ),
         )
@@ -357,7 +434,9 @@ def _scrub(result: ToolResult, secrets: set[str]) -> ToolResult:
     error = result.error
     if error is not None:
         error = ToolError(code=error.code, message=redact(error.message, secrets))
-    return ToolResult(ok=result.ok, data=redact_value(result.data, secrets), error=error)
+    return ToolResult(
+        ok=result.ok, data=redact_value(result.data, secrets), error=error, images=result.images
+    )
 
 
 def _summary(arguments: Any, tool: Tool | None) -> dict[str, Any] | str:
