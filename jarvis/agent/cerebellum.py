@@ -13,7 +13,10 @@ from jarvis.tools.registry import ToolRegistry
 from jarvis.tools.results import INTERNAL, ToolError, ToolResult
 
 # Tools that move no input, so there is nothing to wait for on screen afterwards.
-NO_SETTLE = frozenset({"wait", "screenshot", "finished", "call_user", "remember"})
+NO_SETTLE = frozenset(
+    {"wait", "screenshot", "finished", "call_user", "remember"}
+    | {"read_file", "write_file", "list_dir", "web_fetch"}
+)
 CONTROL = frozenset({"finished", "call_user"})
 
 Settle = Callable[[], Awaitable[SettleResult]]
