@@ -161,8 +161,10 @@ class McpConnection:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the boundary: any failure to run becomes "down"
-                self.error = _describe(exc)
-                log.warning("MCP server %s is down: %s", self.name, self.error)
+                error = _describe(exc)
+                same = error == self.error  # reported once; retries of the same log quietly
+                self.error = error
+                (log.info if same else log.warning)("MCP server %s is down: %s", self.name, error)
             self._client = None
             self.state = "down"
             self._ready.clear()
