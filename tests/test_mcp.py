@@ -60,6 +60,8 @@ async def rig(request: Any, tmp_path: Path) -> AsyncIterator[Rig]:
 
 
 async def test_list_call_images_structured_and_errors(rig: Rig) -> None:
+    assert await rig.connection.check_alive() is None  # a healthy server is not restarted
+    assert rig.connection.starts == 1
     names = {n for n in rig.registry.names if n.startswith("demo__")}
     assert names == {f"demo__{t}" for t in DEMO_TOOLS}
     spec = next(s for s in rig.registry.specs() if s.name == "demo__schedule")

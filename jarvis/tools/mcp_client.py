@@ -271,21 +271,41 @@ class McpConnection:
             log.info("MCP server %s: change stream ended: %s", self.name, exc)
 
     async def _health(self) -> None:
-        """Ping while idle; a ping that fails or hangs means the server is gone."""
-        client = self._client
-        assert client is not None
+        """While idle, check the server answers; one that does not is gone."""
         while True:
             await asyncio.sleep(self.settings.health_interval_s)
             if self._busy:
                 continue
-            try:
-                async with asyncio.timeout(self.settings.health_interval_s):
-                    await client.send_ping()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # any failure of a ping: the server is not answering
-                self._mark_lost(f"ping failed: {_describe(exc)}")
+            problem = await self.check_alive()
+            if problem is not None:
+                self._mark_lost(problem)
                 return
+
+    async def check_alive(self) -> str | None:
+        """None when the server answers a request in time, else what went wrong.
+
+        The handshake protocol has ``ping``; the 2026 protocol removed it, so there the
+        tool list is asked for (which also catches a missed change). An error answer is
+        still an answer: only a closed connection, a transport error or silence count.
+        """
+        client = self._client
+        if client is None:
+            return "not connected"
+        try:
+            async with asyncio.timeout(self.settings.health_interval_s):
+                if self.protocol in MODERN_PROTOCOL_VERSIONS:
+                    await self._list()
+                else:
+                    await client.session.send_ping()
+        except asyncio.CancelledError:
+            raise
+        except MCPError as exc:
+            if exc.code == mcp_types.CONNECTION_CLOSED:
+                return "the connection closed"
+            return None
+        except Exception as exc:  # any other failure: the server is not answering
+            return f"no answer: {_describe(exc)}"
+        return None
 
 
 def _describe(exc: BaseException) -> str:
