@@ -30,14 +30,15 @@ def stdio_entry(starts_file: Path, timeout: float = 3.0) -> dict[str, Any]:
 class HttpServer:
     """The demo server over streamable HTTP in a child process."""
 
-    def __init__(self, starts_file: Path) -> None:
+    def __init__(self, starts_file: Path, kind: str = "http") -> None:
         self.starts_file = starts_file
+        self.kind = kind
         self.port = 0
         self.process: subprocess.Popen[str] | None = None
 
     def start(self) -> HttpServer:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", SERVER_MODULE, "http", str(self.port)],
+            [sys.executable, "-m", SERVER_MODULE, self.kind, str(self.port)],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -54,7 +55,8 @@ class HttpServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
+        path = "sse" if self.kind == "sse" else "mcp"
+        return f"http://127.0.0.1:{self.port}/{path}"
 
     def wait_exit(self, timeout: float = 10.0) -> int | None:
         assert self.process is not None
@@ -80,9 +82,11 @@ def write_mcp_json(data_dir: Path, servers: dict[str, Any]) -> Path:
     return path
 
 
-def mcp_settings(data_dir: Path, **overrides: Any) -> Settings:
+def mcp_settings(data_dir: Path, **mcp_overrides: Any) -> Settings:
+    """Settings with quick restarts and health checks (``mcp_overrides`` change them)."""
     mcp = {"restart_backoff_s": 0.1, "restart_backoff_max_s": 0.5, "health_interval_s": 0.5}
-    return load_settings(data_dir, toolbox={"mcp": mcp, "skills": {"enabled": False}}, **overrides)
+    mcp.update(mcp_overrides)
+    return load_settings(data_dir, toolbox={"mcp": mcp, "skills": {"enabled": False}})
 
 
 def wait_until(condition: Any, timeout: float = 20.0) -> None:

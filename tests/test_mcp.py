@@ -134,3 +134,23 @@ async def test_a_crash_mid_call_fails_with_internal_and_the_server_restarts(rig:
     again = await rig.call("demo__echo", {"text": "back"})
     assert again.ok, again.error
     assert starts(rig.starts_file) == 2  # type: ignore[attr-defined]
+
+
+async def test_an_older_server_over_sse(tmp_path: Path) -> None:
+    http = HttpServer(tmp_path / "starts.txt", kind="sse").start()
+    try:
+        data = tmp_path / "data"
+        write_mcp_json(data, {"old": {"url": http.url, "headers": {"X-Token": "tok-123456"}}})
+        settings = mcp_settings(data)
+        registry = ToolRegistry(settings)
+        async with McpManager.running(settings) as manager:
+            manager.attach(registry)
+            assert await manager.wait_ready(20) == {"old": True}
+            (status,) = manager.status()
+            assert status["transport"] == "sse" and "tok-123456" not in str(status)
+            ctx = ToolContext.for_task(settings, "t-sse")
+            result = await registry.execute("old__add", {"a": 1, "b": 2}, ctx)
+            assert result.ok and result.data["structured"] == {"sum": 3}
+            assert await manager.connections["old"].check_alive() is None
+    finally:
+        http.stop()

@@ -3,6 +3,7 @@ streamable HTTP (uvicorn on a loopback socket it binds itself).
 
     python -m tests.mcp_servers.demo_server stdio
     python -m tests.mcp_servers.demo_server http [PORT]   # prints "PORT <n>" once listening
+    python -m tests.mcp_servers.demo_server sse [PORT]    # the older SSE transport
 
 Tools: echo, add (structured), picture (a PNG), schedule (a schema with an enum and a
 range), fail (isError), crash (the process exits mid-call), hang (never answers) and
@@ -97,10 +98,10 @@ def _count_start() -> None:
             fh.write(f"{os.getpid()}\n")
 
 
-def serve_http(port: int) -> None:
+def serve_http(port: int, kind: str = "http") -> None:
     import uvicorn
 
-    app = server.streamable_http_app()
+    app = server.sse_app() if kind == "sse" else server.streamable_http_app()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
@@ -112,7 +113,7 @@ def serve_http(port: int) -> None:
 
 if __name__ == "__main__":
     _count_start()
-    if len(sys.argv) > 1 and sys.argv[1] == "http":
-        serve_http(int(sys.argv[2]) if len(sys.argv) > 2 else 0)
+    if len(sys.argv) > 1 and sys.argv[1] in ("http", "sse"):
+        serve_http(int(sys.argv[2]) if len(sys.argv) > 2 else 0, sys.argv[1])
     else:
         server.run("stdio")
