@@ -171,3 +171,36 @@ def test_channel_web_hosts_and_read_only() -> None:
     opened = Policy(ToolPolicy(per_channel={"email": ChannelPolicy(web_hosts=["a.org"])}))
     assert opened.web_hosts(("email",)) == ["a.org"]
     assert opened.deny_reason("write_file", None, (), ("email",)) is None  # named explicitly
+
+
+def test_schema_tools_with_bad_or_remote_schemas_are_not_offered(tmp_path: Path) -> None:
+    import asyncio
+
+    from jarvis.tools.context import ToolContext
+    from jarvis.tools.registry import ToolRegistry
+    from jarvis.tools.results import INVALID_PARAMS
+
+    registry = ToolRegistry(Settings(data_dir=tmp_path))
+
+    async def fn(args: dict, ctx: ToolContext) -> dict:
+        return args
+
+    with pytest.raises(ValueError, match="invalid input schema"):
+        registry.register_schema(
+            "bad", fn, {"type": "object", "minProperties": -1}, "d", origin="x"
+        )
+    remote = {"type": "object", "properties": {"a": {"$ref": "https://example.com/s.json"}}}
+    with pytest.raises(ValueError, match="refers outside itself"):
+        registry.register_schema("remote", fn, remote, "d", origin="x")
+    local = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/small"}},
+        "$defs": {"small": {"type": "integer", "maximum": 3}},
+    }
+    registry.register_schema("local", fn, local, "d", origin="x")
+    ctx = ToolContext.for_task(Settings(data_dir=tmp_path), "t")
+    assert asyncio.run(registry.execute("local", {"a": 2}, ctx)).data == {"a": 2}
+    refused = asyncio.run(registry.execute("local", {"a": 9}, ctx))
+    assert refused.error is not None and refused.error.code == INVALID_PARAMS
+    assert refused.error.message == "a: 9 is greater than the maximum of 3"
+    assert registry.names == ["local"]

@@ -131,7 +131,11 @@ class Tool:
                 return self.args_model.model_validate(arguments, context={"tool_context": context})
             except ValidationError as exc:
                 raise ValueError(describe_validation_error(exc)) from exc
-        problem = describe_schema_errors(self._validator.iter_errors(arguments))
+        try:
+            problem = describe_schema_errors(self._validator.iter_errors(arguments))
+        except Exception as exc:  # a schema jsonschema cannot apply: refuse, never raise
+            message = f"the arguments cannot be checked against this tool's schema: {exc}"
+            raise ValueError(message) from exc
         if problem:
             raise ValueError(problem)
         return arguments
@@ -207,6 +211,9 @@ class ToolRegistry:
             jsonschema.validators.validator_for(schema).check_schema(schema)
         except jsonschema.SchemaError as exc:
             raise ValueError(f"tool '{name}' has an invalid input schema: {exc.message}") from exc
+        remote = _remote_refs(schema)
+        if remote:  # never fetched: a schema must stand on its own
+            raise ValueError(f"tool '{name}' has a schema that refers outside itself: {remote[0]}")
         tool = Tool(
             name=name,
             description=description.strip() or name,
@@ -425,6 +432,22 @@ class ToolRegistry:
                 data=result.data if result is not None else None,
             )
         )
+
+
+def _remote_refs(node: Any) -> list[str]:
+    """``$ref`` values that point outside the schema document."""
+    found: list[str] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("$ref", "$dynamicRef") and isinstance(value, str):
+                if not value.startswith("#"):
+                    found.append(value)
+            else:
+                found += _remote_refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _remote_refs(value)
+    return found
 
 
 def _scrub(result: ToolResult, secrets: set[str]) -> ToolResult:
