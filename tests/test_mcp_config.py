@@ -101,7 +101,7 @@ def test_jarvis_mcp_list_shows_servers_states_and_tools(
     assert main(["mcp", "list", "--json", "--data-dir", str(data)]) == 1
     listed = json.loads(capsys.readouterr().out)
     states = {s["name"]: (s["state"], len(s["tools"])) for s in listed["servers"]}
-    assert states == {"demo": ("ready", 8), "broken": ("down", 0)}
+    assert states == {"demo": ("ready", 9), "broken": ("down", 0)}
 
 
 def test_doctor_checks_each_server_and_names_broken_skills(tmp_path: Path) -> None:
@@ -110,10 +110,10 @@ def test_doctor_checks_each_server_and_names_broken_skills(tmp_path: Path) -> No
     assert check_mcp(settings).ok and "no MCP servers" in check_mcp(settings).detail
     write_mcp_json(data, {"demo": stdio_entry(tmp_path / "s.txt")})
     good = check_mcp(mcp_settings(data))
-    assert good.ok and good.detail == "demo: 8 tool(s)"
+    assert good.ok and good.detail == "demo: 9 tool(s)"
     write_mcp_json(data, {"demo": stdio_entry(tmp_path / "s.txt"), "gone": {"command": "/nope"}})
     bad = check_mcp(mcp_settings(data, restart_backoff_s=5))
-    assert not bad.ok and "demo: 8 tool(s)" in bad.detail and "gone: down" in bad.detail
+    assert not bad.ok and "demo: 9 tool(s)" in bad.detail and "gone: down" in bad.detail
 
     skills = Settings(data_dir=data)
     (data / "skills").mkdir()

@@ -447,7 +447,7 @@ def toolbox(tmp_path_factory: pytest.TempPathFactory) -> Any:
     settings_ = mcp_settings(data).model_copy(
         update={
             "tools": ToolPolicy(
-                deny=["demo__crash", "demo__hang", "demo__fail"],
+                deny=["demo__crash", "demo__hang", "demo__fail", "demo__env_names"],
                 per_channel={"fuzz": ChannelPolicy(web_hosts=["127.0.0.1"])},
             )
         }
