@@ -484,7 +484,7 @@ def toolbox_calls(toolbox: Toolbox) -> st.SearchStrategy[list[Any]]:
 
 
 @settings(
-    max_examples=200,  # about 1,300 calls, a third of them to the MCP server
+    max_examples=100,  # about 650 calls, a third of them to the MCP server
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
