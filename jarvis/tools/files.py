@@ -2,9 +2,10 @@
 
 The workspace is ``settings.toolbox.workspace.dir`` (default ``DATA_DIR/workspace``).
 Every path goes through :func:`jarvis.tools.workspace.resolve_inside`; anything that would
-leave the folder (``..``, an absolute path elsewhere, a symlink out, a symlink loop) and
-anything that is not a regular file (FIFOs, devices, sockets) or, for reading, a file
-with other hard links (one of them may be outside) is refused with -32006 and the reason, as are files over the size caps and writes while the workspace is read-only
+leave the folder (``..``, an absolute path elsewhere, a symlink out, a symlink loop),
+anything that is not a regular file (FIFOs, devices, sockets) and, for reading, a file
+with other hard links (one of them may be outside) is refused with -32006 and the
+reason, as are files over the size caps and writes while the workspace is read-only
 (by settings, or by the policy of the task's channel).
 """
 
