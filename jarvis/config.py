@@ -19,6 +19,8 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from jarvis.tools.toolbox_settings import ChannelPolicy, ToolboxSettings, default_channels
+
 SETTINGS_FILE = Path("config") / "settings.json"
 DEFAULT_DATA_DIR = Path("data")
 
@@ -45,6 +47,11 @@ class ToolPolicy(BaseModel):
     allow: list[str] | None = Field(None, description="if set, only these tools are offered")
     deny: list[str] = Field(default_factory=list)
     per_provider: dict[str, ToolPolicyOverride] = Field(default_factory=dict)
+    per_channel: dict[str, ChannelPolicy] = Field(
+        default_factory=default_channels,
+        description="narrower lists per channel (via: tui, email, api, inbox...); the email "
+        "default (no write_file, no web_fetch host) stays unless 'email' is set here",
+    )
     limits: dict[str, ToolLimit] = Field(default_factory=dict)
     timeout_s: float = Field(30.0, gt=0, description="ceiling for one tool call")
 
@@ -107,6 +114,7 @@ class Settings(BaseSettings):
     # tools
     tools: ToolPolicy = Field(default_factory=ToolPolicy)
     presets_file: Path | None = None
+    toolbox: ToolboxSettings = Field(default_factory=ToolboxSettings)
 
     # memory
     short_term_hours: float = Field(12.0, gt=0)

@@ -148,6 +148,40 @@ def check_memory(settings: Settings) -> Check:
     )
 
 
+def check_mcp(settings: Settings) -> Check:
+    """Start each MCP server of mcp.json and see that it lists its tools."""
+    import asyncio
+
+    from jarvis.tools.commands import server_status
+
+    servers, problems = asyncio.run(server_status(settings))
+    if not servers and not problems:
+        return Check("mcp", True, "no MCP servers configured")
+    parts = [
+        f"{s['name']}: {len(s['tools'])} tool(s)"
+        if s["state"] == "ready"
+        else f"{s['name']}: {s['state']} ({s['error'] or 'no answer'})"
+        for s in servers
+    ]
+    ok = not problems and all(s["state"] == "ready" for s in servers)
+    return Check("mcp", ok, "; ".join(parts + problems))
+
+
+def check_skills(settings: Settings) -> Check:
+    """Load the skills folder (and entry points) as serve would; name the broken ones."""
+    from jarvis.tools.computer import build_registry
+    from jarvis.tools.skills import SkillManager
+
+    manager = SkillManager(settings, build_registry(settings, []))
+    if settings.toolbox.skills.entry_points:
+        manager.load_entry_points()
+    manager.scan()
+    tools = sorted(t for s in manager.sources.values() for t in s.tools)
+    if manager.problems:
+        return Check("skills", False, "; ".join(manager.problems))
+    return Check("skills", True, f"{len(tools)} skill tool(s): {', '.join(tools) or 'none'}")
+
+
 CHECKS: list[Callable[[Settings], Check]] = [
     check_display,
     check_input,
@@ -155,6 +189,8 @@ CHECKS: list[Callable[[Settings], Check]] = [
     check_data_dir,
     check_presets,
     check_memory,
+    check_mcp,
+    check_skills,
 ]
 
 

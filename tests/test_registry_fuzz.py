@@ -1,10 +1,12 @@
 """Thousands of random and malformed calls through ToolRegistry.execute: none may raise.
 
-Two registries are fuzzed: small test tools (with a preset) and the real 13 desktop
-tools. The desktop tools run against a fixed 1920x1080 screen seen as 1280x720 and an
-input device that records what it is asked to do instead of moving anything, so
-valid calls run the real tool code. Every accepted call is checked: its arguments
-validate, and every coordinate it sent to the input device is on the real screen.
+Three registries are fuzzed: small test tools (with a preset), the real 13 desktop
+tools, and the tools beyond the desktop (workspace files, web_fetch, a skill and a real
+MCP server over stdio, on an event loop of their own). The desktop tools run against
+a fixed 1920x1080 screen seen as 1280x720 and an input device that records what it
+is asked to do instead of moving anything, so valid calls run the real tool code.
+Every accepted call is checked: its arguments validate, and every coordinate it sent
+to the input device is on the real screen.
 """
 
 from __future__ import annotations
@@ -158,7 +160,7 @@ def check_results(
             assert result.error is None
             tool = registry.get(name)
             assert tool is not None and parse_error is None
-            tool.args_model.model_validate(args or {}, context={"tool_context": ctx})
+            tool.validate(args or {}, ctx)
         else:
             assert result.error is not None and result.error.code in CODES, result
             assert result.error.message
@@ -385,3 +387,129 @@ def test_the_fuzz_log_holds_one_line_per_call(
     results = run_calls(registry, ctx, calls)
     assert [r.ok for r in results] == [True, False, False, False]
     assert len(audit_path(tmp_path).read_text().splitlines()) == 4
+
+
+# --- the tools beyond the desktop ----------------------------------------------------------
+FUZZ_SKILL = """
+from pydantic import BaseModel, ConfigDict, Field
+from jarvis.tools.skills import skill_tool
+
+
+class CountArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    word: str = Field(min_length=1, max_length=30)
+    times: int = Field(1, ge=1, le=5)
+
+
+@skill_tool()
+def count_letters(args: CountArgs, ctx) -> dict:
+    \"\"\"Count the letters of a word.\"\"\"
+    return {"letters": len(args.word) * args.times}
+"""
+
+
+@dataclass
+class Toolbox:
+    registry: ToolRegistry
+    ctx: ToolContext
+    loop: asyncio.AbstractEventLoop
+    root: Path
+
+    def run(self, calls: list[tuple[str, Any, str | None]]) -> list[ToolResult]:
+        async def go() -> list[ToolResult]:
+            return [
+                await self.registry.execute(n, a, self.ctx, call_id=f"x{i}", parse_error=p)
+                for i, (n, a, p) in enumerate(calls)
+            ]
+
+        return asyncio.run_coroutine_threadsafe(go(), self.loop).result(timeout=120)
+
+
+@pytest.fixture(scope="module")
+def toolbox(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Files, web_fetch (it can reach nothing: the channel allows only 127.0.0.1, which is
+    not on the private allowlist), a skill and the demo MCP server, minus the tools that
+    crash, hang or fail on purpose (denied: the fuzz sees the policy refuse them)."""
+    import threading
+
+    from jarvis.tools.files import register_file_tools
+    from jarvis.tools.mcp_bridge import McpManager
+    from jarvis.tools.skills import SkillManager
+    from jarvis.tools.toolbox_settings import ChannelPolicy
+    from jarvis.tools.web import register_web_tools
+    from tests.mcp_fixtures import mcp_settings, stdio_entry, write_mcp_json
+
+    root = tmp_path_factory.mktemp("toolbox")
+    data = root / "data"
+    write_mcp_json(data, {"demo": stdio_entry(root / "starts.txt")})
+    (data / "skills").mkdir(parents=True)
+    (data / "skills" / "count_skill.py").write_text(FUZZ_SKILL)
+    settings_ = mcp_settings(data).model_copy(
+        update={
+            "tools": ToolPolicy(
+                deny=["demo__crash", "demo__hang", "demo__fail", "demo__env_names"],
+                per_channel={"fuzz": ChannelPolicy(web_hosts=["127.0.0.1"])},
+            )
+        }
+    )
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    registry = ToolRegistry(settings_)  # no desktop tools: they need a screen
+    register_file_tools(registry)
+    register_web_tools(registry, settings_.toolbox.web)
+    SkillManager(settings_, registry).scan()
+    manager = McpManager(settings_)
+    manager.attach(registry)
+
+    async def start() -> dict[str, bool]:
+        manager.start()
+        return await manager.wait_ready(20)
+
+    assert asyncio.run_coroutine_threadsafe(start(), loop).result(30) == {"demo": True}
+    ctx = ToolContext.for_task(settings_, "fuzz", channels=("fuzz",))
+    yield Toolbox(registry, ctx, loop, root)
+    asyncio.run_coroutine_threadsafe(manager.stop(), loop).result(30)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def toolbox_calls(toolbox: Toolbox) -> st.SearchStrategy[list[Any]]:
+    return st.lists(
+        st.one_of(calls_for(toolbox.registry), st.just(("demo__crash", {}, None))),
+        min_size=1,
+        max_size=12,
+    )
+
+
+@settings(
+    max_examples=100,  # about 650 calls, a third of them to the MCP server
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_toolbox_registry_never_raises(
+    toolbox: Toolbox, toolbox_calls: st.SearchStrategy[list[Any]], data: Any
+) -> None:
+    names = [s.name for s in toolbox.registry.specs()]
+    assert {"read_file", "write_file", "list_dir", "web_fetch", "count_letters"} <= set(names)
+    assert {"demo__echo", "demo__schedule", "demo__picture"} <= set(names)
+    assert "demo__crash" not in names
+    outside = sorted(p.name for p in toolbox.root.iterdir())
+    calls = data.draw(toolbox_calls)
+    results = toolbox.run(calls)
+    check_results(toolbox.registry, toolbox.ctx, calls, results)
+    for (name, _, _), result in zip(calls, results, strict=True):
+        if name == "demo__crash":
+            assert result.error is not None and result.error.code == NOT_ALLOWED
+        if name == "web_fetch" and result.error is not None:
+            assert result.error.code in (NOT_ALLOWED, INVALID_PARAMS), result.error
+    assert sorted(p.name for p in toolbox.root.iterdir()) == outside
+    assert {p.name for p in (toolbox.root / "data").iterdir()} <= {
+        "config",
+        "skills",
+        "workspace",
+        "logs",
+    }
+    assert toolbox.registry.get("demo__echo") is not None  # the server never went away

@@ -91,8 +91,11 @@ class Agent:
         if self._inner is not None:
             self._inner.cancel()
 
-    async def run(self, task: str, task_id: str | None = None) -> TaskOutcome:
-        state = RunState(task=task, task_id=task_id or new_task_id())
+    async def run(
+        self, task: str, task_id: str | None = None, channels: tuple[str, ...] = ()
+    ) -> TaskOutcome:
+        """Run one task; ``channels`` (where it came from) choose the channel policy."""
+        state = RunState(task=task, task_id=task_id or new_task_id(), channels=channels)
         self.bus.emit(TaskStarted(task_id=state.task_id, task=task))
         self._cancel_requested = False
         self.stop.clear()
@@ -141,6 +144,7 @@ class Agent:
     async def _loop(self, state: RunState) -> TaskOutcome:
         state.memories = await asyncio.to_thread(self.hippocampus.recall, state.task)
         context = self.context_factory(state.task_id)
+        context.channels = state.channels
         s = self.settings
         try:
             while True:
@@ -189,7 +193,9 @@ class Agent:
         state.notes = []
         started = time.perf_counter()
         try:
-            decision = await self.brain.think_and_decide(ctx, self.cerebellum.definitions())
+            decision = await self.brain.think_and_decide(
+                ctx, self.cerebellum.definitions(context.channels)
+            )
         except ProviderAuthError as exc:
             raise TaskEnded("failed", f"the model provider refused the credentials: {exc}") from exc
         except ProviderUnreachable as exc:  # a wrong base URL: more steps would fail alike
@@ -336,6 +342,7 @@ class Agent:
                 text=decision.text,
                 tool_calls=list(decision.tool_calls),
                 results=parts,
+                images=[image for r in results for image in r.images],
             )
         )
         keep = self.settings.keep_screenshots

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from jarvis.desktop.settle import SettleResult
@@ -13,7 +13,10 @@ from jarvis.tools.registry import ToolRegistry
 from jarvis.tools.results import INTERNAL, ToolError, ToolResult
 
 # Tools that move no input, so there is nothing to wait for on screen afterwards.
-NO_SETTLE = frozenset({"wait", "screenshot", "finished", "call_user", "remember"})
+NO_SETTLE = frozenset(
+    {"wait", "screenshot", "finished", "call_user", "remember"}
+    | {"read_file", "write_file", "list_dir", "web_fetch"}
+)
 CONTROL = frozenset({"finished", "call_user"})
 
 Settle = Callable[[], Awaitable[SettleResult]]
@@ -43,8 +46,9 @@ class Cerebellum:
         self.registry = registry
         self.provider_name = provider_name
 
-    def definitions(self) -> list[ToolSpec]:
-        return self.registry.specs(self.provider_name)
+    def definitions(self, channels: Sequence[str] = ()) -> list[ToolSpec]:
+        """The tools offered for a task from ``channels`` (the channel policy narrows them)."""
+        return self.registry.specs(self.provider_name, channels)
 
     async def act(self, calls: list[ToolCall], context: ToolContext, settle: Settle) -> Action:
         """Run calls in order. After a failure, a control tool or a `screenshot` (the model

@@ -26,6 +26,8 @@ class Turn:
     text: str
     tool_calls: list[ToolCall] = field(default_factory=list)
     results: list[ToolResultPart] = field(default_factory=list)
+    images: list[ImagePart] = field(default_factory=list)
+    """Images the tools returned (an MCP tool's picture), sent right after the results."""
 
 
 def build_messages(
@@ -44,7 +46,7 @@ def build_messages(
         pending.append(TextPart(text=turn.prompt))
         messages.append(Message(role="user", content=pending))
         messages.append(Message.assistant(turn.text or "(no text)", list(turn.tool_calls)))
-        pending = list(turn.results)
+        pending = [*turn.results, *turn.images]
     if current is not None:
         pending.append(current)
     pending.append(TextPart(text=prompt))

@@ -26,6 +26,7 @@ from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext
 from jarvis.tools.memory import register_memory_tools
 from jarvis.tools.registry import ToolRegistry
+from jarvis.tools.toolbox import open_toolbox
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,8 @@ async def build_agent(
 
     With ``settings.long_term_memory`` and no ``long_term`` given, the on-disk vector
     memory is opened and the `remember` tool is offered (when its embedding model cannot
-    load, the task runs without long-term memory and the log says so once).
+    load, the task runs without long-term memory and the log says so once). The tools beyond
+    the desktop (workspace files, web_fetch, skills, MCP servers) are opened on the registry too.
     """
     async with AsyncExitStack() as stack:
         if provider is None:  # ours to close; a provider handed in stays the caller's
@@ -52,6 +54,7 @@ async def build_agent(
             stack.push_async_callback(made.aclose)
             provider = made
         registry = registry or build_registry(settings)
+        await open_toolbox(settings, registry, stack)  # files, web_fetch, skills, MCP
         if long_term is None and settings.long_term_memory:
             long_term = await open_long_term(settings, stack, registry)
         screen = Screen.from_settings(settings)

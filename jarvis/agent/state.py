@@ -32,6 +32,8 @@ class RunState:
 
     task: str
     task_id: str
+    channels: tuple[str, ...] = ()
+    """Where the task came from (the channel policy applies); empty for ``jarvis run``."""
     step: int = 0
     tool_calls: int = 0
     failures: int = 0

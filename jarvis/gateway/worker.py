@@ -64,7 +64,9 @@ class Runner(Protocol):
     on_verified: Callable[[str, str], Awaitable[None]] | None
     """Awaited with (task id, summary) when a finish is verified, before the run ends."""
 
-    async def run(self, task: str, task_id: str | None = None) -> TaskOutcome: ...
+    async def run(
+        self, task: str, task_id: str | None = None, channels: tuple[str, ...] = ()
+    ) -> TaskOutcome: ...
 
     def cancel(self) -> None: ...
 
@@ -195,8 +197,10 @@ class AgentWorker:
         if self.stopping:
             ran.stopped = True
             return ran
+        channels = await asyncio.to_thread(self._channels_of, todo)
         run = asyncio.create_task(
-            self.agent.run(task_text(todo), task_id=todo.id), name=f"task-{todo.id}"
+            self.agent.run(task_text(todo), task_id=todo.id, channels=channels),
+            name=f"task-{todo.id}",
         )
         stop = asyncio.create_task(self._stop.wait())
         try:
@@ -255,6 +259,14 @@ class AgentWorker:
             return None
         self.todos.finish(todo_id, "completed", claim)
         return claim
+
+    def _channels_of(self, todo: Todo) -> tuple[str, ...]:
+        """Every channel the task's messages came by (its source first): each one's tool
+        policy applies, so an email merged into a TUI task still runs under email's."""
+        found = [todo.source] if todo.source else []
+        ids = set(todo.message_ids)
+        found += [m.channel for m in self.queue.processing() if m.id in ids]
+        return tuple(dict.fromkeys(c for c in found if c))
 
     def _cancelled_by_person(self, todo_id: str) -> bool:
         todo = self.cached.get(todo_id)

@@ -45,6 +45,7 @@ class AuditRecord(BaseModel):
     error_code: int | None = None
     latency_ms: float
     provider: str | None = None
+    channel: str | None = None
     args: dict[str, Any] | str = Field(default_factory=dict)
 
 

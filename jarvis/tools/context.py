@@ -99,6 +99,9 @@ class ToolContext:
     trace_id: str = field(default_factory=_new_trace_id)
     provider: str | None = None
     """Provider whose policy applies; ``None`` means ``settings.provider``."""
+    channels: tuple[str, ...] = ()
+    """The channels the task came from (the ``via:`` of its messages: tui, email, api,
+    inbox...); each one's policy narrows the tools. Empty for ``jarvis run``."""
     control: ControlOutcome | None = None
     screenshot_requested: bool = False
     stop: threading.Event | None = None
@@ -117,6 +120,7 @@ class ToolContext:
         trace_id: str | None = None,
         provider: str | None = None,
         stop: threading.Event | None = None,
+        channels: tuple[str, ...] = (),
     ) -> ToolContext:
         """A context whose data dir and provider come from ``settings``."""
         return cls(
@@ -129,11 +133,17 @@ class ToolContext:
             trace_id=trace_id or _new_trace_id(),
             provider=provider,
             stop=stop,
+            channels=tuple(channels),
         )
 
     @property
     def provider_name(self) -> str:
         return self.provider or self.settings.provider
+
+    @property
+    def channel(self) -> str | None:
+        """The task's first channel (where it came from), if any."""
+        return self.channels[0] if self.channels else None
 
     def set_control(self, kind: ControlKind, text: str) -> None:
         """Record a loop-level outcome; the first one in a step wins, except ``aborted``."""

@@ -3,7 +3,13 @@
 Allow and deny lists: a tool is offered when it is in the effective allow list
 (``None`` means every tool) and not in the effective deny list. A provider entry
 in ``per_provider`` overrides the global allow list when it sets one, and its
-deny list adds to the global one.
+deny list adds to the global one. A task's channels (the ``via:`` of its messages:
+tui, email, api, inbox...) narrow that further: each channel in ``per_channel``
+may only take tools away (its allow list is intersected, its deny list added), and a
+task from several channels gets the narrowest of them. ``email`` has a default entry
+(no ``write_file``, no ``web_fetch`` host, read-only workspace) unless settings name it.
+
+:meth:`Policy.deny_reason` is the one function that decides whether a call may run.
 
 Rate limits are per tool and per registry (that is, per desktop): at most
 ``max_calls`` accepted calls in any ``window_s`` seconds, and at least
@@ -23,6 +29,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from jarvis.config import ToolLimit, ToolPolicy
+from jarvis.tools.toolbox_settings import ChannelPolicy, default_channels
 
 Clock = Callable[[], float]
 
@@ -37,6 +44,7 @@ class Policy:
 
     def __init__(self, policy: ToolPolicy) -> None:
         self._policy = policy
+        self._channels: dict[str, ChannelPolicy] = {**default_channels(), **policy.per_channel}
 
     @property
     def timeout_s(self) -> float:
@@ -46,6 +54,10 @@ class Policy:
         """The configured timeout of one tool, if settings give it one."""
         limit = self._policy.limits.get(name)
         return limit.timeout_s if limit is not None else None
+
+    def channel(self, name: str) -> ChannelPolicy | None:
+        """The policy entry of one channel, if there is one."""
+        return self._channels.get(name)
 
     def lists_for(self, provider: str | None) -> tuple[frozenset[str] | None, frozenset[str]]:
         """The effective (allow, deny) lists for ``provider``."""
@@ -58,24 +70,72 @@ class Policy:
             deny.update(override.deny)
         return (frozenset(allow) if allow is not None else None), frozenset(deny)
 
-    def allowed(self, name: str, provider: str | None, requires: Iterable[str] = ()) -> bool:
+    def allowed(
+        self,
+        name: str,
+        provider: str | None,
+        requires: Iterable[str] = (),
+        channels: Iterable[str] = (),
+    ) -> bool:
         """Whether ``name`` (and every tool it calls, ``requires``) may be called."""
-        return self.deny_reason(name, provider, requires) is None
+        return self.deny_reason(name, provider, requires, channels) is None
 
     def deny_reason(
-        self, name: str, provider: str | None, requires: Iterable[str] = ()
+        self,
+        name: str,
+        provider: str | None,
+        requires: Iterable[str] = (),
+        channels: Iterable[str] = (),
     ) -> str | None:
-        """``None`` when allowed, else a sentence saying why not."""
+        """``None`` when allowed, else a sentence saying why not: the one policy decision.
+
+        ``provider``'s lists apply first, then each of ``channels``' entries.
+        """
         allow, deny = self.lists_for(provider)
         where = f" for provider '{provider}'" if provider else ""
-        if name in deny:
-            return f"tool '{name}' is denied by policy{where}"
-        if allow is not None and name not in allow:
-            return f"tool '{name}' is not in the allow list{where}"
-        for step in requires:
-            if step in deny or (allow is not None and step not in allow):
-                return f"tool '{name}' uses '{step}', which is not allowed{where}"
+        for tool in (name, *requires):
+            reason = _refusal(tool, allow, deny)
+            if reason is not None:
+                return _sentence(name, tool, reason, where)
+        for channel in channels:
+            entry = self._channels.get(channel)
+            if entry is None:
+                continue
+            c_allow = frozenset(entry.allow) if entry.allow is not None else None
+            for tool in (name, *requires):
+                reason = _refusal(tool, c_allow, frozenset(entry.deny))
+                if reason is not None:
+                    return _sentence(name, tool, reason, f" for tasks from channel '{channel}'")
         return None
+
+    def web_hosts(self, channels: Iterable[str]) -> list[str] | None:
+        """Hosts ``web_fetch`` may reach for these channels: ``None`` any public host."""
+        hosts: set[str] | None = None
+        for channel in channels:
+            entry = self._channels.get(channel)
+            if entry is None or entry.web_hosts is None:
+                continue
+            named = {h.lower().rstrip(".") for h in entry.web_hosts}
+            hosts = named if hosts is None else hosts & named
+        return sorted(hosts) if hosts is not None else None
+
+    def workspace_read_only(self, channels: Iterable[str]) -> bool:
+        """Whether one of these channels makes the workspace read-only."""
+        return any((e := self._channels.get(c)) is not None and e.read_only for c in channels)
+
+
+def _refusal(tool: str, allow: frozenset[str] | None, deny: frozenset[str]) -> str | None:
+    if tool in deny:
+        return "denied by policy"
+    if allow is not None and tool not in allow:
+        return "not in the allow list"
+    return None
+
+
+def _sentence(name: str, tool: str, reason: str, where: str) -> str:
+    if tool == name:
+        return f"tool '{name}' is {reason}{where}"
+    return f"tool '{name}' uses '{tool}', which is {reason}{where}"
 
 
 @dataclass(frozen=True)

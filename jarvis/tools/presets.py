@@ -259,6 +259,8 @@ def check_preset(preset: Preset, registry: ToolRegistry) -> None:
         for index, (name, args) in enumerate(preset.expand(values), 1):
             tool = registry.get(name)
             assert tool is not None
+            if tool.args_model is None:  # a JSON-schema tool: checked when the step runs
+                continue
             try:
                 tool.args_model.model_validate(args)
             except ValidationError as exc:

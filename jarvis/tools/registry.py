@@ -2,11 +2,13 @@
 
 A tool is a function ``fn(args, context)`` (sync or async) with a pydantic
 arguments model (``extra="forbid"``); its JSON schema is generated from that
-model. :meth:`ToolRegistry.execute` validates a call, applies the policy, rate
-limits and timeout, runs the tool (blocking functions in a worker thread),
-writes the audit line, emits events and returns a :class:`ToolResult`. It never
-raises into the agent loop, except ``CancelledError`` so that cancelling a task
-stops the call.
+model. A tool that comes with a JSON schema of its own (an MCP server's) is
+registered with :meth:`ToolRegistry.register_schema`: its arguments are checked
+with jsonschema and handed over as a dict. :meth:`ToolRegistry.execute`
+validates a call, applies the policy, rate limits and timeout, runs the tool
+(blocking functions in a worker thread), writes the audit line, emits events
+and returns a :class:`ToolResult`. It never raises into the agent loop, except
+``CancelledError`` so that cancelling a task stops the call.
 """
 
 from __future__ import annotations
@@ -14,17 +16,16 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import copy
-import functools
 import inspect
 import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+import jsonschema
+from pydantic import BaseModel
 
 from jarvis.config import Settings, ToolPolicy
 from jarvis.events import ToolCallFinished, ToolCallStarted
@@ -49,7 +50,10 @@ from jarvis.tools.results import (
     ToolFailure,
     ToolResult,
 )
-from jarvis.tools.schema import describe_validation_error, literal_fields, schema_of
+from jarvis.tools.schema import (
+    literal_fields,
+)
+from jarvis.tools.tool import Tool, ToolFn, remote_refs
 
 if TYPE_CHECKING:
     from jarvis.tools.context import ToolContext
@@ -80,37 +84,6 @@ current_call_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 )
 
 
-ToolFn = Callable[[Any, "ToolContext"], Any]
-
-
-@dataclass(frozen=True)
-class Tool:
-    """One registered tool."""
-
-    name: str
-    description: str
-    args_model: type[BaseModel]
-    fn: ToolFn
-    timeout_s: float | None = None
-    requires: tuple[str, ...] = ()
-    audit_fields: frozenset[str] = field(default_factory=frozenset)
-
-    @property
-    def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.fn)
-
-    @functools.cached_property
-    def parameters(self) -> dict[str, Any]:
-        """The JSON schema of the arguments (generated once)."""
-        return schema_of(self.args_model)
-
-    def spec(self) -> ToolSpec:
-        """The tool as offered to the model (a fresh copy each time)."""
-        return ToolSpec(
-            name=self.name, description=self.description, parameters=copy.deepcopy(self.parameters)
-        )
-
-
 class ToolRegistry:
     """The tools one agent may call, with policy, limits, audit and events."""
 
@@ -134,6 +107,7 @@ class ToolRegistry:
         timeout_s: float | None = None,
         requires: Sequence[str] = (),
         audit_fields: Sequence[str] = (),
+        origin: str = "builtin",
     ) -> Tool:
         """Add a tool; its description defaults to the function's docstring."""
         if name in self._tools:
@@ -151,9 +125,50 @@ class ToolRegistry:
             timeout_s=timeout_s,
             requires=tuple(requires),
             audit_fields=frozenset(audit_fields) | literal_fields(args_model),
+            origin=origin,
         )
         self._tools[name] = tool
         return tool
+
+    def register_schema(
+        self,
+        name: str,
+        fn: ToolFn,
+        schema: dict[str, Any],
+        description: str,
+        *,
+        timeout_s: float | None = None,
+        origin: str,
+    ) -> Tool:
+        """Add a tool whose arguments are described by a JSON schema (checked with jsonschema;
+        the function gets the arguments as a dict). An invalid schema raises ValueError."""
+        if name in self._tools:
+            raise ValueError(f"tool '{name}' is already registered")
+        try:
+            jsonschema.validators.validator_for(schema).check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise ValueError(f"tool '{name}' has an invalid input schema: {exc.message}") from exc
+        remote = remote_refs(schema)
+        if remote:  # never fetched: a schema must stand on its own
+            raise ValueError(f"tool '{name}' has a schema that refers outside itself: {remote[0]}")
+        tool = Tool(
+            name=name,
+            description=description.strip() or name,
+            args_model=None,
+            fn=fn,
+            timeout_s=timeout_s,
+            json_schema=copy.deepcopy(schema),
+            origin=origin,
+        )
+        self._tools[name] = tool
+        return tool
+
+    def unregister(self, name: str) -> bool:
+        """Remove a tool (an MCP server dropped it, a skill file changed); True if it was there."""
+        return self._tools.pop(name, None) is not None
+
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -171,18 +186,23 @@ class ToolRegistry:
             return provider
         return self.settings.provider if self.settings is not None else None
 
-    def specs(self, provider: str | None = None) -> list[ToolSpec]:
-        """Specs of the tools the policy offers to ``provider`` (default: the settings')."""
+    def specs(self, provider: str | None = None, channels: Sequence[str] = ()) -> list[ToolSpec]:
+        """Specs of the tools the policy offers to ``provider`` (default: the settings') for
+        a task from ``channels``."""
         who = self._provider(provider)
         return [
-            t.spec() for t in self._tools.values() if self.policy.allowed(t.name, who, t.requires)
+            t.spec()
+            for t in list(self._tools.values())
+            if self.policy.allowed(t.name, who, t.requires, channels)
         ]
 
-    def offered(self, provider: str | None = None) -> list[str]:
-        """Names of the tools the policy offers to ``provider``."""
+    def offered(self, provider: str | None = None, channels: Sequence[str] = ()) -> list[str]:
+        """Names of the tools the policy offers to ``provider`` for a task from ``channels``."""
         who = self._provider(provider)
         return [
-            t.name for t in self._tools.values() if self.policy.allowed(t.name, who, t.requires)
+            t.name
+            for t in list(self._tools.values())
+            if self.policy.allowed(t.name, who, t.requires, channels)
         ]
 
     def anthropic_tools(self, provider: str | None = None) -> list[dict[str, Any]]:
@@ -247,11 +267,11 @@ class ToolRegistry:
         tool = self._tools.get(name)
         provider = context.provider_name
         if tool is None:
-            offered = ", ".join(self.offered(provider)) or "none"
+            offered = ", ".join(self.offered(provider, context.channels)) or "none"
             return ToolResult.failure(
                 UNKNOWN_TOOL, f"unknown tool '{name}'; available tools: {offered}"
             )
-        reason = self.policy.deny_reason(name, provider, tool.requires)
+        reason = self.policy.deny_reason(name, provider, tool.requires, context.channels)
         if reason is not None:
             return ToolResult.failure(NOT_ALLOWED, reason)
         if parse_error is not None:
@@ -266,9 +286,9 @@ class ToolRegistry:
                 f"arguments must be a JSON object, got {type(arguments).__name__}",
             )
         try:
-            args = tool.args_model.model_validate(arguments, context={"tool_context": context})
-        except ValidationError as exc:
-            return ToolResult.failure(INVALID_PARAMS, describe_validation_error(exc))
+            args = tool.validate(arguments, context)
+        except ValueError as exc:
+            return ToolResult.failure(INVALID_PARAMS, str(exc))
         decision = self.limiter.acquire(name)
         if decision is not None:
             return ToolResult.failure(RATE_LIMITED, decision.message)
@@ -333,6 +353,7 @@ class ToolRegistry:
                 error_code=error.code if error else None,
                 latency_ms=round(latency_ms, 2),
                 provider=context.provider_name,
+                channel=context.channel,
                 args=_summary(arguments, tool),
             ),
         )
@@ -357,7 +378,9 @@ def _scrub(result: ToolResult, secrets: set[str]) -> ToolResult:
     error = result.error
     if error is not None:
         error = ToolError(code=error.code, message=redact(error.message, secrets))
-    return ToolResult(ok=result.ok, data=redact_value(result.data, secrets), error=error)
+    return ToolResult(
+        ok=result.ok, data=redact_value(result.data, secrets), error=error, images=result.images
+    )
 
 
 def _summary(arguments: Any, tool: Tool | None) -> dict[str, Any] | str:

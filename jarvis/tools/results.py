@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from jarvis.llm.types import ToolResultPart
+from jarvis.llm.types import ImagePart, ToolResultPart
 
 UNKNOWN_TOOL = -32601
 INVALID_PARAMS = -32602
@@ -23,11 +23,16 @@ class ToolError(BaseModel):
 
 
 class ToolResult(BaseModel):
-    """``{ok: true, data}`` or ``{ok: false, error: {code, message}}``."""
+    """``{ok: true, data}`` or ``{ok: false, error: {code, message}}``.
+
+    ``images`` (an MCP tool's picture) are not part of the JSON text: the loop sends them
+    to the model as images right after the tool results, in the order of the calls.
+    """
 
     ok: bool
     data: Any = None
     error: ToolError | None = None
+    images: list[ImagePart] = Field(default_factory=list, exclude=True)
 
     @classmethod
     def success(cls, data: Any = None) -> ToolResult:

@@ -3,6 +3,7 @@ told in words the model can act on."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -61,5 +62,18 @@ def describe_validation_error(exc: ValidationError) -> str:
         elif err["type"] == "extra_forbidden":
             msg = f"{msg}; this tool takes no argument '{loc}'"
         parts.append(f"{loc}: {msg}")
+    text = "; ".join(parts)
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
+
+
+def describe_schema_errors(errors: Iterable[Any]) -> str:
+    """jsonschema errors told like pydantic's: ``field: why`` per problem ('' when none)."""
+    parts = []
+    for err in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
+        loc = ".".join(str(p) for p in err.absolute_path) or "(arguments)"
+        message = str(err.message)
+        if len(message) > 200:
+            message = message[:197] + "..."
+        parts.append(f"{loc}: {message}")
     text = "; ".join(parts)
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
