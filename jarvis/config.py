@@ -19,6 +19,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from jarvis.safety.settings import SafetySettings
 from jarvis.tools.toolbox_settings import ChannelPolicy, ToolboxSettings, default_channels
 
 SETTINGS_FILE = Path("config") / "settings.json"
@@ -115,6 +116,9 @@ class Settings(BaseSettings):
     tools: ToolPolicy = Field(default_factory=ToolPolicy)
     presets_file: Path | None = None
     toolbox: ToolboxSettings = Field(default_factory=ToolboxSettings)
+
+    # safety: kill switch, approvals, budget, sandbox (jarvis/safety/settings.py)
+    safety: SafetySettings = Field(default_factory=SafetySettings)
 
     # memory
     short_term_hours: float = Field(12.0, gt=0)
