@@ -161,6 +161,7 @@ class Gateway:
         from jarvis.agent.factory import build_agent
         from jarvis.gateway.router import MessageRouter, describe_tasks
         from jarvis.llm.factory import make_provider
+        from jarvis.safety.killswitch import kill_switch
 
         provider = self._provider
         if provider is None:
@@ -182,6 +183,7 @@ class Gateway:
                 todos=open_tasks,
             )
         )
+        stack.enter_context(kill_switch(self.settings, agent, asyncio.get_running_loop()))
         self.worker = AgentWorker(
             agent,
             self.todos,

@@ -1,0 +1,238 @@
+"""The kill switch: a global hotkey, grabbed on the X server, that cancels the running task.
+
+:class:`KillSwitch` opens its own X connection, puts a passive grab on the root window
+for the chord (``safety.kill_hotkey``, default ctrl+alt+escape) in every combination
+with NumLock and CapsLock, and waits for it in a thread. Because the grab is the X
+server's, it fires wherever the focus is, even while the agent types. On a press it
+calls ``on_press`` in that thread; :func:`agent_brake` makes that the agent's cancel path:
+raise the stop event (input stops before its next piece), end the agent's own xdotool
+processes that are typing right now, and cancel the task on its loop, recorded as
+stopped by the hotkey. The daemon keeps running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import select
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jarvis.desktop import x11
+from jarvis.desktop.keys import MODIFIERS, UnknownKeyError, parse_chord
+
+if TYPE_CHECKING:
+    from jarvis.agent.agent import Agent
+    from jarvis.config import Settings
+
+log = logging.getLogger(__name__)
+
+# X modifier masks: Shift, Lock (CapsLock), Control, Mod1 (Alt), Mod2 (NumLock), Mod4 (Super)
+_MASKS = {"shift": 1 << 0, "ctrl": 1 << 2, "alt": 1 << 3, "super": 1 << 6}
+_LOCK, _NUMLOCK = 1 << 1, 1 << 4
+LOCK_VARIANTS = (0, _LOCK, _NUMLOCK, _LOCK | _NUMLOCK)
+STOPPED_BY = "hotkey"
+
+
+class KillSwitchError(RuntimeError):
+    """The hotkey could not be grabbed (bad chord, no display, another client holds it)."""
+
+
+def chord_grab(chord: str) -> tuple[int, str]:
+    """``"ctrl+alt+escape"`` -> (the modifier mask, the X keysym name of the one other key).
+
+    Raises KillSwitchError unless the chord is modifiers plus exactly one key.
+    """
+    try:
+        keys = parse_chord(chord)
+    except UnknownKeyError as exc:
+        raise KillSwitchError(f"kill hotkey {chord!r}: {exc}") from exc
+    mods = [k for k in keys if k in MODIFIERS]
+    others = [k for k in keys if k not in MODIFIERS]
+    if len(others) != 1:
+        raise KillSwitchError(f"kill hotkey {chord!r}: give modifiers and exactly one other key")
+    mask = 0
+    for mod in mods:
+        mask |= _MASKS[mod]
+    return mask, x11.keysym_name(others[0])
+
+
+class KillSwitch:
+    """Grab ``chord`` on the X display named by ``display`` (default ``$DISPLAY``) and call
+    ``on_press`` (in the listener thread) each time it is pressed."""
+
+    def __init__(
+        self,
+        chord: str,
+        on_press: Callable[[], None],
+        display: str | None = None,
+        xauthority: str | None = None,
+    ) -> None:
+        self.chord = chord
+        self.xauthority = xauthority
+        self.mask, self.keysym = chord_grab(chord)
+        self.on_press = on_press
+        self.display_name = display
+        self._display: Any = None
+        self._keycode = 0
+        self._thread: threading.Thread | None = None
+        self._wake_r, self._wake_w = -1, -1
+        self.presses = 0
+
+    def start(self) -> KillSwitch:
+        from Xlib import XK, X, error
+        from Xlib.display import Display
+
+        try:
+            with _xauthority(self.xauthority):
+                display = Display(self.display_name)
+        except (error.DisplayError, error.ConnectionClosedError, OSError) as exc:
+            raise KillSwitchError(f"kill hotkey: cannot open the X display: {exc}") from exc
+        keycode = display.keysym_to_keycode(XK.string_to_keysym(self.keysym))
+        if not keycode:
+            display.close()
+            raise KillSwitchError(f"kill hotkey {self.chord!r}: no key for {self.keysym}")
+        root = display.screen().root
+        catch = error.CatchError(error.BadAccess)
+        for extra in LOCK_VARIANTS:
+            root.grab_key(
+                keycode, self.mask | extra, False, X.GrabModeAsync, X.GrabModeAsync, onerror=catch
+            )
+        display.sync()
+        if catch.get_error() is not None:
+            display.close()
+            raise KillSwitchError(
+                f"kill hotkey {self.chord!r} is already grabbed by another program; "
+                "choose another with safety.kill_hotkey"
+            )
+        self._display, self._keycode = display, keycode
+        self._wake_r, self._wake_w = os.pipe()
+        self._thread = threading.Thread(target=self._listen, name="kill-switch", daemon=True)
+        self._thread.start()
+        log.info("kill switch: %s grabbed on %s", self.chord, display.get_display_name())
+        return self
+
+    def _listen(self) -> None:
+        from Xlib import X
+
+        display = self._display
+        fd = display.fileno()
+        while True:
+            while display.pending_events():
+                event = display.next_event()
+                if event.type == X.KeyPress and event.detail == self._keycode:
+                    self.presses += 1
+                    try:
+                        self.on_press()
+                    except Exception:  # the switch must survive a broken callback
+                        log.exception("kill switch: the stop callback failed")
+            readable, _, _ = select.select([fd, self._wake_r], [], [])
+            if self._wake_r in readable:
+                return
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        os.write(self._wake_w, b"x")
+        self._thread.join(timeout=5)
+        self._thread = None
+        with contextlib.suppress(Exception):  # the display may be gone already
+            root = self._display.screen().root
+            for extra in LOCK_VARIANTS:
+                root.ungrab_key(self._keycode, self.mask | extra)
+            self._display.sync()
+        x11.close_display(self._display)
+        for fd in (self._wake_r, self._wake_w):
+            os.close(fd)
+
+    def __enter__(self) -> KillSwitch:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def _xauthority(path: str | None) -> Iterator[None]:
+    """python-xlib reads the cookie file named by $XAUTHORITY when it connects."""
+    if path is None:
+        yield
+        return
+    saved = os.environ.get("XAUTHORITY")
+    os.environ["XAUTHORITY"] = path
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("XAUTHORITY", None)
+        else:
+            os.environ["XAUTHORITY"] = saved
+
+
+def end_own_xdotool() -> int:
+    """End the xdotool processes this process started (typing or pressing right now), so
+    input stops at once instead of after the current piece. Returns how many."""
+    me, ended = os.getpid(), 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        name = stat[stat.find("(") + 1 : stat.rfind(")")]
+        ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
+        if ppid == me and name == "xdotool":
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGTERM)
+                ended += 1
+    return ended
+
+
+def agent_brake(
+    agent: Agent, loop: asyncio.AbstractEventLoop, by: str = STOPPED_BY
+) -> Callable[[], None]:
+    """The callback that stops ``agent`` from any thread: input first, then the task."""
+
+    def press() -> None:
+        log.warning("kill switch pressed: cancelling the running task")
+        agent.stop.set()
+        end_own_xdotool()
+        loop.call_soon_threadsafe(agent.cancel, by)
+
+    return press
+
+
+@contextlib.contextmanager
+def kill_switch(
+    settings: Settings,
+    agent: Agent,
+    loop: asyncio.AbstractEventLoop,
+    user_display: dict[str, str] | None = None,
+) -> Iterator[None]:
+    """While inside, the configured hotkey cancels ``agent``'s task. It is grabbed on the
+    person's display: ``user_display`` (DISPLAY, XAUTHORITY) when the task runs in a
+    sandbox, else this process's. Without a hotkey or a display it does nothing; a grab
+    that fails is logged (the other brakes still work)."""
+    chord = settings.safety.kill_hotkey
+    where = user_display or {k: v for k in ("DISPLAY", "XAUTHORITY") if (v := os.environ.get(k))}
+    if not chord or not where.get("DISPLAY") or not x11.is_x11():
+        yield
+        return
+    try:
+        switch = KillSwitch(
+            chord, agent_brake(agent, loop), where["DISPLAY"], where.get("XAUTHORITY")
+        ).start()
+    except KillSwitchError as exc:
+        log.warning("%s", exc)
+        yield
+        return
+    try:
+        yield
+    finally:
+        switch.stop()
