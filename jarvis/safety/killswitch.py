@@ -175,8 +175,8 @@ def _xauthority(path: str | None) -> Iterator[None]:
 
 
 def end_own_xdotool() -> int:
-    """End the xdotool processes this process started (typing or pressing right now), so
-    input stops at once instead of after the current piece. Returns how many."""
+    """End the ``xdotool type`` processes this process started (typing right now), so
+    the typing stops at once instead of after the current piece. Returns how many."""
     me, ended = os.getpid(), 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -187,7 +187,13 @@ def end_own_xdotool() -> int:
             continue
         name = stat[stat.find("(") + 1 : stat.rfind(")")]
         ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
-        if ppid == me and name == "xdotool":
+        if ppid != me or name != "xdotool":
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[1:2] == [b"type"]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(entry.name), signal.SIGTERM)
                 ended += 1

@@ -1,0 +1,132 @@
+"""The kill switch on Xvfb: the chord is grabbed wherever the focus is (NumLock or not),
+a second grab is refused, and a scripted task typing a long text is stopped by the hotkey
+sent with xdotool: cancelled, recorded as stopped by the hotkey, and the agent runs the next
+task normally."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from jarvis.agent.factory import build_agent
+from jarvis.events import EventBus, EventRecorder, TaskFinished
+from jarvis.safety.killswitch import KillSwitch, KillSwitchError, chord_grab, kill_switch
+from tests.agent_harness import agent_settings, model_point
+from tests.fake_model import FakeModel, Reply, call
+from tests.tkdriver import TkApp
+
+LONG_TEXT = "the quick brown fox jumps over the lazy dog " * 60  # 2640 characters
+
+
+@pytest.mark.parametrize(
+    ("chord", "mask", "keysym"),
+    [
+        ("ctrl+alt+escape", 0x4 | 0x8, "Escape"),
+        ("Escape+Alt+Control", 0x4 | 0x8, "Escape"),
+        ("super+shift+k", 0x40 | 0x1, "k"),
+        ("pause", 0, "Pause"),
+    ],
+)
+def test_chord_grab(chord: str, mask: int, keysym: str) -> None:
+    assert chord_grab(chord) == (mask, keysym)
+
+
+@pytest.mark.parametrize("chord", ["ctrl+alt", "ctrl+a+b", "ctrl+nosuchkey", "", "ctrl++alt"])
+def test_bad_chords(chord: str) -> None:
+    with pytest.raises(KillSwitchError):
+        chord_grab(chord)
+
+
+def _press(chord: str) -> None:
+    subprocess.run(["xdotool", "key", chord], check=True, timeout=10)
+
+
+def _wait(predicate: object, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+@pytest.mark.usefixtures("xserver")
+def test_grab_fires_anywhere_and_only_once(tkapp: TkApp) -> None:
+    pressed = threading.Event()
+    count: list[int] = []
+
+    def on_press() -> None:
+        count.append(1)
+        pressed.set()
+
+    with KillSwitch("ctrl+alt+escape", on_press):
+        tkapp.focus("notes")
+        mark = tkapp.mark()
+        _press("ctrl+alt+Escape")
+        assert pressed.wait(5)
+        _press("Num_Lock")  # NumLock on: the grab still matches
+        try:
+            _press("ctrl+alt+Escape")
+            _wait(lambda: len(count) == 2)
+        finally:
+            _press("Num_Lock")
+        with pytest.raises(KillSwitchError, match="already grabbed"):
+            KillSwitch("ctrl+alt+escape", on_press).start()
+        _press("ctrl+alt+e")  # another chord is not ours
+        tkapp.sync()
+        escapes = [e for e in tkapp.events("key", since=mark) if e["keysym"] == "Escape"]
+        assert escapes == []  # the grabbed chord never reached the focused app
+        assert [e["keysym"] for e in tkapp.events("key", since=mark) if e["keysym"] == "e"]
+    assert len(count) == 2
+    mark = tkapp.mark()
+    _press("ctrl+alt+Escape")  # released: the app gets it again
+    tkapp.wait_kind("key", since=mark, keysym="Escape")
+
+
+@pytest.mark.usefixtures("xserver")
+async def test_hotkey_stops_a_typing_task(
+    tkapp: TkApp, fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    settings = agent_settings(tmp_path, fake_model, monkeypatch)
+    notes = model_point(tkapp, "notes", settings)
+    box = model_point(tkapp, "box", settings)
+    fake_model.script(
+        Reply(tool_calls=[call("click", x=notes[0], y=notes[1]), call("type", text=LONG_TEXT)]),
+        Reply(tool_calls=[call("click", x=box[0], y=box[1]), call("type", text="next")]),
+        Reply(tool_calls=[call("finished", summary="typed next")]),
+        Reply(text='{"done": true, "reason": "ok"}'),
+    )
+    bus = EventBus()
+    recorder = EventRecorder(bus)
+    async with build_agent(settings, bus) as agent:
+        loop = asyncio.get_running_loop()
+        with kill_switch(settings, agent, loop):
+            run = asyncio.create_task(agent.run("type a long text"))
+            typing = await asyncio.to_thread(
+                tkapp.wait_for,
+                lambda e: e["kind"] == "text" and len(e["text"]) >= 40,
+                timeout=30,
+            )
+            assert typing
+            await asyncio.to_thread(_press, "ctrl+alt+Escape")
+            outcome = await asyncio.wait_for(run, timeout=10)
+            await asyncio.to_thread(tkapp.sync)
+            typed = tkapp.notes_text()
+            assert outcome.status == "cancelled"
+            assert outcome.stopped_by == "hotkey" and outcome.summary == "cancelled by hotkey"
+            assert 40 <= len(typed) < len(LONG_TEXT) // 2
+            # (a key typed while the chord's ctrl+alt were down is a shortcut, not text)
+            assert typed[:40] == LONG_TEXT[:40]
+            # the agent is usable at once: the next task runs and finishes
+            second = await asyncio.wait_for(agent.run("type next"), timeout=60)
+    assert second.status == "finished", second.summary
+    assert tkapp.entry_text() == "next"
+    assert tkapp.notes_text() == typed  # nothing more reached the notes after the stop
+    finished = recorder.of(TaskFinished)
+    assert [(e.status, e.stopped_by) for e in finished] == [
+        ("cancelled", "hotkey"),
+        ("finished", None),
+    ]
