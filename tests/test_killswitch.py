@@ -15,7 +15,14 @@ import pytest
 
 from jarvis.agent.factory import build_agent
 from jarvis.events import EventBus, EventRecorder, TaskFinished
-from jarvis.safety.killswitch import KillSwitch, KillSwitchError, chord_grab, kill_switch
+from jarvis.safety.killswitch import (
+    KillSwitch,
+    KillSwitchError,
+    chord_grab,
+    chord_keysyms,
+    kill_switch,
+    release_held_keys,
+)
 from tests.agent_harness import agent_settings, model_point
 from tests.fake_model import FakeModel, Reply, call
 from tests.tkdriver import TkApp
@@ -40,6 +47,37 @@ def test_chord_grab(chord: str, mask: int, keysym: str) -> None:
 def test_bad_chords(chord: str) -> None:
     with pytest.raises(KillSwitchError):
         chord_grab(chord)
+
+
+def _keys_down() -> list[int]:
+    from Xlib.display import Display
+
+    display = Display()
+    try:
+        bitmap = display.query_keymap()
+    finally:
+        display.close()
+    return [i * 8 + b for i, byte in enumerate(bitmap) for b in range(8) if byte >> b & 1]
+
+
+def test_chord_keysyms() -> None:
+    assert chord_keysyms("ctrl+alt+escape") == {
+        *("Control_L", "Control_R", "Alt_L", "Alt_R", "Meta_L", "Meta_R", "Escape"),
+    }
+
+
+@pytest.mark.usefixtures("xserver")
+def test_release_held_keys_keeps_the_chord() -> None:
+    """A typing process ended between press and release leaves a key down; it is released,
+    the keys of the person's chord are not."""
+    subprocess.run(["xdotool", "keydown", "Shift_L", "keydown", "Control_L"], check=True)
+    try:
+        assert len(_keys_down()) == 2
+        released = release_held_keys({"Control_L", "Escape"})
+        assert len(released) == 1 and len(_keys_down()) == 1
+    finally:
+        subprocess.run(["xdotool", "keyup", "Control_L", "keyup", "Shift_L"], check=True)
+    assert _keys_down() == []
 
 
 def _press(chord: str) -> None:
@@ -125,6 +163,7 @@ async def test_hotkey_stops_a_typing_task(
     assert second.status == "finished", second.summary
     assert tkapp.entry_text() == "next"
     assert tkapp.notes_text() == typed  # nothing more reached the notes after the stop
+    assert _keys_down() == []  # no key left held by the ended typing
     finished = recorder.of(TaskFinished)
     assert [(e.status, e.stopped_by) for e in finished] == [
         ("cancelled", "hotkey"),

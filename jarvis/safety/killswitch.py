@@ -19,6 +19,7 @@ import os
 import select
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -174,10 +175,10 @@ def _xauthority(path: str | None) -> Iterator[None]:
             os.environ["XAUTHORITY"] = saved
 
 
-def end_own_xdotool() -> int:
+def end_own_xdotool() -> list[int]:
     """End the ``xdotool type`` processes this process started (typing right now), so
-    the typing stops at once instead of after the current piece. Returns how many."""
-    me, ended = os.getpid(), 0
+    the typing stops at once instead of after the current piece. Returns their pids."""
+    me, ended = os.getpid(), []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -196,21 +197,81 @@ def end_own_xdotool() -> int:
         if argv[1:2] == [b"type"]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(entry.name), signal.SIGTERM)
-                ended += 1
+                ended.append(int(entry.name))
     return ended
 
 
+def _wait_ended(pids: list[int], timeout: float = 0.5) -> None:
+    """Wait until each process has exited (a zombie, or reaped), at most ``timeout``."""
+    deadline = time.monotonic() + timeout
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                break
+            if stat[stat.rfind(")") + 2 :].startswith("Z"):
+                break
+            time.sleep(0.002)
+
+
+_CHORD_KEYSYMS = {
+    "ctrl": ("Control_L", "Control_R"),
+    "alt": ("Alt_L", "Alt_R", "Meta_L", "Meta_R"),
+    "shift": ("Shift_L", "Shift_R"),
+    "super": ("Super_L", "Super_R"),
+}
+
+
+def release_held_keys(keep: set[str]) -> list[int]:
+    """Release every key still down on this process's display except the keysyms in
+    ``keep`` (the person's chord): a typing process ended between a key's press and its
+    release must not leave that key held. Returns the released keycodes."""
+    from Xlib import XK, X
+    from Xlib.display import Display
+    from Xlib.ext import xtest
+
+    display = Display()
+    try:
+        kept = {display.keysym_to_keycode(XK.string_to_keysym(k)) for k in keep}
+        bitmap = display.query_keymap()
+        down = [i * 8 + b for i, byte in enumerate(bitmap) for b in range(8) if byte >> b & 1]
+        released = [code for code in down if code not in kept]
+        for code in released:
+            xtest.fake_input(display, X.KeyRelease, code)
+        display.sync()
+        return released
+    finally:
+        x11.close_display(display)
+
+
+def chord_keysyms(chord: str) -> set[str]:
+    """The keysym names a person holds for ``chord`` (both sides of each modifier)."""
+    keys = parse_chord(chord)
+    names = {x11.keysym_name(k) for k in keys if k not in MODIFIERS}
+    for key in keys:
+        names.update(_CHORD_KEYSYMS.get(key, ()))
+    return names
+
+
 def agent_brake(
-    agent: Agent, loop: asyncio.AbstractEventLoop, by: str = STOPPED_BY
+    agent: Agent, loop: asyncio.AbstractEventLoop, by: str = STOPPED_BY, chord: str = ""
 ) -> Callable[[], None]:
     """The callback that stops ``agent`` from any thread: input first, then the task."""
 
     def press() -> None:
         log.warning("kill switch pressed: cancelling the running task")
         agent.stop.set()
-        end_own_xdotool()
+        typing = end_own_xdotool()
         loop.call_soon_threadsafe(agent.cancel, by)
+        if typing:
+            _wait_ended(typing)
+            try:
+                release_held_keys(keep)
+            except Exception as exc:  # the task is cancelled either way
+                log.warning("kill switch: could not release held keys: %s", exc)
 
+    keep = chord_keysyms(chord) if chord else set()
     return press
 
 
@@ -232,7 +293,10 @@ def kill_switch(
         return
     try:
         switch = KillSwitch(
-            chord, agent_brake(agent, loop), where["DISPLAY"], where.get("XAUTHORITY")
+            chord,
+            agent_brake(agent, loop, chord=chord),
+            where["DISPLAY"],
+            where.get("XAUTHORITY"),
         ).start()
     except KillSwitchError as exc:
         log.warning("%s", exc)
