@@ -16,9 +16,11 @@ import httpx
 import pytest
 import uvicorn
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from jarvis.agent.factory import build_agent
+from jarvis.cli import main
 from jarvis.config import load_settings
 from jarvis.events import ApprovalRequested, ApprovalResolved, EventBus, EventRecorder
 from jarvis.safety.approvals import ApprovalError, ApprovalGate, ApprovalStore
@@ -183,11 +185,20 @@ async def _wait_event(recorder: EventRecorder, kind: type, count: int = 1) -> An
 class ApiServer:
     """The safety routes on a real uvicorn in a thread, on a free loopback port."""
 
-    def __init__(self, store: ApprovalStore) -> None:
+    def __init__(self, store: ApprovalStore, token: str | None = None, running: bool = True):
         from jarvis.api.approvals import mount_safety
 
         self.stopped: list[str] = []
+        self.running = running
         app = FastAPI()
+        if token is not None:  # what the daemon's guard does: the bearer token or 401
+
+            @app.middleware("http")
+            async def guard(request: Any, call_next: Any) -> Any:
+                if request.headers.get("authorization") != f"Bearer {token}":
+                    return JSONResponse({"detail": "unauthorized"}, status_code=401)
+                return await call_next(request)
+
         mount_safety(app, store, self._stop)
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
@@ -198,7 +209,7 @@ class ApiServer:
 
     def _stop(self, by: str) -> bool:
         self.stopped.append(by)
-        return True
+        return self.running
 
     def __enter__(self) -> ApiServer:
         self.thread.start()
@@ -322,3 +333,27 @@ async def test_api_rejects_bad_answers(tmp_path: Path) -> None:
         stop = client.post("/api/stop", json={"by": "cli"})
         assert stop.status_code == 202 and stop.json() == {"stopping": True, "by": "cli"}
         assert api.stopped == ["cli"]
+
+
+def test_jarvis_stop(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`jarvis stop` posts to the daemon with its token; says what happened in its exit code."""
+    data = tmp_path / "data"
+    argv = ["stop", "--data-dir", str(data)]
+    assert main([*argv, "--url", "http://127.0.0.1:9"]) == 1  # no token: no daemon
+    assert "is `jarvis serve` running?" in capsys.readouterr().out
+    (data / "config").mkdir(parents=True)
+    (data / "config" / "api_token").write_text("tok-0123456789\n")
+    bus = EventBus()
+    with ApiServer(ApprovalStore(bus), token="tok-0123456789") as api:
+        assert main([*argv, "--url", api.url]) == 0
+        assert "being cancelled" in capsys.readouterr().out
+        assert api.stopped == ["cli"]
+        api.running = False
+        assert main([*argv, "--url", api.url]) == 1
+        assert "no task is running" in capsys.readouterr().out
+        (data / "config" / "api_token").write_text("wrong")
+        assert main([*argv, "--url", api.url]) == 1
+        assert "answered 401" in capsys.readouterr().out
+        assert api.stopped == ["cli", "cli"]
+    assert main([*argv, "--url", api.url]) == 1  # the daemon is gone
+    assert "cannot reach the daemon" in capsys.readouterr().out
