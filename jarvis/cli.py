@@ -30,6 +30,7 @@ SUBCOMMAND_MODULES = (
     "jarvis.gateway.serve_command",
     "jarvis.tools.commands",
     "jarvis.safety.commands",
+    "jarvis.runs.commands",
 )
 
 
@@ -173,22 +174,27 @@ async def _run_task(
     from jarvis.agent.factory import build_agent
     from jarvis.console import ConsoleReporter
     from jarvis.events import EventBus
+    from jarvis.runs.journal import JournalWriter
     from jarvis.safety.approvals import ApprovalGate, ApprovalStore
     from jarvis.safety.killswitch import kill_switch
 
     bus = EventBus()
     approvals = ApprovalGate(settings.safety, ApprovalStore(bus), unattended=yes)
     reporter = ConsoleReporter(bus, settings)
-    async with build_agent(settings, bus, approvals=approvals) as agent:
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, agent.cancel, "ctrl+c")
-        loop.add_signal_handler(signal.SIGTERM, agent.cancel, "signal")
-        try:
-            with kill_switch(settings, agent, loop, user_display):
-                outcome = await agent.run(task)
-        finally:
-            loop.remove_signal_handler(signal.SIGINT)
-            loop.remove_signal_handler(signal.SIGTERM)
+    journal = JournalWriter.for_settings(settings, bus, channel="cli")
+    try:
+        async with build_agent(settings, bus, approvals=approvals) as agent:
+            loop = asyncio.get_running_loop()
+            loop.add_signal_handler(signal.SIGINT, agent.cancel, "ctrl+c")
+            loop.add_signal_handler(signal.SIGTERM, agent.cancel, "signal")
+            try:
+                with kill_switch(settings, agent, loop, user_display):
+                    outcome = await agent.run(task)
+            finally:
+                loop.remove_signal_handler(signal.SIGINT)
+                loop.remove_signal_handler(signal.SIGTERM)
+    finally:
+        journal.close()
     reporter.final(outcome)
     return STATUS_EXIT[outcome.status]
 

@@ -207,7 +207,7 @@ class ApiServer:
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, args=([self.sock],), daemon=True)
 
-    def _stop(self, by: str) -> bool:
+    async def _stop(self, by: str) -> bool:
         self.stopped.append(by)
         return self.running
 

@@ -133,6 +133,10 @@ class Agent:
                 summary=outcome.summary,
                 steps=outcome.steps,
                 stopped_by=outcome.stopped_by,
+                input_tokens=outcome.usage.input_tokens,
+                output_tokens=outcome.usage.output_tokens,
+                cache_read_tokens=outcome.usage.cache_read_tokens,
+                cost_usd=outcome.cost_usd,
             )
         )
 
@@ -369,6 +373,7 @@ class Agent:
                 output_tokens=record.usage.output_tokens,
                 cache_read_tokens=record.usage.cache_read_tokens,
                 cost_usd=cost_usd(self.settings.active_model, state.usage),
+                screenshot=record.screenshot.path if record.screenshot else None,
             )
         )
         if budget.has_budget(self.settings.safety):

@@ -14,17 +14,22 @@ that says it came by email.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any, Literal
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from jarvis.safety.approvals import MAX_NOTE, ApprovalError, ApprovalStore
 
-StopFn = Callable[[str], bool]
+if TYPE_CHECKING:
+    from jarvis.gateway.gateway import Gateway
+
+StopFn = Callable[[str], Awaitable[bool]]
 """Cancel the running task, recorded as stopped by the argument; False when none runs."""
 
+log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api", tags=["safety"])
 
 
@@ -73,7 +78,24 @@ async def answer(approval_id: str, body: ApprovalAnswer, store: Store) -> dict[s
 @router.post("/stop", status_code=202)
 async def stop(body: StopIn, request: Request) -> dict[str, Any]:
     """Cancel the running task (the same path as the kill switch and Ctrl+C)."""
-    return {"stopping": _stop(request)(body.by), "by": body.by}
+    return {"stopping": await _stop(request)(body.by), "by": body.by}
+
+
+async def stop_running(gateway: Gateway, by: str) -> bool:
+    """Cancel the daemon's running task, recorded as stopped by ``by``; then mark it
+    cancelled the way a person's cancel does. False when no task runs."""
+    worker = gateway.worker
+    current = worker.current if worker is not None else None
+    if worker is None or current is None:
+        return False
+    worker.agent.cancel(by)  # the first cancel names the brake
+    from jarvis.gateway.todos import TodoState
+
+    try:
+        await gateway.cancel_task(current)
+    except (KeyError, TodoState) as exc:  # it ended meanwhile
+        log.info("stop: task %s: %s", current, exc)
+    return True
 
 
 def mount_safety(app: FastAPI, store: ApprovalStore, stop_task: StopFn) -> None:
