@@ -357,3 +357,53 @@ def test_jarvis_stop(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
         assert api.stopped == ["cli", "cli"]
     assert main([*argv, "--url", api.url]) == 1  # the daemon is gone
     assert "cannot reach the daemon" in capsys.readouterr().out
+
+
+# --- the real daemon ----------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("xserver")
+async def test_daemon_holds_a_call_until_the_api_allows_it(
+    tkapp: TkApp, fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`jarvis serve` with its API: the held call waits, the request is in the journal and
+    the pending list (only with the token), and an answer through the API lets it run."""
+    from tests.api_harness import scripted, serving_api, until
+
+    settings = agent_settings(tmp_path, fake_model, monkeypatch, settle_ceiling_ms=200)
+    box = model_point(tkapp, "box", settings)
+    fake_model.set_default(
+        scripted(
+            [Reply(tool_calls=[call("click", x=box[0], y=box[1]), call("type", text="sudo id")])]
+        )
+    )
+    async with serving_api(settings) as api, api.client() as client:
+        posted = await client.post("/api/messages", json={"text": "run id as root"})
+        assert posted.status_code in (200, 201, 202), posted.text
+        pending: list[dict[str, Any]] = []
+
+        async def waiting() -> bool:
+            pending[:] = (await client.get("/api/approvals")).json()["pending"]
+            return bool(pending)
+
+        deadline = time.monotonic() + 60
+        while not await waiting():
+            assert time.monotonic() < deadline, "no approval request"
+            await asyncio.sleep(0.05)
+        [request] = pending
+        assert request["tool_name"] == "type" and request["arguments"] == {"text": "sudo id"}
+        assert tkapp.entry_text() == ""  # nothing typed while it waits
+        async with httpx.AsyncClient(base_url=api.base) as stranger:
+            url = f"/api/approvals/{request['approval_id']}"
+            assert (await stranger.post(url, json={"decision": "allow_once"})).status_code == 401
+            assert (await stranger.get("/api/approvals")).status_code == 401
+        answer = await client.post(
+            f"/api/approvals/{request['approval_id']}", json={"decision": "allow_once"}
+        )
+        assert answer.status_code == 200
+        await until(lambda: any(r["kind"] == "task_finished" for r in api.journal()), 60)
+        kinds = [r["kind"] for r in api.journal()]
+        assert kinds.index("approval_requested") < kinds.index("approval_resolved")
+        [end] = [r for r in api.journal() if r["kind"] == "task_finished"]
+        assert end["status"] == "finished"
+    assert tkapp.entry_text() == "sudo id"
