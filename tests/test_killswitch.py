@@ -10,6 +10,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,3 +170,58 @@ async def test_hotkey_stops_a_typing_task(
         ("cancelled", "hotkey"),
         ("finished", None),
     ]
+
+
+@pytest.mark.usefixtures("xserver")
+async def test_daemon_survives_the_hotkey_and_jarvis_stop(
+    tkapp: TkApp, fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`jarvis serve`: the hotkey cancels the typing task (stopped by hotkey), `jarvis stop`
+    cancels the next one while its model is still streaming (stopped by cli), and the daemon
+    keeps serving: a third task finishes."""
+    from jarvis.cli import main
+    from tests.api_harness import finish, is_step, scripted, serving_api, until
+
+    settings = agent_settings(tmp_path, fake_model, monkeypatch, settle_ceiling_ms=200)
+    notes = model_point(tkapp, "notes", settings)
+    hold = threading.Event()
+    fake_model.set_default(
+        scripted(
+            [
+                Reply(
+                    tool_calls=[call("click", x=notes[0], y=notes[1]), call("type", text=LONG_TEXT)]
+                ),
+                Reply(text="Thought: " + "hmm " * 50, hold=hold, hold_after=4),
+                finish("third done"),
+            ]
+        )
+    )
+
+    def ends(api: Any) -> list[dict[str, Any]]:
+        return [r for r in api.journal() if r["kind"] == "task_finished"]
+
+    try:
+        async with serving_api(settings) as api, api.client() as client:
+            await client.post("/api/messages", json={"text": "type a long text"})
+            await asyncio.to_thread(
+                tkapp.wait_for, lambda e: e["kind"] == "text" and len(e["text"]) >= 40, 60
+            )
+            await asyncio.to_thread(_press, "ctrl+alt+Escape")
+            await until(lambda: len(ends(api)) == 1, 20)
+            await client.post("/api/messages", json={"text": "think for a while"})
+            await until(lambda: sum(map(is_step, fake_model.requests)) >= 2, 60)
+            argv = ["stop", "--data-dir", str(settings.data_dir), "--url", api.base]
+            assert await asyncio.to_thread(main, argv) == 0
+            await until(lambda: len(ends(api)) == 2, 20)
+            assert not hold.is_set()  # stopped while the model was still streaming
+            await client.post("/api/messages", json={"text": "now finish"})
+            await until(lambda: len(ends(api)) == 3, 60)
+            todos = (await client.get("/api/todos")).json()["todos"]
+    finally:
+        hold.set()
+    first, second, third = ends(api)
+    assert (first["status"], first["stopped_by"]) == ("cancelled", "hotkey")
+    assert (second["status"], second["stopped_by"]) == ("cancelled", "cli")
+    assert third["status"] == "finished"
+    assert [t["status"] for t in todos] == ["cancelled", "cancelled", "completed"]
+    assert len(tkapp.notes_text()) < len(LONG_TEXT) // 2
