@@ -40,6 +40,11 @@ Endpoints (JSON unless said otherwise)::
          (as in a step's ``screenshot`` minus that prefix); anything else is 404
     GET  /api/screen/latest -> image   the running (or last) task's latest step screenshot
     GET  /api/health -> {status, version, pid, ready, running, last_seq}
+    GET  /api/approvals -> {pending: [approval_requested event]}   (jarvis.api.approvals)
+    POST /api/approvals/{id} {decision: allow_once|allow_task|deny, note?}
+         -> 200 {approval_id, decision}   (404 unknown or already answered)
+    POST /api/stop {by: cli|web|tui|api = api} -> 202 {stopping: bool, by}
+         cancels the running task now, recorded in task_finished's ``stopped_by``
     POST /api/login {token} -> 204 + cookie;  POST /api/logout -> 204
     GET  /docs, /openapi.json   OpenAPI (behind the token too)
 
@@ -59,8 +64,9 @@ nothing. Without either, a client gets the running task's lines so far, then liv
 step_started, model_text_delta (coalesced, at most ~20 a second), tool_call_streaming
 (the model began writing a call), tool_call_started, tool_call_finished, step_finished
 (with ``screenshot``), verification_finished, warning, model_retry, tool_mode_fallback,
-task_finished (with the task's tokens and cost), reply_ready. A client that falls behind
-(more than ``api.queue_size`` lines queued) gets ``event: gap`` with
+task_finished (with the task's tokens and cost, and ``stopped_by`` when cancelled),
+reply_ready, approval_requested, approval_resolved, budget_used (jarvis.events). A
+client that falls behind (more than ``api.queue_size`` lines queued) gets ``event: gap`` with
 ``data: {"kind": "gap", "after": SEQ}`` and no id, then the lines it missed, read from the
 journal, then live ones again. ``retry: 1000`` starts the stream; ``: ping`` comments come
 every ``api.heartbeat_s`` when idle. The agent never waits for a client.
