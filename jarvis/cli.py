@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -135,23 +134,13 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     if not (args.sandbox or settings.safety.sandbox.enabled):
-        return _run_here(args, settings, None)
-    from jarvis.desktop.x11 import X11Error
-    from jarvis.safety.sandbox import use_sandbox
+        return _run_here(args, settings)
+    from jarvis.safety.sandbox import sandboxed
 
-    user = {k: v for k in ("DISPLAY", "XAUTHORITY") if (v := os.environ.get(k))}
-    try:
-        with use_sandbox(settings.safety.sandbox) as box:  # before pyautogui sees DISPLAY
-            print(f"jarvis: running on the private display {box.display}", file=sys.stderr)
-            return _run_here(args, settings, user)
-    except X11Error as exc:
-        print(f"jarvis: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+    return sandboxed(settings, lambda: _run_here(args, settings))
 
 
-def _run_here(
-    args: argparse.Namespace, settings: Settings, user_display: dict[str, str] | None
-) -> int:
+def _run_here(args: argparse.Namespace, settings: Settings) -> int:
     from jarvis.doctor import cannot_start
     from jarvis.owner_lock import LockHeld
 
@@ -162,15 +151,13 @@ def _run_here(
     from jarvis.memory.embedding import EmbeddingUnavailable  # imports chromadb: after refusals
 
     try:
-        return asyncio.run(_run_task(args.task, settings, args.yes, user_display))
+        return asyncio.run(_run_task(args.task, settings, args.yes))
     except (LockHeld, EmbeddingUnavailable) as exc:  # memory in use elsewhere, or no model
         print(f"jarvis: {exc}", file=sys.stderr)
         return EXIT_FAILED
 
 
-async def _run_task(
-    task: str, settings: Settings, yes: bool = False, user_display: dict[str, str] | None = None
-) -> int:
+async def _run_task(task: str, settings: Settings, yes: bool = False) -> int:
     from jarvis.agent.factory import build_agent
     from jarvis.console import ConsoleReporter
     from jarvis.events import EventBus
@@ -188,7 +175,7 @@ async def _run_task(
             loop.add_signal_handler(signal.SIGINT, agent.cancel, "ctrl+c")
             loop.add_signal_handler(signal.SIGTERM, agent.cancel, "signal")
             try:
-                with kill_switch(settings, agent, loop, user_display):
+                with kill_switch(settings, agent, loop):
                     outcome = await agent.run(task)
             finally:
                 loop.remove_signal_handler(signal.SIGINT)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -105,6 +106,7 @@ def test_bad_size_is_refused() -> None:
         SandboxSettings(size="huge")
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("xserver")
 def test_run_sandbox_leaves_the_users_desktop_alone(
     tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, xserver: Any
@@ -163,15 +165,19 @@ def test_run_sandbox_leaves_the_users_desktop_alone(
     tkapp.sync()
     touched = [e for e in tkapp.events(since=mark) if e["kind"] in INPUT_KINDS]
     assert touched == []  # the canary on the user's display got no click, key or scroll
-    # everything the sandbox started is gone: its display no longer answers
-    number = private.lstrip(":")
-    assert not Path(f"/tmp/.X11-unix/X{number}").exists()
-    leftovers = [
+    assert _leftovers(str(events)) == []  # the app, the window manager and Xvfb are gone
+
+
+def _leftovers(app_marker: str) -> list[str]:
+    """Live processes of a sandbox: its app (by ``app_marker``) or its Xvfb (by its cookie's
+    folder; display numbers are reused by other servers at once, so not by number)."""
+    return [
         p.name
         for p in Path("/proc").iterdir()
-        if p.name.isdigit() and _cmdline_has(p, str(events)) and _alive(int(p.name))
+        if p.name.isdigit()
+        and (_cmdline_has(p, app_marker) or _cmdline_has(p, "jarvis-sandbox-"))
+        and _alive(int(p.name))
     ]
-    assert leftovers == []
 
 
 def _cmdline_has(proc_dir: Path, text: str) -> bool:
@@ -179,3 +185,85 @@ def _cmdline_has(proc_dir: Path, text: str) -> bool:
         return text.encode() in (proc_dir / "cmdline").read_bytes()
     except OSError:
         return False
+
+
+@pytest.mark.slow
+def test_serve_sandbox_runs_every_task_on_the_private_display(
+    tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, xserver: Any
+) -> None:
+    """`jarvis serve --sandbox`: a dropped message runs as a task on the private display;
+    the canary gets nothing; SIGTERM ends the daemon and everything on that display."""
+    from tests.api_harness import NEW_TASK, VERIFIED, is_router, is_verify
+
+    data = tmp_path / "data"
+    events = tmp_path / "served.jsonl"
+    (data / "config").mkdir(parents=True)
+    app = [sys.executable, TKAPP, "--events", str(events)]
+    settings = {
+        "safety": {"sandbox": {"size": "1024x768", "apps": [app]}},
+        "settle_ceiling_ms": 300,
+    }
+    (data / "config" / "settings.json").write_text(json.dumps(settings))
+    steps: list[Reply] = [Reply(tool_calls=[call("finished", summary="typed served")])]
+
+    def answer(request: RecordedRequest) -> Reply:
+        if is_router(request):
+            return NEW_TASK
+        if is_verify(request):
+            return VERIFIED
+        if not any(e["kind"] == "text" for e in _read_events(events)):
+            bx, by, bw, bh = _wait_ready(events)["widgets"]["box"]
+            return Reply(
+                tool_calls=[
+                    call("click", x=bx + bw // 2, y=by + bh // 2),
+                    call("type", text="served"),
+                ]
+            )
+        return steps[0]
+
+    fake_model.set_default(answer)
+    mark = tkapp.mark()
+    out = tmp_path / "serve.out"
+    with out.open("w+") as sink:
+        daemon = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jarvis",
+                "serve",
+                "--sandbox",
+                "--http",
+                "off",
+                *("--poll", "0.2", "--data-dir", str(data)),
+            ],
+            env=serve_env(xserver, fake_model),
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            (data / "messages" / "drop").mkdir(parents=True, exist_ok=True)
+            (data / "messages" / "drop" / "task.md").write_text("type served in the box\n")
+            deadline = time.monotonic() + 90
+            while "status: completed" not in _read(data / "todos.md"):
+                assert daemon.poll() is None, out.read_text()[-2000:]
+                assert time.monotonic() < deadline, out.read_text()[-2000:]
+                time.sleep(0.1)
+            daemon.send_signal(signal.SIGTERM)
+            assert daemon.wait(timeout=30) == 0, out.read_text()[-2000:]
+        finally:
+            if daemon.poll() is None:
+                daemon.kill()
+                daemon.wait()
+    text = out.read_text()
+    assert TEST_KEY not in text
+    private = text.split("running on the private display ")[1].split()[0]
+    assert [e["text"] for e in _read_events(events) if e["kind"] == "text"][-1] == "served"
+    tkapp.sync()
+    assert [e for e in tkapp.events(since=mark) if e["kind"] in INPUT_KINDS] == []
+    assert private != xserver.display
+    assert _leftovers(str(events)) == []
+
+
+def _read(path: Path) -> str:
+    return path.read_text() if path.exists() else ""

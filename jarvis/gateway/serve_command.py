@@ -102,12 +102,25 @@ def register(subparsers: Any) -> None:
     serve.add_argument(
         "--unix-socket", type=Path, metavar="PATH", help="also serve the API on this Unix socket"
     )
+    serve.add_argument(
+        "--sandbox",
+        action="store_true",
+        help="run every task on a private virtual display (safety.sandbox)",
+    )
     serve.add_argument("--data-dir", help="data directory (default: $JARVIS_DATA_DIR or ./data)")
     serve.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
     serve.set_defaults(handler=cmd_serve)
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    if args.sandbox or settings.safety.sandbox.enabled:
+        from jarvis.safety.sandbox import sandboxed
+
+        return sandboxed(settings, lambda: _serve_here(args, settings))
+    return _serve_here(args, settings)
+
+
+def _serve_here(args: argparse.Namespace, settings: Settings) -> int:
     from jarvis.doctor import cannot_start
 
     problem = cannot_start(settings)

@@ -175,6 +175,16 @@ def _xauthority(path: str | None) -> Iterator[None]:
             os.environ["XAUTHORITY"] = saved
 
 
+def _user_display() -> dict[str, str]:
+    """The person's display: the one a sandbox saved aside, else this process's."""
+    from jarvis.safety.sandbox import USER_DISPLAY_ENV
+
+    if os.environ.get(USER_DISPLAY_ENV["DISPLAY"]):
+        pairs = USER_DISPLAY_ENV.items()
+        return {k: v for k, saved in pairs if (v := os.environ.get(saved))}
+    return {k: v for k in ("DISPLAY", "XAUTHORITY") if (v := os.environ.get(k))}
+
+
 def end_own_xdotool() -> list[int]:
     """End the ``xdotool type`` processes this process started (typing right now), so
     the typing stops at once instead of after the current piece. Returns their pids."""
@@ -287,7 +297,7 @@ def kill_switch(
     sandbox, else this process's. Without a hotkey or a display it does nothing; a grab
     that fails is logged (the other brakes still work)."""
     chord = settings.safety.kill_hotkey
-    where = user_display or {k: v for k in ("DISPLAY", "XAUTHORITY") if (v := os.environ.get(k))}
+    where = user_display or _user_display()
     if not chord or not where.get("DISPLAY") or not x11.is_x11():
         yield
         return

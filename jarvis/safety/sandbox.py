@@ -24,19 +24,25 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from jarvis.desktop.x11 import X11Error
 from jarvis.safety.settings import SandboxSettings
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
 
 log = logging.getLogger(__name__)
 
 _FAMILY_LOCAL, _FAMILY_WILD = 256, 0xFFFF
 STOP_WAIT_S = 5.0
+USER_DISPLAY_ENV = {"DISPLAY": "JARVIS_USER_DISPLAY", "XAUTHORITY": "JARVIS_USER_XAUTHORITY"}
+"""Where :func:`use_sandbox` keeps the person's own display while the task uses its own."""
 
 
 def xauth_entries(number: str, cookie: bytes) -> bytes:
@@ -208,9 +214,14 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
 @contextlib.contextmanager
 def use_sandbox(settings: SandboxSettings) -> Iterator[Sandbox]:
     """Start a sandbox and point this process's ``DISPLAY``/``XAUTHORITY`` at it until the
-    block ends; import nothing that opens the display before entering."""
-    saved = {k: os.environ.get(k) for k in ("DISPLAY", "XAUTHORITY")}
+    block ends (the user's are kept in ``JARVIS_USER_DISPLAY``/``JARVIS_USER_XAUTHORITY``
+    for the kill switch); import nothing that opens the display before entering."""
+    saved = {k: os.environ.get(k) for k in (*USER_DISPLAY_ENV, *USER_DISPLAY_ENV.values())}
     with Sandbox(settings) as box:
+        for name, saved_as in USER_DISPLAY_ENV.items():  # the kill switch stays on the user's
+            value = saved[name]
+            if value is not None:
+                os.environ[saved_as] = value
         os.environ.update(box.env())
         try:
             yield box
@@ -220,3 +231,15 @@ def use_sandbox(settings: SandboxSettings) -> Iterator[Sandbox]:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
+
+
+def sandboxed(settings: Settings, body: Callable[[], int]) -> int:
+    """Run a command's ``body`` with this process on a private display (``jarvis run`` and
+    ``jarvis serve`` with ``--sandbox``); 1 when the display cannot be started."""
+    try:
+        with use_sandbox(settings.safety.sandbox) as box:  # before pyautogui sees DISPLAY
+            print(f"jarvis: running on the private display {box.display}", file=sys.stderr)
+            return body()
+    except X11Error as exc:
+        print(f"jarvis: {exc}", file=sys.stderr)
+        return 1
