@@ -6,6 +6,7 @@ task normally."""
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import threading
 import time
@@ -225,3 +226,26 @@ async def test_daemon_survives_the_hotkey_and_jarvis_stop(
     assert third["status"] == "finished"
     assert [t["status"] for t in todos] == ["cancelled", "cancelled", "completed"]
     assert len(tkapp.notes_text()) < len(LONG_TEXT) // 2
+
+
+def test_in_a_sandbox_the_hotkey_stays_on_the_users_display(xserver: Any) -> None:
+    """While the task's DISPLAY is a private one, the switch grabs the person's display:
+    the chord pressed there fires; pressed on the private display (by the agent) it does not."""
+    from jarvis.safety.killswitch import _user_display
+    from jarvis.safety.sandbox import use_sandbox
+    from jarvis.safety.settings import SandboxSettings
+
+    fired = threading.Event()
+    with use_sandbox(SandboxSettings(size="640x480", window_manager=None)) as box:
+        assert os.environ["DISPLAY"] == box.display != xserver.display
+        where = _user_display()
+        assert where == xserver.env()
+        switch = KillSwitch("ctrl+alt+escape", fired.set, where["DISPLAY"], where["XAUTHORITY"])
+        with switch:
+            _press("ctrl+alt+Escape")  # on this process's DISPLAY: the private one
+            env = {**os.environ, **xserver.env()}
+            subprocess.run(["xdotool", "key", "ctrl+alt+Escape"], env=env, check=True, timeout=10)
+            assert fired.wait(5)
+            assert switch.presses == 1  # the private display's press was not taken
+    assert os.environ["DISPLAY"] == xserver.display
+    assert "JARVIS_USER_DISPLAY" not in os.environ
