@@ -63,9 +63,9 @@ def test_doctor_all_pass_on_virtual_display(xserver, tmp_path: Path) -> None:
     proc = jarvis("doctor", "--data-dir", str(tmp_path / "d"), env=env)
     lines = proc.stdout.strip().splitlines()
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert [line.split()[0] for line in lines] == ["PASS"] * 5
+    assert [line.split()[0] for line in lines] == ["PASS"] * 7
     assert {line.split()[1] for line in lines} == {
-        "display", "input", "provider", "data", "presets",
+        "display", "input", "provider", "data", "presets", "mcp", "skills",
     }  # fmt: skip
     assert "open_app" in proc.stdout  # the shipped semantic presets
     assert "1920x1080" in proc.stdout

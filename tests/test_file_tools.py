@@ -172,3 +172,29 @@ def test_binary_files_are_not_read_as_text(world: dict[str, Any]) -> None:
     result = call(world["settings"], "read_file", {"path": "blob.bin"})
     assert result.error is not None and result.error.code == NOT_ALLOWED
     assert "not UTF-8" in result.error.message
+
+
+def test_a_hard_link_to_an_outside_file_is_not_read(world: dict[str, Any]) -> None:
+    os.link(world["outside"] / "secret.txt", world["ws"] / "hard.txt")
+    result = call(world["settings"], "read_file", {"path": "hard.txt"})
+    assert result.error is not None and result.error.code == NOT_ALLOWED
+    assert "hard links" in result.error.message and "outside secret" not in result.to_content()
+    wrote = call(world["settings"], "write_file", {"path": "hard.txt", "content": "mine"})
+    assert wrote.ok  # the name is replaced; the outside file keeps its content
+    assert (world["outside"] / "secret.txt").read_text() == SECRET
+
+
+def test_a_folder_swapped_for_a_symlink_after_the_check_is_caught(world: dict[str, Any]) -> None:
+    """The gap between resolving a path and opening it: a folder on the way becomes a
+    symlink to the outside. The open descriptor's real path gives it away."""
+    from jarvis.tools.workspace import Refused, open_checked, resolve_inside
+
+    ws, outside = world["ws"], world["outside"]
+    root = Path(os.path.realpath(ws))
+    (ws / "box").mkdir()
+    (ws / "box" / "secret.txt").write_text("inside copy\n")
+    path = resolve_inside(root, "box/secret.txt")
+    os.rename(ws / "box", ws / "box-old")
+    os.symlink(str(outside), ws / "box")
+    with pytest.raises(Refused, match="outside the workspace"), open_checked(root, path, "x"):
+        pass

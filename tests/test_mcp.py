@@ -22,7 +22,7 @@ from jarvis.tools.registry import ToolRegistry
 from jarvis.tools.results import INTERNAL, INVALID_PARAMS, TIMEOUT, ToolResult
 from tests.mcp_fixtures import HttpServer, mcp_settings, starts, stdio_entry, write_mcp_json
 
-DEMO_TOOLS = {"echo", "add", "picture", "schedule", "fail", "crash", "hang", "grow"}
+DEMO_TOOLS = {"echo", "add", "picture", "schedule", "env_names", "fail", "crash", "hang", "grow"}
 
 
 class Rig:
@@ -154,3 +154,44 @@ async def test_an_older_server_over_sse(tmp_path: Path) -> None:
             assert await manager.connections["old"].check_alive() is None
     finally:
         http.stop()
+
+
+async def test_the_handshake_protocol_pings_and_follows_list_changes(tmp_path: Path) -> None:
+    """A server held to the pre-2026 protocol: liveness by ping, changes by notification."""
+    data = tmp_path / "data"
+    entry = stdio_entry(tmp_path / "starts.txt", timeout=1.5) | {"protocol": "legacy"}
+    write_mcp_json(data, {"demo": entry})
+    settings = mcp_settings(data)
+    registry = ToolRegistry(settings)
+    async with McpManager.running(settings) as manager:
+        manager.attach(registry)
+        assert await manager.wait_ready(20) == {"demo": True}
+        connection = manager.connections["demo"]
+        assert connection.protocol is not None and connection.protocol < "2026"
+        assert await connection.check_alive() is None
+        ctx = ToolContext.for_task(settings, "t-legacy")
+        assert (await registry.execute("demo__grow", {}, ctx)).ok
+        assert await connection.wait_for(lambda c: any(t.name == "late" for t in c.tools), 10)
+        late = await registry.execute("demo__late", {"word": "old"}, ctx)
+        assert late.ok and late.data["content"][0]["text"] == "late: old"
+        assert connection.starts == 1
+
+
+async def test_a_stdio_server_gets_its_env_but_not_our_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-must-stay-here-123456")
+    monkeypatch.setenv("SOME_OTHER_TOKEN", "tok-must-stay-here-123456")
+    data = tmp_path / "data"
+    write_mcp_json(data, {"demo": stdio_entry(tmp_path / "starts.txt")})
+    settings = mcp_settings(data)
+    registry = ToolRegistry(settings)
+    async with McpManager.running(settings) as manager:
+        manager.attach(registry)
+        assert await manager.wait_ready(20) == {"demo": True}
+        ctx = ToolContext.for_task(settings, "t-env")
+        result = await registry.execute("demo__env_names", {}, ctx)
+    assert result.ok, result.error
+    names = set(result.data["structured"]["result"])
+    assert "DEMO_STARTS_FILE" in names and "PATH" in names
+    assert not names & {"ANTHROPIC_API_KEY", "SOME_OTHER_TOKEN", "OPENAI_API_KEY"}

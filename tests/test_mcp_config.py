@@ -101,7 +101,7 @@ def test_jarvis_mcp_list_shows_servers_states_and_tools(
     assert main(["mcp", "list", "--json", "--data-dir", str(data)]) == 1
     listed = json.loads(capsys.readouterr().out)
     states = {s["name"]: (s["state"], len(s["tools"])) for s in listed["servers"]}
-    assert states == {"demo": ("ready", 8), "broken": ("down", 0)}
+    assert states == {"demo": ("ready", 9), "broken": ("down", 0)}
 
 
 def test_doctor_checks_each_server_and_names_broken_skills(tmp_path: Path) -> None:
@@ -110,10 +110,10 @@ def test_doctor_checks_each_server_and_names_broken_skills(tmp_path: Path) -> No
     assert check_mcp(settings).ok and "no MCP servers" in check_mcp(settings).detail
     write_mcp_json(data, {"demo": stdio_entry(tmp_path / "s.txt")})
     good = check_mcp(mcp_settings(data))
-    assert good.ok and good.detail == "demo: 8 tool(s)"
+    assert good.ok and good.detail == "demo: 9 tool(s)"
     write_mcp_json(data, {"demo": stdio_entry(tmp_path / "s.txt"), "gone": {"command": "/nope"}})
     bad = check_mcp(mcp_settings(data, restart_backoff_s=5))
-    assert not bad.ok and "demo: 8 tool(s)" in bad.detail and "gone: down" in bad.detail
+    assert not bad.ok and "demo: 9 tool(s)" in bad.detail and "gone: down" in bad.detail
 
     skills = Settings(data_dir=data)
     (data / "skills").mkdir()
@@ -171,3 +171,36 @@ def test_channel_web_hosts_and_read_only() -> None:
     opened = Policy(ToolPolicy(per_channel={"email": ChannelPolicy(web_hosts=["a.org"])}))
     assert opened.web_hosts(("email",)) == ["a.org"]
     assert opened.deny_reason("write_file", None, (), ("email",)) is None  # named explicitly
+
+
+def test_schema_tools_with_bad_or_remote_schemas_are_not_offered(tmp_path: Path) -> None:
+    import asyncio
+
+    from jarvis.tools.context import ToolContext
+    from jarvis.tools.registry import ToolRegistry
+    from jarvis.tools.results import INVALID_PARAMS
+
+    registry = ToolRegistry(Settings(data_dir=tmp_path))
+
+    async def fn(args: dict, ctx: ToolContext) -> dict:
+        return args
+
+    with pytest.raises(ValueError, match="invalid input schema"):
+        registry.register_schema(
+            "bad", fn, {"type": "object", "minProperties": -1}, "d", origin="x"
+        )
+    remote = {"type": "object", "properties": {"a": {"$ref": "https://example.com/s.json"}}}
+    with pytest.raises(ValueError, match="refers outside itself"):
+        registry.register_schema("remote", fn, remote, "d", origin="x")
+    local = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/small"}},
+        "$defs": {"small": {"type": "integer", "maximum": 3}},
+    }
+    registry.register_schema("local", fn, local, "d", origin="x")
+    ctx = ToolContext.for_task(Settings(data_dir=tmp_path), "t")
+    assert asyncio.run(registry.execute("local", {"a": 2}, ctx)).data == {"a": 2}
+    refused = asyncio.run(registry.execute("local", {"a": 9}, ctx))
+    assert refused.error is not None and refused.error.code == INVALID_PARAMS
+    assert refused.error.message == "a: 9 is greater than the maximum of 3"
+    assert registry.names == ["local"]

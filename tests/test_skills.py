@@ -170,3 +170,25 @@ def test_changed_and_removed_files_are_picked_up(tmp_path: Path) -> None:
     path.unlink()
     assert manager.scan()
     assert not manager.problems and not manager.sources
+
+
+def test_packages_declare_skills_with_an_entry_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An installed distribution (a real dist-info on sys.path) with a `jarvis.skills`
+    entry point, and one whose entry point cannot be imported."""
+    site = tmp_path / "site"
+    (site / "weather_pkg-1.0.dist-info").mkdir(parents=True)
+    (site / "weather_pkg-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: weather-pkg\nVersion: 1.0\n"
+    )
+    (site / "weather_pkg-1.0.dist-info" / "entry_points.txt").write_text(
+        "[jarvis.skills]\nweather = weather_skills\nmissing = no_such_module_xyz\n"
+    )
+    (site / "weather_skills.py").write_text(VERSIONED.format(name="forecast", version=7))
+    monkeypatch.syspath_prepend(str(site))
+    settings, registry, manager, _ = setup(tmp_path)
+    manager.load_entry_points()
+    assert registry.get("forecast").origin == "skill:weather"  # type: ignore[union-attr]
+    assert run(registry, settings, "forecast", {}).data == {"version": 7}
+    assert any("missing" in p and "ModuleNotFoundError" in p for p in manager.problems)

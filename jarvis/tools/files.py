@@ -2,9 +2,10 @@
 
 The workspace is ``settings.toolbox.workspace.dir`` (default ``DATA_DIR/workspace``).
 Every path goes through :func:`jarvis.tools.workspace.resolve_inside`; anything that would
-leave the folder (``..``, an absolute path elsewhere, a symlink out, a symlink loop) and
-anything that is not a regular file (FIFOs, devices, sockets) is refused with -32006 and
-the reason, as are files over the size caps and writes while the workspace is read-only
+leave the folder (``..``, an absolute path elsewhere, a symlink out, a symlink loop),
+anything that is not a regular file (FIFOs, devices, sockets) and, for reading, a file
+with other hard links (one of them may be outside) is refused with -32006 and the
+reason, as are files over the size caps and writes while the workspace is read-only
 (by settings, or by the policy of the task's channel).
 """
 
@@ -99,7 +100,10 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> dict[str, Any]:
 
     def read() -> bytes:
         with open_checked(root, path, shown) as fd:
-            size = os.fstat(fd).st_size
+            info = os.fstat(fd)
+            if info.st_nlink > 1:  # another name for it may be a file outside the workspace
+                raise Refused(f"'{shown}' has other hard links; read_file reads files with one")
+            size = info.st_size
             if size > cap:
                 raise Refused(f"'{shown}' is {size} bytes; read_file reads at most {cap}")
             data = read_capped(fd, cap)

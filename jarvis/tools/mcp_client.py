@@ -72,7 +72,6 @@ class McpConnection:
         self._client: Client | None = None
         self._lost = asyncio.Event()
         self._relist = asyncio.Event()
-        self._ready = asyncio.Event()
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
         self._busy = 0
@@ -167,7 +166,6 @@ class McpConnection:
                 (log.info if same else log.warning)("MCP server %s is down: %s", self.name, error)
             self._client = None
             self.state = "down"
-            self._ready.clear()
             await self._notify()
             if worked:
                 backoff = self.settings.restart_backoff_s

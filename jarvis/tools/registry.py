@@ -16,18 +16,16 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import copy
-import functools
 import inspect
 import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from jarvis.config import Settings, ToolPolicy
 from jarvis.events import ToolCallFinished, ToolCallStarted
@@ -53,11 +51,9 @@ from jarvis.tools.results import (
     ToolResult,
 )
 from jarvis.tools.schema import (
-    describe_schema_errors,
-    describe_validation_error,
     literal_fields,
-    schema_of,
 )
+from jarvis.tools.tool import Tool, ToolFn, remote_refs
 
 if TYPE_CHECKING:
     from jarvis.safety.approvals import ApprovalGate
@@ -87,61 +83,6 @@ STOP_GRACE_S = 2.0
 current_call_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "jarvis_tool_call_id", default=None
 )
-
-
-ToolFn = Callable[[Any, "ToolContext"], Any]
-
-
-@dataclass(frozen=True)
-class Tool:
-    """One registered tool."""
-
-    name: str
-    description: str
-    args_model: type[BaseModel] | None
-    fn: ToolFn
-    timeout_s: float | None = None
-    requires: tuple[str, ...] = ()
-    audit_fields: frozenset[str] = field(default_factory=frozenset)
-    json_schema: dict[str, Any] | None = None
-    """The arguments' JSON schema when the tool brings its own (no ``args_model``)."""
-    origin: str = "builtin"
-    """Where the tool comes from: builtin, ``mcp:SERVER``, ``skill:FILE``."""
-
-    @property
-    def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.fn)
-
-    @functools.cached_property
-    def parameters(self) -> dict[str, Any]:
-        """The JSON schema of the arguments (generated once)."""
-        if self.json_schema is not None:
-            return self.json_schema
-        assert self.args_model is not None
-        return schema_of(self.args_model)
-
-    @functools.cached_property
-    def _validator(self) -> jsonschema.protocols.Validator:
-        schema = self.json_schema or {}
-        return jsonschema.validators.validator_for(schema)(schema)
-
-    def validate(self, arguments: dict[str, Any], context: ToolContext) -> Any:
-        """The arguments the function gets; raises ValueError saying what is wrong."""
-        if self.args_model is not None:
-            try:
-                return self.args_model.model_validate(arguments, context={"tool_context": context})
-            except ValidationError as exc:
-                raise ValueError(describe_validation_error(exc)) from exc
-        problem = describe_schema_errors(self._validator.iter_errors(arguments))
-        if problem:
-            raise ValueError(problem)
-        return arguments
-
-    def spec(self) -> ToolSpec:
-        """The tool as offered to the model (a fresh copy each time)."""
-        return ToolSpec(
-            name=self.name, description=self.description, parameters=copy.deepcopy(self.parameters)
-        )
 
 
 class ToolRegistry:
@@ -210,6 +151,9 @@ class ToolRegistry:
             jsonschema.validators.validator_for(schema).check_schema(schema)
         except jsonschema.SchemaError as exc:
             raise ValueError(f"tool '{name}' has an invalid input schema: {exc.message}") from exc
+        remote = remote_refs(schema)
+        if remote:  # never fetched: a schema must stand on its own
+            raise ValueError(f"tool '{name}' has a schema that refers outside itself: {remote[0]}")
         tool = Tool(
             name=name,
             description=description.strip() or name,

@@ -137,7 +137,8 @@ def _tool(fn: Any, where: str) -> SkillTool:
 
 
 def import_file(path: Path) -> types.ModuleType:
-    """Import a skill file as a fresh module (a new name per version, so edits load)."""
+    """Import a skill file as a fresh module object (each load runs the file again, so
+    edits take effect; the name is fixed per path)."""
     digest = hashlib.sha256(str(path).encode()).hexdigest()[:10]
     name = f"jarvis_skill_{path.stem}_{digest}"
     spec = importlib.util.spec_from_file_location(name, path)

@@ -59,7 +59,7 @@ class _PinnedBackend(httpcore.AsyncNetworkBackend):
     """Connects a checked host name to the one address that was checked, nothing else."""
 
     def __init__(self, host: str, address: str) -> None:
-        self._host, self._address = host, address
+        self._host, self._address = _norm(host), address
         self._inner = httpcore.AnyIOBackend()
 
     async def connect_tcp(
@@ -70,7 +70,7 @@ class _PinnedBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        if host.strip("[]").lower() != self._host:
+        if _norm(host) != self._host:
             raise httpcore.ConnectError(f"refusing to connect to unchecked host {host!r}")
         return await self._inner.connect_tcp(
             self._address, port, timeout, local_address, socket_options
@@ -83,6 +83,10 @@ class _PinnedBackend(httpcore.AsyncNetworkBackend):
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
+
+
+def _norm(host: str) -> str:
+    return host.strip("[]").lower().rstrip(".")
 
 
 def _pinned_transport(host: str, address: str) -> httpx.AsyncHTTPTransport:
@@ -170,12 +174,19 @@ class Fetcher:
             "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5",
             "Accept-Encoding": "identity",
         }
-        transport = _pinned_transport(url.host.lower().rstrip("."), address)
+        transport = _pinned_transport(url.raw_host.decode("ascii"), address)
         async with httpx.AsyncClient(
             transport=transport, follow_redirects=False, trust_env=False, timeout=None
         ) as client:
             try:
                 async with client.stream("GET", url, headers=headers) as response:
+                    encoding = response.headers.get("content-encoding", "identity").lower()
+                    if encoding not in ("", "identity"):
+                        raise ToolFailure(
+                            INVALID_PARAMS,
+                            f"{url} answered with {encoding}-compressed content, which "
+                            "web_fetch does not accept (it could hide any size)",
+                        )
                     body, truncated = await _read_capped(response, self.settings.max_bytes)
                     return response.status_code, response.headers, body, truncated
             except httpx.HTTPError as exc:

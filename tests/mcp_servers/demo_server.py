@@ -6,8 +6,9 @@ streamable HTTP (uvicorn on a loopback socket it binds itself).
     python -m tests.mcp_servers.demo_server sse [PORT]    # the older SSE transport
 
 Tools: echo, add (structured), picture (a PNG), schedule (a schema with an enum and a
-range), fail (isError), crash (the process exits mid-call), hang (never answers) and
-grow (adds the tool `late` at run time and tells the client the list changed).
+range), env_names (what it inherited), fail (isError), crash (the process exits
+mid-call), hang (never answers) and grow (adds the tool `late` at run time and tells
+the client the list changed).
 """
 
 from __future__ import annotations
@@ -55,6 +56,12 @@ def picture(color: Literal["red", "green", "blue"] = "red") -> Image:
 def schedule(day: Literal["mon", "tue", "wed"], hour: Annotated[int, Field(ge=0, le=23)]) -> str:
     """Book a slot."""
     return f"booked {day} {hour}:00"
+
+
+@server.tool()
+def env_names() -> list[str]:
+    """The names of the environment variables this server was started with."""
+    return sorted(os.environ)
 
 
 @server.tool()
