@@ -111,10 +111,20 @@ function apply(r) {
   if (r.seq <= view.seen) return;  // each line once, also across reconnects
   view.seen = r.seq;
   switch (r.kind) {
-    case "task_started":
-      $("task-title").textContent = r.task;
+    case "task_started": {  // a task may run again (after an answer): a new run below
+      const todo = state.todos.get(r.task_id);
+      $("task-title").textContent = todo ? todo.title : r.task;
+      if (view.steps.size) {
+        const mark = document.createElement("p");
+        mark.className = "rerun";
+        mark.textContent = "runs again";
+        $("message").append(mark);
+      }
+      Object.assign(view, { steps: new Map(), step: null, input: 0, output: 0, cost: 0 });
       view.status = "running";
+      $("summary").hidden = true;
       break;
+    }
     case "step_started": stepOf(r.step); break;
     case "model_text_delta": currentStep().thought.textContent += r.text; break;
     case "tool_call_streaming": card(r.call_id, r.tool_name, "streaming"); break;
@@ -304,7 +314,6 @@ async function openTask(taskId) {
   if (!response.ok) return;
   const task = await response.json();
   show(task.task_id, task.events || [], task.todo);
-  if (task.run) $("task-title").textContent = task.run.task || $("task-title").textContent;
 }
 
 // --- actions -----------------------------------------------------------------------
