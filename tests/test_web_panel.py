@@ -143,6 +143,7 @@ async def run_the_panel(api: Api, page: Any, model: Model, expect: Any) -> None:
     await expect(error_card).to_have_count(1)
     assert await error_card.get_attribute("open") is not None  # errors open
     await expect(error_card).to_contain_text("-32602")
+    await expect(page.locator("#click-marker")).to_be_visible()  # the last click so far
     await page.screenshot(path=str(ARTIFACTS / "panel-3-question.png"))
     await page.fill("#answer-input", "blue")
     await page.click("#answer-send")

@@ -14,7 +14,7 @@ const state = {
 };
 
 function newView(taskId) {
-  return { taskId, seen: 0, steps: new Map(), step: null, cards: new Map(),
+  return { taskId, seen: 0, steps: new Map(), step: null, cards: new Map(), click: null,
            input: 0, output: 0, cost: 0, status: "" };
 }
 
@@ -174,7 +174,7 @@ function stepOf(n) {
     thought.className = "thought";
     el.append(head, thought);
     $("message").append(el);
-    view.steps.set(n, { el, head, thought, click: null });
+    view.steps.set(n, { el, head, thought });
   }
   view.step = view.steps.get(n);
   return view.step;
@@ -221,7 +221,7 @@ function finishCard(r) {
                       : `error ${r.error_code}: ${r.error_message}`;
   c.body.textContent = `arguments: ${JSON.stringify(c.args, null, 2)}\n${result}`;
   if (!r.ok) c.el.open = true;  // errors open, the rest collapsed
-  if (r.ok && CLICKS.has(r.tool_name) && "x" in c.args) currentStep().click = c.args;
+  if (r.ok && CLICKS.has(r.tool_name) && "x" in c.args) state.view.click = c.args;
 }
 
 function finishStep(r) {
@@ -234,7 +234,7 @@ function finishStep(r) {
   view.input += r.input_tokens || 0;
   view.output += r.output_tokens || 0;
   view.cost = r.cost_usd || view.cost;
-  if (r.screenshot) showShot(r.screenshot, step.click);
+  if (r.screenshot) showShot(r.screenshot, view.click);  // the last click so far
 }
 
 function showShot(path, click) {
