@@ -98,5 +98,6 @@ def test_http_off_serves_nothing_and_the_default_is_loopback(tmp_path: Path) -> 
     _add_api(gateway, Namespace(http=None, unix_socket=None), gateway.settings)
     [running] = gateway.services
     service = running.__self__  # type: ignore[attr-defined]
-    assert service.address == HttpAddress(host="127.0.0.1", port=8765, explicit=False)
+    assert (service.address.host, service.address.port) == ("127.0.0.1", 8765)
+    assert service.address.loopback
     gateway.journal.close()
