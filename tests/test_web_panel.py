@@ -145,8 +145,13 @@ async def run_the_panel(api: Api, page: Any, model: Model, expect: Any) -> None:
     await expect(error_card).to_contain_text("-32602")
     await expect(page.locator("#click-marker")).to_be_visible()  # the last click so far
     await page.screenshot(path=str(ARTIFACTS / "panel-3-question.png"))
+    # the stream drops; the task goes on and ends meanwhile; the page catches up on reconnect
+    await page.evaluate("state.source.close()")
     await page.fill("#answer-input", "blue")
     await page.click("#answer-send")
+    await until(lambda: api.journal("T002")[-1]["kind"] == "reply_ready", 30)
+    assert "runs again" not in await page.locator("#message").inner_text()  # nothing live
+    await page.evaluate("connect()")
     await expect(page.locator("#summary")).to_contain_text("finished: blue", timeout=30_000)
     await expect(page.locator("#verification")).to_contain_text("Passed: looks done")
     await expect(page.locator("#todos li[data-id='T002']")).to_contain_text("completed")
