@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
 from pydantic import BaseModel, Field, field_validator
@@ -19,7 +20,12 @@ class HttpAddress(BaseModel):
 
     @property
     def loopback(self) -> bool:
-        return self.host in LOOPBACK_NAMES
+        if self.host in LOOPBACK_NAMES:
+            return True
+        try:
+            return ipaddress.ip_address(self.host.strip("[]")).is_loopback
+        except ValueError:  # a name other than localhost: not known to be loopback
+            return False
 
     @property
     def url_host(self) -> str:

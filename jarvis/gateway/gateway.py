@@ -155,9 +155,9 @@ class Gateway:
 
     async def _run_locked(self) -> None:
         async with AsyncExitStack() as stack:
+            router = await self._assemble(stack)  # (imports and opens what blocks the loop)
             for service in self.services:
                 await stack.enter_async_context(service())
-            router = await self._assemble(stack)
             await self.recover(router)
             channel = self._channel()
             self._arrived = channel.arrived

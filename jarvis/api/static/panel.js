@@ -14,7 +14,7 @@ const state = {
 };
 
 function newView(taskId) {
-  return { taskId, seen: 0, steps: new Map(), step: null, cards: new Map(),
+  return { taskId, seen: 0, steps: new Map(), step: null, cards: new Map(), click: null,
            input: 0, output: 0, cost: 0, status: "" };
 }
 
@@ -111,10 +111,20 @@ function apply(r) {
   if (r.seq <= view.seen) return;  // each line once, also across reconnects
   view.seen = r.seq;
   switch (r.kind) {
-    case "task_started":
-      $("task-title").textContent = r.task;
+    case "task_started": {  // a task may run again (after an answer): a new run below
+      const todo = state.todos.get(r.task_id);
+      $("task-title").textContent = todo ? todo.title : r.task;
+      if (view.steps.size) {
+        const mark = document.createElement("p");
+        mark.className = "rerun";
+        mark.textContent = "runs again";
+        $("message").append(mark);
+      }
+      Object.assign(view, { steps: new Map(), step: null, input: 0, output: 0, cost: 0 });
       view.status = "running";
+      $("summary").hidden = true;
       break;
+    }
     case "step_started": stepOf(r.step); break;
     case "model_text_delta": currentStep().thought.textContent += r.text; break;
     case "tool_call_streaming": card(r.call_id, r.tool_name, "streaming"); break;
@@ -164,7 +174,7 @@ function stepOf(n) {
     thought.className = "thought";
     el.append(head, thought);
     $("message").append(el);
-    view.steps.set(n, { el, head, thought, click: null });
+    view.steps.set(n, { el, head, thought });
   }
   view.step = view.steps.get(n);
   return view.step;
@@ -211,7 +221,7 @@ function finishCard(r) {
                       : `error ${r.error_code}: ${r.error_message}`;
   c.body.textContent = `arguments: ${JSON.stringify(c.args, null, 2)}\n${result}`;
   if (!r.ok) c.el.open = true;  // errors open, the rest collapsed
-  if (r.ok && CLICKS.has(r.tool_name) && "x" in c.args) currentStep().click = c.args;
+  if (r.ok && CLICKS.has(r.tool_name) && "x" in c.args) state.view.click = c.args;
 }
 
 function finishStep(r) {
@@ -224,7 +234,7 @@ function finishStep(r) {
   view.input += r.input_tokens || 0;
   view.output += r.output_tokens || 0;
   view.cost = r.cost_usd || view.cost;
-  if (r.screenshot) showShot(r.screenshot, step.click);
+  if (r.screenshot) showShot(r.screenshot, view.click);  // the last click so far
 }
 
 function showShot(path, click) {
@@ -304,7 +314,6 @@ async function openTask(taskId) {
   if (!response.ok) return;
   const task = await response.json();
   show(task.task_id, task.events || [], task.todo);
-  if (task.run) $("task-title").textContent = task.run.task || $("task-title").textContent;
 }
 
 // --- actions -----------------------------------------------------------------------
