@@ -104,6 +104,15 @@ class ApprovalStore:
             self._pending[entry.id] = entry
         return entry
 
+    def expire(self, entry: Pending) -> bool:
+        """Mark ``entry`` answered by its deadline (or a cancel); False when a person's
+        answer came first (then the deadline still wins, and is not announced twice)."""
+        with self._lock:
+            if entry.answered:
+                return False
+            entry.answered = True
+            return True
+
     def close(self, entry: Pending) -> None:
         with self._lock:
             self._pending.pop(entry.id, None)
@@ -225,10 +234,8 @@ class ApprovalGate:
     def _expire(
         self, entry: Pending, decision: Literal["timeout", "cancelled"], ctx: ToolContext
     ) -> None:
-        with self.store._lock:
-            if entry.answered:  # an answer raced the deadline: the deadline wins, said once
-                return
-            entry.answered = True
+        if not self.store.expire(entry):
+            return
         ctx.bus.emit(ApprovalResolved(task_id=ctx.task_id, approval_id=entry.id, decision=decision))
 
 
