@@ -28,6 +28,8 @@ SUBCOMMAND_MODULES = (
     "jarvis.gateway.commands",
     "jarvis.gateway.serve_command",
     "jarvis.tools.commands",
+    "jarvis.safety.commands",
+    "jarvis.runs.commands",
 )
 
 
@@ -50,6 +52,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model", help="model name for the chosen provider")
     run.add_argument("--max-steps", type=int, help="step bound for this task")
     run.add_argument("--tool-mode", choices=["native", "text", "auto"])
+    run.add_argument(
+        "--sandbox",
+        action="store_true",
+        help="run on a private virtual display (safety.sandbox); your desktop is not touched",
+    )
+    run.add_argument(
+        "--yes", action="store_true", help="run calls that need approval without asking"
+    )
+    run.add_argument("--max-cost-usd", type=_positive_float, help="end the task at this cost")
+    run.add_argument(
+        "--max-tokens-budget", type=_positive_int, help="end the task at this many tokens"
+    )
     _common(run)
     run.set_defaults(handler=cmd_run)
 
@@ -68,6 +82,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def _with_budget(settings: Settings, args: argparse.Namespace) -> Settings:
+    """The run flags' budget over ``settings.safety``'s."""
+    budget = {
+        "max_cost_usd": getattr(args, "max_cost_usd", None),
+        "max_tokens_total": getattr(args, "max_tokens_budget", None),
+    }
+    budget = {k: v for k, v in budget.items() if v is not None}
+    if not budget:
+        return settings
+    safety = settings.safety.model_copy(update=budget)
+    return settings.model_copy(update={"safety": safety})
+
+
 def settings_from(args: argparse.Namespace) -> Settings:
     overrides = {
         "provider": getattr(args, "provider", None),
@@ -78,7 +119,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     if model:
         provider = overrides["provider"] or load_settings(args.data_dir).provider
         overrides["model" if provider == "anthropic" else "openai_model"] = model
-    return load_settings(args.data_dir, **overrides)
+    return _with_budget(load_settings(args.data_dir, **overrides), args)
 
 
 def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
@@ -92,6 +133,14 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    if not (args.sandbox or settings.safety.sandbox.enabled):
+        return _run_here(args, settings)
+    from jarvis.safety.sandbox import sandboxed
+
+    return sandboxed(settings, lambda: _run_here(args, settings))
+
+
+def _run_here(args: argparse.Namespace, settings: Settings) -> int:
     from jarvis.doctor import cannot_start
     from jarvis.owner_lock import LockHeld
 
@@ -100,28 +149,37 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         print(problem)
         return EXIT_FAILED
     try:
-        return asyncio.run(_run_task(args.task, settings))
+        return asyncio.run(_run_task(args.task, settings, args.yes))
     except LockHeld as exc:  # memory in use elsewhere (a missing model only turns it off)
         print(f"jarvis: {exc}", file=sys.stderr)
         return EXIT_FAILED
 
 
-async def _run_task(task: str, settings: Settings) -> int:
+async def _run_task(task: str, settings: Settings, yes: bool = False) -> int:
     from jarvis.agent.factory import build_agent
     from jarvis.console import ConsoleReporter
     from jarvis.events import EventBus
+    from jarvis.runs.journal import JournalWriter
+    from jarvis.safety.approvals import ApprovalGate, ApprovalStore
+    from jarvis.safety.killswitch import kill_switch
 
     bus = EventBus()
+    approvals = ApprovalGate(settings.safety, ApprovalStore(bus), unattended=yes)
     reporter = ConsoleReporter(bus, settings)
-    async with build_agent(settings, bus) as agent:
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, agent.cancel)
-        loop.add_signal_handler(signal.SIGTERM, agent.cancel)
-        try:
-            outcome = await agent.run(task)
-        finally:
-            loop.remove_signal_handler(signal.SIGINT)
-            loop.remove_signal_handler(signal.SIGTERM)
+    journal = JournalWriter.for_settings(settings, bus, channel="cli")
+    try:
+        async with build_agent(settings, bus, approvals=approvals) as agent:
+            loop = asyncio.get_running_loop()
+            loop.add_signal_handler(signal.SIGINT, agent.cancel, "ctrl+c")
+            loop.add_signal_handler(signal.SIGTERM, agent.cancel, "signal")
+            try:
+                with kill_switch(settings, agent, loop):
+                    outcome = await agent.run(task)
+            finally:
+                loop.remove_signal_handler(signal.SIGINT)
+                loop.remove_signal_handler(signal.SIGTERM)
+    finally:
+        journal.close()
     reporter.final(outcome)
     return STATUS_EXIT[outcome.status]
 

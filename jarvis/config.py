@@ -19,6 +19,8 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from jarvis.api.settings import ApiSettings
+from jarvis.safety.settings import SafetySettings
 from jarvis.tools.toolbox_settings import ChannelPolicy, ToolboxSettings, default_channels
 
 SETTINGS_FILE = Path("config") / "settings.json"
@@ -116,6 +118,9 @@ class Settings(BaseSettings):
     presets_file: Path | None = None
     toolbox: ToolboxSettings = Field(default_factory=ToolboxSettings)
 
+    # safety: kill switch, approvals, budget, sandbox (jarvis/safety/settings.py)
+    safety: SafetySettings = Field(default_factory=SafetySettings)
+
     # memory
     short_term_hours: float = Field(12.0, gt=0)
     screenshot_dedup_distance: int = Field(4, ge=0, le=64, description="pHash bits")
@@ -126,6 +131,9 @@ class Settings(BaseSettings):
     memory_forget_threshold: float | None = Field(None, ge=0)
     memory_merge_cosine: float | None = Field(None, gt=0, le=1)
     memory_strength_days: float | None = Field(None, gt=0)
+
+    # control API (jarvis serve)
+    api: ApiSettings = Field(default_factory=ApiSettings)
 
     @property
     def settings_file(self) -> Path:

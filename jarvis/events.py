@@ -33,6 +33,14 @@ class ToolCallStarted(Event):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
+class ToolCallStreaming(Event):
+    """The model has begun writing a tool call (its arguments are still streaming)."""
+
+    kind: Literal["tool_call_streaming"] = "tool_call_streaming"
+    call_id: str
+    tool_name: str
+
+
 class ToolCallFinished(Event):
     kind: Literal["tool_call_finished"] = "tool_call_finished"
     call_id: str
@@ -83,6 +91,8 @@ class StepFinished(Event):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cost_usd: float = 0.0
+    screenshot: str | None = None
+    """The step's screenshot, relative to the data dir (in the model's pixel space)."""
 
 
 class VerificationFinished(Event):
@@ -106,6 +116,48 @@ class TaskFinished(Event):
     status: TaskStatus
     summary: str = ""
     steps: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cost_usd: float = 0.0
+    """The whole task: steps, verification and skill calls."""
+    stopped_by: str | None = None
+    """Who cancelled it (hotkey, tui, web, cli, corner, signal...), for a cancelled task."""
+
+
+# --- safety ----------------------------------------------------------------
+class ApprovalRequested(Event):
+    """A risky call waits for a person: answer with ``POST /api/approvals/{approval_id}``."""
+
+    kind: Literal["approval_requested"] = "approval_requested"
+    approval_id: str
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    reason: str
+    channels: list[str] = Field(default_factory=list)
+    screenshot: str | None = None
+    """Path of the screen at the moment of the request, relative to the data dir."""
+    expires_at: float
+    """Unix time at which an unanswered request counts as denied."""
+
+
+class ApprovalResolved(Event):
+    kind: Literal["approval_resolved"] = "approval_resolved"
+    approval_id: str
+    decision: Literal["allow_once", "allow_task", "deny", "timeout", "cancelled", "auto"]
+    note: str = ""
+    by: str = ""
+
+
+class BudgetUsed(Event):
+    """After each step of a task with a budget: how much of it is spent."""
+
+    kind: Literal["budget_used"] = "budget_used"
+    cost_usd: float
+    tokens: int
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
 
 
 Handler = Callable[[Event], None]

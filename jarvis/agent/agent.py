@@ -33,6 +33,7 @@ from jarvis.desktop.screen import Observation
 from jarvis.desktop.settle import Settler, SettleResult
 from jarvis.events import (
     AgentWarning,
+    BudgetUsed,
     EventBus,
     StepFinished,
     StepStarted,
@@ -49,6 +50,7 @@ from jarvis.memory.short_term import (
     ToolCallRecord,
     UsageRecord,
 )
+from jarvis.safety import budget
 from jarvis.tools.context import ToolContext
 from jarvis.tools.results import ToolResult
 
@@ -78,14 +80,18 @@ class Agent:
         self.todos = todos or (lambda: "(none)")
         self._inner: asyncio.Task[TaskOutcome] | None = None
         self._cancel_requested = False
+        self._stopped_by = "user"
         self.stop = stop or threading.Event()
         """Set on cancel: blocking work in threads (input, settle) checks it and stops."""
         self.on_verified: Callable[[str, str], Awaitable[None]] | None = None
         """Awaited with (task id, summary) as soon as a finish is verified, before the skill
         is distilled: the daemon writes the verdict here, so a crash after it loses nothing."""
 
-    def cancel(self) -> None:
-        """Stop the running task within a moment: the model stream and the current tool."""
+    def cancel(self, by: str = "user") -> None:
+        """Stop the running task within a moment: the model stream and the current tool.
+        ``by`` says which brake (hotkey, tui, web, cli, signal...); the outcome records it."""
+        if not self._cancel_requested:
+            self._stopped_by = by
         self._cancel_requested = True
         self.stop.set()
         if self._inner is not None:
@@ -103,7 +109,8 @@ class Agent:
         try:
             outcome = await self._inner
         except asyncio.CancelledError:
-            outcome = self._outcome(state, "cancelled", "cancelled by the user")
+            outcome = self._outcome(state, "cancelled", f"cancelled by {self._stopped_by}")
+            outcome.stopped_by = self._stopped_by
             self._finish(outcome)
             if not self._cancel_requested:
                 raise
@@ -126,6 +133,11 @@ class Agent:
                 status=outcome.status,
                 summary=outcome.summary,
                 steps=outcome.steps,
+                stopped_by=outcome.stopped_by,
+                input_tokens=outcome.usage.input_tokens,
+                output_tokens=outcome.usage.output_tokens,
+                cache_read_tokens=outcome.usage.cache_read_tokens,
+                cost_usd=outcome.cost_usd,
             )
         )
 
@@ -152,10 +164,15 @@ class Agent:
                     await self._wrap_up(state, f"{s.max_steps} steps")
                 if state.tool_calls >= s.max_tool_calls:
                     await self._wrap_up(state, f"{s.max_tool_calls} tool calls")
+                over = budget.exceeded(self._spent(state), s.safety)
+                if over is not None:  # no wrap-up call: it would spend past the budget
+                    raise TaskEnded("failed", over)
                 state.step += 1
                 await self._step(state, context)
         except TaskEnded as end:
-            return self._outcome(state, end.status, end.summary)
+            outcome = self._outcome(state, end.status, end.summary)
+            outcome.stopped_by = end.stopped_by
+            return outcome
 
     async def _step(self, state: RunState, context: ToolContext) -> None:
         self.bus.emit(StepStarted(task_id=state.task_id, step=state.step))
@@ -189,6 +206,8 @@ class Agent:
     ) -> None:
         s = self.settings
         state.notes.extend(wrap_up_notes(state, s))
+        near = budget.wrap_up_note(self._spent(state), s.safety)
+        state.notes.extend([near] if near else [])
         ctx = self._think_context(state, observation)
         state.notes = []
         started = time.perf_counter()
@@ -264,7 +283,9 @@ class Agent:
     async def _after_action(self, state: RunState, context: ToolContext, verdict: str) -> None:
         control = context.take_control()
         if control is not None and control.kind == "aborted":
-            raise TaskEnded("cancelled", f"stopped by the input fail-safe: {control.text}")
+            raise TaskEnded(
+                "cancelled", f"stopped by the input fail-safe: {control.text}", "pointer corner"
+            )
         if control is not None and control.kind == "call_user":
             raise TaskEnded("needs_user", control.text)
         if control is not None and control.kind == "finished":
@@ -363,8 +384,23 @@ class Agent:
                 output_tokens=record.usage.output_tokens,
                 cache_read_tokens=record.usage.cache_read_tokens,
                 cost_usd=cost_usd(self.settings.active_model, state.usage),
+                screenshot=record.screenshot.path if record.screenshot else None,
             )
         )
+        if budget.has_budget(self.settings.safety):
+            used = self._spent(state)
+            self.bus.emit(
+                BudgetUsed(
+                    task_id=state.task_id,
+                    cost_usd=used.cost_usd,
+                    tokens=used.tokens,
+                    max_cost_usd=self.settings.safety.max_cost_usd,
+                    max_tokens=self.settings.safety.max_tokens_total,
+                )
+            )
+
+    def _spent(self, state: RunState) -> budget.Spent:
+        return budget.spent(state.usage, cost_usd(self.settings.active_model, state.usage))
 
     def _count_failure(self, state: RunState, reason: str) -> None:
         state.failures += 1

@@ -22,6 +22,7 @@ from jarvis.llm.factory import make_provider
 from jarvis.memory.embedding import EmbeddingUnavailable
 from jarvis.memory.long_term import LongTermMemory
 from jarvis.memory.recall import MemoryBridge
+from jarvis.safety.approvals import ApprovalGate, ApprovalStore
 from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext
 from jarvis.tools.memory import register_memory_tools
@@ -40,6 +41,7 @@ async def build_agent(
     registry: ToolRegistry | None = None,
     long_term: LongTerm | None = None,
     todos: Callable[[], str] | None = None,
+    approvals: ApprovalGate | None = None,
 ) -> AsyncIterator[Agent]:
     """An Agent wired to the real desktop; closes the screen, memory and provider afterwards.
 
@@ -54,6 +56,8 @@ async def build_agent(
             stack.push_async_callback(made.aclose)
             provider = made
         registry = registry or build_registry(settings)
+        if registry.approvals is None:  # risky calls wait for a person (safety.approve)
+            registry.approvals = approvals or ApprovalGate(settings.safety, ApprovalStore(bus))
         await open_toolbox(settings, registry, stack)  # files, web_fetch, skills, MCP
         if long_term is None and settings.long_term_memory:
             long_term = await open_long_term(settings, stack, registry)

@@ -24,6 +24,8 @@ class TaskOutcome(BaseModel):
     tool_calls: int = 0
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float = 0.0
+    stopped_by: str | None = None
+    """Which brake cancelled the task (hotkey, tui, web, cli, signal, pointer corner...)."""
 
 
 @dataclass
@@ -53,10 +55,11 @@ class RunState:
 class TaskEnded(Exception):
     """Raised inside the loop to end the task with a status."""
 
-    def __init__(self, status: TaskStatus, summary: str) -> None:
+    def __init__(self, status: TaskStatus, summary: str, stopped_by: str | None = None) -> None:
         super().__init__(summary)
         self.status = status
         self.summary = summary
+        self.stopped_by = stopped_by
 
 
 def new_task_id() -> str:

@@ -56,6 +56,7 @@ from jarvis.tools.schema import (
 from jarvis.tools.tool import Tool, ToolFn, remote_refs
 
 if TYPE_CHECKING:
+    from jarvis.safety.approvals import ApprovalGate
     from jarvis.tools.context import ToolContext
 
 __all__ = [  # the result types and codes live in results.py; callers may import them here
@@ -95,6 +96,8 @@ class ToolRegistry:
         self.audit = AuditLog(settings)
         self._tools: dict[str, Tool] = {}
         self._locks = TaskLocks()
+        self.approvals: ApprovalGate | None = None
+        """Holds risky calls until a person answers (jarvis/safety/approvals.py)."""
 
     # --- registration ------------------------------------------------------
     def register(
@@ -289,6 +292,10 @@ class ToolRegistry:
             args = tool.validate(arguments, context)
         except ValueError as exc:
             return ToolResult.failure(INVALID_PARAMS, str(exc))
+        if self.approvals is not None:
+            refusal = await self.approvals.check(name, arguments, context, current_call_id.get())
+            if refusal is not None:
+                return ToolResult.failure(NOT_ALLOWED, refusal)
         decision = self.limiter.acquire(name)
         if decision is not None:
             return ToolResult.failure(RATE_LIMITED, decision.message)

@@ -1,0 +1,245 @@
+"""A private virtual display for a task (``jarvis run --sandbox``, ``safety.sandbox``).
+
+:class:`Sandbox` starts Xvfb at the configured size on a free display number
+(``-displayfd``: the server picks it and reports it once it accepts connections) with
+its own MIT-MAGIC-COOKIE, so only holders of the cookie can connect; then a light window
+manager (``safety.sandbox.window_manager``, default matchbox-window-manager, skipped
+with a warning when it is not installed) and the applications of ``safety.sandbox.apps``.
+``env()`` is what a process needs to work on it (``DISPLAY``, ``XAUTHORITY``). ``stop()``
+ends every process it started (each in its own process group) and removes the cookie.
+
+pyautogui and mss bind to the display they see when first used, so the caller points
+``DISPLAY`` at the sandbox *before* anything imports them (:func:`use_sandbox` does that
+for this process and restores it afterwards).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from jarvis.desktop.x11 import X11Error
+from jarvis.safety.settings import SandboxSettings
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+
+log = logging.getLogger(__name__)
+
+_FAMILY_LOCAL, _FAMILY_WILD = 256, 0xFFFF
+STOP_WAIT_S = 5.0
+USER_DISPLAY_ENV = {"DISPLAY": "JARVIS_USER_DISPLAY", "XAUTHORITY": "JARVIS_USER_XAUTHORITY"}
+"""Where :func:`use_sandbox` keeps the person's own display while the task uses its own."""
+
+
+def xauth_entries(number: str, cookie: bytes) -> bytes:
+    """Xauthority records for display ``number``: this host (FamilyLocal, what
+    python-xlib looks up) and any host (FamilyWild, what libXau also accepts)."""
+
+    def field(data: bytes) -> bytes:
+        return len(data).to_bytes(2, "big") + data
+
+    def entry(family: int, address: bytes) -> bytes:
+        return (
+            family.to_bytes(2, "big")
+            + field(address)
+            + field(number.encode())
+            + field(b"MIT-MAGIC-COOKIE-1")
+            + field(cookie)
+        )
+
+    return entry(_FAMILY_LOCAL, socket.gethostname().encode()) + entry(_FAMILY_WILD, b"")
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    width, _, height = text.lower().partition("x")
+    return int(width), int(height)
+
+
+class Sandbox:
+    """Xvfb, a window manager and apps on a private display; a context manager."""
+
+    def __init__(self, settings: SandboxSettings) -> None:
+        self.settings = settings
+        self.width, self.height = parse_size(settings.size)
+        self.display = ""
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+        self.xauthority = ""
+        self._xvfb: subprocess.Popen[bytes] | None = None
+        self._children: list[subprocess.Popen[bytes]] = []
+        self._log: IO[bytes] | None = None
+
+    @property
+    def log_path(self) -> Path | None:
+        """Where the window manager and the apps write their output."""
+        return Path(self._dir.name) / "apps.log" if self._dir is not None else None
+
+    def env(self) -> dict[str, str]:
+        return {"DISPLAY": self.display, "XAUTHORITY": self.xauthority}
+
+    def start(self) -> Sandbox:
+        if shutil.which("Xvfb") is None:
+            raise X11Error("--sandbox needs Xvfb (Debian/Ubuntu: apt-get install xvfb)")
+        self._dir = tempfile.TemporaryDirectory(prefix="jarvis-sandbox-")
+        self.xauthority = str(Path(self._dir.name) / "Xauthority")
+        try:
+            self._start_xvfb()
+            self._log = open(Path(self._dir.name) / "apps.log", "ab")  # noqa: SIM115
+            wm = self.settings.window_manager
+            if wm and shutil.which(wm[0]):
+                self._spawn(wm)
+            elif wm:
+                log.warning("sandbox: window manager %s is not installed; none started", wm[0])
+            for app in self.settings.apps:
+                self._spawn(app)
+        except BaseException:
+            self.stop()
+            raise
+        log.info("sandbox display %s (%dx%d) started", self.display, self.width, self.height)
+        return self
+
+    def _start_xvfb(self) -> None:
+        cookie = secrets.token_bytes(16)
+        Path(self.xauthority).write_bytes(xauth_entries("0", cookie))
+        read_fd, write_fd = os.pipe()
+        cmd = [
+            *("Xvfb", "-displayfd", str(write_fd), "-noreset", "-nolisten", "tcp"),
+            *("-auth", self.xauthority, "-screen", "0", f"{self.width}x{self.height}x24"),
+        ]
+        self._xvfb = subprocess.Popen(
+            cmd,
+            pass_fds=(write_fd,),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        os.close(write_fd)
+        try:
+            number = self._read_number(read_fd)
+        finally:
+            os.close(read_fd)
+        self.display = f":{number}"
+        Path(self.xauthority).write_bytes(xauth_entries(number, cookie))
+
+    def _read_number(self, fd: int) -> str:
+        assert self._xvfb is not None
+        deadline = time.monotonic() + self.settings.start_timeout_s
+        data = b""
+        while not data.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([fd], [], [], max(0.0, left))
+            chunk = os.read(fd, 64) if ready else b""
+            if not chunk:
+                if self._xvfb.poll() is None:
+                    self._xvfb.kill()
+                _, err = self._xvfb.communicate(timeout=STOP_WAIT_S)
+                tail = err.decode(errors="replace").strip()[-300:]
+                raise X11Error(f"the sandbox's Xvfb did not report a display: {tail}")
+            data += chunk
+        return data.decode().strip()
+
+    def _spawn(self, command: list[str]) -> None:
+        try:
+            proc = subprocess.Popen(
+                command,
+                env={**os.environ, **self.env()},
+                stdin=subprocess.PIPE,  # held open: some apps quit at EOF on stdin
+                stdout=self._log,
+                stderr=self._log,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise X11Error(f"sandbox: cannot start {command[0]!r}: {exc}") from exc
+        self._children.append(proc)
+
+    @property
+    def running(self) -> list[subprocess.Popen[bytes]]:
+        """The processes started on the display that have not exited."""
+        procs = [*self._children, *([self._xvfb] if self._xvfb is not None else [])]
+        return [p for p in procs if p.poll() is None]
+
+    def stop(self) -> None:
+        """End the apps, the window manager and the display, in that order."""
+        for proc in reversed(self._children):
+            _end(proc)
+        self._children = []
+        if self._xvfb is not None:
+            _end(self._xvfb)
+            if self._xvfb.stderr is not None:
+                self._xvfb.stderr.close()
+            self._xvfb = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self._dir is not None:
+            self._dir.cleanup()
+            self._dir = None
+
+    def __enter__(self) -> Sandbox:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the process group, then SIGKILL what is left after a grace period."""
+    if proc.stdin is not None:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=STOP_WAIT_S)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@contextlib.contextmanager
+def use_sandbox(settings: SandboxSettings) -> Iterator[Sandbox]:
+    """Start a sandbox and point this process's ``DISPLAY``/``XAUTHORITY`` at it until the
+    block ends (the user's are kept in ``JARVIS_USER_DISPLAY``/``JARVIS_USER_XAUTHORITY``
+    for the kill switch); import nothing that opens the display before entering."""
+    saved = {k: os.environ.get(k) for k in (*USER_DISPLAY_ENV, *USER_DISPLAY_ENV.values())}
+    with Sandbox(settings) as box:
+        for name, saved_as in USER_DISPLAY_ENV.items():  # the kill switch stays on the user's
+            value = saved[name]
+            if value is not None:
+                os.environ[saved_as] = value
+        os.environ.update(box.env())
+        try:
+            yield box
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def sandboxed(settings: Settings, body: Callable[[], int]) -> int:
+    """Run a command's ``body`` with this process on a private display (``jarvis run`` and
+    ``jarvis serve`` with ``--sandbox``); 1 when the display cannot be started."""
+    try:
+        with use_sandbox(settings.safety.sandbox) as box:  # before pyautogui sees DISPLAY
+            print(f"jarvis: running on the private display {box.display}", file=sys.stderr)
+            return body()
+    except X11Error as exc:
+        print(f"jarvis: {exc}", file=sys.stderr)
+        return 1
