@@ -106,7 +106,7 @@ async def test_kill_9_mid_task_leaves_a_journal_that_parses_and_the_history_afte
     try:
         token = (data / "config" / "api_token").read_text().strip()
         auth = {"authorization": f"Bearer {token}"}
-        wait_until(lambda: list_runs(data)[0].status == "finished", 60)
+        wait_until(lambda: list(read_events(journals[0]))[-1]["kind"] == "reply_ready", 60)
         task = httpx.get(f"{base}/api/tasks/T001", headers=auth).json()
         seqs = [e["seq"] for e in task["events"]]
         assert seqs[: len(first_run)] == first_run and len(seqs) > len(first_run)

@@ -42,6 +42,7 @@ async def test_fifty_clients_each_get_every_event_once_in_order(
             posted = await client.post("/api/messages", json={"text": "move about"})
             assert posted.status_code == 201
             await asyncio.wait_for(asyncio.gather(*tasks), timeout=90)
+            await until(lambda: api.journal("T001")[-1]["kind"] == "reply_ready")
         journal = api.journal("T001")
         expected = [r["seq"] for r in journal]
         assert len(expected) > 20 and journal[-1]["kind"] == "reply_ready"

@@ -45,7 +45,6 @@ writes pending text and unsubscribes. Reading: :mod:`jarvis.runs.reader`
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import hashlib
 import json
 import logging
@@ -68,7 +67,8 @@ from jarvis.events import (
     VerificationFinished,
 )
 from jarvis.fsutil import atomic_write_text
-from jarvis.runs.reader import find_run, folder_name, last_seq, newest_seq_on_disk
+from jarvis.runs.reader import find_run, folder_name, last_seq
+from jarvis.runs.seq import SeqCounter
 from jarvis.tools.audit import known_secrets, redact
 
 if TYPE_CHECKING:
@@ -80,7 +80,6 @@ TEXT_INTERVAL_S = 0.05
 """Model text deltas of a run are written at most this often (20 lines a second)."""
 EVENTS_FILE = "events.jsonl"
 RUN_FILE = "run.json"
-SEQ_FILE = "seq"
 
 
 def runs_dir(data_dir: Path) -> Path:
@@ -98,44 +97,6 @@ class JournalLine:
 
 
 Listener = Callable[[JournalLine], None]
-
-
-class SeqCounter:
-    """Sequence numbers unique across processes sharing a data dir (``runs/seq``, flock'd)."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.root = runs_dir(data_dir)
-        self.path = self.root / SEQ_FILE
-        self._fd: int | None = None
-        self._floor = 0
-
-    def _open(self) -> int:
-        if self._fd is None:
-            self.root.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            self._floor = newest_seq_on_disk(self.root)  # in case the counter was lost
-        return self._fd
-
-    def next(self) -> int:
-        fd = self._open()
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            raw = os.pread(fd, 64, 0).strip()
-            try:
-                current = int(raw) if raw else 0
-            except ValueError:
-                log.warning("%s is not a number (%r); continuing from the journals", self.path, raw)
-                current = 0
-            value = max(current, self._floor) + 1
-            os.pwrite(fd, b"%020d\n" % value, 0)
-            return value
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
 
 @dataclass
@@ -315,8 +276,14 @@ class JournalWriter:
     def _timed_flush(self, run: _Run) -> None:
         with self._lock:
             run.flush_pending = False
-            if not self._closed and self._runs.get(str(run.info.get("task_id"))) is run:
-                self._flush_text(run)
+            if self._closed or self._runs.get(str(run.info.get("task_id"))) is not run:
+                return
+            wait = run.last_text_write + TEXT_INTERVAL_S - time.monotonic()
+            if wait > 0 and run.text:  # written meanwhile (a late timer): keep the pace
+                run.flush_pending = True
+                _later(wait, lambda: self._timed_flush(run))
+                return
+            self._flush_text(run)
 
     def _flush_text(self, run: _Run) -> None:
         if not run.text:
