@@ -6,6 +6,8 @@ import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from jarvis.memory.short_term import (
     ResultRecord,
     ShortTermMemory,
@@ -106,3 +108,19 @@ def test_atomic_writes_keep_or_give_a_normal_mode(tmp_path: Path) -> None:
     atomic_write_text(shared, "new")
     assert stat.S_IMODE(shared.stat().st_mode) == 0o664
     assert shared.read_text() == "new"
+
+
+def test_a_key_the_model_echoes_never_reaches_a_step_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "sk-ant-sentinel-0123456789"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    mem = ShortTermMemory(tmp_path)
+    step = record("t1", 1, datetime.now(UTC))
+    step.thought = f"my key is {key}"
+    step.tool_calls = [ToolCallRecord(id="c", name="type", arguments={"text": key})]
+    path = mem.add_step(step)
+    text = path.read_text()
+    assert key not in text
+    assert text.count("[REDACTED]") == 2
+    assert mem.load(path).thought == "my key is [REDACTED]"

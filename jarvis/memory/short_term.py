@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from jarvis.fsutil import atomic_write_bytes, atomic_write_text
+from jarvis.tools.audit import known_secrets, redact
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +124,8 @@ class ShortTermMemory:
         ts = record.timestamp
         name = f"{_stamp(ts)}_{_safe(record.task_id)}_{record.step:04d}.json"
         path = self.steps_dir / ts.strftime("%Y-%m-%d") / name
-        atomic_write_text(path, record.model_dump_json(indent=2))
+        # a key the model echoed (in its thought or a typed text) must not reach the disk
+        atomic_write_text(path, redact(record.model_dump_json(indent=2), known_secrets()))
         return path
 
     def _paths(self) -> list[Path]:
