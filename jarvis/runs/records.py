@@ -69,13 +69,10 @@ class StepHooks(Protocol):
 
 def run_folder_for(data_dir: Path, task_id: str, started: float) -> Path:
     """Where the journal keeps a run: ``runs/DATE/TASK_ID`` (local date of its start)."""
+    from jarvis.runs.reader import folder_name
+
     day = datetime.fromtimestamp(started).strftime("%Y-%m-%d")
     return data_dir / "runs" / day / folder_name(task_id)
-
-
-def folder_name(task_id: str) -> str:
-    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in task_id).lstrip(".")
-    return name or "_"
 
 
 def crop_box(x: int, y: int, side: int, width: int, height: int) -> tuple[int, int, int, int]:
