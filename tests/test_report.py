@@ -52,7 +52,13 @@ def script(app: TkApp, settings) -> list[Reply]:
             tool_calls=[
                 call("click", x=notes[0], y=notes[1]),
                 call("press_key", key="enter"),
-                call("drag", startX=notes[0] - 40, startY=notes[1], endX=notes[0] + 60, endY=notes[1] + 20),
+                call(
+                    "drag",
+                    startX=notes[0] - 40,
+                    startY=notes[1],
+                    endX=notes[0] + 60,
+                    endY=notes[1] + 20,
+                ),
                 call("scroll", x=pad[0], y=pad[1], direction="down", amount=3),
                 call("right_click", x=pad[0] + 100, y=pad[1] - 50),
             ],
@@ -89,9 +95,7 @@ async def test_report_in_chromium(
             page.on("request", lambda r: requests.append(r.url))
             await page.route(
                 "**/*",
-                lambda route: route.continue_()
-                if route.request.url == url
-                else route.abort(),
+                lambda route: route.continue_() if route.request.url == url else route.abort(),
             )
             await page.goto(url)
             await page.wait_for_load_state("load")
