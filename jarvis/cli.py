@@ -27,6 +27,7 @@ SUBCOMMAND_MODULES = (
     "jarvis.memory.commands",
     "jarvis.gateway.commands",
     "jarvis.gateway.serve_command",
+    "jarvis.runs.commands",
     "jarvis.runs.report_commands",
 )
 
@@ -112,18 +113,23 @@ async def _run_task(task: str, settings: Settings) -> int:
     from jarvis.agent.factory import build_agent
     from jarvis.console import ConsoleReporter
     from jarvis.events import EventBus
+    from jarvis.runs.journal import JournalWriter
 
     bus = EventBus()
     reporter = ConsoleReporter(bus, settings)
-    async with build_agent(settings, bus) as agent:
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, agent.cancel)
-        loop.add_signal_handler(signal.SIGTERM, agent.cancel)
-        try:
-            outcome = await agent.run(task)
-        finally:
-            loop.remove_signal_handler(signal.SIGINT)
-            loop.remove_signal_handler(signal.SIGTERM)
+    journal = JournalWriter.for_settings(settings, bus, channel="cli")
+    try:
+        async with build_agent(settings, bus) as agent:
+            loop = asyncio.get_running_loop()
+            loop.add_signal_handler(signal.SIGINT, agent.cancel)
+            loop.add_signal_handler(signal.SIGTERM, agent.cancel)
+            try:
+                outcome = await agent.run(task)
+            finally:
+                loop.remove_signal_handler(signal.SIGINT)
+                loop.remove_signal_handler(signal.SIGTERM)
+    finally:
+        journal.close()
     reporter.final(outcome)
     return STATUS_EXIT[outcome.status]
 

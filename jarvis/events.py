@@ -33,6 +33,14 @@ class ToolCallStarted(Event):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
+class ToolCallStreaming(Event):
+    """The model has begun writing a tool call (its arguments are still streaming)."""
+
+    kind: Literal["tool_call_streaming"] = "tool_call_streaming"
+    call_id: str
+    tool_name: str
+
+
 class ToolCallFinished(Event):
     kind: Literal["tool_call_finished"] = "tool_call_finished"
     call_id: str
@@ -83,6 +91,8 @@ class StepFinished(Event):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cost_usd: float = 0.0
+    screenshot: str | None = None
+    """The step's screenshot, relative to the data dir (in the model's pixel space)."""
 
 
 class VerificationFinished(Event):
@@ -106,6 +116,11 @@ class TaskFinished(Event):
     status: TaskStatus
     summary: str = ""
     steps: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cost_usd: float = 0.0
+    """The whole task: steps, verification and skill calls."""
 
 
 Handler = Callable[[Event], None]

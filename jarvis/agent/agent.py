@@ -128,6 +128,10 @@ class Agent:
                 status=outcome.status,
                 summary=outcome.summary,
                 steps=outcome.steps,
+                input_tokens=outcome.usage.input_tokens,
+                output_tokens=outcome.usage.output_tokens,
+                cache_read_tokens=outcome.usage.cache_read_tokens,
+                cost_usd=outcome.cost_usd,
             )
         )
 
@@ -355,6 +359,7 @@ class Agent:
                 output_tokens=record.usage.output_tokens,
                 cache_read_tokens=record.usage.cache_read_tokens,
                 cost_usd=cost_usd(self.settings.active_model, state.usage),
+                screenshot=record.screenshot.path if record.screenshot else None,
             )
         )
 

@@ -11,7 +11,7 @@ from jarvis import prompts
 from jarvis.agent.context import Turn, build_messages, parse_thought, parse_verdict
 from jarvis.config import Settings
 from jarvis.desktop.screen import Observation, Screen
-from jarvis.events import EventBus, ModelTextDelta, VerificationFinished
+from jarvis.events import EventBus, ModelTextDelta, ToolCallStreaming, VerificationFinished
 from jarvis.llm.base import OnEvent, Provider, complete
 from jarvis.llm.types import (
     ImagePart,
@@ -21,6 +21,7 @@ from jarvis.llm.types import (
     StreamEvent,
     TextDelta,
     ToolCall,
+    ToolCallStart,
     ToolSpec,
 )
 
@@ -104,6 +105,10 @@ class Brain:
         def on_event(event: StreamEvent) -> None:
             if isinstance(event, TextDelta) and event.text:
                 self.bus.emit(ModelTextDelta(task_id=task_id, text=event.text))
+            elif isinstance(event, ToolCallStart):
+                self.bus.emit(
+                    ToolCallStreaming(task_id=task_id, call_id=event.id, tool_name=event.name)
+                )
 
         return on_event
 
