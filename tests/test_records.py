@@ -96,7 +96,7 @@ async def test_agent_writes_step_records(
     assert ok_click.target is not None and ok_click.target.file == "target-3.png"
     with Image.open(one_dir / "target.png") as crop:
         assert crop.size == (96, 96)
-    assert click.target.box == crop_box(*box, 96, model.width, model.height)
+    assert click.target.box == crop_box(*click.screen_points[0], 96, screen.width, screen.height)
     assert len(click.target.phash) == 16
 
     # secrets: the typed key and the text matching the user's pattern never hit the disk

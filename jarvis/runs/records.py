@@ -37,6 +37,7 @@ from jarvis.events import Event, EventBus, TaskStarted, ToolCallFinished, ToolCa
 from jarvis.fsutil import atomic_write_bytes
 from jarvis.llm.pricing import cost_usd
 from jarvis.llm.types import Usage
+from jarvis.runs.grab import Grabber
 from jarvis.runs.step_file import (
     KEY_TOOLS,
     POINTER_TOOLS,
@@ -141,6 +142,7 @@ class RunRecorder:
         redactor: Redactor | None = None,
         capture: Callable[[], Observation] | None = None,
         windows: Windows | None = None,
+        grabber: Grabber | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.model = model
@@ -149,6 +151,7 @@ class RunRecorder:
         self.redactor = redactor or Redactor(known_secrets(), [])
         self.capture = capture
         self.windows = windows or Windows()
+        self.grabber = grabber or Grabber()
         self._tasks: dict[str, _Task] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="run-records")
@@ -199,8 +202,9 @@ class RunRecorder:
             self._set_after(task.last, observation)
             task.last = None
 
-    def step_done(self, record: StepRecord) -> None:
-        """The step's record is complete: write its step.json."""
+    def step_done(self, record: StepRecord, replay: dict[str, Any] | None = None) -> None:
+        """The step's record is complete: write its step.json (``replay``: how a replay
+        placed the step's actions)."""
         task = self._tasks.get(record.task_id)
         if task is None or task.current is None or task.current.file.step != record.step:
             return
@@ -211,6 +215,7 @@ class RunRecorder:
         file.reflection = self.redactor.text(record.reflection)
         file.result = record.result
         file.timings_ms = dict(record.timings_ms)
+        file.replay = self.redactor.value(replay) if replay is not None else None
         usage = Usage(
             input_tokens=record.usage.input_tokens,
             output_tokens=record.usage.output_tokens,
@@ -263,6 +268,7 @@ class RunRecorder:
         self.flush()
         self._pool.shutdown(wait=True)
         self.windows.close()
+        self.grabber.close()
 
     # -- bus --
     def _on_event(self, event: Event) -> None:
@@ -337,16 +343,21 @@ class RunRecorder:
             redacted=clean != arguments,
         )
 
-    def _target(self, step: _Step, call: CallFile, position: int) -> Target:
-        x, y = call.model_points[0]
-        image = step.observation.image
-        box = crop_box(x, y, self.crop_px, image.width, image.height)
-        crop = image.crop(box)
-        name = (
-            "target.png"
-            if not any(c.target for c in step.calls.values())
-            else (f"target-{position}.png")
-        )
+    def _target(self, step: _Step, call: CallFile, position: int) -> Target | None:
+        """Cut the crop around the call's first point from the screen as it is now."""
+        obs = step.observation
+        x, y = call.screen_points[0]
+        ox, oy = obs.origin
+        size = obs.screen_size
+        left, top, right, bottom = crop_box(x - ox, y - oy, self.crop_px, size.width, size.height)
+        box = (left + ox, top + oy, right + ox, bottom + oy)
+        try:
+            crop = self.grabber.grab(box)
+        except Exception as exc:  # the display went away: no crop, the replay will refuse
+            log.warning("no target crop for %s: %s", call.name, exc)
+            return None
+        first = not any(c.target for c in step.calls.values())
+        name = "target.png" if first else f"target-{position}.png"
         target = Target(file=name, box=box, phash=phash_hex(crop))
         self._submit(_write_crop, step.folder / name, crop)
         return target

@@ -2,11 +2,11 @@
 
 One :class:`StepFile` per step of a run (``runs/DATE/TASK_ID/steps/0001/``), beside
 ``before.jpg`` (the screenshot the model saw, in model space), ``after.jpg`` (the screen
-once the step's actions settled) and ``target.png`` (a crop of about 96 px of the model
-image around the first pointer target; further pointer calls of the step get
-``target-N.png``, N their 1-based position). Coordinates of ``model_points`` are in the
-screenshot's pixel space, ``screen_points`` in absolute logical screen pixels;
-``scale`` is screen pixels per model pixel on each axis.
+once the step's actions settled) and ``target.png`` (a crop of about 96 screen pixels
+around the first pointer target, taken from the screen just before the call; further
+pointer calls of the step get ``target-N.png``, N their 1-based position). Coordinates
+of ``model_points`` are in the screenshot's pixel space, ``screen_points`` in absolute
+logical screen pixels; ``scale`` is screen pixels per model pixel on each axis.
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ class Monitor(BaseModel):
 
 
 class Target(BaseModel):
-    """The crop around a pointer target, in model space."""
+    """The crop around a pointer target, cut from the screen at full resolution."""
 
     file: str
     box: tuple[int, int, int, int]
-    """left, top, right, bottom of the crop in the model image."""
+    """left, top, right, bottom of the crop in absolute logical screen pixels."""
     phash: str
 
 

@@ -1,0 +1,173 @@
+"""jarvis replay on the Tk app: exact, with the window moved 40 px, and refused when
+another window is in front."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from jarvis.cli import main
+from jarvis.config import Settings
+from jarvis.runs.replay_run import replay_task
+from jarvis.runs.report import locate
+from jarvis.runs.step_file import load_steps
+from jarvis.runs.windows import Windows
+from tests.agent_harness import agent_settings, model_point
+from tests.fake_model import FakeModel, Reply, call
+from tests.runs_harness import run_journaled
+from tests.tkdriver import TkApp
+
+pytestmark = pytest.mark.usefixtures("xserver")
+
+TEXT = "replayed words"
+
+
+@dataclass
+class Recording:
+    settings: Settings
+    task_id: str
+    points: list[tuple[int, int]]
+    """The recorded screen points of the two clicks (box, then OK)."""
+
+
+@pytest.fixture(scope="module")
+def recording(_tkapp_holder, tmp_path_factory) -> Iterator[Recording]:
+    import asyncio
+
+    app: TkApp = _tkapp_holder.get()
+    app.reset()
+    model = FakeModel().start()
+    with pytest.MonkeyPatch.context() as mp:
+        settings = agent_settings(tmp_path_factory.mktemp("replay"), model, mp)
+        box, ok = model_point(app, "box", settings), model_point(app, "ok", settings)
+        model.script(
+            Reply(
+                text="Thought: type into the box and press OK.",
+                tool_calls=[
+                    call("click", x=box[0], y=box[1]),
+                    call("type", text=TEXT),
+                    call("click", x=ok[0], y=ok[1]),
+                ],
+            ),
+            Reply(text="Thought: done.", tool_calls=[call("finished", summary="done")]),
+            Reply(text='{"done": true, "reason": "OK pressed"}'),
+        )
+        try:
+            outcome = asyncio.run(run_journaled(settings, "type into the box and press OK"))
+        finally:
+            model.stop()
+        assert outcome.status == "finished", outcome.summary
+        assert app.ok_pressed() == TEXT
+        [(_, step), *_] = load_steps(locate(settings.data_dir, outcome.task_id))
+        points = [step.calls[0].screen_points[0], step.calls[2].screen_points[0]]
+        yield Recording(settings, outcome.task_id, points)
+
+
+def clicks(app: TkApp, since: int) -> list[dict]:
+    return [e for e in app.events("click", since=since)]
+
+
+def pointer() -> tuple[int, int]:
+    out = subprocess.run(
+        ["xdotool", "getmouselocation", "--shell"], capture_output=True, text=True, check=True
+    ).stdout
+    values = dict(line.split("=", 1) for line in out.split())
+    return int(values["X"]), int(values["Y"])
+
+
+async def test_replay_repeats_exactly(tkapp: TkApp, recording: Recording) -> None:
+    mark = tkapp.mark()
+    outcome = await replay_task(recording.settings, recording.task_id)
+    assert outcome.stopped is None, outcome.stopped
+    assert outcome.done == outcome.total == 3
+    tkapp.sync()
+    assert tkapp.ok_pressed() == TEXT
+    assert [(e["x"], e["y"]) for e in clicks(tkapp, mark)] == recording.points
+    replayed = load_steps(outcome.folder)
+    methods = [c["method"] for _, s in replayed for c in (s.replay or {}).get("calls", [])]
+    assert methods == ["exact", "window", "exact"]
+    info = json.loads((outcome.folder / "run.json").read_text())
+    assert info["status"] == "finished" and info["channel"] == "replay"
+    assert json.loads((outcome.folder / "replay.json").read_text())["of"] == recording.task_id
+    # the replay's report shows how each action was placed against the recording
+    assert main(["report", outcome.task_id, "--data-dir", str(recording.settings.data_dir)]) == 0
+    html = (outcome.folder / "report.html").read_text()
+    assert "Replay of step 1" in html and 'id="replay-note"' in html
+
+
+async def test_replay_follows_a_moved_window(tkapp: TkApp, recording: Recording) -> None:
+    windows = Windows()
+    try:
+        app_window = windows.at(5, 5)
+        assert app_window.wm_class == "Tk"
+        subprocess.run(["xdotool", "windowmove", str(app_window.id), "40", "40"], check=True)
+        deadline = time.monotonic() + 5
+        while windows.at(5, 5).id == app_window.id and time.monotonic() < deadline:
+            time.sleep(0.02)
+        mark = tkapp.mark()
+        outcome = await replay_task(recording.settings, recording.task_id)
+        assert outcome.stopped is None, outcome.stopped
+        tkapp.sync()
+        assert tkapp.ok_pressed() == TEXT
+        got = clicks(tkapp, mark)
+        assert [e["widget"] for e in got] == ["box", "ok"]
+        for event, (x, y) in zip(got, recording.points, strict=True):
+            assert abs(event["x"] - (x + 40)) <= 2 and abs(event["y"] - (y + 40)) <= 2
+        placed = [c for _, s in load_steps(outcome.folder) for c in s.replay["calls"]]
+        assert placed[0]["method"] == "template"
+        assert placed[0]["offset"] == [40, 40]  # screen pixels, found by the crop
+        dx, dy = placed[0]["model_offset"]
+        assert abs(dx - 40 / 1.5) <= 1 and abs(dy - 40 / 1.5) <= 1
+    finally:
+        subprocess.run(["xdotool", "windowmove", str(app_window.id), "0", "0"], check=True)
+        deadline = time.monotonic() + 5
+        while windows.at(5, 5).id != app_window.id and time.monotonic() < deadline:
+            time.sleep(0.02)
+        windows.close()
+
+
+@pytest.fixture
+def xterm_in_front() -> Iterator[None]:
+    assert shutil.which("xterm")
+    proc = subprocess.Popen(
+        ["xterm", "-geometry", "90x12+0+0", "-e", "sleep", "60"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    windows = Windows()
+    try:
+        deadline = time.monotonic() + 10
+        while windows.at(60, 50).wm_class != "XTerm":
+            assert time.monotonic() < deadline, "xterm did not appear"
+            time.sleep(0.05)
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(timeout=5)
+        windows.close()
+
+
+@pytest.mark.usefixtures("xterm_in_front")
+async def test_replay_stops_when_another_window_is_in_front(
+    tkapp: TkApp, recording: Recording
+) -> None:
+    mark = tkapp.mark()
+    before = pointer()
+    outcome = await replay_task(recording.settings, recording.task_id)
+    assert outcome.stopped is not None
+    assert "not on the screen" in outcome.stopped and "not acting blind" in outcome.stopped
+    assert outcome.done == 0
+    tkapp.sync()
+    assert [e for e in tkapp.events(since=mark) if e["kind"] in ("click", "key", "text")] == []
+    assert pointer() == before
+    info = json.loads((outcome.folder / "run.json").read_text())
+    assert info["status"] == "failed" and "not on the screen" in info["summary"]
+    [(_, step)] = load_steps(outcome.folder)
+    assert step.replay is not None and step.replay["stopped"] == outcome.stopped
+    assert step.calls == []
