@@ -11,8 +11,9 @@ from jarvis.cli import main
 from jarvis.runs.markers import to_picture
 from jarvis.runs.report import locate
 from jarvis.runs.step_file import load_steps
-from tests.agent_harness import TEST_KEY, agent_settings, model_point, run_agent
+from tests.agent_harness import TEST_KEY, agent_settings, model_point
 from tests.fake_model import FakeModel, Reply, call
+from tests.runs_harness import run_journaled
 from tests.tkdriver import TkApp
 
 pytestmark = pytest.mark.usefixtures("xserver")
@@ -75,7 +76,7 @@ async def test_report_in_chromium(
 
     settings = agent_settings(tmp_path, fake_model, monkeypatch)
     fake_model.script(*script(tkapp, settings))
-    outcome, _ = await run_agent(settings, "fill the box and press OK")
+    outcome = await run_journaled(settings, "fill the box and press OK")
     assert outcome.status == "finished", outcome.summary
 
     assert main(["report", outcome.task_id, "--data-dir", str(settings.data_dir)]) == 0
@@ -104,7 +105,8 @@ async def test_report_in_chromium(
             assert await page.locator("nav.filmstrip a").count() == len(steps)
             assert await page.locator("section.step.failed").count() == 1
             assert await page.locator("#step-2.failed").count() == 1
-            assert await page.locator("#status").text_content() in ("finished", "unknown")
+            assert await page.locator("#status").text_content() == "finished"
+            assert await page.locator("h1").text_content() == "fill the box and press OK"
 
             checked = 0
             for step in steps:
