@@ -29,6 +29,7 @@ SUBCOMMAND_MODULES = (
     "jarvis.gateway.serve_command",
     "jarvis.runs.commands",
     "jarvis.runs.report_commands",
+    "jarvis.eval.commands",
 )
 
 
