@@ -8,17 +8,19 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
 
 from jarvis.cli import main
 from jarvis.config import Settings
+from jarvis.desktop.screen import Size, fit_size, screen_to_model
 from jarvis.runs.replay_run import replay_task
 from jarvis.runs.report import locate
 from jarvis.runs.step_file import load_steps
 from jarvis.runs.windows import Windows
-from tests.agent_harness import agent_settings, model_point
+from tests.agent_harness import TEST_KEY, agent_settings, model_point
 from tests.fake_model import FakeModel, Reply, call
 from tests.runs_harness import run_journaled
 from tests.tkdriver import TkApp
@@ -171,3 +173,66 @@ async def test_replay_stops_when_another_window_is_in_front(
     [(_, step)] = load_steps(outcome.folder)
     assert step.replay is not None and step.replay["stopped"] == outcome.stopped
     assert step.calls == []
+
+
+@contextmanager
+def moved(dx: int) -> Iterator[None]:
+    """The Tk app's window moved right by ``dx`` screen pixels, for the block."""
+    windows = Windows()
+    app_window = windows.at(5, 5)
+    assert app_window.wm_class == "Tk"
+    try:
+        subprocess.run(["xdotool", "windowmove", str(app_window.id), str(dx), "0"], check=True)
+        deadline = time.monotonic() + 5
+        while windows.at(5, 5).id == app_window.id and time.monotonic() < deadline:
+            time.sleep(0.02)
+        yield
+    finally:
+        subprocess.run(["xdotool", "windowmove", str(app_window.id), "0", "0"], check=True)
+        deadline = time.monotonic() + 5
+        while windows.at(5, 5).id != app_window.id and time.monotonic() < deadline:
+            time.sleep(0.02)
+        windows.close()
+
+
+FAR = 330  # screen pixels: beyond the 200 px a replay searches around the recorded point
+
+
+async def test_the_model_regrounds_a_target_out_of_reach(
+    tkapp: TkApp, recording: Recording, fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_model.anthropic_base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
+    screen = Size(*tkapp.screen)
+    model = fit_size(screen, recording.settings.max_side)
+    with moved(FAR):
+        box = screen_to_model(*tkapp.widget_center("box"), model, screen)
+        box = (box[0] + round(FAR / 1.5), box[1])
+        fake_model.script(Reply(tool_calls=[call("point", x=box[0], y=box[1])]))
+        # without --model the replay refuses
+        mark = tkapp.mark()
+        refused = await replay_task(recording.settings, recording.task_id)
+        assert refused.stopped is not None and "not acting blind" in refused.stopped
+        assert clicks(tkapp, mark) == []
+        outcome = await replay_task(recording.settings, recording.task_id, use_model=True)
+        assert outcome.stopped is None, outcome.stopped
+        tkapp.sync()
+        assert tkapp.ok_pressed() == TEXT
+    placed = [c["method"] for _, s in load_steps(outcome.folder) for c in s.replay["calls"]]
+    assert placed == ["model", "window", "template"]  # OK found near where the box went
+    [request] = fake_model.requests
+    assert request.image_count() == 2 and set(request.tool_names) == {"point", "not_found"}
+
+
+async def test_the_model_saying_not_found_stops_the_replay(
+    tkapp: TkApp, recording: Recording, fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_model.anthropic_base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
+    fake_model.script(Reply(tool_calls=[call("not_found", reason="no such box")]))
+    with moved(FAR):
+        mark = tkapp.mark()
+        outcome = await replay_task(recording.settings, recording.task_id, use_model=True)
+    assert outcome.stopped is not None
+    assert "neither the recording nor the model found the target" in outcome.stopped
+    assert clicks(tkapp, mark) == [] and outcome.done == 0

@@ -43,17 +43,21 @@ class Match:
     score: float
     ties: tuple[tuple[int, int], ...] = ()
     """Offsets of every place scoring within :data:`TIE` of the best."""
+    at_edge: bool = False
+    """A tie lies on the edge of the search (the true best may be beyond it)."""
 
     @property
     def ambiguous(self) -> bool:
-        """Equally good places far apart (a flat bar, a repeating grid)."""
+        """Equally good places far apart (a flat bar, a repeating grid), or the best at the
+        edge of the search."""
         x, y = self.offset
-        return any(abs(tx - x) + abs(ty - y) > AMBIGUOUS_PX for tx, ty in self.ties)
+        spread = any(abs(tx - x) + abs(ty - y) > AMBIGUOUS_PX for tx, ty in self.ties)
+        return spread or self.at_edge
 
     def nearest(self, expected: tuple[float, float]) -> Match:
         """The tie nearest to ``expected`` (an offset)."""
         best = min(self.ties, key=lambda t: (t[0] - expected[0]) ** 2 + (t[1] - expected[1]) ** 2)
-        return Match(offset=best, score=self.score, ties=self.ties)
+        return Match(offset=best, score=self.score, ties=self.ties, at_edge=self.at_edge)
 
 
 def global_shift(before: Image.Image, now: Image.Image) -> tuple[float, float, float] | None:
@@ -96,6 +100,7 @@ def find_target(
     box: Box,
     min_score: float,
     expected: tuple[int, int] = (0, 0),
+    bounds: Box | None = None,
 ) -> Match | None:
     """Where ``crop`` (cut at ``box`` of the recording) is in ``region`` (the screen at
     ``region_box``); ``None`` when no place scores ``min_score``.
@@ -116,4 +121,19 @@ def find_target(
     ys, xs = np.nonzero(scores >= best - TIE)
     dx0, dy0 = region_box[0] - box[0], region_box[1] - box[1]
     ties = tuple((int(x) + dx0, int(y) + dy0) for x, y in zip(xs, ys, strict=True))
-    return Match(offset=ties[0], score=best, ties=ties).nearest(expected)
+    # an edge of the search that is not the screen's: the scores may go on rising past it
+    last_x, last_y = scores.shape[1] - 1, scores.shape[0] - 1
+    screen = bounds or region_box
+    open_edges = (
+        region_box[0] > screen[0],
+        region_box[1] > screen[1],
+        region_box[2] < screen[2],
+        region_box[3] < screen[3],
+    )
+    at_edge = bool(
+        (open_edges[0] and (xs == 0).any())
+        or (open_edges[1] and (ys == 0).any())
+        or (open_edges[2] and (xs == last_x).any())
+        or (open_edges[3] and (ys == last_y).any())
+    )
+    return Match(offset=ties[0], score=best, ties=ties, at_edge=at_edge).nearest(expected)

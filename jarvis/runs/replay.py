@@ -318,18 +318,31 @@ class Replayer:
             ox, oy = observation.origin
             size = observation.screen_size
             bounds = (ox, oy, ox + size.width, oy + size.height)
-            region_box = search_box(call.target.box, self.search_px, bounds)
+            left, top, right, bottom = call.target.box
+            dx0, dy0 = self.offset  # where earlier calls found things: search around there
+            shifted = (left + dx0, top + dy0, right + dx0, bottom + dy0)
+            region_box = search_box(shifted, self.search_px, bounds)
             region = await asyncio.to_thread(self.grabber.grab, region_box)
             match = find_target(
-                region, region_box, crop, call.target.box, self.match_score, self.offset
+                region,
+                region_box,
+                crop,
+                call.target.box,
+                self.match_score,
+                self.offset,
+                bounds=bounds,
+            )
+            why = (
+                f"the recorded target is not on the screen within {self.search_px} px "
+                f"(no match scores {self.match_score})"
             )
             if match is not None and match.ambiguous:
-                match = self._disambiguate(where, step_dir, recorded, observation, match)
+                match, why = self._disambiguate(step_dir, recorded, observation, match)
             if match is not None:
                 offset, score = match.offset, round(match.score, 4)
                 method = "exact" if offset == (0, 0) else "template"
             else:
-                offset, method = await self._reground(where, observation, crop, call)
+                offset, method = await self._reground(where, why, observation, crop, call)
         elif distance <= self.phash_bits:
             offset = (0, 0)
         else:
@@ -359,38 +372,31 @@ class Replayer:
         )
 
     def _disambiguate(
-        self,
-        where: str,
-        step_dir: Path,
-        recorded: StepFile,
-        observation: Observation,
-        match: Match,
-    ) -> Match:
-        """Equally good places for the crop: take the one the whole screen's shift against
-        the recorded "before" points to, if one is near it."""
+        self, step_dir: Path, recorded: StepFile, observation: Observation, match: Match
+    ) -> tuple[Match | None, str]:
+        """Equally good places for the crop (or the best at the edge of the search): take
+        the one the whole screen's shift against the recorded "before" points to, if one is
+        near it; else none, and why."""
         with Image.open(step_dir / recorded.before) as opened:
             before = opened.convert("RGB")
         shift = global_shift(before, observation.image)
         if shift is None:
-            raise Stop(f"{where}: the target matches several places; not guessing")
+            return None, "the target matches several places; not guessing"
         hint = (shift[0] * recorded.scale[0], shift[1] * recorded.scale[1])
         chosen = match.nearest(hint)
         miss = abs(chosen.offset[0] - hint[0]) + abs(chosen.offset[1] - hint[1])
         if miss > HINT_PX:
-            raise Stop(
-                f"{where}: the target matches several places and none where the screen "
-                f"moved ({hint[0]:+.0f}, {hint[1]:+.0f} px); not guessing"
+            return None, (
+                "the target matches several places, or only at the edge of the search, and "
+                f"none where the screen moved ({hint[0]:+.0f}, {hint[1]:+.0f} px)"
             )
-        return chosen
+        return chosen, ""
 
     async def _reground(
-        self, where: str, observation: Observation, crop: Image.Image, call: CallFile
+        self, where: str, why: str, observation: Observation, crop: Image.Image, call: CallFile
     ) -> tuple[tuple[int, int], str]:
         if self.regrounder is None:
-            raise Stop(
-                f"{where}: the recorded target is not on the screen within "
-                f"{self.search_px} px (no match scores {self.match_score}); not acting blind"
-            )
+            raise Stop(f"{where}: {why}; not acting blind")
         point = await self.regrounder.locate(observation, crop, call)
         if point is None:
             raise Stop(f"{where}: neither the recording nor the model found the target")
