@@ -146,3 +146,10 @@ async def test_report_in_chromium(
         finally:
             await browser.close()
     assert requests == [url], requests
+
+
+def test_report_of_an_unknown_task_says_so(tmp_path: Path, capsys) -> None:
+    assert main(["report", "t-nothing", "--data-dir", str(tmp_path)]) == 1
+    assert "no run of task 't-nothing'" in capsys.readouterr().err
+    assert main(["replay", "t-nothing", "--data-dir", str(tmp_path)]) == 1
+    assert "no run of task 't-nothing'" in capsys.readouterr().err
