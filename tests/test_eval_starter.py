@@ -14,12 +14,15 @@ import pytest
 import yaml
 
 from jarvis.eval.suite import SHIPPED
+from tests.fake_model import FakeModel, Reply, call
 
 pytestmark = pytest.mark.slow
 
 
-def run_eval(suite: str | Path, data_dir: Path, *extra: str) -> tuple[int, dict]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "XAUTHORITY")}
+def run_eval(
+    suite: str | Path, data_dir: Path, *extra: str, env: dict[str, str] | None = None
+) -> tuple[int, dict]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "XAUTHORITY")} | (env or {})
     done = subprocess.run(
         [
             sys.executable,
@@ -27,11 +30,9 @@ def run_eval(suite: str | Path, data_dir: Path, *extra: str) -> tuple[int, dict]
             "jarvis",
             "eval",
             str(suite),
-            "--provider",
-            "oracle",
             "--data-dir",
             str(data_dir),
-            *extra,
+            *(extra or ("--provider", "oracle")),
         ],
         env=env,
         capture_output=True,
@@ -93,3 +94,43 @@ def test_a_wrong_oracle_gets_the_lower_rate_and_each_failure_is_explained(
     }
     page = Path(summary["html"]).read_text()
     assert page.count('class="fail run"') == 2 and "Dear dairy" in page
+
+
+def test_eval_with_a_real_provider_counts_its_tokens_and_cost(
+    tmp_path: Path, fake_model: FakeModel
+) -> None:
+    suite = tmp_path / "one"
+    suite.mkdir()
+    task = yaml.safe_load((SHIPPED / "starter" / "01-xterm-echo.yaml").read_text())
+    (suite / "echo.yaml").write_text(yaml.safe_dump(task))
+    replies = []
+    for step in task["oracle"]:
+        calls = [call(name, **args) for entry in step for name, args in entry.items()]
+        replies.append(
+            Reply(text="Thought: step.", tool_calls=calls, input_tokens=1000, output_tokens=50)
+        )
+    fake_model.script(
+        *replies,
+        Reply(text='{"done": true, "reason": "written"}', input_tokens=500, output_tokens=10),
+    )
+    env = {
+        "ANTHROPIC_BASE_URL": fake_model.anthropic_base_url,
+        "ANTHROPIC_API_KEY": "sk-eval-test-key-123456",
+    }
+    code, summary = run_eval(
+        suite,
+        tmp_path / "data",
+        "--provider",
+        "anthropic",
+        "--model",
+        "claude-sonnet-4-6",
+        env=env,
+    )
+    assert code == 0, summary["runs"][0]["reason"]
+    assert summary["provider"] == "anthropic" and summary["model"] == "claude-sonnet-4-6"
+    total = summary["total"]
+    assert total["tokens"] == {"input": 2500, "output": 110, "cache_read": 0}
+    assert total["cost_usd"] > 0
+    assert len(fake_model.requests) == 3
+    report = Path(summary["runs"][0]["report"]).read_text()
+    assert "sk-eval-test-key-123456" not in report
