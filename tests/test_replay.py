@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -83,23 +84,24 @@ def pointer() -> tuple[int, int]:
     return int(values["X"]), int(values["Y"])
 
 
-async def test_replay_repeats_exactly(tkapp: TkApp, recording: Recording) -> None:
+def test_replay_repeats_exactly(tkapp: TkApp, recording: Recording, capsys) -> None:
     mark = tkapp.mark()
-    outcome = await replay_task(recording.settings, recording.task_id)
-    assert outcome.stopped is None, outcome.stopped
-    assert outcome.done == outcome.total == 3
+    data_dir = str(recording.settings.data_dir)
+    assert main(["replay", recording.task_id, "--data-dir", data_dir, "--report"]) == 0
+    said, report = capsys.readouterr().out.strip().splitlines()
+    assert said.endswith(f"of {recording.task_id}: 3/3 actions repeated; done")
+    outcome_folder = Path(report).parent
     tkapp.sync()
     assert tkapp.ok_pressed() == TEXT
     assert [(e["x"], e["y"]) for e in clicks(tkapp, mark)] == recording.points
-    replayed = load_steps(outcome.folder)
+    replayed = load_steps(outcome_folder)
     methods = [c["method"] for _, s in replayed for c in (s.replay or {}).get("calls", [])]
     assert methods == ["exact", "window", "exact"]
-    info = json.loads((outcome.folder / "run.json").read_text())
+    info = json.loads((outcome_folder / "run.json").read_text())
     assert info["status"] == "finished" and info["channel"] == "replay"
-    assert json.loads((outcome.folder / "replay.json").read_text())["of"] == recording.task_id
+    assert json.loads((outcome_folder / "replay.json").read_text())["of"] == recording.task_id
     # the replay's report shows how each action was placed against the recording
-    assert main(["report", outcome.task_id, "--data-dir", str(recording.settings.data_dir)]) == 0
-    html = (outcome.folder / "report.html").read_text()
+    html = Path(report).read_text()
     assert "Replay of step 1" in html and 'id="replay-note"' in html
 
 
