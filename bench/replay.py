@@ -82,6 +82,15 @@ async def record(settings: Any, steps: list[Any], delay_s: float) -> tuple[str, 
     return outcome.task_id, per_step
 
 
+def replay_phases(folder: Path) -> dict[str, float]:
+    """Mean milliseconds per replayed step in each phase (from its step records)."""
+    from jarvis.runs.step_file import load_steps
+
+    steps = [s for _, s in load_steps(folder)]
+    keys = ("settle", "capture", "act", "model")
+    return {k: round(statistics.fmean(s.timings_ms.get(k, 0.0) for s in steps), 1) for k in keys}
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     from jarvis.config import load_settings
     from jarvis.runs.replay_run import replay_task
@@ -100,6 +109,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             started = time.perf_counter()
             outcome = await replay_task(settings, task_id)
             wall = time.perf_counter() - started
+            phases = replay_phases(outcome.folder)
             app.sync()
             same = (app.entry_text(), app.notes_text(), app.ok_pressed()) == texts
         finally:
@@ -111,6 +121,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "model_delay_s": args.delay_s,
         "recorded_step_ms": rec,
         "replay_step_ms": rep,
+        "replay_phase_ms": phases,
         "replay_wall_s": round(wall, 2),
         "replay_stopped": outcome.stopped,
         "replay_same_result": same,
