@@ -67,7 +67,7 @@ _PAGE = """<!DOCTYPE html>
 body {{ font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #1d2330; }}
 table {{ border-collapse: collapse; width: 100%; }}
 th, td {{ text-align: left; padding: 5px 8px; border-bottom: 1px solid #e3e7ee; }}
-.pass {{ color: #1f9d55; font-weight: 700; }} .fail {{ color: #d93025; font-weight: 700; }}
+td.pass {{ color: #1f9d55; font-weight: 700; }} td.fail {{ color: #d93025; font-weight: 700; }}
 tr.fail td {{ background: #fdecea; }}
 .big {{ font-size: 20px; font-weight: 700; }}
 </style></head><body>

@@ -33,13 +33,22 @@ async def replay_task(
     regrounder: Regrounder | None = None,
 ) -> ReplayOutcome:
     """Replay the latest run of ``task_id`` on this display (RunNotFound when none)."""
-    from jarvis.runs.journal import JournalWriter
+    from jarvis.runs.journal import JournalWriter, settings_digest
+    from jarvis.tools.audit import known_secrets
 
     original = locate(settings.data_dir, task_id)
     info = load_info(original)
     bus = bus or EventBus()
     replay_id = new_replay_id()
-    journal = JournalWriter.for_settings(settings, bus, channel="replay")
+    journal = JournalWriter(
+        settings.data_dir,
+        bus,
+        channel="replay",
+        provider=settings.provider if use_model else "replay",
+        model=settings.active_model if use_model else "none (no model)",
+        settings_hash=settings_digest(settings),
+        secrets=known_secrets(settings),
+    )
     screen = Screen.from_settings(settings)
     stop = threading.Event()
     windows = Windows()

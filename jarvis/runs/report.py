@@ -239,7 +239,10 @@ def _diff(step: StepFile, original: Path | None) -> str:
     if original is not None and of_step is not None:
         recorded = original / "steps" / f"{int(of_step):04d}" / "before.jpg"
         if recorded.is_file():
-            picture = f'<img alt="recorded before" src="{thumbnail_uri(recorded, 320)}">'
+            picture = (
+                '<div class="recorded">the recording\'s screen before this step'
+                f'<img alt="recorded before" src="{thumbnail_uri(recorded, 320)}"></div>'
+            )
     stopped = " stopped" if replay.get("stopped") else ""
     return f'<div class="diff{stopped}"><b>{escape(head)}</b>{"".join(lines)}{picture}</div>'
 
