@@ -1,0 +1,72 @@
+"""The control API of ``jarvis serve``: HTTP on 127.0.0.1:8765 (FastAPI on uvicorn, in the
+gateway's asyncio loop), the live event stream, and the web panel at ``/``.
+
+Every client (the TUI, the web panel, scripts) uses only this API. The wire format is a
+contract (shared/DESIGN.md, section 5); it changes only together with its clients.
+
+Addresses: ``--http HOST:PORT`` (default ``api.http`` = ``127.0.0.1:8765``; ``:PORT`` keeps
+loopback; a host other than loopback only when named, with a warning), ``--http off``,
+``--unix-socket PATH`` (mode 0600; send ``Host: localhost``).
+
+Auth (:mod:`jarvis.api.auth`): ``Authorization: Bearer TOKEN`` on every request, TOKEN
+from ``DATA/config/api_token`` (made 0600 at the first start). The browser: the one-time
+link ``/login?code=...`` printed by ``serve``, or ``POST /api/login {"token"}``, sets the
+HttpOnly, SameSite=Strict cookie ``jarvis_session``. ``Host`` must be a loopback name with
+the port (or the named host); a foreign ``Origin`` or ``Sec-Fetch-Site: cross-site`` is
+403; a cookie-only request that changes something must carry a matching ``Origin``.
+Errors are JSON ``{"detail": "..."}``: 401 no or wrong token, 403 refused, 404 unknown,
+409 the task's state does not allow it, 422 a bad body.
+
+Endpoints (JSON unless said otherwise)::
+
+    POST /api/messages {text, channel: web|tui|api = api, priority?}
+         -> 201 {message_id, channel, task_id: null}
+         the message goes into messages/inbox.md and through the router like any other
+    GET  /api/todos -> {todos: [Todo]}   (todos.md entries: id, title, status, priority,
+         created, started, completed, source, message_ids, reply_to, parent, summary,
+         notes, description)
+    GET  /api/tasks/{id}?events=true -> {task_id, todo, run, steps, verification,
+         last_seq, events}   run = run.json (jarvis.runs.reader.RunInfo); steps =
+         [{step, thought, tool_calls: [{call_id, tool_name, state, arguments, error_code,
+         error_message, latency_ms, data}], timings_ms, input_tokens, output_tokens,
+         cost_usd, screenshot, finished}]; events = the run's journal lines
+    POST /api/tasks/{id}/cancel -> 202 {task_id, status: cancelled}   (409 when ended)
+    POST /api/tasks/{id}/answer {text, channel} -> 202 {message_id, channel, task_id}
+         an inbox message addressed to the task (header ``answers:T003``); the router
+         merges it into the task, which runs again (409 when the task is not open)
+    GET  /api/events   Server-Sent Events, see below
+    GET  /api/runs?limit=50 -> {runs: [RunInfo]}   newest first
+    GET  /api/screenshots/{path} -> image   path relative to DATA/memory/screenshots/
+         (as in a step's ``screenshot`` minus that prefix); anything else is 404
+    GET  /api/screen/latest -> image   the running (or last) task's latest step screenshot
+    GET  /api/health -> {status, version, pid, ready, running, last_seq}
+    POST /api/login {token} -> 204 + cookie;  POST /api/logout -> 204
+    GET  /docs, /openapi.json   OpenAPI (behind the token too)
+
+The event stream, ``GET /api/events``: each event is one journal line
+(:mod:`jarvis.runs.journal`)::
+
+    id: 42
+    event: tool_call_started
+    data: {"seq": 42, "ts": 1764000000.25, "kind": "tool_call_started", "task_id": "T003",
+           "call_id": "toolu_1", "tool_name": "click", "arguments": {"x": 10, "y": 20}}
+
+(``data`` is one line.) ``id`` is the seq (unique, increasing across the data dir),
+``event`` the kind. ``?after=SEQ`` or a ``Last-Event-ID: SEQ`` header (the header wins)
+replays every line after SEQ from the journal, then goes on live: a reconnect loses
+nothing. Without either, a client gets the running task's lines so far, then live ones
+(``/api/health``'s ``last_seq`` is the cursor for "from now on"). Kinds: task_started,
+step_started, model_text_delta (coalesced, at most ~20 a second), tool_call_streaming
+(the model began writing a call), tool_call_started, tool_call_finished, step_finished
+(with ``screenshot``), verification_finished, warning, model_retry, tool_mode_fallback,
+task_finished (with the task's tokens and cost), reply_ready. A client that falls behind
+(more than ``api.queue_size`` lines queued) gets ``event: gap`` with
+``data: {"kind": "gap", "after": SEQ}`` and no id, then the lines it missed, read from the
+journal, then live ones again. ``retry: 1000`` starts the stream; ``: ping`` comments come
+every ``api.heartbeat_s`` when idle. The agent never waits for a client.
+
+Modules: :mod:`~jarvis.api.settings` (``api`` settings, ``--http`` parsing),
+:mod:`~jarvis.api.auth`, :mod:`~jarvis.api.stream` (hub and SSE),
+:mod:`~jarvis.api.routes`, :mod:`~jarvis.api.views`, :mod:`~jarvis.api.app`,
+:mod:`~jarvis.api.server` (uvicorn in the gateway's loop); ``static/`` is the panel.
+"""
