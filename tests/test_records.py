@@ -108,3 +108,19 @@ async def test_agent_writes_step_records(
             assert TEST_KEY.encode() not in data, path
             assert SECRET.encode() not in data, path
     assert json.loads((one_dir / "step.json").read_text())["calls"][1]["redacted"] is True
+
+
+async def test_record_steps_off_writes_no_step_folders(
+    tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = agent_settings(tmp_path, fake_model, monkeypatch, runs={"record_steps": False})
+    box = model_point(tkapp, "box", settings)
+    fake_model.script(
+        Reply(text="Thought: click.", tool_calls=[call("click", x=box[0], y=box[1])]),
+        Reply(text="Thought: done.", tool_calls=[call("finished", summary="clicked")]),
+        Reply(text='{"done": true, "reason": "clicked"}'),
+    )
+    outcome, _ = await run_agent(settings, "click the box")
+    assert outcome.status == "finished"
+    assert tkapp.events("click")
+    assert run_folders(settings.data_dir) == []
