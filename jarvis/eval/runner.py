@@ -199,7 +199,16 @@ def run_one(
                 "SUITE": str(suite_dir.resolve()),
                 "PYTHON": sys.executable,
             }
-            procs = _setup(task.setup, env, work)
+            home = work / ".home"  # the apps start as on a fresh machine, every time
+            home.mkdir()
+            app_env = {
+                **env,
+                "HOME": str(home),
+                "XDG_CONFIG_HOME": str(home / ".config"),
+                "XDG_CACHE_HOME": str(home / ".cache"),
+                "XDG_DATA_HOME": str(home / ".local" / "share"),
+            }
+            procs = _setup(task.setup, app_env, work)
             try:
                 spec = {
                     "task_file": task.source,

@@ -24,8 +24,9 @@ One task per file (``*.yaml``, sorted by name)::
       - - {hotkey: {keys: ctrl+s}}
       - - {finished: {summary: saved}}
 
-Commands run with ``sh -c``; ``$WORK``, ``$SUITE`` (the suite folder) and ``$DISPLAY``
-are in their environment. Coordinates in the oracle are in the model's screenshot space,
+Commands run with ``sh -c``; ``$WORK``, ``$SUITE`` (the suite folder), ``$PYTHON`` and
+``$DISPLAY`` are in their environment, and ``$HOME`` is a fresh folder under ``$WORK``
+(every application starts as on a new machine). Coordinates in the oracle are in the model's screenshot space,
 which equals the screen when its longest side is at most ``max_side`` (1280).
 """
 
