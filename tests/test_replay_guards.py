@@ -102,3 +102,11 @@ async def test_a_pointer_call_without_its_crop_is_refused(tmp_path: Path) -> Non
     call = CallFile(id="c", name="click", arguments={"x": 3, "y": 4}, model_points=[(3, 4)])
     with pytest.raises(Stop, match="no target crop"):
         await place(replayer(EDITOR), call)
+
+
+async def test_tools_a_replay_cannot_guard_are_refused() -> None:
+    call = CallFile(id="c", name="open_app", arguments={"name": "mousepad"})
+    with pytest.raises(Stop, match="cannot check what open_app would act on"):
+        await place(replayer(EDITOR), call)
+    waited = await place(replayer(EDITOR), CallFile(id="w", name="wait", arguments={"ms": 5}))
+    assert waited.arguments == {"ms": 5}

@@ -9,7 +9,8 @@ Before each call the screen must be still (settle), and then:
   point must have the recorded title and class;
 - a key call (type, hotkey, press_key) needs the window with the keyboard to have the
   recorded title and class (without a recorded window: the screen must match by pHash);
-- a call whose recorded arguments lost a secret is never repeated.
+- a call whose recorded arguments lost a secret is never repeated, and tools other than
+  the mouse, keyboard and `wait` (presets, files, MCP) are not repeated at all.
 
 When a guard fails the replay stops with the reason and does nothing more; with a
 :class:`Regrounder` (``--model``) a target that cannot be matched is looked for by the
@@ -299,7 +300,12 @@ class Replayer:
                     f"{distance} pHash bits and the recorded window is unknown"
                 )
             return Placement(dict(call.arguments), {"method": "window", "offset": None})
-        return Placement(dict(call.arguments), {"method": "as recorded", "offset": None})
+        if call.name == "wait":
+            return Placement(dict(call.arguments), {"method": "as recorded", "offset": None})
+        raise Stop(
+            f"step {recorded.step}: a replay cannot check what {call.name} would act on; "
+            "it repeats only the mouse, keyboard and wait tools"
+        )
 
     async def _place_pointer(
         self,
