@@ -26,8 +26,9 @@ One task per file (``*.yaml``, sorted by name)::
 
 Commands run with ``sh -c``; ``$WORK``, ``$SUITE`` (the suite folder), ``$PYTHON`` and
 ``$DISPLAY`` are in their environment, and ``$HOME`` is a fresh folder under ``$WORK``
-(every application starts as on a new machine). Coordinates in the oracle are in the model's screenshot space,
-which equals the screen when its longest side is at most ``max_side`` (1280).
+(every application starts as on a new machine). Coordinates in the oracle are in the
+model's screenshot space, which equals the screen when its longest side is at most
+``max_side`` (1280).
 """
 
 from __future__ import annotations
