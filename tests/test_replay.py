@@ -238,3 +238,14 @@ async def test_the_model_saying_not_found_stops_the_replay(
     assert outcome.stopped is not None
     assert "neither the recording nor the model found the target" in outcome.stopped
     assert clicks(tkapp, mark) == [] and outcome.done == 0
+
+
+def test_replay_with_the_model_but_no_key_says_which_variable(
+    tkapp: TkApp, recording: Recording, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    mark = tkapp.mark()
+    data_dir = str(recording.settings.data_dir)
+    assert main(["replay", recording.task_id, "--data-dir", data_dir, "--model"]) == 1
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
+    assert clicks(tkapp, mark) == []

@@ -33,6 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     replay.add_argument("task_id", help="the task id (its latest run), or a run folder")
     replay.add_argument(
         "--model",
+        dest="use_model",
         action="store_true",
         help="let the model find a target the recording cannot be matched to",
     )
@@ -59,12 +60,13 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     import asyncio
 
+    from jarvis.llm.base import ProviderError
     from jarvis.runs.replay_run import replay_task
     from jarvis.runs.report import RunNotFound
 
     try:
-        outcome = asyncio.run(replay_task(settings, args.task_id, use_model=args.model))
-    except RunNotFound as exc:
+        outcome = asyncio.run(replay_task(settings, args.task_id, use_model=args.use_model))
+    except (RunNotFound, ProviderError) as exc:  # no such run; --model without a usable key
         print(f"jarvis: {exc}", file=sys.stderr)
         return EXIT_FAILED
     print(outcome.describe())
