@@ -92,3 +92,20 @@ def test_a_run_without_a_journal_still_reports(tmp_path: Path) -> None:
     page = render(folder)
     assert '<span class="badge unknown" id="status">unknown</span>' in page
     assert "no tool call" in page and "2.0 s" in page
+
+
+def test_report_for_writes_once_and_again_after_new_records(tmp_path: Path) -> None:
+    import os
+
+    from jarvis.runs.report import report_for
+
+    data = tmp_path / "data"
+    folder = make_run(data / "runs" / "2026-01-01" / "t-1", [])
+    (folder / "run.json").write_text(json.dumps({"task_id": "t-1", "task": "first"}))
+    path = report_for(data, "t-1")
+    assert "first" in path.read_text()
+    os.utime(path, (1, 1))  # older than the records: written again
+    (folder / "run.json").write_text(json.dumps({"task_id": "t-1", "task": "second"}))
+    assert "second" in report_for(data, "t-1").read_text()
+    stamp = path.stat().st_mtime
+    assert report_for(data, "t-1").stat().st_mtime == stamp  # up to date: left alone

@@ -333,3 +333,20 @@ def write_report(folder: Path, data_dir: Path | None = None, out: Path | None = 
     path = out or folder / REPORT_FILE
     atomic_write_text(path, render(folder, data_dir))
     return path
+
+
+def report_for(data_dir: Path, task_id: str) -> Path:
+    """The report of a task's latest run, written now unless one newer than every record
+    of the run is there already (for the web panel, the TUI and email replies to link or
+    attach). Raises RunNotFound."""
+    folder = locate(data_dir, task_id)
+    path = folder / REPORT_FILE
+    if path.is_file():
+        written = path.stat().st_mtime
+        newest = max(
+            (p.stat().st_mtime for p in folder.rglob("*") if p.is_file() and p != path),
+            default=0.0,
+        )
+        if written >= newest:
+            return path
+    return write_report(folder, data_dir)
