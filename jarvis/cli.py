@@ -30,6 +30,8 @@ SUBCOMMAND_MODULES = (
     "jarvis.tools.commands",
     "jarvis.safety.commands",
     "jarvis.runs.commands",
+    "jarvis.runs.report_commands",
+    "jarvis.eval.commands",
 )
 
 

@@ -20,6 +20,7 @@ from pydantic_settings import (
 )
 
 from jarvis.api.settings import ApiSettings
+from jarvis.runs.settings import RunsSettings
 from jarvis.safety.settings import SafetySettings
 from jarvis.tools.toolbox_settings import ChannelPolicy, ToolboxSettings, default_channels
 
@@ -134,6 +135,9 @@ class Settings(BaseSettings):
 
     # control API (jarvis serve)
     api: ApiSettings = Field(default_factory=ApiSettings)
+
+    # run records and replay (jarvis/runs/settings.py)
+    runs: RunsSettings = Field(default_factory=RunsSettings)
 
     @property
     def settings_file(self) -> Path:

@@ -60,7 +60,7 @@ def test_jarvis_run_writes_the_journal_and_jarvis_runs_shows_it(
     assert (data / step["screenshot"]).is_file()
     assert [r["seq"] for r in records] == list(range(1, len(records) + 1))
     for path in (data / "runs").rglob("*"):
-        assert not path.is_file() or TEST_KEY not in path.read_text()
+        assert not path.is_file() or TEST_KEY.encode() not in path.read_bytes()
 
     capsys.readouterr()
     assert main(["runs", "--data-dir", str(data)]) == 0

@@ -50,6 +50,7 @@ from jarvis.memory.short_term import (
     ToolCallRecord,
     UsageRecord,
 )
+from jarvis.runs.records import StepHooks
 from jarvis.safety import budget
 from jarvis.tools.context import ToolContext
 from jarvis.tools.results import ToolResult
@@ -69,6 +70,7 @@ class Agent:
         bus: EventBus,
         todos: Callable[[], str] | None = None,
         stop: threading.Event | None = None,
+        recorder: StepHooks | None = None,
     ) -> None:
         self.settings = settings
         self.brain = brain
@@ -83,6 +85,8 @@ class Agent:
         self._stopped_by = "user"
         self.stop = stop or threading.Event()
         """Set on cancel: blocking work in threads (input, settle) checks it and stops."""
+        self.recorder = recorder
+        """Writes the run's steps/NNNN/ (jarvis.runs.records) from the loop's three hooks."""
         self.on_verified: Callable[[str, str], Awaitable[None]] | None = None
         """Awaited with (task id, summary) as soon as a finish is verified, before the skill
         is distilled: the daemon writes the verdict here, so a crash after it loses nothing."""
@@ -121,6 +125,8 @@ class Agent:
         return outcome
 
     def _finish(self, outcome: TaskOutcome) -> None:
+        if self.recorder is not None:
+            self.recorder.task_done(outcome.task_id)
         try:
             self.hippocampus.record_task(
                 outcome.task, outcome.task_id, outcome.status, outcome.summary, outcome.steps
@@ -179,6 +185,8 @@ class Agent:
         timings: dict[str, float] = {}
         started = time.perf_counter()
         observation = await self.brain.perceive()
+        if self.recorder is not None:
+            self.recorder.observed(state.task_id, state.step, observation)
         shot = await asyncio.to_thread(self.hippocampus.store_screenshot, observation)
         timings["capture"] = _ms(started)
         record = StepRecord(
@@ -374,6 +382,8 @@ class Agent:
     def _record(self, state: RunState, record: StepRecord) -> None:
         started = time.perf_counter()
         self.hippocampus.add_step(record)
+        if self.recorder is not None:
+            self.recorder.step_done(record)
         state.recorded = record.step
         self.bus.emit(
             StepFinished(

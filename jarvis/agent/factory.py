@@ -22,6 +22,7 @@ from jarvis.llm.factory import make_provider
 from jarvis.memory.embedding import EmbeddingUnavailable
 from jarvis.memory.long_term import LongTermMemory
 from jarvis.memory.recall import MemoryBridge
+from jarvis.runs.records import RunRecorder
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
 from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext
@@ -63,7 +64,11 @@ async def build_agent(
             long_term = await open_long_term(settings, stack, registry)
         screen = Screen.from_settings(settings)
         stack.callback(screen.close)
-        yield _assemble(settings, bus, provider, registry, screen, long_term, todos)
+        agent = _assemble(settings, bus, provider, registry, screen, long_term, todos)
+        if settings.runs.record_steps:  # steps/NNNN/ beside the run's journal
+            agent.recorder = RunRecorder.for_settings(settings, bus, screen.capture)
+            stack.callback(agent.recorder.close)
+        yield agent
 
 
 async def open_long_term(

@@ -1,0 +1,89 @@
+"""One eval task's agent, in its own process on the task's display.
+
+pyautogui binds to the display it sees first and never lets go, so every task runs in a
+fresh process with the task's ``DISPLAY``. The runner forks it from a forkserver that
+has imported the agent already (:func:`run_in_process`), which saves seconds of imports
+per task; it can also run on its own::
+
+    python -m jarvis.eval.child '{"task_file": ..., "task_id": ..., "data_dir": ...,
+                                  "provider": "oracle", "model": null, "delay_s": 0}'
+
+It prints one JSON line: the task's outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+async def run_child(spec: dict[str, Any]) -> dict[str, Any]:
+    from jarvis.agent.factory import build_agent
+    from jarvis.config import load_settings
+    from jarvis.eval.oracle import OracleProvider
+    from jarvis.eval.suite import load_task
+    from jarvis.events import EventBus
+    from jarvis.runs.journal import JournalWriter, settings_digest
+    from jarvis.tools.audit import known_secrets
+
+    task = load_task(Path(spec["task_file"]))
+    provider_name = spec.get("provider") or None
+    overrides: dict[str, Any] = {
+        "max_steps": task.budget.steps,
+        "long_term_memory": False,
+        "max_retries": spec.get("max_retries"),
+    }
+    if provider_name in ("anthropic", "openai"):
+        overrides["provider"] = provider_name
+        if spec.get("model"):
+            overrides["model" if provider_name == "anthropic" else "openai_model"] = spec["model"]
+    settings = load_settings(spec["data_dir"], **overrides)
+    bus = EventBus()
+    oracle = None
+    if provider_name == "oracle":
+        oracle = OracleProvider(task.oracle, delay_s=float(spec.get("delay_s") or 0.0))
+        journal = JournalWriter(
+            settings.data_dir,
+            bus,
+            channel="eval",
+            provider="oracle",
+            model="oracle",
+            settings_hash=settings_digest(settings),
+            secrets=known_secrets(settings),
+        )
+    else:
+        journal = JournalWriter.for_settings(settings, bus, channel="eval")
+    try:
+        async with build_agent(settings, bus, provider=oracle) as agent:
+            outcome = await agent.run(task.task, task_id=spec["task_id"])
+    finally:
+        journal.close()
+    return outcome.model_dump(mode="json")
+
+
+def run_in_process(spec: dict[str, Any], env: dict[str, str], conn: Any) -> None:
+    """The target of a forkserver process: the task's display, then the agent."""
+    import os
+    import traceback
+
+    os.environ.update(env)
+    try:
+        conn.send({"outcome": asyncio.run(run_child(spec))})
+    except BaseException as exc:  # the parent reports it as the run's failure
+        conn.send({"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()})
+    finally:
+        conn.close()
+
+
+def main() -> int:
+    spec = json.loads(sys.argv[1])
+    outcome = asyncio.run(run_child(spec))
+    print(json.dumps(outcome), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

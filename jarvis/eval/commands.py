@@ -1,0 +1,85 @@
+"""`jarvis eval SUITE`: run a suite and print one JSON summary.
+
+Exit codes: 0 every run passed its check, 1 some did not, 2 usage (no such suite, a
+malformed task file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "eval",
+        help="run a suite of tasks, each on a fresh virtual display, and judge the results",
+    )
+    p.add_argument("suite", help="a suite folder of YAML tasks, or a shipped suite: starter")
+    p.add_argument("--repeat", type=int, default=1, help="runs per task (default 1)")
+    p.add_argument(
+        "--provider",
+        dest="eval_provider",
+        choices=["anthropic", "openai", "oracle"],
+        help="the model provider; oracle plays each task's scripted steps (no model)",
+    )
+    p.add_argument("--model", dest="eval_model", help="model name for the chosen provider")
+    p.add_argument("--only", action="append", help="run only this task id (repeat for more)")
+    p.add_argument("--out", type=Path, help="where the HTML summary goes (default DATA/eval/)")
+    p.set_defaults(handler=cmd_eval)
+
+
+def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    from jarvis.eval.runner import RunResult, run_suite
+    from jarvis.eval.suite import SuiteError, load_suite, resolve_suite
+    from jarvis.eval.summary import summarize, write_html
+
+    if args.repeat < 1:
+        print("jarvis: --repeat must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        folder = resolve_suite(args.suite)
+        tasks = load_suite(folder, args.only)
+    except SuiteError as exc:
+        print(f"jarvis: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    provider = args.eval_provider or settings.provider
+    if provider == "oracle":
+        model = "oracle"
+    elif args.eval_model:
+        model = args.eval_model
+    else:
+        model = settings.model if provider == "anthropic" else settings.openai_model
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+
+    def progress(result: RunResult) -> None:
+        mark = "PASS" if result.success else "FAIL"
+        print(f"{mark}  {result.task} #{result.repeat}  {result.reason}", file=sys.stderr)
+
+    results = run_suite(
+        tasks,
+        folder,
+        settings.data_dir,
+        provider=provider,
+        model=args.eval_model,
+        repeat=args.repeat,
+        stamp=stamp,
+        on_result=progress,
+    )
+    summary = summarize(
+        results, suite=folder.name, provider=provider, model=model, repeat=args.repeat
+    )
+    out = args.out or settings.data_dir / "eval" / f"{stamp}-{folder.name}"
+    html = write_html(summary, results, out / "summary.html")
+    summary["html"] = str(html)
+    print(json.dumps(summary))
+    return EXIT_OK if summary["total"]["success_rate"] == 1.0 else EXIT_FAILED

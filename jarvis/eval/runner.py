@@ -1,0 +1,277 @@
+"""Run a suite: each task (and each repeat) on a fresh virtual display, then judge it.
+
+For one run: a work folder with the task's files, a new Xvfb of the task's size, the
+setup commands (background ones stopped afterwards, with their whole process group),
+the agent in a child process (:mod:`jarvis.eval.child`) under the time budget, the
+check, the run's report. A setup that fails or a child that dies is a failed run whose
+reason says so; the suite goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from jarvis.eval.checks import CheckContext, run_check
+from jarvis.eval.display import DisplayError, VirtualDisplay
+from jarvis.eval.suite import EvalTask, SetupStep
+
+log = logging.getLogger(__name__)
+
+
+class RunResult(BaseModel):
+    task: str
+    repeat: int
+    run_id: str
+    success: bool = False
+    reason: str = ""
+    """The checker's explanation (or what went wrong before it could judge)."""
+    status: str = ""
+    summary: str = ""
+    steps: int = 0
+    tokens: dict[str, int] = Field(default_factory=dict)
+    cost_usd: float = 0.0
+    wall_s: float = 0.0
+    report: str | None = None
+    """The run's report.html (absolute path)."""
+
+
+class SetupFailed(Exception):
+    pass
+
+
+def _wait_window(env: dict[str, str], pattern: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        for flag in ("--class", "--name"):
+            found = subprocess.run(
+                ["xdotool", "search", "--onlyvisible", flag, pattern],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=10,
+            )
+            if found.returncode == 0 and found.stdout.strip():
+                return
+        if time.monotonic() >= deadline:
+            raise SetupFailed(f"no window {pattern!r} appeared within {timeout:g} s")
+        time.sleep(0.05)
+
+
+def _setup(
+    steps: list[SetupStep], env: dict[str, str], work: Path
+) -> list[subprocess.Popen[bytes]]:
+    started: list[subprocess.Popen[bytes]] = []
+    log_file = (work / ".setup.log").open("ab")
+    try:
+        for step in steps:
+            if step.background:
+                started.append(
+                    subprocess.Popen(
+                        ["sh", "-c", step.run],
+                        cwd=work,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=log_file,
+                        stderr=log_file,
+                        start_new_session=True,
+                    )
+                )
+            else:
+                try:
+                    done = subprocess.run(
+                        ["sh", "-c", step.run],
+                        cwd=work,
+                        env=env,
+                        capture_output=True,
+                        text=True,
+                        timeout=step.timeout_s,
+                    )
+                except subprocess.TimeoutExpired as exc:
+                    raise SetupFailed(f"setup {step.run!r} took over {step.timeout_s:g} s") from exc
+                if done.returncode != 0:
+                    said = (done.stdout + done.stderr).strip()[-300:]
+                    raise SetupFailed(f"setup {step.run!r} exited {done.returncode}: {said}")
+            if step.wait_window:
+                _wait_window(env, step.wait_window, step.timeout_s)
+    except BaseException:
+        _stop(started)
+        raise
+    finally:
+        log_file.close()
+    return started
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+    for proc in procs:
+        try:
+            proc.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=3)
+
+
+PRELOAD = ["jarvis.agent.factory", "jarvis.eval.child", "jarvis.runs.journal"]
+"""Imported once by the forkserver; every task's process starts with them loaded."""
+
+
+def _context() -> Any:
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
+def _child(
+    spec: dict[str, Any], env: dict[str, str], timeout: float
+) -> tuple[dict[str, Any] | None, str]:
+    from jarvis.eval.child import run_in_process
+
+    ctx = _context()
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=run_in_process, args=(spec, env, send), daemon=True)
+    proc.start()
+    send.close()
+    try:
+        if not receive.poll(timeout):
+            return None, f"the task took longer than its budget of {timeout:g} s"
+        try:
+            answer = receive.recv()
+        except EOFError:
+            return None, f"the agent process died (exit code {proc.exitcode})"
+    finally:
+        receive.close()
+        proc.join(5)
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+    if "error" in answer:
+        log.warning("eval task %s failed in the agent: %s", spec["task_id"], answer.get("trace"))
+        return None, f"the agent failed: {answer['error']}"
+    return answer["outcome"], ""
+
+
+def run_one(
+    task: EvalTask,
+    suite_dir: Path,
+    data_dir: Path,
+    run_id: str,
+    repeat: int,
+    provider: str,
+    model: str | None,
+    delay_s: float = 0.0,
+) -> RunResult:
+    """One run of ``task``; never raises for what goes wrong inside the run."""
+    result = RunResult(task=task.id, repeat=repeat, run_id=run_id)
+    started = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix=f"jarvis-eval-{task.id}-"))
+    try:
+        for name, text in task.files.items():
+            path = work / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        with VirtualDisplay(*task.size) as display:
+            env = {
+                **os.environ,
+                **display.env(),
+                "WORK": str(work),
+                "SUITE": str(suite_dir.resolve()),
+                "PYTHON": sys.executable,
+            }
+            home = work / ".home"  # the apps start as on a fresh machine, every time
+            home.mkdir()
+            app_env = {
+                **env,
+                "HOME": str(home),
+                "XDG_CONFIG_HOME": str(home / ".config"),
+                "XDG_CACHE_HOME": str(home / ".cache"),
+                "XDG_DATA_HOME": str(home / ".local" / "share"),
+            }
+            procs = _setup(task.setup, app_env, work)
+            try:
+                spec = {
+                    "task_file": task.source,
+                    "task_id": run_id,
+                    "data_dir": str(data_dir),
+                    "provider": provider,
+                    "model": model,
+                    "delay_s": delay_s,
+                }
+                outcome, problem = _child(spec, env, task.budget.seconds)
+                if outcome is not None:
+                    result.status = str(outcome.get("status", ""))
+                    result.summary = str(outcome.get("summary", ""))
+                    result.steps = int(outcome.get("steps") or 0)
+                    usage = outcome.get("usage") or {}
+                    result.tokens = {
+                        "input": int(usage.get("input_tokens", 0)),
+                        "output": int(usage.get("output_tokens", 0)),
+                        "cache_read": int(usage.get("cache_read_tokens", 0)),
+                    }
+                    result.cost_usd = float(outcome.get("cost_usd") or 0.0)
+                context = CheckContext(
+                    work=work,
+                    env={k: env[k] for k in ("DISPLAY", "XAUTHORITY", "WORK", "SUITE")},
+                )
+                ok, reason = run_check(task.check, context)
+                result.success = ok
+                result.reason = reason if not problem else f"{problem}; check: {reason}"
+            finally:
+                _stop(procs)
+    except (SetupFailed, DisplayError, OSError) as exc:
+        result.reason = f"could not set the task up: {exc}"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        result.wall_s = round(time.monotonic() - started, 3)
+    return result
+
+
+def run_suite(
+    tasks: list[EvalTask],
+    suite_dir: Path,
+    data_dir: Path,
+    *,
+    provider: str,
+    model: str | None,
+    repeat: int = 1,
+    stamp: str,
+    delay_s: float = 0.0,
+    on_result: Callable[[RunResult], None] | None = None,
+) -> list[RunResult]:
+    """Every task ``repeat`` times, in order; the runs are ``e-STAMP-TASK-N``."""
+    from jarvis.runs.report import locate, write_report
+
+    results = []
+    for task in tasks:
+        for n in range(1, repeat + 1):
+            run_id = f"e-{stamp}-{task.id}-{n}"
+            result = run_one(task, suite_dir, data_dir, run_id, n, provider, model, delay_s)
+            try:
+                result.report = str(write_report(locate(data_dir, run_id), data_dir))
+            except LookupError:
+                result.report = None  # the agent never started: nothing to report
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
+    return results

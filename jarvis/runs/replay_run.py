@@ -1,0 +1,105 @@
+"""``jarvis replay TASK_ID``: wire a :class:`~jarvis.runs.replay.Replayer` to the desktop.
+
+The replay gets the same screen geometry, input, tool registry and settle as a task,
+its own task id (``r-...``), a journal and a step recorder, so it is a run like any
+other: ``runs/DATE/REPLAY_ID/`` with ``replay.json`` naming the original.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+from jarvis.config import Settings
+from jarvis.desktop.input import Input
+from jarvis.desktop.screen import Screen
+from jarvis.desktop.settle import Settler
+from jarvis.events import EventBus
+from jarvis.runs.records import RunRecorder
+from jarvis.runs.replay import Regrounder, Replayer, ReplayOutcome, new_replay_id, write_replay_file
+from jarvis.runs.report import load_info, locate
+from jarvis.runs.windows import Windows
+from jarvis.tools.computer import build_registry
+from jarvis.tools.context import ToolContext
+
+
+async def replay_task(
+    settings: Settings,
+    task_id: str,
+    *,
+    use_model: bool = False,
+    bus: EventBus | None = None,
+    regrounder: Regrounder | None = None,
+) -> ReplayOutcome:
+    """Replay the latest run of ``task_id`` on this display (RunNotFound when none)."""
+    from jarvis.runs.journal import JournalWriter, settings_digest
+    from jarvis.tools.audit import known_secrets
+
+    original = locate(settings.data_dir, task_id)
+    info = load_info(original)
+    bus = bus or EventBus()
+    replay_id = new_replay_id()
+    journal = JournalWriter(
+        settings.data_dir,
+        bus,
+        channel="replay",
+        provider=settings.provider if use_model else "replay",
+        model=settings.active_model if use_model else "none (no model)",
+        settings_hash=settings_digest(settings),
+        secrets=known_secrets(settings),
+    )
+    screen = Screen.from_settings(settings)
+    stop = threading.Event()
+    windows = Windows()
+    recorder = RunRecorder.for_settings(settings, bus, screen.capture)
+    provider = None
+    try:
+        if use_model and regrounder is None:
+            from jarvis.llm.factory import make_provider
+            from jarvis.runs.reground import ModelRegrounder
+
+            provider = make_provider(settings, bus)
+            regrounder = ModelRegrounder(provider, settings)
+        settler = Settler(screen, settings)
+        context = ToolContext.for_task(
+            settings,
+            replay_id,
+            screen=screen,
+            input=Input.from_settings(settings, stop=stop),
+            bus=bus,
+            stop=stop,
+        )
+        replayer = Replayer(
+            capture=screen.capture,
+            settle=lambda: asyncio.to_thread(settler.wait, stop),
+            registry=build_registry(settings),
+            context=context,
+            bus=bus,
+            recorder=recorder,
+            windows=windows,
+            phash_bits=settings.runs.replay_phash_distance,
+            match_score=settings.runs.replay_match_score,
+            search_px=settings.runs.replay_search_px,
+            regrounder=regrounder,
+        )
+        outcome = await replayer.run(
+            original, str(info.get("task_id") or task_id), str(info.get("task", ""))
+        )
+        folder = journal.folder(replay_id) or _recorded_folder(settings.data_dir, replay_id)
+        outcome.folder = folder
+        write_replay_file(folder, outcome, original)
+        return outcome
+    finally:
+        if provider is not None:
+            await provider.aclose()
+        recorder.close()
+        journal.close()
+        windows.close()
+        screen.close()
+
+
+def _recorded_folder(data_dir: Path, replay_id: str) -> Path:
+    from jarvis.runs.report import locate
+
+    return locate(data_dir, replay_id)

@@ -1,0 +1,77 @@
+"""`jarvis report TASK_ID` and `jarvis replay TASK_ID`.
+
+Each handler is ``fn(args, settings) -> exit code``. Exit codes: 0 done, 1 failed (no
+such run; a replay that stopped), 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import webbrowser
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    report = subparsers.add_parser(
+        "report", help="write a run's report.html (one self-contained file)"
+    )
+    report.add_argument("task_id", help="the task id (its latest run), or a run folder")
+    report.add_argument("--out", type=Path, help="where to write it (default: the run folder)")
+    report.add_argument("--open", action="store_true", help="open it in the web browser")
+    report.set_defaults(handler=cmd_report)
+
+    replay = subparsers.add_parser(
+        "replay", help="repeat a finished task's actions without the model, guarded at each step"
+    )
+    replay.add_argument("task_id", help="the task id (its latest run), or a run folder")
+    replay.add_argument(
+        "--model",
+        dest="use_model",
+        action="store_true",
+        help="let the model find a target the recording cannot be matched to",
+    )
+    replay.add_argument("--provider", choices=["anthropic", "openai"])
+    replay.add_argument("--report", action="store_true", help="write the replay's report.html")
+    replay.set_defaults(handler=cmd_replay)
+
+
+def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
+    from jarvis.runs.report import RunNotFound, locate, write_report
+
+    try:
+        folder = locate(settings.data_dir, args.task_id)
+    except RunNotFound as exc:
+        print(f"jarvis: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    path = write_report(folder, settings.data_dir, args.out)
+    print(path)
+    if args.open:
+        webbrowser.open(path.resolve().as_uri())
+    return EXIT_OK
+
+
+def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
+    import asyncio
+
+    from jarvis.llm.base import ProviderError
+    from jarvis.runs.replay_run import replay_task
+    from jarvis.runs.report import RunNotFound
+
+    try:
+        outcome = asyncio.run(replay_task(settings, args.task_id, use_model=args.use_model))
+    except (RunNotFound, ProviderError) as exc:  # no such run; --model without a usable key
+        print(f"jarvis: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(outcome.describe())
+    if args.report:
+        from jarvis.runs.report import write_report
+
+        print(write_report(outcome.folder, settings.data_dir))
+    return EXIT_OK if outcome.stopped is None else EXIT_FAILED

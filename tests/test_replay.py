@@ -1,0 +1,251 @@
+"""jarvis replay on the Tk app: exact, with the window moved 40 px, and refused when
+another window is in front."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from jarvis.cli import main
+from jarvis.config import Settings
+from jarvis.desktop.screen import Size, fit_size, screen_to_model
+from jarvis.runs.replay_run import replay_task
+from jarvis.runs.report import locate
+from jarvis.runs.step_file import load_steps
+from jarvis.runs.windows import Windows
+from tests.agent_harness import TEST_KEY, agent_settings, model_point
+from tests.fake_model import FakeModel, Reply, call
+from tests.runs_harness import run_journaled
+from tests.tkdriver import TkApp
+
+pytestmark = pytest.mark.usefixtures("xserver")
+
+TEXT = "replayed words"
+
+
+@dataclass
+class Recording:
+    settings: Settings
+    task_id: str
+    points: list[tuple[int, int]]
+    """The recorded screen points of the two clicks (box, then OK)."""
+
+
+@pytest.fixture(scope="module")
+def recording(_tkapp_holder, tmp_path_factory) -> Iterator[Recording]:
+    import asyncio
+
+    app: TkApp = _tkapp_holder.get()
+    app.reset()
+    model = FakeModel().start()
+    with pytest.MonkeyPatch.context() as mp:
+        settings = agent_settings(tmp_path_factory.mktemp("replay"), model, mp)
+        box, ok = model_point(app, "box", settings), model_point(app, "ok", settings)
+        model.script(
+            Reply(
+                text="Thought: type into the box and press OK.",
+                tool_calls=[
+                    call("click", x=box[0], y=box[1]),
+                    call("type", text=TEXT),
+                    call("click", x=ok[0], y=ok[1]),
+                ],
+            ),
+            Reply(text="Thought: done.", tool_calls=[call("finished", summary="done")]),
+            Reply(text='{"done": true, "reason": "OK pressed"}'),
+        )
+        try:
+            outcome = asyncio.run(run_journaled(settings, "type into the box and press OK"))
+        finally:
+            model.stop()
+        assert outcome.status == "finished", outcome.summary
+        assert app.ok_pressed() == TEXT
+        [(_, step), *_] = load_steps(locate(settings.data_dir, outcome.task_id))
+        points = [step.calls[0].screen_points[0], step.calls[2].screen_points[0]]
+        yield Recording(settings, outcome.task_id, points)
+
+
+def clicks(app: TkApp, since: int) -> list[dict]:
+    return [e for e in app.events("click", since=since)]
+
+
+def pointer() -> tuple[int, int]:
+    out = subprocess.run(
+        ["xdotool", "getmouselocation", "--shell"], capture_output=True, text=True, check=True
+    ).stdout
+    values = dict(line.split("=", 1) for line in out.split())
+    return int(values["X"]), int(values["Y"])
+
+
+def test_replay_repeats_exactly(tkapp: TkApp, recording: Recording, capsys) -> None:
+    mark = tkapp.mark()
+    data_dir = str(recording.settings.data_dir)
+    assert main(["replay", recording.task_id, "--data-dir", data_dir, "--report"]) == 0
+    said, report = capsys.readouterr().out.strip().splitlines()
+    assert said.endswith(f"of {recording.task_id}: 3/3 actions repeated; done")
+    outcome_folder = Path(report).parent
+    tkapp.sync()
+    assert tkapp.ok_pressed() == TEXT
+    assert [(e["x"], e["y"]) for e in clicks(tkapp, mark)] == recording.points
+    replayed = load_steps(outcome_folder)
+    methods = [c["method"] for _, s in replayed for c in (s.replay or {}).get("calls", [])]
+    assert methods == ["exact", "window", "exact"]
+    info = json.loads((outcome_folder / "run.json").read_text())
+    assert info["status"] == "finished" and info["channel"] == "replay"
+    assert json.loads((outcome_folder / "replay.json").read_text())["of"] == recording.task_id
+    # the replay's report shows how each action was placed against the recording
+    html = Path(report).read_text()
+    assert "Replay of step 1" in html and 'id="replay-note"' in html
+
+
+async def test_replay_follows_a_moved_window(tkapp: TkApp, recording: Recording) -> None:
+    windows = Windows()
+    try:
+        app_window = windows.at(5, 5)
+        assert app_window.wm_class == "Tk"
+        subprocess.run(["xdotool", "windowmove", str(app_window.id), "40", "40"], check=True)
+        deadline = time.monotonic() + 5
+        while windows.at(5, 5).id == app_window.id and time.monotonic() < deadline:
+            time.sleep(0.02)
+        mark = tkapp.mark()
+        outcome = await replay_task(recording.settings, recording.task_id)
+        assert outcome.stopped is None, outcome.stopped
+        tkapp.sync()
+        assert tkapp.ok_pressed() == TEXT
+        got = clicks(tkapp, mark)
+        assert [e["widget"] for e in got] == ["box", "ok"]
+        for event, (x, y) in zip(got, recording.points, strict=True):
+            assert abs(event["x"] - (x + 40)) <= 2 and abs(event["y"] - (y + 40)) <= 2
+        placed = [c for _, s in load_steps(outcome.folder) for c in s.replay["calls"]]
+        assert placed[0]["method"] == "template"
+        assert placed[0]["offset"] == [40, 40]  # screen pixels, found by the crop
+        dx, dy = placed[0]["model_offset"]
+        assert abs(dx - 40 / 1.5) <= 1 and abs(dy - 40 / 1.5) <= 1
+    finally:
+        subprocess.run(["xdotool", "windowmove", str(app_window.id), "0", "0"], check=True)
+        deadline = time.monotonic() + 5
+        while windows.at(5, 5).id != app_window.id and time.monotonic() < deadline:
+            time.sleep(0.02)
+        windows.close()
+
+
+@pytest.fixture
+def xterm_in_front() -> Iterator[None]:
+    assert shutil.which("xterm")
+    proc = subprocess.Popen(
+        ["xterm", "-geometry", "90x12+0+0", "-e", "sleep", "60"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    windows = Windows()
+    try:
+        deadline = time.monotonic() + 10
+        while windows.at(60, 50).wm_class != "XTerm":
+            assert time.monotonic() < deadline, "xterm did not appear"
+            time.sleep(0.05)
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(timeout=5)
+        windows.close()
+
+
+@pytest.mark.usefixtures("xterm_in_front")
+async def test_replay_stops_when_another_window_is_in_front(
+    tkapp: TkApp, recording: Recording
+) -> None:
+    mark = tkapp.mark()
+    before = pointer()
+    outcome = await replay_task(recording.settings, recording.task_id)
+    assert outcome.stopped is not None
+    assert "not on the screen" in outcome.stopped and "not acting blind" in outcome.stopped
+    assert outcome.done == 0
+    tkapp.sync()
+    assert [e for e in tkapp.events(since=mark) if e["kind"] in ("click", "key", "text")] == []
+    assert pointer() == before
+    info = json.loads((outcome.folder / "run.json").read_text())
+    assert info["status"] == "failed" and "not on the screen" in info["summary"]
+    [(_, step)] = load_steps(outcome.folder)
+    assert step.replay is not None and step.replay["stopped"] == outcome.stopped
+    assert step.calls == []
+
+
+@contextmanager
+def moved(dx: int) -> Iterator[None]:
+    """The Tk app's window moved right by ``dx`` screen pixels, for the block."""
+    windows = Windows()
+    app_window = windows.at(5, 5)
+    assert app_window.wm_class == "Tk"
+    try:
+        subprocess.run(["xdotool", "windowmove", str(app_window.id), str(dx), "0"], check=True)
+        deadline = time.monotonic() + 5
+        while windows.at(5, 5).id == app_window.id and time.monotonic() < deadline:
+            time.sleep(0.02)
+        yield
+    finally:
+        subprocess.run(["xdotool", "windowmove", str(app_window.id), "0", "0"], check=True)
+        deadline = time.monotonic() + 5
+        while windows.at(5, 5).id != app_window.id and time.monotonic() < deadline:
+            time.sleep(0.02)
+        windows.close()
+
+
+FAR = 330  # screen pixels: beyond the 200 px a replay searches around the recorded point
+
+
+async def test_the_model_regrounds_a_target_out_of_reach(
+    tkapp: TkApp, recording: Recording, fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_model.anthropic_base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
+    screen = Size(*tkapp.screen)
+    model = fit_size(screen, recording.settings.max_side)
+    with moved(FAR):
+        box = screen_to_model(*tkapp.widget_center("box"), model, screen)
+        box = (box[0] + round(FAR / 1.5), box[1])
+        fake_model.script(Reply(tool_calls=[call("point", x=box[0], y=box[1])]))
+        # without --model the replay refuses
+        mark = tkapp.mark()
+        refused = await replay_task(recording.settings, recording.task_id)
+        assert refused.stopped is not None and "not acting blind" in refused.stopped
+        assert clicks(tkapp, mark) == []
+        outcome = await replay_task(recording.settings, recording.task_id, use_model=True)
+        assert outcome.stopped is None, outcome.stopped
+        tkapp.sync()
+        assert tkapp.ok_pressed() == TEXT
+    placed = [c["method"] for _, s in load_steps(outcome.folder) for c in s.replay["calls"]]
+    assert placed == ["model", "window", "template"]  # OK found near where the box went
+    [request] = fake_model.requests
+    assert request.image_count() == 2 and set(request.tool_names) == {"point", "not_found"}
+
+
+async def test_the_model_saying_not_found_stops_the_replay(
+    tkapp: TkApp, recording: Recording, fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_model.anthropic_base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
+    fake_model.script(Reply(tool_calls=[call("not_found", reason="no such box")]))
+    with moved(FAR):
+        mark = tkapp.mark()
+        outcome = await replay_task(recording.settings, recording.task_id, use_model=True)
+    assert outcome.stopped is not None
+    assert "neither the recording nor the model found the target" in outcome.stopped
+    assert clicks(tkapp, mark) == [] and outcome.done == 0
+
+
+def test_replay_with_the_model_but_no_key_says_which_variable(
+    tkapp: TkApp, recording: Recording, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    mark = tkapp.mark()
+    data_dir = str(recording.settings.data_dir)
+    assert main(["replay", recording.task_id, "--data-dir", data_dir, "--model"]) == 1
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
+    assert clicks(tkapp, mark) == []
