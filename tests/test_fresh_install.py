@@ -65,7 +65,9 @@ def install(venv: Path, source: Path) -> None:
         WHEELHOUSE,
         source,
     )
-    if WHEELHOUSE.is_dir() and sh(*offline).returncode == 0:
+    # a wheelhouse filled before a dependency was added can install with an extra's
+    # requirement missing (pip does not fail on it): `pip check` says whether it is whole
+    if WHEELHOUSE.is_dir() and sh(*offline).returncode == 0 and sh(pip, "check").returncode == 0:
         return
     WHEELHOUSE.mkdir(parents=True, exist_ok=True)
     fill = sh(
@@ -75,6 +77,8 @@ def install(venv: Path, source: Path) -> None:
     assert fill.returncode == 0, fill.stdout + fill.stderr
     done = sh(*offline)
     assert done.returncode == 0, done.stdout + done.stderr
+    whole = sh(pip, "check")
+    assert whole.returncode == 0, whole.stdout + whole.stderr
 
 
 def test_pip_install_dot_runs_a_task_with_long_term_memory_offline(
