@@ -202,6 +202,10 @@ class SpareKeycodes:
     def __init__(self) -> None:
         self._recent: OrderedDict[int, int] = OrderedDict()  # keycode -> keysym, newest last
 
+    def mapped(self, keysyms: Collection[int]) -> bool:
+        """True if every one of ``keysyms`` is on the keymap now (ours or the base map's)."""
+        return set(keysyms) <= read_keymap().keysyms()
+
     def ensure(self, keysyms: Collection[int]) -> bool:
         """Map the missing ``keysyms``; False (and no change) if too few keycodes are free."""
         from Xlib.display import Display
