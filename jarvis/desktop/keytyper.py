@@ -107,12 +107,22 @@ class KeyTyper:
                     log.warning("no spare keycodes: xdotool remaps while typing (may garble)")
                     delay = _REMAP_DELAY_MS
             pending = pending or bool(missing)
-            timeout = 5 + len(piece) * delay / 250
-            x11.xdotool("type", "--delay", str(delay), "--", piece, timeout=timeout)
+            self._type_piece(piece, delay)
             self.stats.pieces += 1
         if client.pings:
             self._handshake(client)
         return client
+
+    @staticmethod
+    def _type_piece(piece: str, delay: int) -> None:
+        """xdotool types a newline as the Linefeed keysym, which GTK text views ignore:
+        newlines are Return key presses here."""
+        for i, line in enumerate(piece.split("\n")):
+            if i:
+                x11.xdotool("key", "Return")
+            if line:
+                timeout = 5 + len(line) * delay / 250
+                x11.xdotool("type", "--delay", str(delay), "--", line, timeout=timeout)
 
     def _handshake(self, client: FocusedClient) -> None:
         """Wait until ``client`` has handled every key sent so far (see the module doc)."""

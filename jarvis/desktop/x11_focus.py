@@ -113,7 +113,8 @@ def ping(toplevel: int, timeout: float = 2.0) -> float | None:
         root = display.screen().root
         protocols = display.intern_atom("WM_PROTOCOLS")
         ping_atom = display.intern_atom("_NET_WM_PING")
-        root.change_attributes(event_mask=X.SubstructureNotifyMask)
+        # GTK and Chromium answer with SubstructureNotify, Qt with StructureNotify
+        root.change_attributes(event_mask=X.SubstructureNotifyMask | X.StructureNotifyMask)
         token = int(time.monotonic_ns() // 1000) & 0x7FFFFFFF or 1
         window = display.create_resource_object("window", toplevel)
         message = xevent.ClientMessage(
