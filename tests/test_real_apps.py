@@ -187,7 +187,8 @@ def _line_on_screen(c: Case) -> tuple[int, int, int]:
 def case_drag(c: Case) -> dict[str, Any]:
     start, middle, y = _line_on_screen(c)
     c.inp.drag(start + 1, y, middle, y)
-    got = _wait(lambda: (s := selection()) and LINE.startswith(s) and len(s) >= 3 and s, "a prefix")
+    what = f"a prefix selected by a drag from ({start + 1}, {y}) to ({middle}, {y})"
+    got = _wait(lambda: (s := selection()) and LINE.startswith(s) and len(s) >= 3 and s, what)
     assert len(got) < len(LINE), f"the drag to the middle selected {got!r}"
     if c.terminal():
         c.inp.hotkey("ctrl+u")
@@ -197,7 +198,8 @@ def case_drag(c: Case) -> dict[str, Any]:
 def case_double_click(c: Case) -> dict[str, Any]:
     _, middle, y = _line_on_screen(c)
     c.inp.double_click(middle, y)
-    got = _wait(lambda: (s := selection()) and s.strip() == "bravo" and s, "'bravo' selected")
+    what = f"'bravo' selected by a double click at ({middle}, {y})"
+    got = _wait(lambda: (s := selection()) and s.strip() == "bravo" and s, what)
     if c.terminal():
         c.inp.hotkey("ctrl+u")
     return {"selected": got}
