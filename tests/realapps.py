@@ -345,9 +345,9 @@ def selection(name: str = "PRIMARY", timeout: float = 3.0) -> str | None:
     return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else None
 
 
-def set_clipboard(text: str) -> None:
+def set_clipboard(text: str, name: str = "CLIPBOARD") -> None:
     subprocess.run(
-        ["xclip", "-selection", "clipboard", "-t", "UTF8_STRING", "-i"],
+        ["xclip", "-selection", name.lower(), "-t", "UTF8_STRING", "-i"],
         input=text.encode(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

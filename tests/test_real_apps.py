@@ -13,6 +13,8 @@ Chromium (a textarea on a loopback page), on a 1920x1080 and a 2560x1440 screen:
   posts; the clipboard holds what it held before;
 - ``chord``: select all (ctrl+a) and delete, then undo (ctrl+z), each state saved and
   read back; in the terminals (no select all or undo) ctrl+u kills the typed line;
+- ``paste``: the clipboard method with the application's own paste key arrives
+  exactly, and CLIPBOARD (and PRIMARY in the terminals) hold what they held before;
 - ``drag`` and ``double_click``: on a typed line "alpha bravo gamma" found on the
   screen, a drag from its start to its middle selects a prefix and a double click
   in the middle selects "bravo" (read from PRIMARY);
@@ -59,7 +61,7 @@ from tests.realapps import (
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = ("1920x1080", "2560x1440")
-CASES = ("scroll", "type", "chord", "drag", "double_click", "right_click")
+CASES = ("scroll", "type", "chord", "paste", "drag", "double_click", "right_click")
 CJK = (
     "春眠不觉晓，处处闻啼鸟。夜来风雨声，花落知多少。床前明月光，疑是地上霜。"
     "举头望明月，低头思故乡。白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
@@ -71,6 +73,7 @@ CORPUS = (
     + "\n😀🎉👍🚀 ❤️ 👨‍👩‍👧\nGrüße 你好 <tag> ~|{} é😀\n\tindented\tcells\n"
 )
 LINE = "alpha bravo gamma"
+PASTED = "pasted: Grüße 你好 <tag> ~|{} é😀\n\tnext 中文 line\n"
 
 
 @dataclass
@@ -79,6 +82,7 @@ class Case:
     page: PageServer | None
     inp: Any  # jarvis.desktop.input.Input, imported in the worker
     screen: tuple[int, int]
+    paster: Any = None  # an Input with type_method="clipboard"
 
     @property
     def kind(self) -> str:
@@ -171,6 +175,28 @@ def case_chord(c: Case) -> dict[str, Any]:
     return {"chord": "ctrl+a, ctrl+z"}
 
 
+def case_paste(c: Case) -> dict[str, Any]:
+    """The clipboard method: the app's own paste key and selection (shift+Insert and
+    PRIMARY in xterm, ctrl+shift+v in xfce4-terminal, ctrl+v elsewhere); both
+    selections hold afterwards what they held before."""
+    held = {"CLIPBOARD": f"clipboard before pasting into {c.app.name} ✓"}
+    if c.terminal():  # nothing selects text in them meanwhile
+        held["PRIMARY"] = f"primary before pasting into {c.app.name} ✓"
+    for name, text in held.items():
+        set_clipboard(text, name)
+    expected = CORPUS + "right\n" + PASTED if c.terminal() else PASTED
+    if not c.terminal():
+        c.click_in()
+        c.inp.hotkey("ctrl+a")
+    typed = c.paster.type_text(PASTED)
+    got = c.saved(expected)
+    assert got == expected, f"pasted {PASTED!r}, the document ends with {got[-60:]!r}"
+    for name, text in held.items():
+        assert selection(name) == text, f"{name} held {text!r}, now {selection(name)!r}"
+    assert (typed.method, typed.chars) == ("clipboard", len(PASTED))
+    return {"method": typed.method, "paste_key": typed.paste_key}
+
+
 def _line_on_screen(c: Case) -> tuple[int, int, int]:
     """Type LINE on an empty line and find it: (x start, x middle, y middle)."""
     if not c.terminal():
@@ -237,6 +263,7 @@ CASE_FUNCS: dict[str, Callable[[Case], dict[str, Any]]] = {
     "scroll": case_scroll,
     "type": case_type,
     "chord": case_chord,
+    "paste": case_paste,
     "drag": case_drag,
     "double_click": case_double_click,
     "right_click": case_right_click,
@@ -270,6 +297,7 @@ def main(argv: list[str]) -> None:
         from jarvis.desktop.input import Input
 
         inp = Input(failsafe=True)
+        paster = Input(failsafe=True, type_method="clipboard")
         page = PageServer(lines=300)
         try:
             for name in apps:
@@ -285,7 +313,8 @@ def main(argv: list[str]) -> None:
                 try:
                     if name == "chromium":
                         assert page.wait_value("", timeout=30) == "", "the page did not load"
-                    case = Case(app, page if name == "chromium" else None, inp, (width, height))
+                    served = page if name == "chromium" else None
+                    case = Case(app, served, inp, (width, height), paster)
                     results[name] = run_app(name, case)
                 finally:
                     app.close()
@@ -335,6 +364,8 @@ def test_real_app(matrix: dict[str, Any], size: str, app: str, case: str) -> Non
     assert result["error"] is None, result["error"]
     if case == "type":
         assert result["method"] == "xdotool" and result["chars"] == len(CORPUS)
+    if case == "paste":
+        assert result["method"] == "clipboard"
 
 
 def test_the_corpus_needs_more_keycodes_than_there_are_spare(xserver: object) -> None:
