@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 
 from jarvis.desktop import x11
 from jarvis.desktop.x11_focus import FocusedClient, focused_client, ping
@@ -42,13 +42,6 @@ _PING_TIMEOUT_S = 3.0
 
 class KeyTypingError(x11.X11Error):
     """Typing did not happen as asked; the message says what the model can do."""
-
-
-@dataclass
-class KeyTypingStats:
-    pieces: int = 0
-    remaps: int = 0
-    pings: int = 0
 
 
 def split_for_keymap(text: str, on_keymap: set[str], limit: int, size: int) -> list[str]:
@@ -81,9 +74,8 @@ class KeyTyper:
 
     def __init__(self, spare: x11.SpareKeycodes) -> None:
         self.spare = spare
-        self.stats = KeyTypingStats()
 
-    def type(self, text: str, between: object = None) -> FocusedClient:
+    def type(self, text: str, between: Callable[[], None] | None = None) -> FocusedClient:
         """Type ``text`` at the keyboard focus; ``between`` (a callable) runs before each
         piece (the caller's stop and fail-safe checks). Returns the client typed into."""
         client = focused_client()
@@ -94,21 +86,19 @@ class KeyTyper:
         pieces = split_for_keymap(text, keymapped, limit, TYPE_CHUNK)
         pending = False  # keys on spare keycodes sent but not yet proven handled
         for piece in pieces:
-            if callable(between):
+            if between is not None:
                 between()
             missing = {x11.char_keysym(c) for c in piece if c not in keymapped}
             delay = _KEY_DELAY_MS
             if missing and not self.spare.mapped(missing):
                 if pending:
                     self._handshake(client)
-                if self.spare.ensure(missing):
-                    self.stats.remaps += 1
-                else:
+                    pending = False
+                if not self.spare.ensure(missing):
                     log.warning("no spare keycodes: xdotool remaps while typing (may garble)")
                     delay = _REMAP_DELAY_MS
             pending = pending or bool(missing)
             self._type_piece(piece, delay)
-            self.stats.pieces += 1
         if client.pings:
             self._handshake(client)
         return client
@@ -129,7 +119,6 @@ class KeyTyper:
         if not client.pings:
             time.sleep(_GRACE_S)
             return
-        self.stats.pings += 1
         if ping(client.toplevel, _PING_TIMEOUT_S) is None:
             raise KeyTypingError(
                 f"the focused window ({client.app}) did not handle the typed keys within "
