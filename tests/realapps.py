@@ -346,6 +346,8 @@ def selection(name: str = "PRIMARY", timeout: float = 3.0) -> str | None:
 
 
 def set_clipboard(text: str, name: str = "CLIPBOARD") -> None:
+    """Set the selection and wait until it reads back (xclip's background process
+    takes it after the command returns; until then the last owner answers)."""
     subprocess.run(
         ["xclip", "-selection", name.lower(), "-t", "UTF8_STRING", "-i"],
         input=text.encode(),
@@ -353,6 +355,10 @@ def set_clipboard(text: str, name: str = "CLIPBOARD") -> None:
         stderr=subprocess.DEVNULL,
         check=True,
     )
+    deadline = time.monotonic() + 5
+    while selection(name) != text:
+        assert time.monotonic() < deadline, f"xclip did not take {name}"
+        time.sleep(0.01)
 
 
 def have_apps() -> list[str]:

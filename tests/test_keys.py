@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -284,6 +285,8 @@ def test_auto_types_keys_whatever_the_text(xserver: object) -> None:
 
 
 def _xclip_set(data: bytes, target: str = "UTF8_STRING") -> None:
+    """Set the clipboard and wait until it reads back (xclip's background process
+    takes the selection after the command returns; until then the last owner answers)."""
     subprocess.run(
         ["xclip", "-selection", "clipboard", "-t", target, "-i"],
         input=data,
@@ -291,6 +294,10 @@ def _xclip_set(data: bytes, target: str = "UTF8_STRING") -> None:
         stderr=subprocess.DEVNULL,
         check=True,
     )
+    deadline = time.monotonic() + 5
+    while _xclip_get(target) != data:
+        assert time.monotonic() < deadline, "xclip did not take the clipboard"
+        time.sleep(0.01)
 
 
 def _xclip_get(target: str = "UTF8_STRING") -> bytes | None:

@@ -30,6 +30,28 @@ from tests.realapps import selection, set_clipboard
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _set_focus(target: int) -> None:
+    from Xlib import X
+    from Xlib.display import Display
+
+    display = Display()
+    try:
+        display.set_input_focus(target, X.RevertToPointerRoot, X.CurrentTime)
+        display.sync()
+    finally:
+        display.close()
+
+
+@pytest.fixture(autouse=True)
+def _focus_follows_the_pointer_again(xserver: object) -> Iterator[None]:
+    """The session display starts with PointerRoot focus (keys go to the window under
+    the pointer), which the other tests rely on; these tests move the focus away."""
+    yield
+    from Xlib import X
+
+    _set_focus(X.PointerRoot)
+
+
 class PasteApp:
     def __init__(self, mode: str) -> None:
         self.proc = subprocess.Popen(
@@ -110,14 +132,8 @@ def test_keys_into_a_frozen_window_are_an_error_through_the_tool(
 
 def test_typing_without_a_focused_window_is_refused(xserver: object) -> None:
     from Xlib import X
-    from Xlib.display import Display
 
-    display = Display()
-    try:
-        display.set_input_focus(X.NONE, X.RevertToNone, X.CurrentTime)
-        display.sync()
-    finally:
-        display.close()
+    _set_focus(X.NONE)
     for method in ("auto", "clipboard"):
         with pytest.raises(InputError, match="no window has the keyboard focus"):
             Input(type_method=method).type_text("nowhere")  # type: ignore[arg-type]
