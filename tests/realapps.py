@@ -285,13 +285,15 @@ def changed(a: np.ndarray, b: np.ndarray, threshold: int = 40) -> np.ndarray:
 
 
 def settled(box: tuple[int, int, int, int], timeout: float = 5.0) -> np.ndarray:
-    """A grab once two grabs 80 ms apart differ in fewer than 60 pixels (a caret)."""
+    """A grab once three grabs 80 ms apart differ in fewer than 60 pixels (a caret)."""
     last = grab(box)
+    still = 0
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         time.sleep(0.08)
         now = grab(box)
-        if int(changed(last, now).sum()) < 60:
+        still = still + 1 if int(changed(last, now).sum()) < 60 else 0
+        if still >= 2:
             return now
         last = now
     return last

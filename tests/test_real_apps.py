@@ -198,13 +198,29 @@ def case_paste(c: Case) -> dict[str, Any]:
 
 
 def _line_on_screen(c: Case) -> tuple[int, int, int]:
-    """Type LINE on an empty line and find it: (x start, x middle, y middle)."""
+    """Type LINE on an empty line and find it: (x start, x middle, y middle). The
+    document is read back empty and then holding LINE before the screen is compared,
+    and the line's box must be the same on two settled screenshots (a busy machine
+    paints a line in more than one go)."""
     if not c.terminal():
         c.inp.hotkey("ctrl+a")
         c.inp.press_key("backspace")
+        assert c.saved("") == "", "the document was not emptied"
     before = settled(c.app.box)
     c.inp.type_text(LINE)
-    box = _wait(lambda: changed_box(before, settled(c.app.box)), "the typed line")
+    if not c.terminal():
+        assert c.saved(LINE) == LINE, "the line did not arrive"
+    seen: list[Any] = [None]
+
+    def stable_box() -> Any:
+        box, last = changed_box(before, settled(c.app.box)), seen[-1]
+        seen.append(box)
+        if box is None or last is None:
+            return None
+        # a blinking caret at the end of the line moves the edge by its width
+        return box if all(abs(a - b) <= 3 for a, b in zip(box, last, strict=True)) else None
+
+    box = _wait(stable_box, "the typed line", timeout=20)
     left, top, _, _ = c.app.box
     x0, y0, x1, y1 = box
     return left + x0, left + (x0 + x1) // 2, top + (y0 + y1) // 2
