@@ -18,6 +18,12 @@ characters under load. Here:
   handled everything sent so far: it answers ``_NET_WM_PING`` (GTK, Qt, Chromium,
   Electron; X delivers events in order, so the answer comes after the keys were
   translated). A client without the ping (xterm) gets a grace time instead;
+- after the remap, and before the piece's keys, it answers a ping again: it has
+  handled the mapping notification by then, and a client that fetches the new map
+  asynchronously has sent that request before the answer, so the server replies to
+  it before it generates the keys (one ping before the remap only was not enough:
+  under load, once in about ten runs of the matrix, an editor or Chromium read an
+  emoji as the CJK character its keycode held before);
 - after the last piece the application must answer the ping too: a focused window
   that does not handle its events is an error, never a success.
 """
@@ -92,11 +98,13 @@ class KeyTyper:
             delay = _KEY_DELAY_MS
             if missing and not self.spare.mapped(missing):
                 if pending:
-                    self._handshake(client)
+                    self._handshake(client)  # the earlier keys were read with the old map
                     pending = False
                 if not self.spare.ensure(missing):
                     log.warning("no spare keycodes: xdotool remaps while typing (may garble)")
                     delay = _REMAP_DELAY_MS
+                elif client.pings:
+                    self._handshake(client)  # the client has seen (and asked for) the new map
             pending = pending or bool(missing)
             self._type_piece(piece, delay)
         if client.pings:
