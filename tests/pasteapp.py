@@ -12,7 +12,9 @@ MODE is one of:
 - ``stale``: reads CLIPBOARD every 50 ms on its own, stamped with a time from before
   any paste key (as a clipboard watcher does), and never pastes on the key;
 - ``frozen``: answers nothing: it advertises ``_NET_WM_PING`` and never reads its
-  events (a hung application with the focus).
+  events (a hung application with the focus);
+- ``closes``: a dialog: answers pings, reports the ASCII it was typed
+  (``{"typed": text}``) and destroys its window on Return.
 """
 
 from __future__ import annotations
@@ -91,6 +93,9 @@ def main(mode: str) -> None:
     if mode == "frozen":
         time.sleep(120)  # the events pile up unread
         return
+    if mode == "closes":
+        _dialog(display, window)
+        return
     v_key = display.keysym_to_keycode(XK.string_to_keysym("v"))
     fetched = 0
     while True:
@@ -104,6 +109,32 @@ def main(mode: str) -> None:
         if ev.type == X.KeyPress and ev.detail == v_key and ev.state & X.ControlMask:
             data = _fetch(display, window, ev.time)
             _say({"pasted": data.decode("utf-8") if data is not None else None})
+
+
+def _dialog(display: Any, window: Any) -> None:
+    from Xlib.protocol import event as xevent
+
+    protocols = display.intern_atom("WM_PROTOCOLS")
+    ping = display.intern_atom("_NET_WM_PING")
+    root = display.screen().root
+    typed = ""
+    while True:
+        ev = display.next_event()
+        if ev.type == X.ClientMessage and ev.client_type == protocols and ev.data[1][0] == ping:
+            reply = xevent.ClientMessage(window=root, client_type=protocols, data=ev.data)
+            mask = X.SubstructureNotifyMask | X.SubstructureRedirectMask
+            root.send_event(reply, event_mask=mask)
+            display.flush()
+        elif ev.type == X.KeyPress:
+            keysym = display.keycode_to_keysym(ev.detail, 1 if ev.state & X.ShiftMask else 0)
+            if keysym == XK.XK_Return:
+                _say({"typed": typed})
+                window.destroy()
+                display.sync()
+                time.sleep(60)
+                return
+            if 0x20 <= keysym <= 0x7E:
+                typed += chr(keysym)
 
 
 if __name__ == "__main__":

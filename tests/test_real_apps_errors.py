@@ -130,6 +130,14 @@ def test_keys_into_a_frozen_window_are_an_error_through_the_tool(
     assert "JarvisPasteApp" in result.error.message
 
 
+@pytest.mark.parametrize("paste_app", ["closes"], indirect=True)
+def test_keys_that_close_the_window_are_a_success(paste_app: PasteApp) -> None:
+    """A dialog that Return closes handled its keys: its window going away is no error."""
+    typed = Input().type_text("bye now\n")
+    assert (typed.method, typed.chars, typed.target) == ("xdotool", 8, "JarvisPasteApp")
+    assert paste_app.seen(timeout=5) == [{"typed": "bye now"}]
+
+
 def test_typing_without_a_focused_window_is_refused(xserver: object) -> None:
     from Xlib import X
 

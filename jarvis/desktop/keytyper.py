@@ -127,7 +127,10 @@ class KeyTyper:
         if not client.pings:
             time.sleep(_GRACE_S)
             return
-        if ping(client.toplevel, _PING_TIMEOUT_S) is None:
+        answer = ping(client.toplevel, _PING_TIMEOUT_S)
+        if answer == "gone":  # the keys closed it (Return in a dialog): they were handled
+            log.debug("the focused window went away while typing")
+        elif answer == "silent":
             raise KeyTypingError(
                 f"the focused window ({client.app}) did not handle the typed keys within "
                 f"{_PING_TIMEOUT_S:.0f} s: it is busy or frozen, and the text may be incomplete. "

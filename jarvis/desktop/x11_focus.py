@@ -17,7 +17,7 @@ import logging
 import select
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from jarvis.desktop.x11 import X11Error, close_display
 
@@ -102,9 +102,15 @@ def focused_client() -> FocusedClient:
         close_display(display)
 
 
-def ping(toplevel: int, timeout: float = 2.0) -> float | None:
-    """Send ``_NET_WM_PING`` to ``toplevel``; the seconds until it answered, None if not."""
+PingResult = Literal["answered", "gone", "silent"]
+
+
+def ping(toplevel: int, timeout: float = 2.0) -> PingResult:
+    """Send ``_NET_WM_PING`` to ``toplevel`` and wait for the answer: ``answered``;
+    ``gone`` if the window was destroyed or unmapped (a dialog that typed Return
+    closed has handled its keys); ``silent`` if it did not answer within ``timeout``."""
     from Xlib import X
+    from Xlib import error as xerror
     from Xlib.display import Display
     from Xlib.protocol import event as xevent
 
@@ -115,35 +121,38 @@ def ping(toplevel: int, timeout: float = 2.0) -> float | None:
         ping_atom = display.intern_atom("_NET_WM_PING")
         # GTK and Chromium answer with SubstructureNotify, Qt with StructureNotify
         root.change_attributes(event_mask=X.SubstructureNotifyMask | X.StructureNotifyMask)
-        token = int(time.monotonic_ns() // 1000) & 0x7FFFFFFF or 1
         window = display.create_resource_object("window", toplevel)
+        caught = xerror.CatchError(xerror.BadWindow)
+        window.change_attributes(event_mask=X.StructureNotifyMask, onerror=caught)
+        try:
+            if window.get_attributes().map_state != X.IsViewable:
+                return "gone"
+        except xerror.BadWindow:
+            return "gone"
+        token = int(time.monotonic_ns() // 1000) & 0x7FFFFFFF or 1
         message = xevent.ClientMessage(
             window=window,
             client_type=protocols,
             data=(32, [ping_atom, token, toplevel, 0, 0]),
         )
-        start = time.monotonic()
-        window.send_event(message, event_mask=0)
+        window.send_event(message, event_mask=0, onerror=caught)
         display.flush()
-        deadline = start + timeout
+        deadline = time.monotonic() + timeout
         while True:
             while display.pending_events():
                 ev = display.next_event()
+                if ev.type in (X.DestroyNotify, X.UnmapNotify) and ev.window.id == toplevel:
+                    return "gone"
                 if (
                     ev.type == X.ClientMessage
                     and ev.client_type == protocols
                     and ev.data[1][0] == ping_atom
                     and ev.data[1][1] == token
                 ):
-                    return time.monotonic() - start
+                    return "answered"
             left = deadline - time.monotonic()
             if left <= 0:
-                return None
+                return "gone" if caught.get_error() is not None else "silent"
             select.select([display.fileno()], [], [], left)
-    except X11Error:
-        raise
-    except Exception as exc:  # the window went away (BadWindow) or the display did
-        log.debug("ping of 0x%x failed: %r", toplevel, exc)
-        return None
     finally:
         close_display(display)
