@@ -178,7 +178,8 @@ def test_type_arrives_in_the_box(desk: Desk) -> None:
     desk.click_box()
     text = "Hello, <Jarvis> & ü!"
     result = desk.run("type", {"text": text})
-    assert result.ok and result.data == {"typed_chars": len(text)}
+    assert result.ok
+    assert result.data == {"typed_chars": len(text), "method": "xdotool", "into": "Tk"}
     desk.app.wait_kind("text", widget="box", text=text)
     assert desk.app.entry_text() == text
 

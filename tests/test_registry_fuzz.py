@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jarvis.config import Settings, ToolLimit, ToolPolicy
+from jarvis.desktop.input import TypedText
 from jarvis.events import EventRecorder, ToolCallFinished, ToolCallStarted
 from jarvis.tools.audit import audit_path
 from jarvis.tools.context import ToolContext
@@ -294,8 +295,9 @@ class RecordingInput:
     def scroll(self, x: int, y: int, direction: str, amount: int = 3) -> None:
         self._record("scroll", x, y, direction, amount)
 
-    def type_text(self, text: str) -> None:
+    def type_text(self, text: str) -> TypedText:
         self._record("type_text", text)
+        return TypedText("xdotool", len(text))
 
     def hotkey(self, keys: str) -> None:
         self._record("hotkey", keys)

@@ -15,14 +15,17 @@ How each primitive is delivered, and why:
   with the receiving client. Elsewhere keys go through pyautogui keyDown/keyUp.
   Key names are validated first (:mod:`jarvis.desktop.keys`): an unknown key is an
   :class:`UnknownKeyError`, never a silent no-op (pyautogui ignores names it does not know).
-- Text on X11 (``type_method``): ``xdotool`` types it as key presses, in pieces whose
-  off-keymap characters fit on the spare keycodes; ``clipboard`` pastes it through
-  the CLIPBOARD selection (ctrl+v) and then restores what the clipboard held;
-  ``auto`` types with xdotool when all off-keymap characters of the text fit on the
-  spare keycodes at once (typing works in every app, terminals included) and pastes
-  otherwise (long text in many distinct scripts or symbols: exact and fast, but the
-  app must paste on ctrl+v). Newlines and tabs are always the Return and Tab keys.
-  Other control characters are refused (use press_key).
+- Text on X11 (``type_method``): ``auto`` and ``xdotool`` type it as key presses
+  (:mod:`jarvis.desktop.keytyper`: pieces whose off-keymap characters fit on the
+  spare keycodes, with a handshake so the application reads every key with the
+  right keymap); keys work in every application, terminals and Chromium included.
+  ``clipboard`` pastes it with the focused application's paste key
+  (:class:`jarvis.desktop.clipboard.PasteRoute`: ctrl+v, ctrl+shift+v in VTE-like
+  terminals, shift+Insert with PRIMARY in xterm), counts it done only when the
+  application fetched the text after that key, and restores what the selection
+  held. Newlines and tabs are always the Return and Tab keys. Other control
+  characters are refused (use press_key). The result (:class:`TypedText`) says
+  which method delivered how many characters; what did not arrive is an error.
   On other platforms ``auto`` uses ``pyautogui.write`` for ASCII and a pyperclip
   paste (ctrl+v, cmd+v on macOS) for the rest; ``pyautogui.write`` cannot type
   non-ASCII text.
@@ -41,9 +44,11 @@ import sys
 import threading
 import time
 import unicodedata
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from jarvis.desktop import clipboard, x11
+from jarvis.desktop.clipboard import PasteRoute
 from jarvis.desktop.errors import FailSafeError, InputError, InputInterrupted
 from jarvis.desktop.keys import (
     MODIFIERS,
@@ -52,6 +57,8 @@ from jarvis.desktop.keys import (
     parse_chord,
     pyautogui_key,
 )
+from jarvis.desktop.keytyper import KeyTyper, split_for_keymap
+from jarvis.desktop.x11_focus import focused_client
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
@@ -62,6 +69,7 @@ __all__ = [
     "Input",
     "InputError",
     "InputInterrupted",
+    "TypedText",
     "UnknownKeyError",
     "normalize_key",
     "parse_chord",
@@ -74,39 +82,22 @@ log = logging.getLogger(__name__)
 Direction = Literal["up", "down", "left", "right"]
 TypeMethod = Literal["auto", "xdotool", "clipboard"]
 MAX_SCROLL = 100
+_MULTI_CLICK_S = 0.5  # GTK and Qt count clicks within 400 ms as one sequence, Chromium 500
 _DRAG_STEP_S = 0.005  # between drag steps: apps see each position
-_TYPE_CHUNK = 100
-_TYPE_DELAY_MS = 2  # per key for keymap characters (no remapping, nothing to race)
-_REMAP_DELAY_MS = 12  # per key when xdotool must remap (xdotool's own default)
-_RECYCLE_GRACE_S = 0.05  # before reusing spare keycodes the previous piece typed with
 
 
 # ------------------------------------------------------------------ typing
 
 
-def split_for_keymap(text: str, on_keymap: set[str], limit: int, size: int) -> list[str]:
-    """Pieces of at most ``size`` characters with at most ``limit`` distinct characters
-    that are not ``on_keymap`` (each piece's must fit on the spare keycodes at once)."""
-    pieces: list[str] = []
-    current: list[str] = []
-    off: set[str] = set()
-    for char in text:
-        new_off = char not in on_keymap and char not in off
-        if current and (len(current) >= size or (new_off and len(off) >= limit)):
-            pieces.append("".join(current))
-            current, off = [], set()
-        if char not in on_keymap:
-            off.add(char)
-        current.append(char)
-    if current:
-        pieces.append("".join(current))
-    return pieces
+@dataclass(frozen=True)
+class TypedText:
+    """What ``type_text`` did: the method that delivered the text and how many
+    characters it sent (newlines and tabs included), and where it went."""
 
-
-def _on_keymap(text: str, keymap: x11.Keymap) -> set[str]:
-    """The characters of ``text`` on the base keymap (not counting our spare keycodes)."""
-    base = keymap.keysyms(base_only=True)
-    return {c for c in set(text) if c in "\n\t" or x11.char_keysym(c) in base}
+    method: str  # "xdotool", "clipboard", "write" (pyautogui) or "pyperclip"
+    chars: int
+    target: str = ""  # the application typed into (its WM_CLASS), when known
+    paste_key: str = ""  # for the clipboard method: the key that made the app paste
 
 
 def _is_control(char: str) -> bool:
@@ -135,6 +126,7 @@ class Input:
         self._pg: Any = None
         self._bounds: tuple[int, int, int, int] | None = None
         self._placed: tuple[int, int] | None = None  # where we last put the pointer
+        self._last_press = 0.0  # monotonic time of our last button press
         self._spare = x11.SpareKeycodes()
         self._lock = threading.RLock()
         self.stop = stop
@@ -204,9 +196,32 @@ class Input:
 
     def click(self, x: int, y: int) -> None:
         self._mouse("click", x, y, clicks=1, button="left")
+        self._last_press = time.monotonic()
 
     def double_click(self, x: int, y: int) -> None:
-        self._mouse("click", x, y, clicks=2, button="left")
+        if not self._x11:
+            self._mouse("click", x, y, clicks=2, button="left")
+            return
+        with self._lock:  # one burst: a busy machine cannot stretch it past the double-click time
+            self._check_point(x, y)
+            self._guard()
+            self._outlast_click_sequence()
+            self.gui.moveTo(x, y)
+            try:
+                x11.click_burst(button=1, count=2)
+            except x11.X11Error as exc:
+                raise InputError(str(exc)) from exc
+            self._placed_at(x, y)
+            self._last_press = time.monotonic()
+
+    def _outlast_click_sequence(self) -> None:
+        """Let the double-click time of our last press pass, so that the application
+        does not count a double click as the third and fourth click of a sequence
+        (measured in mousepad: a double click 0.3 s after the last one selected
+        nothing, four times in ten)."""
+        wait = self._last_press + _MULTI_CLICK_S - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
 
     def right_click(self, x: int, y: int) -> None:
         self._mouse("click", x, y, clicks=1, button="right")
@@ -243,6 +258,7 @@ class Input:
                     self._placed_at(px, py)
                 gui.mouseUp(x2, y2, button="left")
                 released = True
+                self._last_press = time.monotonic()
             finally:
                 if not released:
                     gui.mouseUp(button="left")
@@ -293,7 +309,7 @@ class Input:
         except x11.X11Error as exc:
             raise InputError(str(exc)) from exc
 
-    def type_text(self, text: str) -> None:
+    def type_text(self, text: str) -> TypedText:
         """Type ``text`` exactly; newline is the Return key and tab the Tab key."""
         if not isinstance(text, str):
             raise InputError(f"text must be a string, got {type(text).__name__}")
@@ -302,75 +318,64 @@ class Input:
         if control:
             raise InputError(f"text has control characters {', '.join(control)}; use press_key")
         if not text:
-            return
+            return TypedText(self.type_method, 0)
         with self._lock:
             self._guard()
             method = self._choose_method(text)
             log.debug("typing %d characters with %s", len(text), method)
-            if method == "xdotool":
-                self._type_xdotool(text)
-            elif method == "clipboard":
-                self._type_pasted(text)
-            elif method == "write":
+            try:
+                if method == "xdotool":
+                    client = KeyTyper(self._spare).type(text, between=self._guard)
+                    return TypedText(method, len(text), target=client.app)
+                if method == "clipboard":
+                    return self._type_pasted(text)
+            except x11.X11Error as exc:
+                raise InputError(str(exc)) from exc
+            if method == "write":
                 self.gui.write(text)
             else:
                 self._type_pyperclip(text)
+            return TypedText(method, len(text))
 
     def _choose_method(self, text: str) -> str:
+        """``auto`` types keys wherever it can: they work in every application, while a
+        paste needs the application's paste key and is refused by some."""
         if not self._x11:
             if self.type_method == "xdotool":
                 raise InputError("type_method 'xdotool' needs an X11 desktop")
             plain = all(c in "\n\t" or " " <= c <= "~" for c in text)
             return "write" if plain and self.type_method == "auto" else "pyperclip"
         has_xdotool, has_xclip = x11.have("xdotool"), x11.have("xclip")
-        if self.type_method == "xdotool" or (self.type_method == "auto" and not has_xclip):
-            if not has_xdotool:
-                raise InputError("typing needs xdotool (apt-get install xdotool)")
-            return "xdotool"
-        if not has_xclip:
-            raise InputError("type_method 'clipboard' needs xclip (apt-get install xclip)")
-        if self.type_method == "auto" and has_xdotool and self._fits_keymap(text):
-            return "xdotool"
-        return "clipboard"
+        if self.type_method == "clipboard" or (self.type_method == "auto" and not has_xdotool):
+            if not has_xclip:
+                raise InputError("type_method 'clipboard' needs xclip (apt-get install xclip)")
+            return "clipboard"
+        if not has_xdotool:
+            raise InputError("typing needs xdotool (apt-get install xdotool)")
+        return "xdotool"
 
-    def _fits_keymap(self, text: str) -> bool:
-        """True if xdotool can type ``text`` without remapping keycodes while typing."""
-        keymap = x11.read_keymap()
-        missing = set(text) - _on_keymap(text, keymap)
-        return not missing or len(missing) <= keymap.capacity()
-
-    def _type_xdotool(self, text: str) -> None:
-        """Type in pieces whose off-keymap characters fit on spare keycodes (mapped first)."""
-        keymap = x11.read_keymap()
-        on_keymap = _on_keymap(text, keymap)
-        previous_missing = False
-        pieces = split_for_keymap(text, on_keymap, max(1, keymap.capacity()), _TYPE_CHUNK)
-        for piece in pieces:
-            self._guard()
-            missing = {x11.char_keysym(c) for c in piece if c not in on_keymap}
-            delay = _TYPE_DELAY_MS
-            if missing:
-                if previous_missing:
-                    time.sleep(_RECYCLE_GRACE_S)  # keys of the last piece may be in flight
-                if not self._spare.ensure(missing):
-                    log.warning("no spare keycodes: xdotool remaps while typing (may garble)")
-                    delay = _REMAP_DELAY_MS
-            previous_missing = bool(missing)
-            timeout = 5 + len(piece) * delay / 250
-            self._xdotool("type", "--delay", str(delay), "--", piece, timeout=timeout)
-
-    def _type_pasted(self, text: str) -> None:
-        """Paste runs of text through the clipboard; newlines and tabs are key presses."""
+    def _type_pasted(self, text: str) -> TypedText:
+        """Paste runs of text with the focused application's paste key; newlines and
+        tabs are key presses. A paste the application did not fetch is an error."""
+        client = focused_client()
+        route = PasteRoute.for_class(client.wm_class)
+        chord = parse_chord(route.key)
         try:
-            with clipboard.ClipboardPaster() as paster:
+            with clipboard.ClipboardPaster(selection=route.selection) as paster:
                 for piece in re.split(r"([\n\t])", text):
                     if piece in ("\n", "\t"):
                         self._press([normalize_key(piece)])
                     elif piece:
                         self._guard()
-                        paster.paste(piece, lambda: self._press(["ctrl", "v"]))
-        except x11.X11Error as exc:
-            raise InputError(str(exc)) from exc
+                        paster.paste(piece, lambda: self._press(chord))
+        except clipboard.PasteNotFetched as exc:
+            raise InputError(
+                f"the focused window ({client.app}) did not take the pasted text: it did not "
+                f"read the {route.selection} selection within {exc.timeout:.0f} s after "
+                f"{route.key}, so nothing more was typed. Click into a text field and try "
+                "again, or set type_method to auto (typing keys)."
+            ) from exc
+        return TypedText("clipboard", len(text), target=client.app, paste_key=route.key)
 
     def _type_pyperclip(self, text: str) -> None:
         import pyperclip

@@ -77,6 +77,32 @@ def xdotool(*args: str, timeout: float = 10.0) -> None:
         raise X11Error(f"xdotool {args[0]} failed ({done.returncode}): {msg}")
 
 
+_CLICK_GAP_MS = 12
+
+
+def click_burst(button: int, count: int) -> None:
+    """Press and release ``button`` ``count`` times where the pointer is, sent to the
+    server in one write: pyautogui syncs after each event, and a process descheduled
+    between two clicks for longer than the double-click time (400 ms in GTK) under
+    load makes a double click two single clicks. The server spaces the events itself
+    (XTEST's delay) by a few milliseconds: Chromium did not count a press stamped with
+    the same time as the previous release as a second click."""
+    from Xlib import X
+    from Xlib.display import Display
+    from Xlib.ext import xtest
+
+    try:
+        display = Display()
+    except Exception as exc:  # the display is gone or refuses us
+        raise X11Error(f"cannot open the display for a click: {exc!r}") from exc
+    try:
+        for i in range(count):
+            xtest.fake_input(display, X.ButtonPress, button, time=_CLICK_GAP_MS if i else 0)
+            xtest.fake_input(display, X.ButtonRelease, button, time=_CLICK_GAP_MS)
+    finally:
+        close_display(display)
+
+
 def char_keysym(char: str) -> int:
     """The X keysym for one character (Latin-1 keysyms are the code point)."""
     code = ord(char)
@@ -201,6 +227,10 @@ class SpareKeycodes:
 
     def __init__(self) -> None:
         self._recent: OrderedDict[int, int] = OrderedDict()  # keycode -> keysym, newest last
+
+    def mapped(self, keysyms: Collection[int]) -> bool:
+        """True if every one of ``keysyms`` is on the keymap now (ours or the base map's)."""
+        return set(keysyms) <= read_keymap().keysyms()
 
     def ensure(self, keysyms: Collection[int]) -> bool:
         """Map the missing ``keysyms``; False (and no change) if too few keycodes are free."""

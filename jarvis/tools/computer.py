@@ -14,7 +14,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
 
@@ -33,6 +33,7 @@ from jarvis.tools.registry import ToolRegistry
 from jarvis.tools.results import INTERNAL, INVALID_PARAMS, ToolFailure
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MAX_WAIT_MS = 10_000
 MAX_TEXT = 10_000
@@ -189,10 +190,10 @@ def _real(ctx: ToolContext, x: int, y: int) -> tuple[int, int]:
     return _screen(ctx).to_screen(x, y)
 
 
-def _act(ctx: ToolContext, action: Callable[[], None]) -> None:
+def _act(ctx: ToolContext, action: Callable[[], T]) -> T:
     """Run one input action; the fail-safe ends the task, a key error is the model's to fix."""
     try:
-        action()
+        return action()
     except FailSafeError as exc:
         ctx.set_control("aborted", str(exc) or "input fail-safe triggered")
         raise ToolFailure(INTERNAL, f"input fail-safe triggered, the task stops: {exc}") from exc
@@ -251,8 +252,13 @@ def scroll(args: ScrollArgs, ctx: ToolContext) -> dict[str, Any]:
 
 def type_(args: TypeArgs, ctx: ToolContext) -> dict[str, Any]:
     """Type text at the keyboard focus (click the field first). Use press_key for Enter."""
-    _act(ctx, lambda: _input(ctx).type_text(args.text))
-    return {"typed_chars": len(args.text)}
+    typed = _act(ctx, lambda: _input(ctx).type_text(args.text))
+    result: dict[str, Any] = {"typed_chars": typed.chars, "method": typed.method}
+    if typed.target:
+        result["into"] = typed.target
+    if typed.paste_key:
+        result["paste_key"] = typed.paste_key
+    return result
 
 
 def hotkey(args: HotkeyArgs, ctx: ToolContext) -> dict[str, Any]:

@@ -46,6 +46,22 @@ class ScreenLike(Protocol):
     def to_screen(self, x: int, y: int) -> tuple[int, int]: ...
 
 
+class TypedLike(Protocol):
+    """What ``type_text`` reports (``jarvis.desktop.input.TypedText``)."""
+
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def chars(self) -> int: ...
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def paste_key(self) -> str: ...
+
+
 class InputLike(Protocol):
     """The part of ``jarvis.desktop.input.Input`` the tools use (real screen coordinates)."""
 
@@ -63,7 +79,7 @@ class InputLike(Protocol):
         self, x: int, y: int, direction: Literal["up", "down", "left", "right"], amount: int = 3
     ) -> None: ...
 
-    def type_text(self, text: str) -> None: ...
+    def type_text(self, text: str) -> TypedLike: ...
 
     def hotkey(self, keys: str) -> None: ...
 
