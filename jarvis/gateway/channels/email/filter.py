@@ -1,0 +1,69 @@
+"""Mail Jarvis never answers: automated mail and its own messages (no loops).
+
+Pure functions on the parsed message; each returns the reason to drop it, or None.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Container
+from email.message import EmailMessage
+
+OWN_PREFIX = "jarvis."
+"""Message-IDs Jarvis makes start with ``<jarvis.``."""
+_OOO = re.compile(
+    r"^\s*(auto(matic)?[ -]?(reply|response|antwort)|out of (the )?office|"
+    r"abwesenheit|absence|r[ée]ponse automatique|vacation)",
+    re.IGNORECASE,
+)
+
+
+def _header(msg: EmailMessage, name: str) -> str:
+    value = msg.get(name)
+    return "" if value is None else str(value).strip()
+
+
+def automated_reason(msg: EmailMessage) -> str | None:
+    """Auto-Submitted, Precedence, list mail, bounces and out-of-office replies."""
+    auto = _header(msg, "auto-submitted").lower()
+    if auto and auto.split(";")[0].strip() != "no":
+        return f"automated mail (Auto-Submitted: {auto})"
+    precedence = _header(msg, "precedence").lower()
+    if precedence in ("bulk", "list", "junk"):
+        return f"automated mail (Precedence: {precedence})"
+    for name in ("list-unsubscribe", "list-id", "x-autoreply", "x-autorespond"):
+        if msg.get(name) is not None:
+            return f"automated mail ({name} header)"
+    suppress = _header(msg, "x-auto-response-suppress").lower()
+    if suppress and any(w in suppress for w in ("all", "oof", "autoreply")):
+        return "automated mail (X-Auto-Response-Suppress)"
+    sender = " ".join(_header(msg, name).lower() for name in ("from", "sender", "return-path"))
+    if "mailer-daemon" in sender or "postmaster@" in sender:
+        return "a bounce (MAILER-DAEMON)"
+    if _header(msg, "return-path") == "<>":
+        return "a bounce (empty Return-Path)"
+    if msg.get_content_type() == "multipart/report":
+        return "a delivery or read report"
+    if _OOO.match(_header(msg, "subject")):
+        return "an out-of-office reply"
+    return None
+
+
+def message_id(msg: EmailMessage) -> str | None:
+    """The Message-ID as written, angle brackets included; None when absent or blank."""
+    value = _header(msg, "message-id")
+    return value if re.fullmatch(r"<[^<>\s]+>", value) else None
+
+
+def own_reason(msg: EmailMessage, sent: Container[str]) -> str | None:
+    """Mail whose Message-ID Jarvis itself made or sent."""
+    mid = message_id(msg)
+    if mid is None:
+        return "no usable Message-ID"
+    if mid in sent or mid.lower().startswith("<" + OWN_PREFIX):
+        return "Jarvis's own message (a loop)"
+    return None
+
+
+def drop_reason(msg: EmailMessage, sent: Container[str]) -> str | None:
+    return own_reason(msg, sent) or automated_reason(msg)
