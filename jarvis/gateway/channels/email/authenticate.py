@@ -64,9 +64,9 @@ def from_address(msg: EmailMessage) -> tuple[str | None, str | None]:
         return None, "the From header does not parse"
     if defects:
         return None, f"the From header does not parse cleanly ({defects[0]})"
-    if len(groups) != 1 or groups[0].display_name is not None:
-        return None, "From holds a group or several entries"
-    mailboxes = groups[0].addresses
+    if any(group.display_name is not None for group in groups):
+        return None, "From holds a group"
+    mailboxes = [m for group in groups for m in group.addresses]
     if len(mailboxes) != 1:
         return None, f"From holds {len(mailboxes)} mailboxes"
     spec = mailboxes[0].addr_spec
