@@ -76,11 +76,13 @@ ATTACKS: list[tuple[str, bytes, str]] = [
     (
         "a forged pass below a failing trusted one",
         mail(
-            headers(
-                Authentication_Results=f"{AUTHSERV}; dkim=fail header.d=example.com; "
-                "spf=fail smtp.mailfrom=example.com; dmarc=fail header.from=example.com"
-            )
-            + [("Authentication-Results", GOOD_AR)]
+            [
+                *headers(
+                    Authentication_Results=f"{AUTHSERV}; dkim=fail header.d=example.com; "
+                    "spf=fail smtp.mailfrom=example.com; dmarc=fail header.from=example.com"
+                ),
+                ("Authentication-Results", GOOD_AR),
+            ]
         ),
         "dmarc=pass",
     ),
@@ -116,8 +118,8 @@ ATTACKS: list[tuple[str, bytes, str]] = [
         mail(headers(Authentication_Results=f"{AUTHSERV}; none")),
         "aligned",
     ),
-    ("two Subject headers", mail(headers() + [("Subject", "Another")]), "2 subject headers"),
-    ("two Message-IDs", mail(headers() + [("Message-ID", "<x@y>")]), "message-id"),
+    ("two Subject headers", mail([*headers(), ("Subject", "Another")]), "2 subject headers"),
+    ("two Message-IDs", mail([*headers(), ("Message-ID", "<x@y>")]), "message-id"),
     ("automated (Auto-Submitted)", mail(headers(Auto_Submitted="auto-generated")), "automated"),
     ("a mailing list", mail(headers(List_Unsubscribe="<mailto:u@list.test>")), "automated"),
     ("bulk", mail(headers(Precedence="bulk")), "automated"),
