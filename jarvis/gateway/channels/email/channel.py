@@ -104,6 +104,13 @@ class EmailChannel:
 
     # -- lifecycle --
     async def start(self) -> None:
+        """Start fetching; with unusable settings say why (a warning event) and stay off."""
+        problems = self.email.problems()
+        if problems:
+            message = "email channel off: " + "; ".join(problems)
+            log.error("%s", message)
+            self.bus.emit(AgentWarning(message=message))
+            return
         self._loop = asyncio.get_running_loop()
         self._unsubscribe = self.bus.subscribe(self._on_reply, ReplyReady)
         self._thread = threading.Thread(target=self.fetcher.run, name="email-fetch", daemon=True)

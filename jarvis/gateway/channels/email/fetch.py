@@ -197,27 +197,39 @@ class Fetcher:
             client.idle_done()
 
     def _catch_up(self, client: IMAPClient, mark: MailboxMark, *, unseen_only: bool) -> int:
-        """Hand over every message above the mark, oldest first; returns how many."""
-        box = self.settings.mailbox
-        criteria: list[Any] = ["UID", f"{mark.last_uid + 1}:*"]
-        if unseen_only:
-            criteria += ["UNSEEN"]
-        uids = sorted(u for u in client.search(criteria) if u > mark.last_uid)
+        """Hand over every message above the mark, oldest first; returns how many.
+
+        Searches again until nothing new turns up and a NOOP announces nothing: mail that
+        arrived meanwhile was announced after some command's result, which the client does
+        not keep, and IDLE would not mention it again."""
         done = 0
-        for uid in uids:
-            if self._stop.is_set():
+        while not self._stop.is_set():
+            criteria: list[Any] = ["UID", f"{mark.last_uid + 1}:*"]
+            if unseen_only:
+                criteria += ["UNSEEN"]
+            uids = sorted(u for u in client.search(criteria) if u > mark.last_uid)
+            if not uids:
+                # the server announces new mail after a command's result: ask once more
+                _, responses = client.noop()
+                if any(_is_change(r) for r in responses):
+                    continue
                 break
-            info = client.fetch([uid], ["RFC822.SIZE", "FLAGS"]).get(uid)
-            if info is None:  # expunged meanwhile
-                continue
-            flags = set(info.get(b"FLAGS", ()))
-            if not ({QUEUED, HANDLED} & flags):
-                size = int(info[b"RFC822.SIZE"])
-                self._hand_over(client, uid, size)
-                done += 1
-            mark = MailboxMark(uidvalidity=mark.uidvalidity, last_uid=uid)
-            self.state.put(box, mark)
+            for uid in uids:
+                if self._stop.is_set():
+                    break
+                done += self._one(client, uid)
+                mark = MailboxMark(uidvalidity=mark.uidvalidity, last_uid=uid)
+                self.state.put(self.settings.mailbox, mark)
         return done
+
+    def _one(self, client: IMAPClient, uid: int) -> int:
+        info = client.fetch([uid], ["RFC822.SIZE", "FLAGS"]).get(uid)
+        if info is None:  # expunged meanwhile
+            return 0
+        if {QUEUED, HANDLED} & set(info.get(b"FLAGS", ())):
+            return 0
+        self._hand_over(client, uid, int(info[b"RFC822.SIZE"]))
+        return 1
 
     def _hand_over(self, client: IMAPClient, uid: int, size: int) -> None:
         big = size > self.settings.max_size_bytes
