@@ -147,8 +147,8 @@ class EmailChannel:
         )
         mail_id = _mail_id(decision)
         if mail_id and mail_id in self.ledger.data.handled and decision.kind != "drop":
-            log.info("email %s was handled before (a replay); skipped", mail_id)
-            return "handled"
+            log.info("email %s was handled before (a replay); not again", mail_id)
+            return "queued" if mail_id in self.ledger.data.queued else "handled"
         log.info("email UID %d from %s: %s", fetched.uid, _who(decision), decision.describe())
         if decision.kind in ("drop", "reject"):
             if decision.kind == "reject":
@@ -167,6 +167,8 @@ class EmailChannel:
     async def _done(self, mail_id: str | None, queued: bool = False) -> Outcome:
         if mail_id:
             self.ledger.data.handled[mail_id] = time.time()
+            if queued:
+                self.ledger.data.queued[mail_id] = time.time()
         await asyncio.to_thread(self.ledger.save)
         return "queued" if queued else "handled"
 

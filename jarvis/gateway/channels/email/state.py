@@ -87,6 +87,8 @@ class LedgerData(BaseModel):
     """Message-ID of a question Jarvis sent -> the task id that asked."""
     handled: dict[str, float] = Field(default_factory=dict)
     """Message-IDs of mail already decided (a replay after a crash is not decided again)."""
+    queued: dict[str, float] = Field(default_factory=dict)
+    """Those of them that queued a task or an answer (flagged ``$JarvisQueued``)."""
 
 
 class Ledger:
@@ -114,6 +116,7 @@ class Ledger:
         d = self.data
         d.sent = {k: v for k, v in d.sent.items() if now - v < KEEP_S}
         d.handled = {k: v for k, v in d.handled.items() if now - v < KEEP_S}
+        d.queued = {k: v for k, v in d.queued.items() if now - v < KEEP_S}
         d.confirmations = [c for c in d.confirmations if now - c.expires < KEEP_S]
         d.tasks = {a: [t for t in ts if now - t < 3600] for a, ts in d.tasks.items()}
         d.tasks = {a: ts for a, ts in d.tasks.items() if ts}
