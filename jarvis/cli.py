@@ -27,6 +27,7 @@ SUBCOMMAND_MODULES = (
     "jarvis.memory.commands",
     "jarvis.gateway.commands",
     "jarvis.gateway.serve_command",
+    "jarvis.gateway.channels.email.commands",
 )
 
 
