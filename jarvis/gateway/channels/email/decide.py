@@ -111,8 +111,6 @@ def decide(
         dkim_local=settings.dkim_local and not headers_only,
         dnsfunc=dnsfunc,
     )
-    if identity is None and headers_only and settings.dkim_local and reason:
-        return Decision("reject", reason, msg=msg)
     if identity is None:
         return Decision("reject", reason or "not authenticated", msg=msg)
     thread = thread_of(msg, identity)
