@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from jarvis.gateway.channels.email.authenticate import dkim_reason
 from jarvis.gateway.channels.email.channel import frame
-from jarvis.gateway.channels.email.decide import decide, parse_message
+from jarvis.gateway.channels.email.decide import decide
 from jarvis.gateway.channels.email.fetch import backoff_delay
 from jarvis.gateway.channels.email.parse import body_text, cap, html_text, quarantine, strip_quotes
 from jarvis.gateway.channels.email.reply import compose, re_subject
