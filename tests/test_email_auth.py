@@ -199,9 +199,9 @@ def test_a_confirmation_from_another_sender_is_rejected() -> None:
 
 def test_totp_codes_work_once_and_not_when_stale() -> None:
     secret = pyotp.random_base32()
-    env = {"ALICE_TOTP": secret}
+    env = {"ALICE_TOTP_SECRET": secret}
     code = pyotp.TOTP(secret).at(NOW)
-    wl = whitelist("token", "ALICE_TOTP")
+    wl = whitelist("token", "ALICE_TOTP_SECRET")
     raw = mail(headers(Subject=f"Open the report {code}"))
     d = decide(raw, wl, LedgerData(), email_settings(), NOW, secrets_env=env)
     assert d.kind == "task" and d.totp_step == int(NOW // 30)

@@ -184,23 +184,28 @@ class EmailChannel:
         ttl_min = round(self.email.confirm_ttl_s / 60)
         body = (
             f"Jarvis understood this task:\n\n{decision.text}\n\n"
-            f"To run it, reply to this mail with the code {code} within {ttl_min} minutes. "
-            "Without the code nothing happens."
+            f"To run it, reply to this mail within {ttl_min} minutes, keeping the code "
+            f"{code} in the subject or writing it in your answer. Without the code nothing "
+            "happens; the code works once."
         )
-        msg = compose(self.email.address, decision.thread, body)
-        self.ledger.data.confirmations.append(
-            Confirmation(
-                code_hash=hash_code(code),
-                address=decision.identity.address,
-                thread=decision.thread,
-                text=text,
-                sent_id=str(msg["Message-ID"]),
-                expires=time.time() + self.email.confirm_ttl_s,
-            )
+        msg = compose(self.email.address, decision.thread, body, tag=f"[confirm {code}]")
+        confirmation = Confirmation(
+            code_hash=hash_code(code),
+            address=decision.identity.address,
+            thread=decision.thread,
+            text=text,
+            sent_id=str(msg["Message-ID"]),
+            expires=time.time() + self.email.confirm_ttl_s,
         )
-        self.ledger.data.sent[str(msg["Message-ID"])] = time.time()
+        self.ledger.data.confirmations.append(confirmation)
+        self.ledger.data.sent[confirmation.sent_id] = time.time()
         await asyncio.to_thread(self.ledger.save)
-        await send(self.email, msg)
+        try:
+            await send(self.email, msg)
+        except BaseException:  # not sent: the code must not count as pending
+            self.ledger.data.confirmations.remove(confirmation)
+            await asyncio.to_thread(self.ledger.save)
+            raise
 
     async def _enqueue(self, decision: Decision, mail_id: str | None) -> Outcome:
         assert decision.thread is not None and decision.identity is not None

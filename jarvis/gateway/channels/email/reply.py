@@ -35,11 +35,13 @@ def re_subject(subject: str) -> str:
     return f"Re: {subject}" if subject else "Re: your task"
 
 
-def compose(sender: str, thread: Thread, body: str) -> EmailMessage:
+def compose(sender: str, thread: Thread, body: str, tag: str = "") -> EmailMessage:
+    """A reply on ``thread``; ``tag`` is added to the subject (a confirmation code there
+    comes back in the subject of a plain reply)."""
     msg = EmailMessage()
     msg["From"] = sender
     msg["To"] = thread.address
-    msg["Subject"] = re_subject(thread.subject)
+    msg["Subject"] = f"{re_subject(thread.subject)} {tag}".strip()
     msg["Date"] = format_datetime(localtime())
     msg["Message-ID"] = new_message_id(sender)
     if thread.message_id:

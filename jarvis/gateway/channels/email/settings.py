@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from jarvis.tools.audit import _SECRET_NAME
+
 Security = Literal["tls", "starttls", "plain"]
 SecondFactor = Literal["confirm", "token", "none"]
 WHITELIST_FILE = Path("config") / "whitelist.json"
@@ -58,6 +60,11 @@ class EmailSettings(BaseModel):
     @classmethod
     def _strip(cls, value: str) -> str:
         return value.strip()
+
+    @field_validator("password_env")
+    @classmethod
+    def _secret_name(cls, value: str) -> str:
+        return secret_env_name(value)
 
     def ssl_context(self) -> ssl.SSLContext:
         """Certificate and host name checked; the system's CAs, or ``tls_ca_file``."""
@@ -119,12 +126,28 @@ class EmailSettings(BaseModel):
         return "password", password
 
 
+def secret_env_name(name: str) -> str:
+    """Env vars holding secrets must be named so that the log filter redacts their values
+    (jarvis.tools.audit: KEY, TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL in the name)."""
+    if not _SECRET_NAME.search(name):
+        raise ValueError(
+            f"{name!r}: name the variable with PASSWORD, TOKEN, SECRET or KEY in it, so that "
+            "logs redact its value"
+        )
+    return name
+
+
 class Sender(BaseModel):
     """One person who may give Jarvis tasks by email."""
 
     address: str
     second_factor: SecondFactor = "confirm"
     totp_secret_env: str | None = Field(None, description="env var with the base32 TOTP secret")
+
+    @field_validator("totp_secret_env")
+    @classmethod
+    def _secret_name(cls, value: str | None) -> str | None:
+        return None if value is None else secret_env_name(value)
 
     @field_validator("address")
     @classmethod
