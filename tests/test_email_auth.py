@@ -257,3 +257,16 @@ def test_dkim_alone_passes_only_without_dmarc() -> None:
     assert authres_reason(f"{AUTHSERV}; dkim=pass header.d=example.com", "example.com") is None
     failing = f"{AUTHSERV}; dkim=pass header.d=example.com; dmarc=fail header.from=example.com"
     assert authres_reason(failing, "example.com") is not None
+
+
+def test_several_authserv_ids_may_be_trusted_and_others_still_count_for_nothing() -> None:
+    wl = whitelist()
+    wl.authserv_id = ["mx1.example.net", "mx2.example.net"]
+    ar = GOOD_AR.replace(AUTHSERV, "MX2.example.net")
+    ok = decide(mail(headers(Authentication_Results=ar)), wl, LedgerData(), email_settings(), NOW)
+    assert ok.kind == "task"
+    other = GOOD_AR.replace(AUTHSERV, "mx3.example.net")
+    no = decide(
+        mail(headers(Authentication_Results=other)), wl, LedgerData(), email_settings(), NOW
+    )
+    assert no.kind == "reject" and "mx1.example.net or mx2.example.net" in no.reason

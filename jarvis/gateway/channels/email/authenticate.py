@@ -143,14 +143,16 @@ def clean_parse(value: str) -> Any | None:
     return parsed
 
 
-def trusted_header(msg: EmailMessage, authserv_id: str) -> tuple[str | None, str | None]:
-    """The raw value of the topmost header of ``authserv_id``; or (None, reason)."""
-    if not authserv_id:
+def trusted_header(
+    msg: EmailMessage, authserv_ids: tuple[str, ...]
+) -> tuple[str | None, str | None]:
+    """The raw value of the topmost header of a trusted authserv-id; or (None, reason)."""
+    if not authserv_ids:
         return None, "no authserv_id configured in whitelist.json"
     for value in msg.get_all("authentication-results") or []:
-        if authserv_id_of(str(value)) == authserv_id:
+        if authserv_id_of(str(value)) in authserv_ids:
             return str(value), None
-    return None, f"no Authentication-Results from {authserv_id}"
+    return None, f"no Authentication-Results from {' or '.join(authserv_ids)}"
 
 
 def _prop(result: Any, ptype: str, name: str) -> str | None:
@@ -232,7 +234,7 @@ def authenticate(
     identity, reason = header_reason(msg, whitelist)
     if identity is None:
         return None, reason
-    value, missing = trusted_header(msg, whitelist.authserv_id)
+    value, missing = trusted_header(msg, whitelist.authserv_ids)
     if value is not None:
         reason = authres_reason(value, identity.domain)
         if reason:

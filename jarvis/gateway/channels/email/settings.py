@@ -161,12 +161,21 @@ class Sender(BaseModel):
 
 class Whitelist(BaseModel):
     senders: list[Sender] = Field(default_factory=list)
-    authserv_id: str = ""
+    authserv_id: str | list[str] = Field(
+        "", description="the receiving server's authserv-id; a list when it has several"
+    )
 
     @field_validator("authserv_id")
     @classmethod
-    def _id(cls, value: str) -> str:
-        return value.strip().lower()
+    def _id(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, str):
+            return value.strip().lower()
+        return [v.strip().lower() for v in value if v.strip()]
+
+    @property
+    def authserv_ids(self) -> tuple[str, ...]:
+        ids = [self.authserv_id] if isinstance(self.authserv_id, str) else self.authserv_id
+        return tuple(i for i in ids if i)
 
     def find(self, address: str) -> Sender | None:
         wanted = address.strip().lower()
