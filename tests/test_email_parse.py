@@ -196,3 +196,29 @@ def test_a_header_the_parser_cannot_read_is_no_task() -> None:
     ):
         d = decide(raw, whitelist(), LedgerData(), email_settings(), 0.0)
         assert d.kind == "reject" and "From header does not parse" in d.reason
+
+
+def test_doctor_checks_the_email_settings_and_whitelist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jarvis.config import load_settings
+    from jarvis.doctor import check_email
+    from tests.email_setup import write_whitelist
+
+    data = tmp_path / "data"
+    assert check_email(load_settings(data)).ok  # off
+    monkeypatch.setenv("JARVIS_EMAIL_PASSWORD", "pw-123456")
+    values = {
+        "enabled": True,
+        "address": JARVIS,
+        "username": "jarvis",
+        "imap_host": "imap.example.net",
+        "smtp_host": "smtp.example.net",
+    }
+    missing = check_email(load_settings(data, email=values))
+    assert not missing.ok and "allows nobody" in missing.detail
+    write_whitelist(data, "confirm")
+    assert check_email(load_settings(data, email=values)).ok
+    plain = check_email(load_settings(data, email=values | {"imap_security": "plain"}))
+    assert not plain.ok and "plaintext is refused" in plain.detail
+    assert "pw-123456" not in plain.detail
