@@ -10,6 +10,7 @@ import re
 import secrets
 import shutil
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -50,8 +51,6 @@ listen = 127.0.0.1
 base_dir = {root}/run
 state_dir = {root}/state
 log_path = {root}/dovecot.log
-ssl = no
-disable_plaintext_auth = no
 auth_mechanisms = plain login
 default_internal_user = dovecot
 default_internal_group = dovecot
@@ -65,26 +64,30 @@ userdb {{
   driver = static
   args = uid={uid} gid={uid} home={root}/home/%u
 }}
+service anvil {{
+  chroot =
+}}
 service imap-login {{
   chroot =
   inet_listener imap {{
     address = 127.0.0.1
-    port = {port}
+    port = {imap_port}
   }}
   inet_listener imaps {{
-    port = 0
+    address = 127.0.0.1
+    port = {imaps_port}
   }}
 }}
-service anvil {{
-  chroot =
-}}
 """
+PLAIN = "ssl = no\ndisable_plaintext_auth = no\n"
+TLS = "ssl = required\nssl_cert = <{cert}\nssl_key = <{key}\n"
 
 
 class Dovecot:
-    """One dovecot in the foreground as a child process; :meth:`deliver` drops mail in."""
+    """One dovecot in the foreground as a child process; :meth:`deliver` drops mail in.
+    With ``tls=(cert, key)`` it speaks implicit TLS only (IMAPS) on its port."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, tls: tuple[Path, Path] | None = None) -> None:
         self.root = root
         self.port = free_port()
         self.maildir = root / "home" / USER / "Maildir"
@@ -96,7 +99,10 @@ class Dovecot:
         for path in (root / "home", root / "home" / USER, self.maildir, *self.maildir.iterdir()):
             os.chown(path, NOBODY, NOBODY)
         (root / "passwd").write_text(f"{USER}:{{PLAIN}}{PASSWORD}::::::\n")
-        (root / "dovecot.conf").write_text(CONFIG.format(root=root, port=self.port, uid=NOBODY))
+        ports = (0, self.port) if tls else (self.port, 0)  # TLS: implicit (IMAPS) only
+        config = CONFIG.format(root=root, uid=NOBODY, imap_port=ports[0], imaps_port=ports[1])
+        config += TLS.format(cert=tls[0], key=tls[1]) if tls else PLAIN
+        (root / "dovecot.conf").write_text(config)
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
@@ -175,14 +181,18 @@ class _Collect:
 
 
 class SmtpSink:
-    """aiosmtpd on a free loopback port; collects every message it is given."""
+    """aiosmtpd on a free loopback port; collects every message it is given. With a TLS
+    context it requires STARTTLS before any mail."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.messages: list[EmailMessage] = []
         self.recipients: list[list[str]] = []
         self.changed = threading.Condition()
         self.port = free_port()
-        self.controller = Controller(_Collect(self), hostname="127.0.0.1", port=self.port)
+        extra: dict[str, Any] = {}
+        if tls is not None:
+            extra = {"tls_context": tls, "require_starttls": True}
+        self.controller = Controller(_Collect(self), hostname="127.0.0.1", port=self.port, **extra)
 
     def start(self) -> None:
         self.controller.start()
@@ -199,3 +209,47 @@ class SmtpSink:
 
 def dovecot_available() -> bool:
     return Path(DOVECOT).exists() and shutil.which("doveadm") is not None
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and localhost, made now; (cert.pem, key.pem)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "jarvis test mail")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    key_path.chmod(0o600)
+    return cert_path, key_path
