@@ -169,3 +169,23 @@ async def test_a_uidvalidity_change_takes_a_new_baseline_and_queues_nothing_twic
     after = state.get("INBOX")
     assert after is not None and after.uidvalidity != before.uidvalidity
     assert [m.id for m in queue.pending()] == [queue_id(first), queue_id(second)]
+
+
+async def test_without_idle_the_channel_polls(
+    tmp_path: Path, dovecot: Dovecot, smtp: SmtpSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from imapclient import IMAPClient
+
+    has = IMAPClient.has_capability
+    monkeypatch.setattr(
+        IMAPClient, "has_capability", lambda self, cap: cap.upper() != "IDLE" and has(self, cap)
+    )
+    idles: list[int] = []
+    monkeypatch.setattr(IMAPClient, "idle", lambda self: idles.append(1))
+    settings = channel_settings(tmp_path, dovecot, smtp, monkeypatch, "none", poll_interval_s=0.2)
+    queue = MessageQueue(settings.data_dir)
+    async with running(settings):
+        mid = new_id()
+        dovecot.deliver(mail(headers(Message_ID=mid)))
+        await until(queue.pending, timeout=15)
+    assert [m.id for m in queue.pending()] == [queue_id(mid)] and idles == []

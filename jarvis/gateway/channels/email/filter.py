@@ -34,9 +34,6 @@ def automated_reason(msg: EmailMessage) -> str | None:
     for name in ("list-unsubscribe", "list-id", "x-autoreply", "x-autorespond"):
         if msg.get(name) is not None:
             return f"automated mail ({name} header)"
-    suppress = _header(msg, "x-auto-response-suppress").lower()
-    if suppress and any(w in suppress for w in ("all", "oof", "autoreply")):
-        return "automated mail (X-Auto-Response-Suppress)"
     sender = " ".join(_header(msg, name).lower() for name in ("from", "sender", "return-path"))
     if "mailer-daemon" in sender or "postmaster@" in sender:
         return "a bounce (MAILER-DAEMON)"
