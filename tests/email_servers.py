@@ -137,13 +137,13 @@ class Dovecot:
             if path.name.startswith("dovecot") and path.name != "dovecot-keywords":
                 path.unlink()
 
-    def deliver(self, raw: bytes) -> Path:
-        """A Maildir delivery: write in tmp/, rename into new/."""
+    def deliver(self, raw: bytes, *, seen: bool = False) -> Path:
+        """A Maildir delivery: write in tmp/, rename into new/ (or into cur/ as read)."""
         name = f"{time.time():.6f}.{secrets.token_hex(6)}.test"
         tmp = self.maildir / "tmp" / name
         tmp.write_bytes(raw)
         os.chown(tmp, NOBODY, NOBODY)
-        target = self.maildir / "new" / name
+        target = self.maildir / "cur" / f"{name}:2,S" if seen else self.maildir / "new" / name
         os.rename(tmp, target)
         return target
 

@@ -189,3 +189,20 @@ async def test_without_idle_the_channel_polls(
         dovecot.deliver(mail(headers(Message_ID=mid)))
         await until(queue.pending, timeout=15)
     assert [m.id for m in queue.pending()] == [queue_id(mid)] and idles == []
+
+
+async def test_the_first_look_skips_mail_already_read_now_and_later(
+    tmp_path: Path, dovecot: Dovecot, smtp: SmtpSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = channel_settings(tmp_path, dovecot, smtp, monkeypatch, "none")
+    queue = MessageQueue(settings.data_dir)
+    unread, read = new_id(), new_id()
+    dovecot.deliver(mail(headers(Message_ID=unread)))
+    dovecot.deliver(mail(headers(Message_ID=read)), seen=True)
+    async with running(settings):
+        await until(queue.pending, timeout=15)
+        later = new_id()
+        dovecot.deliver(mail(headers(Message_ID=later)))
+        await until(lambda: len(queue.pending()) == 2, timeout=15)
+    assert [m.id for m in queue.pending()] == [queue_id(unread), queue_id(later)]
+    assert flags_by_message_id(dovecot)[read] == {SEEN}

@@ -2,9 +2,10 @@
 
 On every (re)connect it selects the mailbox, compares UIDVALIDITY with
 ``email/state.json`` and fetches ``UID last+1:*``. A changed UIDVALIDITY (or no state yet)
-takes a new baseline, logged: every message not yet handled by Jarvis (no ``\\Seen``, no
-``$JarvisQueued`` or ``$JarvisHandled`` keyword) is considered; the channel's Message-ID
-ledger and the queue's dedupe absorb any repeat. For each message the size comes first
+takes a new baseline, logged: unread messages not yet handled by Jarvis (no
+``$JarvisQueued`` or ``$JarvisHandled`` keyword) are handed over, then the mark moves to the
+top UID (mail already read is the user's); the channel's Message-ID ledger and the queue's
+dedupe absorb any repeat. For each message the size comes first
 (``RFC822.SIZE``); above the cap only the header is fetched. Bodies are fetched with
 ``BODY.PEEK[]``, so reading marks nothing. After the handler says what it did, the message
 gets ``\\Seen`` + ``$JarvisQueued`` (a task or an answer was queued) or ``$JarvisHandled``
@@ -133,9 +134,10 @@ class Fetcher:
                 self._stop.wait(delay)
                 continue
             try:
-                attempt = 0
                 self._watch(client)
             except NETWORK_ERRORS as exc:
+                if self.connected.is_set():  # it was working: the backoff starts over
+                    attempt = 0
                 delay = backoff_delay(attempt)
                 attempt += 1
                 log.warning("email: connection lost (%s); reconnecting in %.1fs", exc, delay)
@@ -171,8 +173,10 @@ class Fetcher:
             self.state.put(box, mark)
         assert mark is not None
         can_idle = client.has_capability("IDLE")
+        if fresh:
+            mark = self._baseline(client, mark)
         self.connected.set()
-        self._catch_up(client, mark, unseen_only=fresh)
+        self._catch_up(client, mark)
         while not self._stop.is_set():
             if can_idle:
                 self._idle(client)
@@ -182,7 +186,7 @@ class Fetcher:
             if self._stop.is_set():
                 break
             mark = self.state.get(box) or mark
-            self._catch_up(client, mark, unseen_only=False)
+            self._catch_up(client, mark)
 
     def _idle(self, client: IMAPClient) -> None:
         """IDLE until the server reports a change, the renewal time, or a stop."""
@@ -196,7 +200,21 @@ class Fetcher:
         finally:
             client.idle_done()
 
-    def _catch_up(self, client: IMAPClient, mark: MailboxMark, *, unseen_only: bool) -> int:
+    def _baseline(self, client: IMAPClient, mark: MailboxMark) -> MailboxMark:
+        """A new baseline: hand over the unread mail not handled yet, then mark the top UID
+        (mail read before Jarvis looked is the user's, not a task)."""
+        top = max(client.search(["ALL"]), default=0)
+        for uid in sorted(client.search(["UNSEEN"])):
+            if self._stop.is_set():
+                return mark
+            self._one(client, uid)
+            mark = MailboxMark(uidvalidity=mark.uidvalidity, last_uid=uid)
+            self.state.put(self.settings.mailbox, mark)
+        mark = MailboxMark(uidvalidity=mark.uidvalidity, last_uid=max(top, mark.last_uid))
+        self.state.put(self.settings.mailbox, mark)
+        return mark
+
+    def _catch_up(self, client: IMAPClient, mark: MailboxMark) -> int:
         """Hand over every message above the mark, oldest first; returns how many.
 
         Searches again until nothing new turns up and a NOOP announces nothing: mail that
@@ -204,10 +222,9 @@ class Fetcher:
         not keep, and IDLE would not mention it again."""
         done = 0
         while not self._stop.is_set():
-            criteria: list[Any] = ["UID", f"{mark.last_uid + 1}:*"]
-            if unseen_only:
-                criteria += ["UNSEEN"]
-            uids = sorted(u for u in client.search(criteria) if u > mark.last_uid)
+            uids = sorted(
+                u for u in client.search(["UID", f"{mark.last_uid + 1}:*"]) if u > mark.last_uid
+            )
             if not uids:
                 # the server announces new mail after a command's result: ask once more
                 _, responses = client.noop()
