@@ -134,10 +134,11 @@ class EmailChannel:
     async def process(self, fetched: Fetched) -> Outcome:
         """Decide about one mail and do it; returns how the mail is to be flagged."""
         whitelist = await asyncio.to_thread(load_whitelist, self.settings.data_dir)
-        decision = decide(
+        decision = await asyncio.to_thread(  # parsing, HTML and DKIM's DNS: off the loop
+            decide,
             fetched.data,
             whitelist,
-            self.ledger.data,
+            self.ledger.data.model_copy(deep=True),
             self.email,
             time.time(),
             secrets_env=dict(self.env),
