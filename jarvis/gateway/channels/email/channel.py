@@ -23,12 +23,12 @@ from jarvis.config import Settings
 from jarvis.events import AgentWarning, Event, EventBus, ReplyReady
 from jarvis.gateway.channels.email.authenticate import DnsFunc
 from jarvis.gateway.channels.email.decide import Decision, decide
-from jarvis.gateway.channels.email.fetch import Fetched, Fetcher, Outcome
+from jarvis.gateway.channels.email.fetch import Fetched, Fetcher, Outcome, backoff_delay
 from jarvis.gateway.channels.email.filter import message_id
 from jarvis.gateway.channels.email.parse import Attachment, quarantine
 from jarvis.gateway.channels.email.reply import compose, send
 from jarvis.gateway.channels.email.second_factor import hash_code, new_code
-from jarvis.gateway.channels.email.settings import load_whitelist
+from jarvis.gateway.channels.email.settings import EmailError, load_whitelist
 from jarvis.gateway.channels.email.state import Confirmation, Ledger, MailboxState, Thread
 from jarvis.gateway.queue import MessageQueue
 from jarvis.gateway.todos import TodoList, TodoState
@@ -36,6 +36,7 @@ from jarvis.gateway.todos import TodoList, TodoState
 log = logging.getLogger(__name__)
 
 CHANNEL = "email"
+SEND_ATTEMPTS = 3
 OPEN, CLOSE = "<<<EMAIL", "EMAIL>>>"
 STATUS_WORDS = {
     "completed": "Done",
@@ -277,14 +278,28 @@ class EmailChannel:
         self.todos.append_update(task_id, text, qid)
 
     # -- outgoing --
-    async def _send(self, thread: Thread | None, body: str) -> str | None:
+    async def _send(
+        self, thread: Thread | None, body: str, question_of: str | None = None
+    ) -> str | None:
+        """Reply on ``thread``; its Message-ID is recorded first (ours: a loop if it comes
+        back; with ``question_of``, a reply to it is the answer for that task)."""
         if thread is None:
             return None
         msg = compose(self.email.address, thread, body)
         sent_id = str(msg["Message-ID"])
         self.ledger.data.sent[sent_id] = time.time()
+        if question_of:
+            self.ledger.data.questions[sent_id] = question_of
         await asyncio.to_thread(self.ledger.save)
-        await send(self.email, msg)
+        for attempt in range(SEND_ATTEMPTS):
+            try:
+                await send(self.email, msg)
+                return sent_id
+            except EmailError:
+                if attempt + 1 == SEND_ATTEMPTS:
+                    raise
+                log.warning("email: sending to %s failed; trying again", thread.address)
+                await asyncio.sleep(backoff_delay(attempt))
         return sent_id
 
     def _on_reply(self, event: Event) -> None:
@@ -304,15 +319,12 @@ class EmailChannel:
         body = f"{word} (task {event.task_id}): {event.text}".strip()
         if event.status == "needs_user":
             body += "\n\nReply to this mail to answer; the task goes on with your answer."
+        asking = event.task_id if event.status == "needs_user" else None
         for thread in threads.values():
             try:
-                sent_id = await self._send(thread, body)
+                await self._send(thread, body, question_of=asking)
             except Exception:  # the boundary: a reply that cannot be sent is logged
                 log.exception("email: the reply for task %s could not be sent", event.task_id)
-                continue
-            if sent_id and event.status == "needs_user" and event.task_id:
-                self.ledger.data.questions[sent_id] = event.task_id
-                await asyncio.to_thread(self.ledger.save)
 
 
 def _mail_id(decision: Decision) -> str | None:
