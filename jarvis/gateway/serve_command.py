@@ -109,6 +109,8 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
             "(drop .md files into messages/drop/ or use `jarvis inbox add`; Ctrl+C stops)",
             flush=True,
         )
+        if settings.email.enabled:
+            print(f"jarvis serve: reading mail for {settings.email.address}", flush=True)
     try:
         report = await gateway.run()
     except LockHeld as exc:  # another serve has the data dir, or a run has the memory
