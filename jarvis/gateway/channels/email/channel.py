@@ -24,7 +24,7 @@ from jarvis.events import AgentWarning, Event, EventBus, ReplyReady
 from jarvis.gateway.channels.email.authenticate import DnsFunc
 from jarvis.gateway.channels.email.decide import Decision, decide
 from jarvis.gateway.channels.email.fetch import Fetched, Fetcher, Outcome, backoff_delay
-from jarvis.gateway.channels.email.filter import message_id
+from jarvis.gateway.channels.email.filter import header_value, message_id
 from jarvis.gateway.channels.email.parse import Attachment, quarantine
 from jarvis.gateway.channels.email.reply import compose, send
 from jarvis.gateway.channels.email.second_factor import hash_code, new_code
@@ -335,5 +335,5 @@ def _who(decision: Decision) -> str:
     if decision.identity is not None:
         return decision.identity.address
     if decision.msg is not None:
-        return repr(str(decision.msg.get("from", "?")))[:80]
+        return repr(header_value(decision.msg, "from") or "?")[:80]
     return "?"

@@ -8,6 +8,7 @@ attacker learns nothing and no backscatter goes to forged addresses.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from email import message_from_bytes
@@ -27,6 +28,7 @@ from jarvis.gateway.channels.email.second_factor import (
 from jarvis.gateway.channels.email.settings import EmailSettings, Whitelist
 from jarvis.gateway.channels.email.state import Confirmation, LedgerData, Thread
 
+log = logging.getLogger(__name__)
 Kind = Literal["drop", "reject", "refuse", "confirm", "task", "answer"]
 
 
@@ -96,7 +98,41 @@ def decide(
     headers_only: bool = False,
     size: int | None = None,
 ) -> Decision:
-    """What to do with one mail. ``headers_only``: the body was not fetched (too large)."""
+    """What to do with one mail. ``headers_only``: the body was not fetched (too large).
+
+    Fails closed: an error anywhere in the checks (the email package raises on some
+    malformed headers, e.g. ``Message-ID: <@x>``) rejects the mail without a reply, so a
+    hostile mail can neither pass nor jam the mailbox."""
+    try:
+        return _decide(
+            raw,
+            whitelist,
+            ledger,
+            settings,
+            now,
+            secrets_env=secrets_env,
+            dnsfunc=dnsfunc,
+            headers_only=headers_only,
+            size=size,
+        )
+    except Exception as exc:  # the boundary: any failure of the checks is a rejection
+        log.warning("email: checking a mail failed (%s: %s); rejected", type(exc).__name__, exc)
+        return Decision("reject", f"the mail could not be checked ({type(exc).__name__})")
+
+
+def _decide(
+    raw: bytes,
+    whitelist: Whitelist,
+    ledger: LedgerData,
+    settings: EmailSettings,
+    now: float,
+    *,
+    secrets_env: dict[str, str] | None = None,
+    dnsfunc: DnsFunc | None = None,
+    headers_only: bool = False,
+    size: int | None = None,
+) -> Decision:
+    """:func:`decide` without its boundary."""
     try:
         msg = parse_message(raw)
     except Exception as exc:  # the email package raises rarely, but never let it through

@@ -18,37 +18,42 @@ _OOO = re.compile(
 )
 
 
-def _header(msg: EmailMessage, name: str) -> str:
-    value = msg.get(name)
-    return "" if value is None else str(value).strip()
+def header_value(msg: EmailMessage, name: str) -> str:
+    """The header's value; "" when absent, or when the email package fails on it (its
+    parsers raise on some malformed values, e.g. ``Message-ID: <@x>``)."""
+    try:
+        value = msg.get(name)
+        return "" if value is None else str(value).strip()
+    except Exception:  # the email package's parser bugs: treated as no usable value
+        return ""
 
 
 def automated_reason(msg: EmailMessage) -> str | None:
     """Auto-Submitted, Precedence, list mail, bounces and out-of-office replies."""
-    auto = _header(msg, "auto-submitted").lower()
+    auto = header_value(msg, "auto-submitted").lower()
     if auto and auto.split(";")[0].strip() != "no":
         return f"automated mail (Auto-Submitted: {auto})"
-    precedence = _header(msg, "precedence").lower()
+    precedence = header_value(msg, "precedence").lower()
     if precedence in ("bulk", "list", "junk"):
         return f"automated mail (Precedence: {precedence})"
     for name in ("list-unsubscribe", "list-id", "x-autoreply", "x-autorespond"):
         if msg.get(name) is not None:
             return f"automated mail ({name} header)"
-    sender = " ".join(_header(msg, name).lower() for name in ("from", "sender", "return-path"))
+    sender = " ".join(header_value(msg, name).lower() for name in ("from", "sender", "return-path"))
     if "mailer-daemon" in sender or "postmaster@" in sender:
         return "a bounce (MAILER-DAEMON)"
-    if _header(msg, "return-path") == "<>":
+    if header_value(msg, "return-path") == "<>":
         return "a bounce (empty Return-Path)"
     if msg.get_content_type() == "multipart/report":
         return "a delivery or read report"
-    if _OOO.match(_header(msg, "subject")):
+    if _OOO.match(header_value(msg, "subject")):
         return "an out-of-office reply"
     return None
 
 
 def message_id(msg: EmailMessage) -> str | None:
     """The Message-ID as written, angle brackets included; None when absent or blank."""
-    value = _header(msg, "message-id")
+    value = header_value(msg, "message-id")
     return value if re.fullmatch(r"<[^<>\s]+>", value) else None
 
 
