@@ -30,6 +30,7 @@ _HIDDEN_STYLE = re.compile(
 _ATTRIBUTION = re.compile(r"^\s*(On .{0,200}wrote:|Am .{0,200}schrieb .{0,80}:)\s*$")
 _ORIGINAL = re.compile(r"^\s*-{2,}\s*(Original Message|Forwarded message)\s*-{2,}", re.I)
 _OUTLOOK = re.compile(r"^\s*From:\s.+$")
+UNREADABLE = "unreadable"
 EXECUTABLE = {
     "application/x-executable",
     "application/x-msdownload",
@@ -47,6 +48,8 @@ class Attachment:
     path: Path
 
     def describe(self) -> str:
+        if self.real == UNREADABLE:
+            return f"{self.name}: could not be read; not saved"
         note = "" if self.declared == self.real else f" (declared {self.declared})"
         if self.real in EXECUTABLE:
             note += ", an executable: never run it"
@@ -136,21 +139,26 @@ def safe_name(name: str, fallback: str) -> str:
 
 
 def quarantine(msg: EmailMessage, folder: Path, key: str) -> list[Attachment]:
-    """Write each attachment to ``folder/KEY/`` (0600) and describe it; nothing is opened."""
+    """Write each attachment to ``folder/KEY/`` (0600) and describe it; nothing is opened.
+    A part the email package cannot read is listed as unreadable and not saved."""
     out: list[Attachment] = []
     target = folder / hashlib.sha256(key.encode()).hexdigest()[:16]
-    for index, part in enumerate(msg.iter_attachments()):
-        payload = part.get_payload(decode=True)
+    try:
+        parts = list(msg.iter_attachments())
+    except Exception:  # the email package's parser bugs: no attachment is taken
+        return out
+    for index, part in enumerate(parts):
+        try:
+            payload = part.get_payload(decode=True)
+            declared = part.get_content_type()
+            name = safe_name(part.get_filename() or "", f"attachment-{index + 1}")
+        except Exception:  # the email package's parser bugs: listed, not saved
+            out.append(Attachment(f"attachment-{index + 1}", "?", UNREADABLE, 0, target))
+            continue
         if not isinstance(payload, bytes):
             continue
-        declared = part.get_content_type()
         kind = filetype.guess(payload)
-        real = (
-            kind.mime
-            if kind is not None
-            else ("text/plain" if _texty(payload) else "application/octet-stream")
-        )
-        name = safe_name(part.get_filename() or "", f"attachment-{index + 1}")
+        real = kind.mime if kind is not None else _plain_or_binary(payload)
         target.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = target / f"{index + 1:02d}-{name}"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -158,6 +166,10 @@ def quarantine(msg: EmailMessage, folder: Path, key: str) -> list[Attachment]:
             fh.write(payload)
         out.append(Attachment(name, declared, real, len(payload), path))
     return out
+
+
+def _plain_or_binary(data: bytes) -> str:
+    return "text/plain" if _texty(data) else "application/octet-stream"
 
 
 def _texty(data: bytes) -> bool:
