@@ -120,14 +120,17 @@ class Fetcher:
         self._stop.set()
 
     def run(self) -> None:
+        problem = self.settings.transport_problem(
+            self.settings.imap_host, self.settings.imap_security
+        )
+        if problem:
+            log.error("email: %s; not reading mail", problem)
+            return
         attempt = 0
         while not self._stop.is_set():
             try:
                 client = connect(self.settings)
-            except EmailError as exc:
-                log.error("email: %s; not retrying", exc)
-                return
-            except NETWORK_ERRORS as exc:
+            except (EmailError, *NETWORK_ERRORS) as exc:  # a token command can fail too
                 delay = backoff_delay(attempt)
                 attempt += 1
                 log.warning("email: cannot connect (%s); again in %.1fs", exc, delay)
