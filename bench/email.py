@@ -116,7 +116,7 @@ async def bench_delivery(rounds: int, root: Path) -> dict[str, Any]:
         if channel is not None:
             await channel.stop()
         sink.stop()
-        server.stop()
+        server.kill()
 
 
 def main() -> None:

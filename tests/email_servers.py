@@ -5,10 +5,12 @@ an MTA's local delivery does), so IDLE sees it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -109,8 +111,19 @@ class Dovecot:
             [DOVECOT, "-c", str(self.root / "dovecot.conf"), "-F"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group: dovecot and its children
         )
         wait_port(self.port)
+
+    def kill(self) -> None:
+        """End dovecot and every process it started at once (a test's teardown; a clean
+        shutdown waits about a second for its children)."""
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+        self.proc = None
 
     def stop(self) -> None:
         if self.proc is None:

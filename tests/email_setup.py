@@ -28,7 +28,7 @@ def dovecot() -> Iterator[Dovecot]:
     try:
         yield server
     finally:
-        server.stop()
+        server.kill()
         shutil.rmtree(root, ignore_errors=True)
 
 

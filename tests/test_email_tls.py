@@ -36,7 +36,7 @@ def tls_servers() -> Iterator[tuple[Dovecot, SmtpSink, Path]]:
         yield server, sink, cert
     finally:
         sink.stop()
-        server.stop()
+        server.kill()
         shutil.rmtree(root, ignore_errors=True)
 
 
