@@ -5,6 +5,7 @@ read before the body, a dovecot restart under IDLE and a UIDVALIDITY change."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,7 +21,7 @@ from jarvis.gateway.channels.email.state import MailboxState
 from jarvis.gateway.queue import MessageQueue
 from jarvis.gateway.todos import TodoList
 from tests.email_mail import ALICE, headers, mail, new_id
-from tests.email_servers import Dovecot, SmtpSink
+from tests.email_servers import PASSWORD, Dovecot, SmtpSink
 from tests.email_setup import channel_settings, dovecot, flags_by_message_id, smtp
 from tests.test_email_auth import ATTACKS
 from tests.test_serve import until
@@ -44,8 +45,13 @@ async def running(settings: Settings) -> AsyncIterator[EmailChannel]:
 
 
 async def test_a_confirmed_mail_becomes_one_email_task_and_the_thread_is_kept(
-    tmp_path: Path, dovecot: Dovecot, smtp: SmtpSink, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    dovecot: Dovecot,
+    smtp: SmtpSink,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.DEBUG)  # imapclient's protocol trace included
     settings = channel_settings(tmp_path, dovecot, smtp, monkeypatch, "confirm")
     queue = MessageQueue(settings.data_dir)
     original = new_id()
@@ -92,6 +98,9 @@ async def test_a_confirmed_mail_becomes_one_email_task_and_the_thread_is_kept(
     assert {SEEN, QUEUED} <= flags[confirm]
     assert HANDLED in flags[original] and SEEN not in flags[original]
     assert len(smtp.messages) == 2
+    ledger = (settings.data_dir / "email" / "ledger.json").read_text()
+    assert code not in ledger  # only its hash is kept
+    assert "LOGIN" in caplog.text and PASSWORD not in caplog.text
 
 
 async def test_the_attack_table_through_the_server_starts_nothing_and_answers_nobody(
