@@ -5,8 +5,10 @@ read before the body, a dovecot restart under IDLE and a UIDVALIDITY change."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -215,3 +217,28 @@ async def test_the_first_look_skips_mail_already_read_now_and_later(
         await until(lambda: len(queue.pending()) == 2, timeout=15)
     assert [m.id for m in queue.pending()] == [queue_id(unread), queue_id(later)]
     assert flags_by_message_id(dovecot)[read] == {SEEN}
+
+
+async def test_idle_is_renewed_on_time_and_still_hears_new_mail(
+    tmp_path: Path, dovecot: Dovecot, smtp: SmtpSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from imapclient import IMAPClient
+
+    idle = IMAPClient.idle
+    started: list[float] = []
+
+    def counted(self: IMAPClient) -> object:
+        started.append(time.monotonic())
+        return idle(self)
+
+    monkeypatch.setattr(IMAPClient, "idle", counted)
+    settings = channel_settings(tmp_path, dovecot, smtp, monkeypatch, "none", idle_renew_s=0.3)
+    queue = MessageQueue(settings.data_dir)
+    async with running(settings):
+        await until(lambda: len(started) >= 4, timeout=15)
+        mid = new_id()
+        dovecot.deliver(mail(headers(Message_ID=mid)))
+        await until(queue.pending, timeout=15)
+    gaps = [b - a for a, b in itertools.pairwise(started)][:3]
+    assert all(g >= 0.29 for g in gaps)  # renewed after idle_renew_s, not in a busy loop
+    assert [m.id for m in queue.pending()] == [queue_id(mid)]
