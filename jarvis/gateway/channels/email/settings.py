@@ -13,8 +13,6 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from jarvis.tools.audit import _SECRET_NAME
-
 Security = Literal["tls", "starttls", "plain"]
 SecondFactor = Literal["confirm", "token", "none"]
 WHITELIST_FILE = Path("config") / "whitelist.json"
@@ -129,6 +127,8 @@ class EmailSettings(BaseModel):
 def secret_env_name(name: str) -> str:
     """Env vars holding secrets must be named so that the log filter redacts their values
     (jarvis.tools.audit: KEY, TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL in the name)."""
+    from jarvis.tools.audit import _SECRET_NAME  # here: jarvis.config imports this module
+
     if not _SECRET_NAME.search(name):
         raise ValueError(
             f"{name!r}: name the variable with PASSWORD, TOKEN, SECRET or KEY in it, so that "
