@@ -3,8 +3,9 @@
 ``python -m tests.email_child DATA_DIR`` runs the channel with the settings in
 ``DATA_DIR/config/settings.json`` until killed. With ``JARVIS_TEST_PAUSE=flag:PATH`` it
 hangs just before the first ``$JarvisQueued`` flag is stored (the task is queued, the mail
-not flagged); with ``JARVIS_TEST_PAUSE=ledger:PATH`` right after the queue write (before
-the ledger). Either way it writes PATH first, so the parent knows where it is and kills it.
+not flagged); with ``ledger:PATH`` right after the queue write (before the ledger); with
+``task:PATH`` right after the task is made (before the queue write). Each writes PATH
+first, so the parent knows where it is and kills it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,15 @@ def _install_pause(point: str, marker: Path) -> None:
             return add_flags(self, messages, flags, silent=silent)
 
         IMAPClient.add_flags = paused  # type: ignore[method-assign]
+    elif point == "task":
+        add = TodoList.add
+
+        def added(self: TodoList, *args: Any, **kwargs: Any) -> Any:
+            todo = add(self, *args, **kwargs)
+            _hang(marker)
+            return todo
+
+        TodoList.add = added  # type: ignore[method-assign]
     elif point == "ledger":
         append = MessageQueue.append
 

@@ -94,6 +94,13 @@ async def test_a_confirmed_mail_becomes_one_email_task_and_the_thread_is_kept(
     assert (message.id, message.channel, message.sender) == (queue_id(original), "email", ALICE)
     assert "<<<EMAIL\nPlease open the quarterly report and print page 3.\nEMAIL>>>" in message.text
     assert "the task's data" in message.text
+    [task] = TodoList(settings.data_dir).all()
+    assert (task.title, task.source, task.message_ids) == (
+        "Email: Open the report",
+        "email",
+        [message.id],
+    )
+    assert task.description == message.text
     refused = smtp.messages[1]
     assert "already used" in refused.get_content() and refused["In-Reply-To"] is not None
     flags = flags_by_message_id(dovecot)

@@ -1,7 +1,8 @@
 """kill -9 between enqueue and flag, then a restart: one task, and the mail ends flagged.
 
-The channel runs in a child process that hangs at the chosen point (after the queue write:
-before the ledger, or before the IMAP flag); the parent kills it with SIGKILL there."""
+The channel runs in a child process that hangs at the chosen point (after the task is made:
+before the queue write; after the queue write: before the ledger; or before the IMAP flag);
+the parent kills it with SIGKILL there."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from jarvis.gateway.channels.email.channel import queue_id
 from jarvis.gateway.channels.email.fetch import QUEUED, SEEN
 from jarvis.gateway.queue import MessageQueue
+from jarvis.gateway.todos import TodoList
 from tests.email_mail import headers, mail, new_id
 from tests.email_servers import PASSWORD, Dovecot, SmtpSink
 from tests.email_setup import dovecot, email_values, flags_by_message_id, smtp, write_whitelist
@@ -40,7 +42,7 @@ def _child(data: Path, pause: str | None) -> subprocess.Popen[bytes]:
     )
 
 
-@pytest.mark.parametrize("point", ["ledger", "flag"])
+@pytest.mark.parametrize("point", ["task", "ledger", "flag"])
 def test_kill_9_between_enqueue_and_flag_gives_one_task(
     tmp_path: Path, dovecot: Dovecot, smtp: SmtpSink, point: str
 ) -> None:
@@ -55,8 +57,9 @@ def test_kill_9_between_enqueue_and_flag_gives_one_task(
     child = _child(data, f"{point}:{marker}")
     try:
         wait_until(marker.exists, timeout=30)
-        queue = MessageQueue(data)
-        assert [m.id for m in queue.pending()] == [queue_id(mid)]
+        queued = [m.id for m in MessageQueue(data).pending()]
+        assert queued == ([] if point == "task" else [queue_id(mid)])
+        assert [t.message_ids for t in TodoList(data).all()] == [[queue_id(mid)]]
         assert QUEUED not in flags_by_message_id(dovecot)[mid]
     finally:
         child.send_signal(signal.SIGKILL)
@@ -68,5 +71,7 @@ def test_kill_9_between_enqueue_and_flag_gives_one_task(
         again.terminate()
         again.wait(10)
     assert [m.id for m in MessageQueue(data).pending()] == [queue_id(mid)]
+    [task] = TodoList(data).all()
+    assert (task.message_ids, task.source) == ([queue_id(mid)], "email")
     assert {SEEN, QUEUED} <= flags_by_message_id(dovecot)[mid]
     assert smtp.messages == []

@@ -21,7 +21,7 @@ from tests.email_mail import ALICE, JARVIS, headers, mail, new_id
 from tests.email_servers import PASSWORD, Dovecot, SmtpSink
 from tests.email_setup import dovecot, email_values, smtp, write_whitelist
 from tests.fake_model import FakeModel, RecordedRequest, Reply, call, fake_model_fixture
-from tests.test_serve import is_step, responder, task_of, until
+from tests.test_serve import is_router, is_step, responder, task_of, until
 from tests.tkdriver import TkApp
 
 __all__ = ["dovecot", "fake_model_fixture", "smtp"]
@@ -87,7 +87,7 @@ async def test_a_confirmed_mail_runs_asks_by_mail_and_answers_on_the_thread(
                 body="Please type the page I name into the test app.\n",
             )
         )
-        [ask] = await asyncio.to_thread(smtp.wait_for, 1)
+        [ask] = await asyncio.to_thread(smtp.wait_for, 1, 60)
         [code] = CODE.findall(ask.get_content())
         assert todos.all() == []
         dovecot.deliver(
@@ -100,7 +100,7 @@ async def test_a_confirmed_mail_runs_asks_by_mail_and_answers_on_the_thread(
                 body=f"{code}\n",
             )
         )
-        question = (await asyncio.to_thread(smtp.wait_for, 2))[1]
+        question = (await asyncio.to_thread(smtp.wait_for, 2, 60))[1]
         assert "Which page?" in question.get_content()
         assert question["In-Reply-To"] == original
         answer = new_id()
@@ -124,6 +124,8 @@ async def test_a_confirmed_mail_runs_asks_by_mail_and_answers_on_the_thread(
     [todo] = todos.all()
     assert (todo.status, todo.summary, todo.source) == ("completed", SUMMARY, "email")
     assert len(todo.message_ids) == 2  # the task's mail and the answer, one task
+    assert todo.title == "Email: Print the report"
+    assert not any(is_router(r) for r in fake_model.requests)  # mail is never merged
     assert (done["From"], done["To"], done["Subject"]) == (JARVIS, ALICE, "Re: Print the report")
     assert done["In-Reply-To"] == answer
     assert original in done["References"] and answer in done["References"]

@@ -4,8 +4,11 @@ module does it (reply, enqueue, record) and answers finished tasks on their thre
 Enqueue, then mark: a task's message goes into the inbox with an id derived from the
 mail's Message-ID (the queue's own atomic write, idempotent per id), then the ledger, then
 the fetcher flags the mail. A crash anywhere in between replays the mail and the id dedupe
-absorbs it: one task, never two. Tasks carry channel ``email``, so they run under that
-channel's tool policy; the mail's text is framed as the task's data.
+absorbs it: one task, never two. Each accepted mail is a task of its own, made before its
+message is queued (the router finds it routed and never merges mail into another channel's
+task); tasks carry channel ``email``, so they run under that channel's tool policy, and the
+mail's text is framed as the task's data. An answer to a question goes into the task that
+asked.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from jarvis.gateway.channels.email.second_factor import hash_code, new_code
 from jarvis.gateway.channels.email.settings import EmailError, load_whitelist
 from jarvis.gateway.channels.email.state import Confirmation, Ledger, MailboxState, Thread
 from jarvis.gateway.queue import MessageQueue
+from jarvis.gateway.router import derive_title
 from jarvis.gateway.todos import TodoList, TodoState
 
 log = logging.getLogger(__name__)
@@ -217,6 +221,7 @@ class EmailChannel:
         else:
             text = await asyncio.to_thread(self._task_text, decision)
         qid = queue_id(thread.message_id)
+        await asyncio.to_thread(self._own_task, qid, thread, text)
         await asyncio.to_thread(
             self.queue.append,
             text,
@@ -266,6 +271,22 @@ class EmailChannel:
         if self.on_queued is not None:
             self.on_queued()
         return outcome
+
+    def _own_task(self, qid: str, thread: Thread, text: str) -> None:
+        """An email task is always a task of its own, made here before its message is
+        queued (the router then finds it routed): the model never merges mail into a task
+        of another channel, where it would run under that channel's tool policy. Repeated
+        after a crash, it finds the task already made."""
+        if self.todos.find_by_message(qid) is not None:
+            return
+        title = derive_title(thread.subject or text)
+        self.todos.add(
+            f"Email: {title}",
+            description=text,
+            source=CHANNEL,
+            message_ids=[qid],
+            reply_to=thread.address,
+        )
 
     def _merge_answer(self, task_id: str, text: str, qid: str) -> None:
         """The answer goes into the task that asked (before the queue sees the message,
