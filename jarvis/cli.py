@@ -32,6 +32,7 @@ SUBCOMMAND_MODULES = (
     "jarvis.runs.commands",
     "jarvis.runs.report_commands",
     "jarvis.eval.commands",
+    "jarvis.gateway.channels.email.commands",
 )
 
 

@@ -20,6 +20,7 @@ from pydantic_settings import (
 )
 
 from jarvis.api.settings import ApiSettings
+from jarvis.gateway.channels.email.settings import EmailSettings
 from jarvis.runs.settings import RunsSettings
 from jarvis.safety.settings import SafetySettings
 from jarvis.tools.toolbox_settings import ChannelPolicy, ToolboxSettings, default_channels
@@ -138,6 +139,9 @@ class Settings(BaseSettings):
 
     # run records and replay (jarvis/runs/settings.py)
     runs: RunsSettings = Field(default_factory=RunsSettings)
+
+    # channels
+    email: EmailSettings = Field(default_factory=EmailSettings)
 
     @property
     def settings_file(self) -> Path:

@@ -182,6 +182,33 @@ def check_skills(settings: Settings) -> Check:
     return Check("skills", True, f"{len(tools)} skill tool(s): {', '.join(tools) or 'none'}")
 
 
+def check_email(settings: Settings) -> Check:
+    """The email channel's settings and whitelist (no network: `jarvis email test` connects)."""
+    from jarvis.gateway.channels.email.settings import EmailError, load_whitelist
+
+    email = settings.email
+    if not email.enabled:
+        return Check("email", True, "off (email.enabled is false)")
+    problems = email.problems()
+    try:
+        whitelist = load_whitelist(settings.data_dir)
+    except EmailError as exc:
+        problems.append(str(exc))
+    else:
+        if not whitelist.senders:
+            problems.append("config/whitelist.json allows nobody")
+        if not whitelist.authserv_ids:
+            problems.append("config/whitelist.json has no authserv_id")
+    if problems:
+        return Check("email", False, "; ".join(problems))
+    return Check(
+        "email",
+        True,
+        f"{email.username} on {email.imap_host}, {len(whitelist.senders)} sender(s), "
+        f"authserv-id {', '.join(whitelist.authserv_ids)}; `jarvis email test FILE` connects",
+    )
+
+
 CHECKS: list[Callable[[Settings], Check]] = [
     check_display,
     check_input,
@@ -209,7 +236,10 @@ def cannot_start(settings: Settings) -> str | None:
 
 
 def run_checks(settings: Settings) -> list[Check]:
-    return [check(settings) for check in CHECKS]
+    checks = [check(settings) for check in CHECKS]
+    if settings.email.enabled:  # a line for the email channel only when it is on
+        checks.append(check_email(settings))
+    return checks
 
 
 def _is_macos() -> bool:

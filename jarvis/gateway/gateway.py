@@ -54,6 +54,7 @@ from jarvis.runs.journal import JournalWriter
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
 
 if TYPE_CHECKING:
+    from jarvis.gateway.channels.email.channel import EmailChannel
     from jarvis.gateway.channels.inbox import InboxChannel
     from jarvis.gateway.router import MessageRouter
     from jarvis.llm.base import Provider
@@ -113,6 +114,8 @@ class Gateway:
         self.cached = CachedTodos(self.todos)
         self.report = GatewayReport()
         self.worker: AgentWorker | None = None
+        self.email: EmailChannel | None = None
+        """The email channel while serving with it on."""
         self.ready = asyncio.Event()
         """Set once recovered and watching (or draining, with ``once``)."""
         self._provider = provider
@@ -344,6 +347,7 @@ class Gateway:
     # -- serving --
     async def _serve(self, channel: InboxChannel, router: MessageRouter) -> None:
         await channel.start()
+        email = await self._start_email(channel)
         self.ready.set()
         routing = asyncio.create_task(self._route_forever(channel, router), name="router")
         try:
@@ -352,7 +356,20 @@ class Gateway:
             routing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await routing
+            if email is not None:
+                await email.stop()
             await channel.stop()
+
+    async def _start_email(self, inbox: InboxChannel) -> EmailChannel | None:
+        """The email channel, when settings turn it on (see jarvis/gateway/channels/email)."""
+        if not self.settings.email.enabled:
+            return None
+        from jarvis.gateway.channels.email.channel import EmailChannel
+
+        email = EmailChannel(self.settings, self.queue, self.todos, self.bus, on_queued=inbox.wake)
+        self.email = email
+        await email.start()
+        return email
 
     async def _work_forever(self) -> None:
         assert self.worker is not None

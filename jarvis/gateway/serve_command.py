@@ -150,6 +150,8 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
             "(drop .md files into messages/drop/ or use `jarvis inbox add`; Ctrl+C stops)",
             flush=True,
         )
+        if settings.email.enabled:
+            print(f"jarvis serve: reading mail for {settings.email.address}", flush=True)
     try:
         report = await gateway.run()
     except (LockHeld, ApiUnavailable) as exc:  # the data dir or the port is taken
