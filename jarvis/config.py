@@ -19,6 +19,8 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from jarvis.tui.settings import TuiSettings
+
 SETTINGS_FILE = Path("config") / "settings.json"
 DEFAULT_DATA_DIR = Path("data")
 
@@ -118,6 +120,9 @@ class Settings(BaseSettings):
     memory_forget_threshold: float | None = Field(None, ge=0)
     memory_merge_cosine: float | None = Field(None, gt=0, le=1)
     memory_strength_days: float | None = Field(None, gt=0)
+
+    # the terminal cockpit (jarvis tui)
+    tui: TuiSettings = Field(default_factory=TuiSettings)
 
     @property
     def settings_file(self) -> Path:
