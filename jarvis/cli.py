@@ -28,6 +28,7 @@ SUBCOMMAND_MODULES = (
     "jarvis.gateway.commands",
     "jarvis.gateway.serve_command",
     "jarvis.runs.commands",
+    "jarvis.tui.commands",
 )
 
 

@@ -34,9 +34,7 @@ async def record(data_dir: Path, fake: FakeModel) -> None:
         ANTHROPIC_API_KEY="sk-test-record-0123456789",
         ANTHROPIC_BASE_URL=fake.anthropic_base_url,
     )
-    settings = load_settings(
-        data_dir, max_retries=0, settle_ceiling_ms=300, long_term_memory=False
-    )
+    settings = load_settings(data_dir, max_retries=0, settle_ceiling_ms=300, long_term_memory=False)
     bus = EventBus()
     journal = JournalWriter.for_settings(settings, bus, channel="tui")
     fake.script(

@@ -139,7 +139,7 @@ class JarvisApp(App[None]):
             view.update_item(change.index)
         view.sync()
         self._dirty.add(change.task_id)
-        if change.kind == "ending":
+        if change.kind in ("task", "ending"):
             self._draw_status()
 
     def _mount_task(self, task_id: str) -> TaskView:

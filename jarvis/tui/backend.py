@@ -18,7 +18,12 @@ from jarvis.tui.state import read_journal
 
 
 class BackendError(Exception):
-    """A command could not be done (the daemon refused it, or is not reachable)."""
+    """A command could not be done (the daemon refused it, or is not reachable);
+    ``status`` is the HTTP status when the daemon answered."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class Backend(Protocol):

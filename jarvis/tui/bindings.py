@@ -15,9 +15,9 @@ BINDINGS: list[Binding] = [
     Binding("f1", "toggle_help", "Help", id="help"),
     Binding("ctrl+p", "command_palette", "Commands", id="palette"),
     Binding("f2", "toggle_side", "Screen panel", id="toggle_screen"),
-    Binding("ctrl+y", "copy_card", "Copy card", id="copy_card"),
+    Binding("ctrl+o", "copy_card", "Copy card", id="copy_card"),
     Binding("ctrl+l", "focus_prompt", "Prompt", id="focus_prompt", show=False),
-    Binding("ctrl+a", "focus_answer", "Answer", id="focus_answer"),
+    Binding("ctrl+r", "focus_answer", "Answer", id="focus_answer"),
     Binding("ctrl+end", "follow", "Follow live", id="follow", show=False),
 ]
 
