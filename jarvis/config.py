@@ -19,6 +19,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from jarvis.api.settings import ApiSettings
 from jarvis.tui.settings import TuiSettings
 
 SETTINGS_FILE = Path("config") / "settings.json"
@@ -120,6 +121,9 @@ class Settings(BaseSettings):
     memory_forget_threshold: float | None = Field(None, ge=0)
     memory_merge_cosine: float | None = Field(None, gt=0, le=1)
     memory_strength_days: float | None = Field(None, gt=0)
+
+    # control API (jarvis serve)
+    api: ApiSettings = Field(default_factory=ApiSettings)
 
     # the terminal cockpit (jarvis tui)
     tui: TuiSettings = Field(default_factory=TuiSettings)

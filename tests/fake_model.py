@@ -34,7 +34,10 @@ cancellation tests); ``model``. Faults: ``status``/``error_type``/``error_messag
 ``headers`` for an error response (``Reply.error``, ``rate_limited``, ``overloaded``
 (529), ``server_error`` (500), ``tools_unsupported`` (400), ``unauthorized`` (401));
 ``cut_after=N`` closes the socket after N SSE events (a stream cut mid-way);
-``error_after=N`` sends an in-stream error event after N events.
+``error_after=N`` sends an in-stream error event after N events; ``hold`` (a
+``threading.Event``) with ``hold_after=N`` sends N SSE events, then waits until the test
+sets ``hold`` (at most 60 s) before the rest: a test sees the model "still streaming".
+With the Anthropic API, event 0 is message_start, 1 ping, 2 the first block's start.
 For text-mode tool calls, :func:`text_call` writes the ``<tool_call>`` block.
 
 Recording: ``fake_model.requests`` lists every :class:`RecordedRequest` (``api``,
@@ -87,6 +90,7 @@ def text_call(name: str, **arguments: Any) -> str:
     return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call>"
 
 
+HOLD_TIMEOUT_S = 60.0
 _ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -117,6 +121,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     cut_after: int | None = None
     error_after: int | None = None
+    hold: threading.Event | None = None
+    hold_after: int = 0
 
     @classmethod
     def error(
@@ -508,6 +514,8 @@ class _Handler(BaseHTTPRequestHandler):
                 if reply.cut_after is not None and count >= reply.cut_after:
                     self._cut()
                     return
+                if reply.hold is not None and count == reply.hold_after:
+                    reply.hold.wait(HOLD_TIMEOUT_S)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 self._chunk(frame.encode())

@@ -375,6 +375,7 @@ def serve_env(xserver: Any, fake_model: FakeModel) -> dict[str, str]:
         "ANTHROPIC_BASE_URL": fake_model.anthropic_base_url,
         "JARVIS_MAX_RETRIES": "0",
         "JARVIS_LONG_TERM_MEMORY": "false",
+        "JARVIS_API__HTTP": "127.0.0.1:0",  # the control API on a free port
         "ANONYMIZED_TELEMETRY": "False",
     }
 

@@ -20,6 +20,11 @@ worker (:mod:`jarvis.gateway.worker`), which also answers the channels with ``Re
 events. When idle, the worker repairs half-recorded endings and, with long-term memory on,
 runs the memory compressor every ``compress_every_s``.
 
+Every task's events are journaled (:mod:`jarvis.runs.journal`, ``runs/DATE/TASK_ID/``);
+``services`` (the HTTP control API, :mod:`jarvis.api`) run while the data dir is held.
+:meth:`Gateway.notify` routes a new inbox message at once; :meth:`Gateway.cancel_task` is a
+person's cancel.
+
 ``once`` processes what is waiting (drop files, the inbox, pending tasks) and returns.
 :meth:`Gateway.stop` (wired to SIGTERM and SIGINT) cancels the running task, which goes back
 to pending, and returns cleanly.
@@ -33,7 +38,8 @@ import logging
 import os
 import signal
 import time
-from contextlib import AsyncExitStack
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,8 +48,9 @@ from jarvis.events import EventBus
 from jarvis.gateway.message_format import Message
 from jarvis.gateway.queue import MessageQueue
 from jarvis.gateway.serve_lock import ServeLock
-from jarvis.gateway.todos import TodoList
+from jarvis.gateway.todos import Todo, TodoList, TodoState
 from jarvis.gateway.worker import AgentWorker, CachedTodos, RunRecord
+from jarvis.runs.journal import JournalWriter
 
 if TYPE_CHECKING:
     from jarvis.gateway.channels.inbox import InboxChannel
@@ -115,6 +122,11 @@ class Gateway:
         self._work = asyncio.Event()
         self._retry: list[Message] = []
         self._next_compress = 0.0
+        self._arrived: asyncio.Event | None = None
+        self.journal = JournalWriter.for_settings(settings, self.bus, channel=self._channel_of)
+        """The run journal of every task this daemon runs (closed when :meth:`run` ends)."""
+        self.services: list[Callable[[], AbstractAsyncContextManager[Any]]] = []
+        """Started once the data dir is held, stopped when :meth:`run` ends (the HTTP API)."""
 
     @property
     def stopping(self) -> bool:
@@ -130,17 +142,59 @@ class Gateway:
 
     async def run(self) -> GatewayReport:
         """Hold the lock, recover, then serve (or drain with ``once``). Raises ServeLockHeld."""
-        with ServeLock(self.settings.data_dir), self._signals():
-            log.info("serving %s (pid %d)", self.settings.data_dir, os.getpid())
-            async with AsyncExitStack() as stack:
-                router = await self._assemble(stack)
-                await self.recover(router)
-                channel = self._channel()
-                if self.options.once:
-                    await self._drain(channel, router)
-                else:
-                    await self._serve(channel, router)
+        try:
+            with ServeLock(self.settings.data_dir), self._signals():
+                log.info("serving %s (pid %d)", self.settings.data_dir, os.getpid())
+                await self._run_locked()
+        finally:
+            self.journal.close()
         return self.report
+
+    async def _run_locked(self) -> None:
+        async with AsyncExitStack() as stack:
+            for service in self.services:
+                await stack.enter_async_context(service())
+            router = await self._assemble(stack)
+            await self.recover(router)
+            channel = self._channel()
+            self._arrived = channel.arrived
+            if self.options.once:
+                await self._drain(channel, router)
+            else:
+                await self._serve(channel, router)
+
+    def notify(self) -> None:
+        """A message was added to the inbox: route it now, not at the next scan."""
+        if self._arrived is not None:
+            self._arrived.set()
+
+    def _channel_of(self, todo_id: str) -> str | None:
+        todo = self.cached.get(todo_id)
+        return todo.source if todo is not None else None
+
+    async def cancel_task(self, todo_id: str) -> Todo:
+        """A person's cancel (API, web panel, TUI): the path of a ``cancelled`` status set in
+        todos.md. A running task is also stopped at once rather than at the worker's next
+        look; an open one that is not running ends cancelled and its messages are answered
+        when the worker is next idle. Raises KeyError (no such task) or TodoState (ended)."""
+        async with self._books:
+            todo = await asyncio.to_thread(self.todos.get, todo_id)
+            if todo is None:
+                raise KeyError(todo_id)
+            if not todo.is_open:
+                raise TodoState(f"{todo.id} is {todo.status}; only an open task can be cancelled")
+            if todo.status == "in_progress":
+                todo = await asyncio.to_thread(self.todos.update, todo.id, status="cancelled")
+            else:
+                todo = await asyncio.to_thread(
+                    self.todos.finish, todo.id, "cancelled", "cancelled by the user"
+                )
+        worker = self.worker
+        if worker is not None and worker.current == todo.id:
+            log.info("task %s cancelled by the user; stopping it", todo.id)
+            worker.agent.cancel()
+        self._work.set()
+        return todo
 
     @contextlib.contextmanager
     def _signals(self) -> Any:

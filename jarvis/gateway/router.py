@@ -8,7 +8,9 @@ The model decides with ``prompts/merge.md`` and answers with one JSON object::
 Whatever goes wrong on the way (no provider, an error, a timeout, an answer that is not
 such an object, a merge into a task that is not open) ends in a new task, so a message is
 never lost to a routing failure. Routing is idempotent: a message already named by a task
-is not routed again (recovery after a crash re-routes only what was not routed).
+is not routed again (recovery after a crash re-routes only what was not routed). A message
+addressed to a task (``answers:T003`` in its header: an answer sent through the API) is
+merged into that task without asking the model, if it is still open.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from jarvis.llm.types import Message as ChatMessage
 
 log = logging.getLogger(__name__)
 
+ANSWERS = "answers"
+"""Header key of a message addressed to one task (``answers:T003``): it is merged into that
+task without asking the model (an answer to a ``call_user`` question, from the API)."""
 SYSTEM = "You route incoming messages onto a task list. Answer with one JSON object only."
 TITLE_MAX = 80
 EXCERPT_MAX = 300
@@ -140,6 +145,10 @@ class MessageRouter:
         existing = await asyncio.to_thread(self.todos.find_by_message, message.id)
         if existing is not None:
             return Routed(existing, "existing")
+        if message.meta.get(ANSWERS):
+            answered = await asyncio.to_thread(self._answer, message, message.meta[ANSWERS])
+            if answered is not None:
+                return answered
         open_tasks = await asyncio.to_thread(self.todos.open_tasks)
         decision, fallback = await self.decide(message, open_tasks)
         return await asyncio.to_thread(self._apply, message, decision, open_tasks, fallback)
@@ -182,6 +191,16 @@ class MessageRouter:
         except ValueError as exc:
             log.warning("routing answer for %s unusable (%s): %r", message.id, exc, response.text)
             return self._fallback(message, str(exc))
+
+    def _answer(self, message: Message, todo_id: str) -> Routed | None:
+        """A message addressed to a task (an answer to its question): merged into it, with
+        no model call; None when that task cannot take it (then it is routed as usual)."""
+        try:
+            todo = self.todos.append_update(todo_id, message.text, message.id)
+        except (KeyError, TodoState) as exc:
+            log.warning("message %s answers %s, which cannot take it: %s", message.id, todo_id, exc)
+            return None
+        return Routed(todo, "update")
 
     def _fallback(self, message: Message, reason: str) -> tuple[NewDecision, str]:
         if self.bus is not None:

@@ -1,7 +1,9 @@
 """``jarvis serve``: run the gateway daemon (see :mod:`jarvis.gateway.gateway`).
 
 Exit codes: 0 stopped cleanly (SIGTERM, SIGINT, or ``--once`` done), 1 could not start
-(no key, no display, another ``serve`` holds the data dir) or stopped on an error.
+(no key, no display, another ``serve`` holds the data dir, the API's port is taken) or
+stopped on an error. Unless ``--once``, the control API and web panel (:mod:`jarvis.api`)
+run in the same loop (``--http HOST:PORT``, ``--http off``, ``--unix-socket PATH``).
 """
 
 from __future__ import annotations
@@ -12,9 +14,13 @@ import logging
 import os
 import sys
 from collections import Counter
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from jarvis.config import Settings
+
+if TYPE_CHECKING:
+    from jarvis.gateway.gateway import Gateway
 
 EXIT_OK, EXIT_FAILED = 0, 1
 log = logging.getLogger(__name__)
@@ -39,6 +45,16 @@ def _positive(value: str) -> float:
     if number <= 0:
         raise argparse.ArgumentTypeError(f"must be more than 0: {value}")
     return number
+
+
+def _http(value: str) -> str:
+    from jarvis.api.settings import parse_http
+
+    try:
+        parse_http(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
 
 
 def register(subparsers: Any) -> None:
@@ -76,6 +92,16 @@ def register(subparsers: Any) -> None:
         metavar="HOURS",
         help="compress long-term memory this often when idle; 0 never (default 24)",
     )
+    serve.add_argument(
+        "--http",
+        type=_http,
+        metavar="HOST:PORT",
+        help="where the control API and web panel listen: HOST:PORT, :PORT, or off "
+        "(default: api.http, 127.0.0.1:8765); a host other than loopback only when named",
+    )
+    serve.add_argument(
+        "--unix-socket", type=Path, metavar="PATH", help="also serve the API on this Unix socket"
+    )
     serve.add_argument("--data-dir", help="data directory (default: $JARVIS_DATA_DIR or ./data)")
     serve.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
     serve.set_defaults(handler=cmd_serve)
@@ -92,6 +118,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    from jarvis.api.server import ApiUnavailable
     from jarvis.gateway.gateway import Gateway, GatewayOptions
     from jarvis.owner_lock import LockHeld
 
@@ -104,6 +131,7 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
     )
     gateway = Gateway(settings, options=options)
     if not args.once:
+        _add_api(gateway, args, settings)
         print(
             f"jarvis serve: pid {os.getpid()}, data {settings.data_dir}; waiting for messages "
             "(drop .md files into messages/drop/ or use `jarvis inbox add`; Ctrl+C stops)",
@@ -111,7 +139,7 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
         )
     try:
         report = await gateway.run()
-    except LockHeld as exc:  # another serve has the data dir, or a run has the memory
+    except (LockHeld, ApiUnavailable) as exc:  # the data dir or the port is taken
         print(f"jarvis: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except Exception:  # the edge: a daemon failure is logged and turned into an exit code
@@ -121,3 +149,16 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
     done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "none"
     print(f"jarvis serve: ran {len(report.runs)} task(s): {done}", flush=True)
     return EXIT_OK
+
+
+def _add_api(gateway: Gateway, args: argparse.Namespace, settings: Settings) -> None:
+    """The control API and web panel, unless ``--http off`` and no Unix socket."""
+    from jarvis.api.server import HttpService
+    from jarvis.api.settings import parse_http
+
+    address = parse_http(args.http or settings.api.http)
+    unix = args.unix_socket or settings.api.unix_socket
+    if address is None and unix is None:
+        return
+    service = HttpService(gateway, address, unix)
+    gateway.services.append(service.running)

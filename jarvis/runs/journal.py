@@ -175,6 +175,8 @@ class JournalWriter:
         self._lock = threading.RLock()
         self._listeners: list[Listener] = []
         self._closed = False
+        self.last_seq = 0
+        """The last seq this writer wrote (0 before its first line)."""
         self._unsubscribe = bus.subscribe(self._on_event)
 
     @classmethod
@@ -335,7 +337,7 @@ class JournalWriter:
         os.write(run.fd, (text + "\n").encode("utf-8"))
         if run.info.get("first_seq") is None:
             run.info["first_seq"] = seq
-        run.info["last_seq"] = seq
+        run.info["last_seq"] = self.last_seq = seq
         line = JournalLine(seq=seq, kind=record["kind"], task_id=record["task_id"], text=text)
         for listener in list(self._listeners):
             try:

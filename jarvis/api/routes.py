@@ -1,0 +1,265 @@
+"""The endpoints under ``/api`` (the wire format is in :mod:`jarvis.api`)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, Response
+from fastapi.responses import FileResponse, StreamingResponse
+from pydantic import BaseModel, Field
+
+from jarvis import __version__
+from jarvis.api.auth import COOKIE, LoginCodes, cookie_value
+from jarvis.api.stream import EventHub, event_stream
+from jarvis.api.views import (
+    IMAGE_SUFFIXES,
+    TaskView,
+    latest_screenshot,
+    safe_screenshot,
+    steps_of,
+    todo_view,
+)
+from jarvis.gateway.gateway import Gateway
+from jarvis.gateway.router import ANSWERS
+from jarvis.gateway.todos import TodoState
+from jarvis.runs.reader import RunInfo, find_run, list_runs, load_run, read_events
+
+COOKIE_MAX_AGE_S = 30 * 24 * 3600
+Channel = Literal["web", "tui", "api"]
+TEXT_MAX = 100_000
+
+
+@dataclass
+class Daemon:
+    """What the routes work with: the gateway (inbox, todos, cancel), the event hub, the
+    token and the login codes."""
+
+    gateway: Gateway
+    hub: EventHub
+    token: str
+    codes: LoginCodes
+    heartbeat_s: float = 15.0
+
+    @property
+    def data_dir(self) -> Any:
+        return self.gateway.settings.data_dir
+
+
+def daemon(request: Request) -> Daemon:
+    found: Daemon = request.app.state.daemon
+    return found
+
+
+D = Annotated[Daemon, Depends(daemon)]
+router = APIRouter(prefix="/api")
+
+
+class MessageIn(BaseModel):
+    text: str = Field(min_length=1, max_length=TEXT_MAX)
+    channel: Channel = "api"
+    priority: int | Literal["high", "normal", "low"] | None = None
+
+
+class AnswerIn(BaseModel):
+    text: str = Field(min_length=1, max_length=TEXT_MAX)
+    channel: Channel = "api"
+
+
+class Queued(BaseModel):
+    message_id: str
+    channel: str
+    task_id: str | None = None
+
+
+class TokenIn(BaseModel):
+    token: str = Field(max_length=512)
+
+
+@router.post("/messages", status_code=201)
+async def submit(body: MessageIn, d: D) -> Queued:
+    """A message into the inbox; the router makes it a task (or merges it into one)."""
+    queue = d.gateway.queue
+    try:
+        message = await asyncio.to_thread(
+            queue.append, body.text, "user", body.channel, body.priority
+        )
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    d.gateway.notify()
+    return Queued(message_id=message.id, channel=message.channel)
+
+
+@router.get("/todos")
+async def todos(d: D) -> dict[str, list[dict[str, Any]]]:
+    items = await asyncio.to_thread(d.gateway.todos.all)
+    return {"todos": [todo_view(t) for t in items]}
+
+
+@router.get("/tasks/{task_id}")
+async def task(task_id: str, d: D, events: bool = True) -> TaskView:
+    """The todo, its latest run, its steps and (``events=false`` leaves them out) its
+    journal lines."""
+    return await asyncio.to_thread(_task_view, d, task_id, events)
+
+
+def _task_view(d: Daemon, task_id: str, with_events: bool) -> TaskView:
+    todo = _todo(d, task_id)
+    folder = find_run(d.data_dir, todo.id if todo else task_id)
+    if todo is None and folder is None:
+        raise HTTPException(404, f"no task {task_id}")
+    run: RunInfo | None = None
+    records: list[dict[str, Any]] = []
+    if folder is not None:
+        run = load_run(d.data_dir, folder)
+        records = list(read_events(folder / "events.jsonl"))
+    steps, verdict = steps_of(records)
+    return TaskView(
+        task_id=todo.id if todo else task_id,
+        todo=todo_view(todo) if todo else None,
+        run=run,
+        steps=steps,
+        verification=verdict,
+        last_seq=records[-1]["seq"] if records else 0,
+        events=records if with_events else None,
+    )
+
+
+def _todo(d: Daemon, task_id: str) -> Any:
+    try:
+        return d.gateway.todos.get(task_id)
+    except (KeyError, ValueError):
+        return None
+
+
+@router.post("/tasks/{task_id}/cancel", status_code=202)
+async def cancel(task_id: str, d: D) -> dict[str, str]:
+    """A person's cancel: the task ends ``cancelled`` (a running one stops within a moment)."""
+    try:
+        todo = await d.gateway.cancel_task(task_id)
+    except KeyError:
+        raise HTTPException(404, f"no task {task_id}") from None
+    except TodoState as exc:
+        raise HTTPException(409, str(exc)) from exc
+    return {"task_id": todo.id, "status": todo.status}
+
+
+@router.post("/tasks/{task_id}/answer", status_code=202)
+async def answer(task_id: str, body: AnswerIn, d: D) -> Queued:
+    """An answer to a task (its ``call_user`` question): a message addressed to it."""
+    todo = await asyncio.to_thread(_todo, d, task_id)
+    if todo is None:
+        raise HTTPException(404, f"no task {task_id}")
+    if not todo.is_open:
+        raise HTTPException(409, f"{todo.id} is {todo.status}; it takes no answer")
+    try:
+        message = await asyncio.to_thread(
+            d.gateway.queue.append,
+            body.text,
+            "user",
+            body.channel,
+            meta={ANSWERS: todo.id},
+        )
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    d.gateway.notify()
+    return Queued(message_id=message.id, channel=message.channel, task_id=todo.id)
+
+
+@router.get("/events")
+async def events(
+    d: D,
+    after: Annotated[int | None, Query(ge=0)] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    """Server-Sent Events: ``id`` = seq, ``event`` = kind, ``data`` = the journal line."""
+    cursor = after
+    if last_event_id is not None and last_event_id.strip():
+        if not last_event_id.strip().isdigit():
+            raise HTTPException(400, "Last-Event-ID must be a sequence number")
+        cursor = int(last_event_id)
+    return StreamingResponse(
+        event_stream(d.hub, d.data_dir, cursor, d.heartbeat_s),
+        media_type="text/event-stream",
+        headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+    )
+
+
+@router.get("/runs")
+async def runs(d: D, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> dict[str, list[RunInfo]]:
+    return {"runs": await asyncio.to_thread(list_runs, d.data_dir, limit)}
+
+
+@router.get("/screenshots/{path:path}")
+async def screenshot(path: str, d: D) -> FileResponse:
+    """A stored screenshot, ``path`` relative to ``memory/screenshots/``; anything that
+    leaves that folder is 404."""
+    found = await asyncio.to_thread(safe_screenshot, d.data_dir, path)
+    if found is None:
+        raise HTTPException(404, "no such screenshot")
+    return _image(found)
+
+
+@router.get("/screen/latest")
+async def screen_latest(d: D) -> FileResponse:
+    """The screenshot of the running (or last) task's latest step."""
+    task_id = d.gateway.journal.current or _newest_task(d)
+    records = []
+    if task_id is not None:
+        folder = find_run(d.data_dir, task_id)
+        if folder is not None:
+            records = await asyncio.to_thread(lambda: list(read_events(folder / "events.jsonl")))
+    found = await asyncio.to_thread(latest_screenshot, d.data_dir, records)
+    if found is None:
+        raise HTTPException(404, "no screenshot yet")
+    return _image(found)
+
+
+def _newest_task(d: Daemon) -> str | None:
+    newest = list_runs(d.data_dir, limit=1)
+    return newest[0].task_id if newest else None
+
+
+def _image(path: Any) -> FileResponse:
+    media = IMAGE_SUFFIXES[path.suffix.lower()]
+    return FileResponse(path, media_type=media, headers={"cache-control": "no-store"})
+
+
+@router.get("/health")
+async def health(d: D) -> dict[str, Any]:
+    return {
+        "status": "ok",
+        "version": __version__,
+        "pid": os.getpid(),
+        "ready": d.gateway.ready.is_set(),
+        "running": d.gateway.journal.current,
+        "last_seq": max(d.hub.last_seq, d.gateway.journal.last_seq),
+    }
+
+
+@router.post("/login", status_code=204)
+async def login(body: TokenIn, d: D, response: Response) -> None:
+    """The token, once, for a browser session cookie (the panel's login form)."""
+    from jarvis.api.auth import bearer_ok
+
+    if not bearer_ok(f"Bearer {body.token}", d.token):
+        raise HTTPException(401, "wrong token")
+    set_cookie(response, d.token)
+
+
+@router.post("/logout", status_code=204)
+async def logout(response: Response) -> None:
+    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+
+
+def set_cookie(response: Response, token: str) -> None:
+    response.set_cookie(
+        COOKIE,
+        cookie_value(token),
+        max_age=COOKIE_MAX_AGE_S,
+        path="/",
+        httponly=True,
+        samesite="strict",
+    )

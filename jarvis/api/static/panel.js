@@ -1,0 +1,375 @@
+// The Jarvis web panel: a thin client of the control API (no build step, no CDN).
+// Auth is the HttpOnly session cookie; every model or tool text goes in as textContent.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const CLICKS = new Set(["click", "double_click", "right_click", "mouse_move", "scroll"]);
+const OPEN = new Set(["pending", "in_progress", "needs_user"]);
+
+const state = {
+  lastSeq: 0,          // the newest seq this page has seen (the stream resumes after it)
+  source: null,        // the EventSource
+  todos: new Map(),    // id -> todo
+  view: null,          // the task shown: see newView()
+};
+
+function newView(taskId) {
+  return { taskId, seen: 0, steps: new Map(), step: null, cards: new Map(),
+           input: 0, output: 0, cost: 0, status: "" };
+}
+
+async function api(path, options = {}) {
+  const response = await fetch(path, { credentials: "same-origin", ...options });
+  if (response.status === 401) { showLogin(); throw new Error("not logged in"); }
+  return response;
+}
+
+async function postJSON(path, body) {
+  return api(path, { method: "POST", headers: { "content-type": "application/json" },
+                     body: JSON.stringify(body) });
+}
+
+// --- login ---------------------------------------------------------------------
+function showLogin() {
+  $("login").hidden = false;
+  $("app").hidden = true;
+  setConn("logged out", "closed");
+}
+
+$("login-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const response = await fetch("/api/login", {
+    method: "POST", credentials: "same-origin", headers: { "content-type": "application/json" },
+    body: JSON.stringify({ token: $("login-token").value.trim() }) });
+  if (response.ok) { location.reload(); return; }
+  $("login-error").textContent = "That token is not right.";
+  $("login-error").hidden = false;
+});
+
+// --- the stream ------------------------------------------------------------------
+function setConn(text, kind) {
+  $("conn").textContent = text;
+  $("conn").dataset.state = kind;
+}
+
+function connect() {
+  if (state.source) state.source.close();
+  // After the first connect the browser itself resends Last-Event-ID on reconnects.
+  const source = new EventSource(`/api/events?after=${state.lastSeq}`);
+  state.source = source;
+  source.onopen = () => setConn("live", "live");
+  source.onerror = () => {
+    if (source.readyState === EventSource.CLOSED) {  // refused (e.g. restarted): start over
+      setConn("reconnecting…", "reconnecting");
+      setTimeout(() => { if (state.source === source) connect(); }, 1500);
+    } else {
+      setConn("reconnecting…", "reconnecting");
+    }
+  };
+  source.onmessage = (event) => onLine(event);
+  for (const kind of KINDS) source.addEventListener(kind, onLine);
+  source.addEventListener("gap", () => setConn("live (caught up after a gap)", "live"));
+}
+
+const KINDS = ["task_started", "step_started", "model_text_delta", "tool_call_streaming",
+  "tool_call_started", "tool_call_finished", "step_finished", "verification_finished",
+  "task_finished", "warning", "reply_ready", "model_retry", "tool_mode_fallback",
+  "malformed_entry"];
+
+function onLine(event) {
+  let record;
+  try { record = JSON.parse(event.data); } catch { return; }
+  if (typeof record.seq !== "number") return;
+  state.lastSeq = Math.max(state.lastSeq, record.seq);
+  if (record.kind === "task_started" && (!state.view || state.view.taskId !== record.task_id)) {
+    show(record.task_id, [record]);
+    refreshTodos();
+    return;
+  }
+  if (state.view && record.task_id === state.view.taskId) apply(record);
+  if (["task_finished", "reply_ready"].includes(record.kind)) refreshTodos();
+}
+
+// --- the task as one growing message ---------------------------------------------
+function show(taskId, records, todo) {
+  state.view = newView(taskId);
+  $("message").replaceChildren();
+  $("summary").hidden = true;
+  $("verification").textContent = "Not verified yet.";
+  $("verification").className = "muted";
+  $("shot").hidden = true;
+  $("shot-none").hidden = false;
+  $("task-title").textContent = todo ? todo.title : taskId;
+  for (const record of records) apply(record);
+  renderUsage();
+  renderControls();
+  markShown();
+}
+
+function apply(r) {
+  const view = state.view;
+  if (r.seq <= view.seen) return;  // each line once, also across reconnects
+  view.seen = r.seq;
+  switch (r.kind) {
+    case "task_started":
+      $("task-title").textContent = r.task;
+      view.status = "running";
+      break;
+    case "step_started": stepOf(r.step); break;
+    case "model_text_delta": currentStep().thought.textContent += r.text; break;
+    case "tool_call_streaming": card(r.call_id, r.tool_name, "streaming"); break;
+    case "tool_call_started": {
+      const c = card(r.call_id, r.tool_name, "running");
+      c.args = r.arguments || {};
+      c.body.textContent = `arguments: ${JSON.stringify(c.args, null, 2)}`;
+      break;
+    }
+    case "tool_call_finished": finishCard(r); break;
+    case "step_finished": finishStep(r); break;
+    case "verification_finished":
+      $("verification").textContent = `${r.done ? "Passed" : "Failed"}: ${r.reason}`;
+      $("verification").className = r.done ? "ok" : "error";
+      break;
+    case "warning": case "model_retry": case "tool_mode_fallback": {
+      const p = document.createElement("p");
+      p.className = "warning";
+      p.textContent = r.message || r.reason || r.kind;
+      currentStep().el.append(p);
+      break;
+    }
+    case "task_finished":
+      view.status = r.status;
+      view.input = r.input_tokens || view.input;
+      view.output = r.output_tokens || view.output;
+      view.cost = r.cost_usd || view.cost;
+      for (const c of view.cards.values()) if (c.el.dataset.state === "streaming") setState(c, "not run");
+      $("summary").textContent = `${r.status}: ${r.summary}`;
+      $("summary").hidden = false;
+      break;
+  }
+  renderUsage();
+  renderControls();
+}
+
+function stepOf(n) {
+  const view = state.view;
+  if (!view.steps.has(n)) {
+    const el = document.createElement("div");
+    el.className = "step";
+    el.dataset.step = n;
+    const head = document.createElement("div");
+    head.className = "step-head";
+    head.textContent = `step ${n}`;
+    const thought = document.createElement("div");
+    thought.className = "thought";
+    el.append(head, thought);
+    $("message").append(el);
+    view.steps.set(n, { el, head, thought, click: null });
+  }
+  view.step = view.steps.get(n);
+  return view.step;
+}
+
+function currentStep() { return state.view.step || stepOf(0); }
+
+function card(callId, name, status) {
+  const view = state.view;
+  let c = view.cards.get(callId);
+  if (!c) {
+    const el = document.createElement("details");
+    el.className = "card";
+    el.dataset.call = callId;
+    const summary = document.createElement("summary");
+    const label = document.createElement("span");
+    label.className = "name";
+    label.textContent = name;
+    const badge = document.createElement("span");
+    badge.className = "state";
+    const latency = document.createElement("span");
+    latency.className = "latency";
+    const body = document.createElement("pre");
+    body.textContent = "the model is writing this call…";
+    summary.append(label, badge, latency);
+    el.append(summary, body);
+    currentStep().el.append(el);
+    c = { el, badge, latency, body, name, args: {} };
+    view.cards.set(callId, c);
+  }
+  setState(c, status);
+  return c;
+}
+
+function setState(c, status) {
+  c.el.dataset.state = status.replace(" ", "_");
+  c.badge.textContent = status;
+}
+
+function finishCard(r) {
+  const c = card(r.call_id, r.tool_name, r.ok ? "ok" : "error");
+  c.latency.textContent = `${Math.round(r.latency_ms || 0)} ms`;
+  const result = r.ok ? `result: ${JSON.stringify(r.data, null, 2)}`
+                      : `error ${r.error_code}: ${r.error_message}`;
+  c.body.textContent = `arguments: ${JSON.stringify(c.args, null, 2)}\n${result}`;
+  if (!r.ok) c.el.open = true;  // errors open, the rest collapsed
+  if (r.ok && CLICKS.has(r.tool_name) && "x" in c.args) currentStep().click = c.args;
+}
+
+function finishStep(r) {
+  const view = state.view;
+  const step = stepOf(r.step);
+  const t = r.timings_ms || {};
+  step.head.textContent = `step ${r.step} · ` +
+    Object.entries(t).map(([k, v]) => `${k} ${Math.round(v)} ms`).join(", ");
+  for (const c of view.cards.values()) if (c.el.dataset.state === "streaming") setState(c, "not run");
+  view.input += r.input_tokens || 0;
+  view.output += r.output_tokens || 0;
+  view.cost = r.cost_usd || view.cost;
+  if (r.screenshot) showShot(r.screenshot, step.click);
+}
+
+function showShot(path, click) {
+  const rel = path.replace(/^memory\/screenshots\//, "");
+  const img = $("shot-img");
+  const marker = $("click-marker");
+  img.onload = () => {
+    if (click && img.naturalWidth) {
+      marker.style.left = `${(100 * click.x) / img.naturalWidth}%`;
+      marker.style.top = `${(100 * click.y) / img.naturalHeight}%`;
+      marker.hidden = false;
+    } else {
+      marker.hidden = true;
+    }
+  };
+  img.src = `/api/screenshots/${rel.split("/").map(encodeURIComponent).join("/")}`;
+  $("shot").hidden = false;
+  $("shot-none").hidden = true;
+}
+
+function renderUsage() {
+  const v = state.view;
+  if (!v) return;
+  $("usage").textContent = `${v.input + v.output} tokens (${v.input} in, ${v.output} out) · ` +
+    `$${v.cost.toFixed(4)}`;
+}
+
+function renderControls() {
+  const v = state.view;
+  const todo = v && state.todos.get(v.taskId);
+  const status = todo ? todo.status : v ? v.status : "";
+  $("task-status").textContent = status.replace("_", " ");
+  $("task-status").className = `status ${status}`;
+  $("cancel").hidden = !(todo && OPEN.has(todo.status));
+  const asks = todo && todo.status === "needs_user";
+  $("answer-box").hidden = !asks;
+  if (asks) $("question").textContent = todo.summary || "(no question)";
+}
+
+// --- todos -----------------------------------------------------------------------
+async function refreshTodos() {
+  const response = await api("/api/todos");
+  if (!response.ok) return;
+  const { todos } = await response.json();
+  state.todos = new Map(todos.map((t) => [t.id, t]));
+  const list = $("todos");
+  list.replaceChildren();
+  for (const todo of [...todos].reverse()) {
+    const li = document.createElement("li");
+    li.dataset.id = todo.id;
+    li.dataset.status = todo.status;
+    const id = document.createElement("span");
+    id.className = "id";
+    id.textContent = todo.id;
+    const title = document.createElement("span");
+    title.textContent = todo.title;
+    title.style.flex = "1";
+    const badge = document.createElement("span");
+    badge.className = `status ${todo.status}`;
+    badge.textContent = todo.status.replace("_", " ");
+    li.append(id, title, badge);
+    li.addEventListener("click", () => openTask(todo.id));
+    list.append(li);
+  }
+  markShown();
+  renderControls();
+}
+
+function markShown() {
+  for (const li of $("todos").children) {
+    li.classList.toggle("shown", !!state.view && li.dataset.id === state.view.taskId);
+  }
+}
+
+async function openTask(taskId) {
+  const response = await api(`/api/tasks/${encodeURIComponent(taskId)}`);
+  if (!response.ok) return;
+  const task = await response.json();
+  show(task.task_id, task.events || [], task.todo);
+  if (task.run) $("task-title").textContent = task.run.task || $("task-title").textContent;
+}
+
+// --- actions -----------------------------------------------------------------------
+$("task-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const text = $("task-input").value.trim();
+  if (!text) return;
+  $("send").disabled = true;
+  try {
+    const response = await postJSON("/api/messages", { text, channel: "web" });
+    if (response.ok) {
+      $("task-input").value = "";
+      $("send-status").textContent = "Sent; Jarvis will pick it up.";
+      setTimeout(refreshTodos, 300);
+    } else {
+      $("send-status").textContent = `Not sent: ${(await response.json()).detail}`;
+    }
+  } finally {
+    $("send").disabled = false;
+  }
+});
+
+$("cancel").addEventListener("click", async () => {
+  if (!state.view) return;
+  $("cancel").disabled = true;
+  try {
+    await api(`/api/tasks/${encodeURIComponent(state.view.taskId)}/cancel`, { method: "POST" });
+    await refreshTodos();
+  } finally {
+    $("cancel").disabled = false;
+  }
+});
+
+$("answer-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const text = $("answer-input").value.trim();
+  if (!text || !state.view) return;
+  const response = await postJSON(
+    `/api/tasks/${encodeURIComponent(state.view.taskId)}/answer`, { text, channel: "web" });
+  if (response.ok) {
+    $("answer-input").value = "";
+    $("answer-box").hidden = true;
+    setTimeout(refreshTodos, 300);
+  }
+});
+
+// --- start -----------------------------------------------------------------------------
+async function start() {
+  let health;
+  try {
+    health = await (await api("/api/health")).json();
+  } catch {
+    return;  // the login form is shown
+  }
+  $("app").hidden = false;
+  state.lastSeq = health.last_seq || 0;
+  await refreshTodos();
+  let taskId = health.running;
+  if (!taskId) {
+    const { runs } = await (await api("/api/runs?limit=1")).json();
+    taskId = runs.length ? runs[0].task_id : null;
+  }
+  if (taskId) await openTask(taskId);
+  connect();
+  setInterval(refreshTodos, 3000);
+}
+
+start();
