@@ -220,7 +220,7 @@ class JarvisApp(App[None]):
         if run is not None:
             run.answered = True
         for card in self.query(NeedsUser):
-            if card.run.task_id == event.task_id:
+            if card.run.task_id == event.task_id and card.has_class("-open"):
                 card.mark_answered(event.text)
         self._command(
             f"answer sent to {event.task_id}", self.backend.answer(event.task_id, event.text)

@@ -110,7 +110,7 @@ class NeedsUser(Vertical):
             self.task_id, self.text = task_id, text
 
     def __init__(self, run: TaskRun) -> None:
-        super().__init__(classes="needs-user")
+        super().__init__(classes="needs-user -open")
         self.run = run
 
     def compose(self) -> ComposeResult:
@@ -124,10 +124,18 @@ class NeedsUser(Vertical):
         if text:
             self.post_message(self.Answered(self.run.task_id, text))
 
+    def close(self) -> None:
+        """The task went on (answered elsewhere, or resumed): no more answers here."""
+        if not self.has_class("done"):
+            self.query(".answer").remove()
+            self.add_class("done")
+            self.remove_class("-open")
+
     def mark_answered(self, text: str) -> None:
         self.query_one(".answer", Input).remove()
         self.mount(Static(f"↳ answered: {escape(text)}", classes="answered"))
         self.add_class("done")
+        self.remove_class("-open")
 
 
 def item_widget(item: Item) -> Widget:
@@ -188,7 +196,7 @@ class TaskView(Vertical):
         new = [item_widget(item) for item in self.run.items[len(self.views) :]]
         if new:
             self.views.extend(new)
-            before = self.query_children(".ending, NeedsUser")
+            before = self.query_children(".ending")
             if before:
                 self.mount_all(new, before=before.first())
             else:
@@ -198,12 +206,14 @@ class TaskView(Vertical):
         if state == self._ending_shown:
             return
         self._ending_shown = state
-        if self.run.ending is None:
-            self.query_children(".ending, NeedsUser").remove()
+        if self.run.ending is None:  # it runs again (after an answer)
+            self.query_children(".ending").remove()
+            for card in self.query_children(NeedsUser):
+                card.close()
             return
         self.query_children(".ending").remove()
         self.mount(ending_widget(self.run.ending))
-        if waiting and not self.query_children(NeedsUser):
+        if waiting and not self.query_children("NeedsUser.-open"):
             self.mount(NeedsUser(self.run))
 
     def update_item(self, index: int) -> None:
