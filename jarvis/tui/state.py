@@ -210,9 +210,6 @@ def _call_streaming(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Cha
 def _call_started(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
     arguments = line.get("arguments") or {}
     call = run.call(str(line.get("call_id")))
-    if str(line.get("tool_name")) in CLICK_TOOLS and {"x", "y"} <= arguments.keys():
-        with contextlib.suppress(TypeError, ValueError):
-            cockpit.last_click = (int(arguments["x"]), int(arguments["y"]))
     if call is not None:  # its card appeared while the model wrote it
         call.arguments = dict(arguments)
         return Change("item_updated", run.task_id, run.items.index(call))
@@ -232,6 +229,10 @@ def _call_finished(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Chan
     call.error_message = line.get("error_message")
     call.latency_ms = float(line.get("latency_ms") or 0.0)
     call.data = line.get("data")
+    args = call.arguments
+    if call.tool_name in CLICK_TOOLS and call.status == "ok" and {"x", "y"} <= args.keys():
+        with contextlib.suppress(TypeError, ValueError):  # only a click that happened
+            cockpit.last_click = (int(args["x"]), int(args["y"]))
     if call.tool_name == "call_user" and call.status == "ok":
         run.question = str(call.arguments.get("message", "")) or run.question
     return Change("item_updated", run.task_id, run.items.index(call))
