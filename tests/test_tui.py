@@ -64,28 +64,19 @@ async def test_thought_streams_as_markdown_with_coalesced_writes() -> None:
     lines = task_lines("T003")
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
-        appends: list[str] = []
-        real_append = Markdown.append
+        backend.push(*lines[:-2])  # task started, step 1, 29 text deltas: still running
+        expected = "".join(line["text"] for line in lines if "text" in line)
 
-        def counting(self: Markdown, text: str) -> Any:
-            appends.append(text)
-            return real_append(self, text)
+        def shown() -> str:
+            found = app.conversation.view_of("T003")
+            return "".join(t.source for t in found.thought_views()) if found else ""
 
-        Markdown.append = counting  # type: ignore[method-assign]
-        try:
-            backend.push(*lines[:-2])  # task started, step 1, 29 text deltas: still running
-            expected = "".join(line["text"] for line in lines if "text" in line)
-
-            def shown() -> str:
-                found = app.conversation.view_of("T003")
-                return "".join(t.source for t in found.thought_views()) if found else ""
-
-            await until(lambda: shown() == expected, pilot)
-            assert len(appends) < 29  # drawn in a few coalesced writes, not one per delta
-            assert view(app, "T003").has_class("live")
-            assert "running T003" in str(app.status.render())
-        finally:
-            Markdown.append = real_append  # type: ignore[method-assign]
+        await until(lambda: shown() == expected, pilot)
+        [thought] = view(app, "T003").thought_views()
+        assert thought.draws < 29  # drawn in a few coalesced writes, not one per delta
+        assert "Reading&#160;the&#160;screen&#160;slowly" in app.export_screenshot()
+        assert view(app, "T003").has_class("live")
+        assert "running T003" in str(app.status.render())
 
 
 async def test_cards_appear_while_the_model_streams_and_fill_in() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -35,6 +36,8 @@ from jarvis.tui.state import Change, Cockpit
 
 log = logging.getLogger(__name__)
 RETRY_S = (0.2, 0.5, 1.0, 2.0, 3.0)
+TYPING_HOLD_S = 0.25
+TYPING_MAX_HOLD_S = 1.0
 SCREEN_KINDS = frozenset({"step_finished", "tool_call_finished", "task_finished"})
 TODO_KINDS = frozenset({"task_started", "task_finished", "reply_ready"})
 
@@ -64,6 +67,7 @@ class JarvisApp(App[None]):
         self._screen_due = False
         self.history_loaded = asyncio.Event()
         self.lines_applied = 0
+        self._drawn_at = 0.0
 
     # --- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -153,14 +157,24 @@ class JarvisApp(App[None]):
         return view
 
     async def _draw_pending(self) -> None:
-        """Coalesced drawing: streamed text, and the screen after a step."""
+        """Coalesced drawing: streamed text, and the screen after a step.
+
+        While the user types (a key in the prompt less than ``TYPING_HOLD_S`` ago), the
+        streamed text waits, so the frame that shows the key is a small one; it is drawn
+        at the latest ``TYPING_MAX_HOLD_S`` after it last was.
+        """
+        now = time.monotonic()
+        typing = now - self.prompt.last_key_at < TYPING_HOLD_S
+        if typing and now - self._drawn_at < TYPING_MAX_HOLD_S:
+            return
+        self._drawn_at = now
         dirty, self._dirty = self._dirty, set()
         for task_id in dirty:
             view = self.conversation.view_of(task_id)
             if view is not None and view.is_mounted:
                 for thought in view.thought_views():
                     if thought.dirty and thought.is_mounted:
-                        await thought.flush()
+                        thought.flush()
         if self._screen_due:
             self._screen_due = False
             self._load_screen()

@@ -12,13 +12,14 @@ import json
 import time
 from typing import Any
 
+from rich.markdown import Markdown as RichMarkdown
 from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Collapsible, Input, Markdown, Static
+from textual.widgets import Collapsible, Input, Static
 
 from jarvis.tui.state import Ending, Item, Note, TaskRun, Thought, ToolCall, Verification
 
@@ -52,27 +53,32 @@ def card_body(call: ToolCall) -> str:
     return "\n".join(lines)
 
 
-class ThoughtView(Markdown):
-    """The model's text for one step, streamed as Markdown with coalesced writes."""
+class ThoughtView(Static):
+    """The model's text for one step, streamed as Markdown with coalesced writes.
+
+    One widget per step (a Rich Markdown renderable), not one per paragraph: the
+    conversation's layout stays cheap however long the thought grows.
+    """
 
     HELP = "The model's thinking for this step, as it streams. Select text with the mouse."
 
     def __init__(self, thought: Thought) -> None:
-        super().__init__(thought.text, classes="thought")
+        super().__init__(RichMarkdown(thought.text), classes="thought")
         self.thought = thought
-        self._shown = len(thought.text)
+        self.source = thought.text
+        self.draws = 0
 
     @property
     def dirty(self) -> bool:
-        return len(self.thought.text) != self._shown
+        return len(self.thought.text) != len(self.source)
 
-    async def flush(self) -> None:
-        """Draw the text that arrived since the last flush (one Markdown append)."""
-        pending = self.thought.text[self._shown :]
-        if not pending:
+    def flush(self) -> None:
+        """Draw the text that arrived since the last flush (one update for all of it)."""
+        if not self.dirty:
             return
-        self._shown = len(self.thought.text)
-        await self.append(pending)
+        self.source = self.thought.text
+        self.draws += 1
+        self.update(RichMarkdown(self.source))
 
 
 class ToolCard(Collapsible):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from textual import events
 from textual.message import Message
 from textual.widgets import TextArea
@@ -25,8 +27,11 @@ class Prompt(TextArea):
         self.sent: list[str] = []
         self._place: int | None = None
         self._draft = ""
+        self.last_key_at = 0.0
+        """When a key last came (the app holds streamed text back while the user types)."""
 
     async def _on_key(self, event: events.Key) -> None:
+        self.last_key_at = time.monotonic()
         if event.key == "enter":
             event.prevent_default()
             event.stop()

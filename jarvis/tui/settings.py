@@ -22,6 +22,6 @@ class TuiSettings(BaseModel):
     host: str = Field("127.0.0.1", description="API host when serve.json names none")
     port: int = Field(8765, ge=0, le=65535, description="API port when serve.json names none")
     stream_refresh_ms: int = Field(
-        50, ge=10, le=1000, description="streamed thought text is redrawn at most this often"
+        100, ge=10, le=1000, description="streamed thought text is redrawn at most this often"
     )
     history_runs: int = Field(5, ge=0, le=100, description="recent runs shown at start")
