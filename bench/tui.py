@@ -4,7 +4,8 @@ The cockpit runs in a child process on a real pseudo-terminal (120x36). Its line
 from a replay backend that emits a task, then ``model_text_delta`` lines at 200 tokens/s
 (a paragraph break every 40 tokens, a new step every 400, as a model writes). The parent
 types accented letters (never in the streamed text, nor in escape sequences) at random
-gaps of 40-120 ms and times each from the write to the pty until the terminal output carries that letter.
+gaps of 40-120 ms and times each from the write to the pty until the terminal output
+carries that letter.
 
     .venv/bin/python bench/tui.py [--keys 120] [--rate 200]
 
