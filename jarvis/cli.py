@@ -33,6 +33,7 @@ SUBCOMMAND_MODULES = (
     "jarvis.runs.report_commands",
     "jarvis.eval.commands",
     "jarvis.gateway.channels.email.commands",
+    "jarvis.tui.commands",
 )
 
 

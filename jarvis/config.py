@@ -24,6 +24,7 @@ from jarvis.gateway.channels.email.settings import EmailSettings
 from jarvis.runs.settings import RunsSettings
 from jarvis.safety.settings import SafetySettings
 from jarvis.tools.toolbox_settings import ChannelPolicy, ToolboxSettings, default_channels
+from jarvis.tui.settings import TuiSettings
 
 SETTINGS_FILE = Path("config") / "settings.json"
 DEFAULT_DATA_DIR = Path("data")
@@ -142,6 +143,9 @@ class Settings(BaseSettings):
 
     # channels
     email: EmailSettings = Field(default_factory=EmailSettings)
+
+    # the terminal cockpit (jarvis tui)
+    tui: TuiSettings = Field(default_factory=TuiSettings)
 
     @property
     def settings_file(self) -> Path:

@@ -1,0 +1,359 @@
+"""The cockpit app: conversation, side panel, prompt, status line and footer.
+
+Lines come from a :class:`~jarvis.tui.backend.Backend` (the control API, or a recorded
+journal) and are folded into a :class:`~jarvis.tui.state.Cockpit`; widgets are synced
+from it. The stream worker reconnects with a backoff and resumes after the last seq it
+saw, so a daemon restart loses nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+from textual.widgets._help_panel import HelpPanel
+
+from jarvis.tui.backend import Backend, BackendError
+from jarvis.tui.bindings import BINDINGS, keymap
+from jarvis.tui.cards import Conversation, NeedsUser, TaskView, ToolCard
+from jarvis.tui.clipboard import copy_text
+from jarvis.tui.dialogs import ConfirmQuit
+from jarvis.tui.prompt import Prompt
+from jarvis.tui.settings import TuiSettings
+from jarvis.tui.side import SidePanel
+from jarvis.tui.state import Change, Cockpit
+
+log = logging.getLogger(__name__)
+RETRY_S = (0.2, 0.5, 1.0, 2.0, 3.0)
+TYPING_HOLD_S = 0.25
+TYPING_MAX_HOLD_S = 1.0
+SCREEN_KINDS = frozenset({"step_finished", "tool_call_finished", "task_finished"})
+TODO_KINDS = frozenset({"task_started", "task_finished", "reply_ready"})
+
+
+class JarvisApp(App[None]):
+    """``jarvis tui``."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "Jarvis"
+    BINDINGS: ClassVar[list[BindingType]] = list(BINDINGS)
+    COMMAND_PALETTE_BINDING = "ctrl+p"
+
+    connection: reactive[str] = reactive("connecting")
+
+    def __init__(self, backend: Backend, settings: TuiSettings | None = None) -> None:
+        super().__init__()
+        self.backend = backend
+        self.tui = settings or TuiSettings()
+        self._keymap = keymap(self.tui.keys)
+        self.cockpit = Cockpit()
+        self.side = SidePanel(halfblocks=self.tui.thumbnail == "halfblocks")
+        self.conversation = Conversation(id="conversation")
+        self.prompt = Prompt()
+        self.status = Static("", id="status")
+        self.known_runs: list[dict[str, Any]] = []
+        self._dirty: set[str] = set()
+        self._screen_due = False
+        self.history_loaded = asyncio.Event()
+        self.lines_applied = 0
+        self._drawn_at = 0.0
+
+    # --- layout ----------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="main"):
+            with Vertical(id="left"):
+                yield self.conversation
+                yield self.prompt
+            yield self.side
+        yield self.status
+        yield Footer(show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.theme = self.tui.theme
+        self.side.display = self.tui.screen_panel
+        self.conversation.anchor()
+        self.prompt.focus()
+        self._draw_status()
+        self.set_interval(self.tui.stream_refresh_ms / 1000, self._draw_pending)
+        self._stream()
+
+    # --- lines in --------------------------------------------------------------------
+    @work(exclusive=True, group="stream")
+    async def _stream(self) -> None:
+        try:
+            history = await self.backend.history(self.tui.history_runs)
+        except BackendError as exc:
+            history = []
+            self.notify(f"history: {exc}", severity="warning")
+        self.apply_lines(history)
+        self.history_loaded.set()
+        self._load_side()
+        failures = 0
+        while True:
+            try:
+                async for line in self.backend.events(self.cockpit.last_seq):
+                    if self.connection != "live":
+                        self.connection, failures = "live", 0
+                        self._load_side()
+                    if line.get("kind") != "connected":
+                        self.apply_lines([line])
+                self.connection = "reconnecting"
+            except BackendError as exc:
+                log.info("event stream: %s", exc)
+                self.connection = "reconnecting"
+            delay = RETRY_S[min(failures, len(RETRY_S) - 1)]
+            failures += 1
+            await asyncio.sleep(delay)
+
+    def apply_lines(self, lines: Iterable[dict[str, Any]]) -> None:
+        for line in lines:
+            change = self.cockpit.apply(line)
+            self.lines_applied += 1
+            self._show(change)
+            kind = line.get("kind")
+            if kind in SCREEN_KINDS:
+                self._screen_due = True
+            if kind in TODO_KINDS:
+                self._load_todos()
+
+    def _show(self, change: Change) -> None:
+        if change.kind == "none" or change.task_id is None:
+            return
+        if change.kind == "thought":
+            self._dirty.add(change.task_id)
+            return
+        if change.kind == "totals":
+            self._draw_status()
+            return
+        view = self.conversation.view_of(change.task_id)
+        if view is None:
+            view = self._mount_task(change.task_id)
+        if change.kind == "item_updated":
+            view.update_item(change.index)
+        view.sync()
+        self._dirty.add(change.task_id)
+        if change.kind in ("task", "ending"):
+            self._draw_status()
+
+    def _mount_task(self, task_id: str) -> TaskView:
+        run = self.cockpit.runs[task_id]
+        view = TaskView(run)
+        later = [v for v in self.conversation.query(TaskView) if v.run.first_seq > run.first_seq]
+        if later:
+            self.conversation.mount(view, before=later[0])
+        else:
+            self.conversation.mount(view)
+        return view
+
+    async def _draw_pending(self) -> None:
+        """Coalesced drawing: streamed text, and the screen after a step.
+
+        While the user types (a key in the prompt less than ``TYPING_HOLD_S`` ago), the
+        streamed text waits, so the frame that shows the key is a small one; it is drawn
+        at the latest ``TYPING_MAX_HOLD_S`` after it last was.
+        """
+        now = time.monotonic()
+        typing = now - self.prompt.last_key_at < TYPING_HOLD_S
+        if typing and now - self._drawn_at < TYPING_MAX_HOLD_S:
+            return
+        self._drawn_at = now
+        dirty, self._dirty = self._dirty, set()
+        for task_id in dirty:
+            view = self.conversation.view_of(task_id)
+            if view is not None and view.is_mounted:
+                for thought in view.thought_views():
+                    if thought.dirty and thought.is_mounted:
+                        thought.flush()
+        if self._screen_due:
+            self._screen_due = False
+            self._load_screen()
+
+    # --- side panel -------------------------------------------------------------------
+    def _load_side(self) -> None:
+        self._load_todos()
+        self._load_screen()
+        self._load_runs()
+
+    @work(exclusive=True, group="todos")
+    async def _load_todos(self) -> None:
+        try:
+            self.side.show_todos(await self.backend.todos())
+        except BackendError as exc:
+            log.info("todos: %s", exc)
+
+    @work(exclusive=True, group="screen")
+    async def _load_screen(self) -> None:
+        try:
+            png = await self.backend.screen()
+        except BackendError as exc:
+            log.info("screen: %s", exc)
+            return
+        if png:
+            self.side.show_screen(png, self.cockpit.last_click)
+
+    @work(exclusive=True, group="runs")
+    async def _load_runs(self) -> None:
+        try:
+            self.known_runs = await self.backend.runs()
+        except BackendError as exc:
+            log.info("runs: %s", exc)
+
+    # --- status line -----------------------------------------------------------------
+    def watch_connection(self) -> None:
+        self._draw_status()
+
+    def _draw_status(self) -> None:
+        c = self.cockpit
+        running = c.running
+        task = f"running {running.task_id}" if running else "idle"
+        self.status.update(
+            f"{self.connection} · {self.backend.label} · {task} · "
+            f"tokens {c.input_tokens:,} in / {c.output_tokens:,} out · ${c.cost_usd:.4f}"
+        )
+        self.status.set_class(self.connection != "live", "offline")
+
+    # --- commands out ----------------------------------------------------------------
+    @on(Prompt.Submitted)
+    def _send(self, event: Prompt.Submitted) -> None:
+        self._command("sent", self.backend.send(event.text))
+
+    @on(NeedsUser.Answered)
+    def _answer(self, event: NeedsUser.Answered) -> None:
+        run = self.cockpit.runs.get(event.task_id)
+        if run is not None:
+            run.answered = True
+        for card in self.query(NeedsUser):
+            if card.run.task_id == event.task_id and card.has_class("-open"):
+                card.mark_answered(event.text)
+        self._command(
+            f"answer sent to {event.task_id}", self.backend.answer(event.task_id, event.text)
+        )
+        self.prompt.focus()
+
+    @work(group="commands")
+    async def _command(self, done: str, call: Any) -> None:
+        try:
+            await call
+        except BackendError as exc:
+            self.notify(str(exc), title="not done", severity="error")
+            return
+        self.notify(done, timeout=2)
+
+    def action_cancel_task(self) -> None:
+        running = self.cockpit.running
+        if running is None:
+            self.notify("no task is running", timeout=2)
+            return
+        self._command(f"cancelling {running.task_id}", self.backend.cancel(running.task_id))
+
+    def action_request_quit(self) -> None:
+        if self.backend.owns_gateway and self.cockpit.running is not None:
+            self.push_screen(ConfirmQuit(self.cockpit.running.task_id), self._quit_answer)
+        else:
+            self.exit()
+
+    def _quit_answer(self, quit_now: bool | None) -> None:
+        if quit_now:
+            self.exit()
+
+    def action_toggle_help(self) -> None:
+        if self.screen.query(HelpPanel):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+
+    def action_toggle_side(self) -> None:
+        self.side.display = not self.side.display
+
+    def action_focus_prompt(self) -> None:
+        self.prompt.focus()
+
+    def action_focus_answer(self) -> None:
+        fields = [i for i in self.query(".answer").results(Input)]
+        if fields:
+            fields[-1].focus()
+            fields[-1].scroll_visible()
+        else:
+            self.notify("no question is waiting for you", timeout=2)
+
+    def action_follow(self) -> None:
+        self.conversation.anchor()
+
+    def action_copy_card(self) -> None:
+        card = self._card_in_focus()
+        if card is None:
+            self.notify("no tool card to copy", timeout=2)
+            return
+        how = copy_text(self, card.call.copy_text())
+        self.notify(f"card copied ({how})", timeout=2)
+
+    def _card_in_focus(self) -> ToolCard | None:
+        node = self.focused
+        while node is not None:
+            if isinstance(node, ToolCard):
+                return node
+            node = node.parent  # type: ignore[assignment]
+        cards = list(self.query(ToolCard))
+        return cards[-1] if cards else None
+
+    def copy_to_clipboard(self, text: str) -> None:
+        """The system clipboard when there is one; OSC 52 through the terminal otherwise."""
+        copy_text(self, text)
+
+    def osc52_copy(self, text: str) -> None:
+        super().copy_to_clipboard(text)
+
+    @work(group="commands")
+    async def open_run(self, task_id: str) -> None:
+        """Put an older run's journal into the conversation and scroll to it."""
+        try:
+            lines = await self.backend.run_events(task_id)
+        except BackendError as exc:
+            self.notify(str(exc), title="cannot open the run", severity="error")
+            return
+        self.apply_lines(lines)
+        await self._draw_pending()
+        view = self.conversation.view_of(task_id)
+        if view is not None:
+            self.conversation.release_anchor()
+            self.call_after_refresh(view.scroll_visible, top=True, animate=False)
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield SystemCommand(
+            "Cancel the running task", "Esc; stops it within a moment", self.action_cancel_task
+        )
+        yield SystemCommand(
+            "Toggle the screen panel", "Show or hide the screen and todos", self.action_toggle_side
+        )
+        yield SystemCommand(
+            "Copy the card", "The focused (or last) tool card, as text", self.action_copy_card
+        )
+        yield SystemCommand(
+            "Answer the question", "Focus the answer field of call_user", self.action_focus_answer
+        )
+        for run in self.known_runs:
+            task_id = str(run.get("task_id"))
+            yield SystemCommand(
+                f"Open run {task_id}: {run.get('task', '')}",
+                f"{run.get('status', '')}; its journal into the conversation",
+                lambda task_id=task_id: self.open_run(task_id),
+            )
+        yield from super().get_system_commands(screen)
+
+    async def on_unmount(self) -> None:
+        await self.backend.aclose()
+
+
+def css_path() -> Path:
+    return Path(__file__).with_name("app.tcss")

@@ -1,0 +1,166 @@
+"""The control API as the cockpit uses it: httpx, with the SSE stream parsed here.
+
+:class:`ApiBackend` speaks to ``jarvis serve`` (DESIGN.md section 5) with the bearer
+token. ``events(after)`` opens ``GET /api/events`` (``Last-Event-ID: after`` when the
+cockpit has seen lines, so a reconnect resumes where it was) and yields each event's
+``data`` as a journal line. Every failure (refused, a status >= 400, a cut stream)
+becomes a :class:`~jarvis.tui.backend.BackendError` with a short message; the token
+never appears in one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from jarvis.tui.backend import BackendError
+
+TIMEOUT = httpx.Timeout(10.0, read=None)  # the stream waits as long as it is quiet
+
+
+@dataclass
+class SseEvent:
+    id: str | None = None
+    event: str = "message"
+    data: list[str] = field(default_factory=list)
+
+
+async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[SseEvent]:
+    """Parse text/event-stream lines (the WHATWG rules: ``field: value``, comments start
+    with ``:``, a blank line ends an event, ``data`` lines join with newlines)."""
+    current = SseEvent()
+    async for line in lines:
+        if not line:
+            if current.data:
+                yield current
+            current = SseEvent()
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "data":
+            current.data.append(value)
+        elif name == "event":
+            current.event = value
+        elif name == "id" and "\0" not in value:
+            current.id = value
+
+
+class ApiBackend:
+    """A running ``jarvis serve`` at ``base_url``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        label: str = "",
+        owns_gateway: bool = False,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.label = label or f"serve at {self.base_url}"
+        self.owns_gateway = owns_gateway
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers={"authorization": f"Bearer {token}"},
+            timeout=TIMEOUT,
+            transport=transport,
+        )
+
+    async def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = await self._client.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise BackendError(f"{method} {path}: {type(exc).__name__} {exc}") from None
+        if response.status_code >= 400:
+            raise BackendError(
+                f"{method} {path}: {response.status_code} {_detail(response)}",
+                response.status_code,
+            )
+        if not response.content:
+            return None
+        if response.headers.get("content-type", "").startswith("application/json"):
+            return response.json()
+        return response.content
+
+    async def health(self) -> dict[str, Any]:
+        found = await self._call("GET", "/api/health")
+        return found if isinstance(found, dict) else {}
+
+    async def history(self, runs: int) -> list[dict[str, Any]]:
+        if runs <= 0:
+            return []
+        found = await self._call("GET", "/api/runs", params={"limit": runs})
+        lines: list[dict[str, Any]] = []
+        for run in reversed((found or {}).get("runs", [])):
+            lines += await self.run_events(str(run["task_id"]))
+        return sorted(lines, key=lambda line: int(line.get("seq") or 0))
+
+    async def events(self, after: int) -> AsyncIterator[dict[str, Any]]:
+        headers = {"accept": "text/event-stream"}
+        if after > 0:
+            headers["last-event-id"] = str(after)
+        try:
+            async with self._client.stream("GET", "/api/events", headers=headers) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise BackendError(f"events: {response.status_code} {_detail(response)}")
+                yield {"kind": "connected"}
+                async for event in sse_events(response.aiter_lines()):
+                    try:
+                        line = json.loads("\n".join(event.data))
+                    except json.JSONDecodeError:
+                        continue
+                    if isinstance(line, dict):
+                        yield line
+        except httpx.HTTPError as exc:
+            raise BackendError(f"events: {type(exc).__name__} {exc}") from None
+        raise BackendError("events: the stream ended")
+
+    async def send(self, text: str) -> None:
+        await self._call("POST", "/api/messages", json={"text": text, "channel": "tui"})
+
+    async def cancel(self, task_id: str) -> None:
+        await self._call("POST", f"/api/tasks/{task_id}/cancel")
+
+    async def answer(self, task_id: str, text: str) -> None:
+        body = {"text": text, "channel": "tui"}
+        await self._call("POST", f"/api/tasks/{task_id}/answer", json=body)
+
+    async def todos(self) -> list[dict[str, Any]]:
+        found = await self._call("GET", "/api/todos")
+        return list((found or {}).get("todos", []))
+
+    async def runs(self) -> list[dict[str, Any]]:
+        found = await self._call("GET", "/api/runs", params={"limit": 50})
+        return list((found or {}).get("runs", []))
+
+    async def run_events(self, task_id: str) -> list[dict[str, Any]]:
+        found = await self._call("GET", f"/api/tasks/{task_id}")
+        return list((found or {}).get("events") or [])
+
+    async def screen(self) -> bytes | None:
+        try:
+            found = await self._call("GET", "/api/screen/latest")
+        except BackendError as exc:
+            if exc.status == 404:  # no screenshot yet
+                return None
+            raise
+        return found if isinstance(found, bytes) else None
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    return str(detail) if detail else response.reason_phrase

@@ -1,0 +1,27 @@
+"""The ``tui`` settings (``{"tui": {...}}`` in settings.json, ``JARVIS_TUI__*`` in the env)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class TuiSettings(BaseModel):
+    """How ``jarvis tui`` looks, which keys it uses, and where it finds the daemon."""
+
+    keys: dict[str, str] = Field(
+        default_factory=dict,
+        description="binding id -> keys, e.g. {'cancel': 'ctrl+x', 'quit': 'ctrl+q,f10'}",
+    )
+    thumbnail: Literal["auto", "halfblocks"] = Field(
+        "auto", description="auto picks Kitty graphics, Sixel or half-blocks; halfblocks forces it"
+    )
+    theme: str = "textual-dark"
+    screen_panel: bool = Field(True, description="show the side panel with the screen")
+    host: str = Field("127.0.0.1", description="API host when serve.json names none")
+    port: int = Field(8765, ge=0, le=65535, description="API port when serve.json names none")
+    stream_refresh_ms: int = Field(
+        100, ge=10, le=1000, description="streamed thought text is redrawn at most this often"
+    )
+    history_runs: int = Field(5, ge=0, le=100, description="recent runs shown at start")

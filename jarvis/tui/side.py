@@ -1,0 +1,88 @@
+"""The side panel: a live thumbnail of the screen (last click marked) and the todos."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from PIL import Image as PILImage
+from PIL import ImageDraw
+from rich.markup import escape
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+from textual_image.widget import HalfcellImage
+from textual_image.widget import Image as AutoImage
+
+TODO_MARKS = {
+    "pending": "○",
+    "in_progress": "●",
+    "completed": "✓",
+    "failed": "✗",
+    "needs_user": "?",
+    "cancelled": "⊘",
+}
+THUMB_WIDTH = 320
+
+
+def marked_thumbnail(png: bytes, click: tuple[int, int] | None) -> PILImage.Image:
+    """The screenshot scaled to a thumbnail, with a red ring where the last click went.
+
+    ``click`` is in the screenshot's pixel space (the model's space, as the tools get it).
+    """
+    image = PILImage.open(io.BytesIO(png)).convert("RGB")
+    scale = THUMB_WIDTH / image.width
+    thumb = image.resize((THUMB_WIDTH, max(1, round(image.height * scale))))
+    if click is not None:
+        x, y = click[0] * scale, click[1] * scale
+        draw = ImageDraw.Draw(thumb)
+        for radius, width in ((14, 4), (4, 0)):
+            box = (x - radius, y - radius, x + radius, y + radius)
+            if width:
+                draw.ellipse(box, outline=(255, 40, 40), width=width)
+            else:
+                draw.ellipse(box, fill=(255, 40, 40))
+    return thumb
+
+
+def todo_lines(todos: list[dict[str, Any]]) -> str:
+    if not todos:
+        return "no todos"
+    lines = []
+    for todo in todos:
+        mark = TODO_MARKS.get(str(todo.get("status")), "•")
+        lines.append(
+            f"{mark} {escape(str(todo.get('id', '')))} {escape(str(todo.get('title', '')))}"
+        )
+    return "\n".join(lines)
+
+
+class SidePanel(Vertical):
+    """Screen thumbnail on top, todos below."""
+
+    HELP = (
+        "The screen as Jarvis last saw it (a red ring marks the last click) and the todo list "
+        "with each task's status. Toggle this panel from the command palette (ctrl+p)."
+    )
+
+    def __init__(self, halfblocks: bool) -> None:
+        super().__init__(id="side")
+        image_class = HalfcellImage if halfblocks else AutoImage
+        self.thumb = image_class(id="thumb")
+        self.todos = Static("no todos", id="todos", markup=True)
+        self.caption = Static("no screenshot yet", id="thumb-caption")
+
+    def compose(self) -> ComposeResult:
+        yield Static("Screen", classes="side-title")
+        yield self.thumb
+        yield self.caption
+        yield Static("Todos", classes="side-title")
+        yield self.todos
+
+    def show_screen(self, png: bytes, click: tuple[int, int] | None) -> None:
+        self.thumb.image = marked_thumbnail(png, click)
+        where = f"last click at {click[0]},{click[1]}" if click else "no click yet"
+        self.caption.update(where)
+
+    def show_todos(self, todos: list[dict[str, Any]]) -> None:
+        self.todos.update(todo_lines(todos))

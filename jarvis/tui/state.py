@@ -1,0 +1,315 @@
+"""What the cockpit knows, built only from journal lines (DESIGN.md section 5).
+
+A journal line is ``{"seq", "ts", "kind", "task_id", ...the event's fields}``. The
+:class:`Cockpit` folds lines into per-task runs (thought text, tool calls, verification,
+warnings, the ending) and the totals the footer shows. It is plain data with no UI, so
+the widgets render from it and tests can check it directly. Each :meth:`Cockpit.apply`
+returns a :class:`Change` naming what a view has to redraw.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+CLICK_TOOLS = frozenset({"click", "double_click", "right_click", "mouse_move"})
+ENDED = frozenset({"finished", "failed", "needs_user", "cancelled"})
+
+CallStatus = Literal["running", "ok", "error"]
+
+
+@dataclass
+class Thought:
+    """Model text of one step; deltas are appended as they stream."""
+
+    text: str = ""
+
+
+@dataclass
+class ToolCall:
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    status: CallStatus = "running"
+    error_code: int | None = None
+    error_message: str | None = None
+    latency_ms: float | None = None
+    data: Any = None
+
+    def copy_text(self) -> str:
+        """The card as plain text (what "copy a card" puts on the clipboard)."""
+        lines = [f"{self.tool_name} [{self.status}]", f"arguments: {_dump(self.arguments)}"]
+        if self.status == "error":
+            lines.append(f"error {self.error_code}: {self.error_message}")
+        elif self.status == "ok":
+            lines.append(f"result: {_dump(self.data)}")
+        if self.latency_ms is not None:
+            lines.append(f"latency: {self.latency_ms:.0f} ms")
+        return "\n".join(lines)
+
+
+@dataclass
+class Verification:
+    done: bool
+    reason: str = ""
+
+
+@dataclass
+class Note:
+    """A warning, a fallback or a retry the user should see."""
+
+    text: str
+
+
+@dataclass
+class Ending:
+    status: str
+    summary: str = ""
+    steps: int = 0
+
+
+Item = Thought | ToolCall | Verification | Note | Ending
+
+
+@dataclass
+class TaskRun:
+    task_id: str
+    task: str = ""
+    started: float = 0.0
+    first_seq: int = 0
+    items: list[Item] = field(default_factory=list)
+    step: int = 0
+    ending: Ending | None = None
+    question: str | None = None
+    """The ``call_user`` question while the task waits for the user."""
+    answered: bool = False
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def running(self) -> bool:
+        return self.ending is None
+
+    @property
+    def status(self) -> str:
+        return "running" if self.ending is None else self.ending.status
+
+    def call(self, call_id: str) -> ToolCall | None:
+        for item in reversed(self.items):
+            if isinstance(item, ToolCall) and item.call_id == call_id:
+                return item
+        return None
+
+
+ChangeKind = Literal["none", "task", "item", "item_updated", "thought", "ending", "totals"]
+
+
+@dataclass
+class Change:
+    """What one line changed: ``kind``, the task, and the item index in its ``items``."""
+
+    kind: ChangeKind
+    task_id: str | None = None
+    index: int = -1
+
+
+NONE = Change("none")
+
+
+@dataclass
+class Cockpit:
+    runs: dict[str, TaskRun] = field(default_factory=dict)
+    last_seq: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    last_click: tuple[int, int] | None = None
+    gaps: int = 0
+    seen: set[int] = field(default_factory=set)
+
+    @property
+    def running(self) -> TaskRun | None:
+        """The newest task that has not ended."""
+        for run in reversed(self.runs.values()):
+            if run.running:
+                return run
+        return None
+
+    @property
+    def waiting(self) -> TaskRun | None:
+        """The newest task waiting for an answer from the user."""
+        for run in reversed(self.runs.values()):
+            if run.question is not None and not run.answered:
+                return run
+        return None
+
+    def run(self, task_id: str, ts: float = 0.0, seq: int = 0) -> TaskRun:
+        found = self.runs.get(task_id)
+        if found is None:
+            found = self.runs[task_id] = TaskRun(task_id=task_id, started=ts, first_seq=seq)
+        return found
+
+    def apply(self, line: dict[str, Any]) -> Change:
+        """Fold one journal line in; a line whose seq was seen before is skipped (a resumed
+        stream, or an older run's journal opened after the live lines)."""
+        seq = line.get("seq")
+        if isinstance(seq, int):
+            if seq in self.seen:
+                return NONE
+            self.seen.add(seq)
+            self.last_seq = max(self.last_seq, seq)
+        kind = line.get("kind")
+        if kind == "gap":
+            self.gaps += 1
+            return NONE
+        task_id = line.get("task_id")
+        if not isinstance(task_id, str) or not task_id:
+            return NONE
+        handler = _HANDLERS.get(str(kind))
+        if handler is None:
+            return NONE
+        ts = float(line.get("ts") or 0.0)
+        return handler(self, self.run(task_id, ts, seq if isinstance(seq, int) else 0), line)
+
+
+def _task_started(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
+    if run.items or run.task:  # a task that runs again after an answer: a new attempt
+        run.items.append(Note(f"started again: {line.get('task', '')}"))
+        run.ending, run.question, run.answered = None, None, False
+        return Change("item", run.task_id, len(run.items) - 1)
+    run.task = str(line.get("task", ""))
+    return Change("task", run.task_id)
+
+
+def _step_started(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
+    run.step = int(line.get("step") or 0)
+    run.items.append(Thought())
+    return Change("item", run.task_id, len(run.items) - 1)
+
+
+def _text_delta(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
+    text = str(line.get("text", ""))
+    last = run.items[-1] if run.items else None
+    if not isinstance(last, Thought):
+        run.items.append(Thought(text))
+        return Change("item", run.task_id, len(run.items) - 1)
+    last.text += text
+    return Change("thought", run.task_id, len(run.items) - 1)
+
+
+def _call_streaming(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
+    run.items.append(ToolCall(str(line.get("call_id")), str(line.get("tool_name"))))
+    return Change("item", run.task_id, len(run.items) - 1)
+
+
+def _call_started(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
+    arguments = line.get("arguments") or {}
+    call = run.call(str(line.get("call_id")))
+    if call is not None:  # its card appeared while the model wrote it
+        call.arguments = dict(arguments)
+        return Change("item_updated", run.task_id, run.items.index(call))
+    run.items.append(
+        ToolCall(str(line.get("call_id")), str(line.get("tool_name")), dict(arguments))
+    )
+    return Change("item", run.task_id, len(run.items) - 1)
+
+
+def _call_finished(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
+    call = run.call(str(line.get("call_id")))
+    if call is None:  # joined mid-call (a gap, or the journal starts here)
+        call = ToolCall(str(line.get("call_id")), str(line.get("tool_name")))
+        run.items.append(call)
+    call.status = "ok" if line.get("ok") else "error"
+    call.error_code = line.get("error_code")
+    call.error_message = line.get("error_message")
+    call.latency_ms = float(line.get("latency_ms") or 0.0)
+    call.data = line.get("data")
+    args = call.arguments
+    if call.tool_name in CLICK_TOOLS and call.status == "ok" and {"x", "y"} <= args.keys():
+        with contextlib.suppress(TypeError, ValueError):  # only a click that happened
+            cockpit.last_click = (int(args["x"]), int(args["y"]))
+    if call.tool_name == "call_user" and call.status == "ok":
+        run.question = str(call.arguments.get("message", "")) or run.question
+    return Change("item_updated", run.task_id, run.items.index(call))
+
+
+def _step_finished(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
+    tokens_in, tokens_out = int(line.get("input_tokens") or 0), int(line.get("output_tokens") or 0)
+    cost = float(line.get("cost_usd") or 0.0)
+    run.input_tokens += tokens_in
+    run.output_tokens += tokens_out
+    run.cost_usd += cost
+    cockpit.input_tokens += tokens_in
+    cockpit.output_tokens += tokens_out
+    cockpit.cost_usd += cost
+    return Change("totals", run.task_id)
+
+
+def _verification(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
+    run.items.append(Verification(bool(line.get("done")), str(line.get("reason", ""))))
+    return Change("item", run.task_id, len(run.items) - 1)
+
+
+def _note(text: str) -> Any:
+    def handler(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
+        run.items.append(Note(text.format_map(defaultdict(str, line))))
+        return Change("item", run.task_id, len(run.items) - 1)
+
+    return handler
+
+
+def _task_finished(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
+    status = str(line.get("status", "failed"))
+    run.ending = Ending(status, str(line.get("summary", "")), int(line.get("steps") or 0))
+    if status == "needs_user":
+        run.question = run.ending.summary or run.question or ""
+        run.answered = False
+    if "input_tokens" in line:  # the task's own totals count verification and skill calls
+        run.input_tokens = int(line.get("input_tokens") or 0)
+        run.output_tokens = int(line.get("output_tokens") or 0)
+        run.cost_usd = float(line.get("cost_usd") or 0.0)
+        cockpit.input_tokens = sum(r.input_tokens for r in cockpit.runs.values())
+        cockpit.output_tokens = sum(r.output_tokens for r in cockpit.runs.values())
+        cockpit.cost_usd = sum(r.cost_usd for r in cockpit.runs.values())
+    return Change("ending", run.task_id)
+
+
+_HANDLERS = {
+    "task_started": _task_started,
+    "step_started": _step_started,
+    "model_text_delta": _text_delta,
+    "tool_call_streaming": _call_streaming,
+    "tool_call_started": _call_started,
+    "tool_call_finished": _call_finished,
+    "step_finished": _step_finished,
+    "verification_finished": _verification,
+    "warning": _note("{message}"),
+    "tool_mode_fallback": _note("switched to text tool mode: {reason}"),
+    "model_retry": _note("model retry {attempt}: {reason}"),
+    "task_finished": _task_finished,
+}
+
+
+def _dump(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    """The lines of a journal file; a line that is not a JSON object is skipped."""
+    lines: list[dict[str, Any]] = []
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            lines.append(value)
+    return lines

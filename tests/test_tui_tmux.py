@@ -1,0 +1,119 @@
+"""`jarvis tui` in a real terminal (tmux), with no daemon running: it starts the gateway
+as its own child, takes a task typed at the prompt, shows it run (read back with
+``capture-pane``), and on ctrl+q quits and stops the gateway it started."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.api_harness import NEW_TASK, VERIFIED, finish, is_router, is_verify
+from tests.fake_model import FakeModel, RecordedRequest, Reply, call
+
+pytestmark = [pytest.mark.usefixtures("xserver"), pytest.mark.slow]
+JARVIS = str(Path(sys.executable).with_name("jarvis"))
+
+
+class Tmux:
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+    def run(self, *args: str) -> str:
+        done = subprocess.run(
+            ["tmux", "-L", self.socket, "-f", "/dev/null", *args],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        return done.stdout
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", "tui")
+
+    def wait_for(self, check: Callable[[str], bool], timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.screen()
+            if check(text):
+                return text
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not on screen within {timeout} s:\n{text}")
+            time.sleep(0.1)
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    if shutil.which("tmux") is None:
+        pytest.fail("tmux is not installed (make system installs it)")
+    session = Tmux(f"jarvis-test-{os.getpid()}-{tmp_path.name}")
+    yield session
+    session.run("kill-server")
+
+
+def model(request: RecordedRequest) -> Reply:
+    if is_router(request):
+        return NEW_TASK
+    if is_verify(request):
+        return VERIFIED
+    if "short, general procedures" in request.all_text():
+        return Reply(text="1. Do it.")
+    if "moved the pointer" in request.all_text() or len(request.messages) > 2:
+        return finish("pointer moved")
+    return Reply(text="Moving the pointer.", tool_calls=[call("mouse_move", x=30, y=30)])
+
+
+def test_jarvis_tui_in_tmux_starts_its_gateway_runs_a_typed_task_and_stops_it(
+    tmux: Tmux, tmp_path: Path, fake_model: FakeModel
+) -> None:
+    fake_model.set_default(model)
+    data = tmp_path / "data"
+    (data / "config").mkdir(parents=True)
+    settings = {
+        "max_retries": 0,
+        "settle_ceiling_ms": 200,
+        "long_term_memory": False,
+        "tui": {"thumbnail": "halfblocks"},
+    }
+    (data / "config" / "settings.json").write_text(json.dumps(settings))
+    env = {
+        "DISPLAY": os.environ["DISPLAY"],
+        "XAUTHORITY": os.environ["XAUTHORITY"],
+        "ANTHROPIC_API_KEY": "sk-test-tmux-0123456789",
+        "ANTHROPIC_BASE_URL": fake_model.anthropic_base_url,
+        "HF_HUB_OFFLINE": "1",
+        "ANONYMIZED_TELEMETRY": "False",
+    }
+    exit_file = tmp_path / "exit"
+    command = f"{JARVIS} tui --data-dir {data}; echo $? > {exit_file}; sleep 60"
+    env_args = [a for k, v in env.items() for a in ("-e", f"{k}={v}")]
+    tmux.run("new-session", "-d", "-s", "tui", "-x", "120", "-y", "36", *env_args, command)
+
+    screen = tmux.wait_for(lambda s: "own gateway pid" in s and "live" in s, 90)
+    assert "Quit" in screen and "Cancel task" in screen  # the footer's keys
+    lock = json.loads((data / "serve.lock").read_text())
+    gateway_pid = int(lock["pid"])
+
+    tmux.run("send-keys", "-t", "tui", "-l", "move the pointer a little")
+    tmux.run("send-keys", "-t", "tui", "Enter")
+    screen = tmux.wait_for(lambda s: "T001" in s and "move the pointer a little" in s, 60)
+    screen = tmux.wait_for(lambda s: "finished after" in s, 90)
+    assert "mouse_move(x=30, y=30)" in screen
+    assert "✓ verified" in screen
+
+    tmux.run("send-keys", "-t", "tui", "C-q")
+    deadline = time.monotonic() + 40
+    while not exit_file.exists():
+        assert time.monotonic() < deadline, tmux.screen()
+        time.sleep(0.1)
+    assert exit_file.read_text().strip() == "0"
+    with pytest.raises(ProcessLookupError):  # the gateway it started is gone
+        os.kill(gateway_pid, 0)
+    assert (data / "serve.lock").read_text().strip() == ""  # released cleanly
