@@ -6,6 +6,7 @@ after the daemon restarts."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -111,19 +112,28 @@ async def test_a_task_from_the_prompt_streams_cards_and_finishes(
 async def test_escape_cancels_the_running_task_through_the_api(
     tmp_path: Path, fake_model: FakeModel, monkeypatch: Any
 ) -> None:
-    fake_model.set_default(model([moves(2, "Thought: " + "slow " * 200) for _ in range(30)]))
+    # the second answer stays held mid-stream until the test ends: the task is surely still
+    # running when Esc is pressed (repeated moves on a still screen would end it as stuck)
+    gate = threading.Event()
+    held = Reply(text="Thought: waiting.", tool_calls=[call("mouse_move", x=40, y=40)])
+    held.hold, held.hold_after = gate, 2
+    fake_model.set_default(model([moves(1), held]))
     settings = settings_for(tmp_path, fake_model, monkeypatch)
-    async with gateway_on(settings, free_port()) as service:
-        app = cockpit(service)
-        async with app.run_test(size=SIZE) as pilot:
-            await until(lambda: app.connection == "live", pilot, 30)
-            await pilot.press(*"keep moving", "enter")
-            await until(lambda: app.query(ToolCard), pilot, 60)
-            await pilot.press("escape")
-            await until(lambda: app.cockpit.runs["T001"].status == "cancelled", pilot, 60)
-            assert not [n for n in app._notifications if n.severity == "error"]
-            await until(lambda: app.query(".ending.cancelled"), pilot, 10)
-            assert "idle" in str(app.status.render())
+    try:
+        async with gateway_on(settings, free_port()) as service:
+            app = cockpit(service)
+            async with app.run_test(size=SIZE) as pilot:
+                await until(lambda: app.connection == "live", pilot, 30)
+                await pilot.press(*"keep moving", "enter")
+                await until(lambda: app.query(ToolCard), pilot, 60)
+                await until(lambda: len(fake_model.requests) >= 3, pilot, 60)  # router, 2 steps
+                await pilot.press("escape")
+                await until(lambda: app.cockpit.runs["T001"].status == "cancelled", pilot, 60)
+                assert not [n for n in app._notifications if n.severity == "error"]
+                await until(lambda: app.query(".ending.cancelled"), pilot, 10)
+                assert "idle" in str(app.status.render())
+    finally:
+        gate.set()
 
 
 async def test_a_call_user_question_is_answered_from_its_card(
