@@ -20,6 +20,15 @@ from jarvis.llm.types import ImagePart, Message, ToolCall, ToolSpec
 COMPUTER_TOOL_NAME = "computer"
 COMPUTER_TOOL_TYPE = "computer_20250124"
 BETA_HEADER = "computer-use-2025-01-24"
+NEW_TOOL_TYPE = "computer_20251124"
+# Anthropic computer-use docs (tool versions): computer_20251124 with the
+# computer-use-2025-11-24 beta for Opus 4.5 and later and Sonnet 4.6 (it adds `zoom`
+# behind enable_zoom); computer_20250124 with computer-use-2025-01-24 for Sonnet 4.5,
+# Haiku 4.5, Opus 4.1, Opus 4 and Sonnet 4. The installed SDK's
+# anthropic.types.beta.BetaToolComputerUse20251124Param has the fields.
+BETA_HEADERS = {COMPUTER_TOOL_TYPE: BETA_HEADER, NEW_TOOL_TYPE: "computer-use-2025-11-24"}
+_NEW_TOOL_MODELS = ("claude-opus-4-5", "claude-opus-4-6", "claude-opus-5", "claude-sonnet-4-6",
+                    "claude-sonnet-5", "claude-haiku-5")
 # our tools that the computer tool stands in for
 _POINTER_TOOLS = {"click", "double_click", "right_click", "mouse_move", "drag", "scroll"}
 COMPUTER_TOOL_NAMES = frozenset(
@@ -33,13 +42,28 @@ _POINT_ACTIONS = {
 }
 
 
-def computer_tool_definition(width: int, height: int) -> dict[str, Any]:
-    return {
-        "type": COMPUTER_TOOL_TYPE,
+def tool_version(model: str, override: str | None = None) -> str:
+    """The computer tool type for ``model`` (the table above), or ``override``."""
+    if override:
+        if override not in BETA_HEADERS:
+            raise ValueError(f"unknown computer tool version {override!r}")
+        return override
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    return NEW_TOOL_TYPE if name.startswith(_NEW_TOOL_MODELS) else COMPUTER_TOOL_TYPE
+
+
+def computer_tool_definition(
+    width: int, height: int, version: str = COMPUTER_TOOL_TYPE
+) -> dict[str, Any]:
+    tool: dict[str, Any] = {
+        "type": version,
         "name": COMPUTER_TOOL_NAME,
         "display_width_px": width,
         "display_height_px": height,
     }
+    if version == NEW_TOOL_TYPE:
+        tool["enable_zoom"] = True
+    return tool
 
 
 def display_size(messages: list[Message]) -> tuple[int, int] | None:
@@ -135,7 +159,7 @@ def computer_action_to_calls(input: dict[str, Any], call_id: str = "computer") -
 
 
 def computer_tools(
-    tools: list[ToolSpec], messages: list[Message], native: bool
+    tools: list[ToolSpec], messages: list[Message], native: bool, version: str = COMPUTER_TOOL_TYPE
 ) -> tuple[list[dict[str, Any]], bool]:
     """Anthropic ``tools`` for a request, and whether Claude's computer tool is among them.
 
@@ -145,5 +169,6 @@ def computer_tools(
     size = display_size(messages) if native else None
     if size is not None and any(t.name in COMPUTER_TOOL_NAMES for t in tools):
         rest = [t.to_anthropic() for t in tools if t.name not in COMPUTER_TOOL_NAMES]
-        return [computer_tool_definition(*size), *rest], True
+        rest = [t for t in rest if t["name"] != "zoom"]  # zoom is an action of the tool
+        return [computer_tool_definition(*size, version), *rest], True
     return [t.to_anthropic() for t in tools], False
