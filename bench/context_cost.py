@@ -133,8 +133,14 @@ async def run_policy(
             for c in decision.tool_calls
         ]
         state.turns.append(
-            Turn(step, decision.screenshot, decision.prompt, decision.text,
-                 decision.tool_calls, results)
+            Turn(
+                step,
+                decision.screenshot,
+                decision.prompt,
+                decision.text,
+                decision.tool_calls,
+                results,
+            )
         )
         state.turns = brain.policy.trim(state.turns)
         state.history.append((step, f"step {step}: clicked item {step} -> ok"))
@@ -159,9 +165,7 @@ async def main() -> dict[str, Any]:
     seen = [r["screenshots"] for r in new[args.keep - 1 :]]
     growth = new[-1]["effective"] / new[4]["effective"] if len(new) >= 5 else 0.0
     worst = max(r["effective"] for r in new[4:]) / new[4]["effective"] if len(new) >= 5 else 0.0
-    openai_ratio = sum(r["openai_effective"] for r in new) / sum(
-        r["openai_effective"] for r in old
-    )
+    openai_ratio = sum(r["openai_effective"] for r in new) / sum(r["openai_effective"] for r in old)
     return {
         "model": MODEL,
         "steps": args.steps,

@@ -114,9 +114,7 @@ class Brain:
             return self._header(ctx), []
         anchor = (ctx.task_id, ctx.turns[0].step if ctx.turns else None)
         if self._frozen is None or self._frozen.anchor != anchor:
-            self._frozen = FrozenHeader(
-                anchor, self._header(ctx), ctx.todos, tuple(ctx.memories)
-            )
+            self._frozen = FrozenHeader(anchor, self._header(ctx), ctx.todos, tuple(ctx.memories))
         return self._frozen.text, self._frozen.changes(ctx.todos, ctx.memories)
 
     def _messages(self, ctx: ThinkContext, shot: ImagePart) -> tuple[list[Message], str]:

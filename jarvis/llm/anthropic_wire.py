@@ -155,9 +155,7 @@ def build_wire(
     system = [{"type": "text", "text": request.system}] if request.system else []
     messages = to_anthropic_messages(request.messages)
     version = tool_version(model, computer_tool_version)
-    tools, computer = computer_tools(
-        request.tools, request.messages, native_computer_tool, version
-    )
+    tools, computer = computer_tools(request.tools, request.messages, native_computer_tool, version)
     if request.cache:
         mark_cache(system, tools, messages)
     params: dict[str, Any] = {

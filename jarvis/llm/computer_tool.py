@@ -27,8 +27,14 @@ NEW_TOOL_TYPE = "computer_20251124"
 # Haiku 4.5, Opus 4.1, Opus 4 and Sonnet 4. The installed SDK's
 # anthropic.types.beta.BetaToolComputerUse20251124Param has the fields.
 BETA_HEADERS = {COMPUTER_TOOL_TYPE: BETA_HEADER, NEW_TOOL_TYPE: "computer-use-2025-11-24"}
-_NEW_TOOL_MODELS = ("claude-opus-4-5", "claude-opus-4-6", "claude-opus-5", "claude-sonnet-4-6",
-                    "claude-sonnet-5", "claude-haiku-5")
+_NEW_TOOL_MODELS = (
+    "claude-opus-4-5",
+    "claude-opus-4-6",
+    "claude-opus-5",
+    "claude-sonnet-4-6",
+    "claude-sonnet-5",
+    "claude-haiku-5",
+)
 # our tools that the computer tool stands in for
 _POINTER_TOOLS = {"click", "double_click", "right_click", "mouse_move", "drag", "scroll"}
 COMPUTER_TOOL_NAMES = frozenset(

@@ -30,7 +30,9 @@ def _tokens(block: dict[str, Any]) -> int:
         return image_tokens(block["source"]["data"])
     if block.get("type") == "tool_result" and isinstance(block.get("content"), list):
         return sum(_tokens(b) for b in block["content"])
-    text = block.get("text") if isinstance(block.get("text"), str) else json.dumps(block)
+    text = block.get("text")
+    if not isinstance(text, str):
+        text = json.dumps(block)
     return max(1, math.ceil(len(text.encode()) / 4))
 
 

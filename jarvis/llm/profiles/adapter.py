@@ -18,7 +18,7 @@ from jarvis.desktop.screen import Size
 from jarvis.llm.computer_tool import COMPUTER_TOOL_NAMES, display_size
 from jarvis.llm.profiles import qwen_tool
 from jarvis.llm.profiles.catalog import Profile
-from jarvis.llm.profiles.coords import tool_grid, to_tool_point
+from jarvis.llm.profiles.coords import to_tool_point, tool_grid
 from jarvis.llm.profiles.grammar_prompts import grammar_prompt
 from jarvis.llm.profiles.grammars import TEXT_GRAMMARS, Point
 from jarvis.llm.text_mode import call_events
@@ -57,7 +57,9 @@ def collapse_origins(messages: list[Message]) -> list[Message]:
                 if native not in seen:
                     seen.add(native)
                     calls.append(
-                        ToolCall(id=native, name=call.origin["name"], arguments=call.origin["input"])
+                        ToolCall(
+                            id=native, name=call.origin["name"], arguments=call.origin["input"]
+                        )
                     )
             out.append(message.model_copy(update={"tool_calls": calls}))
             continue

@@ -84,9 +84,7 @@ def _clamp(value: int, size: int) -> int:
     return min(size - 1, max(0, value))
 
 
-def to_tool_point(
-    point: Sequence[float], space: CoordSpace, image: Size
-) -> tuple[int, int]:
+def to_tool_point(point: Sequence[float], space: CoordSpace, image: Size) -> tuple[int, int]:
     """A model's answer (point or box, in ``space``) as a point on :func:`tool_grid`.
 
     Pixels round to the nearest pixel; a relative value ``r`` on scale ``D`` becomes grid
@@ -207,9 +205,10 @@ def anthropic_size(screen: Size) -> Size:
     for target in ANTHROPIC_TARGETS:
         if abs(target.width / target.height - ratio) < 0.02 and target.width < screen.width:
             return target
-    if screen.width * screen.height <= ANTHROPIC_MAX_PIXELS and max(
-        screen.width, screen.height
-    ) <= ANTHROPIC_MAX_LONG_EDGE:
+    if (
+        screen.width * screen.height <= ANTHROPIC_MAX_PIXELS
+        and max(screen.width, screen.height) <= ANTHROPIC_MAX_LONG_EDGE
+    ):
         return screen
     scale = min(
         math.sqrt(ANTHROPIC_MAX_PIXELS / (screen.width * screen.height)),

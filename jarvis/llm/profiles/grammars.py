@@ -171,7 +171,9 @@ def parse_uitars(text: str, point: Point) -> list[ToolCall]:
     """Tool calls from a UI-TARS reply (the text after the last ``Action:``)."""
     found = list(_ACTION.finditer(text))
     if not found:
-        return _to_calls("the reply has no 'Action:' line; answer 'Thought: ...' then 'Action: ...'")
+        return _to_calls(
+            "the reply has no 'Action:' line; answer 'Thought: ...' then 'Action: ...'"
+        )
     out: list[ToolCall] = []
     for source in _split_calls(text[found[-1].end() :]):
         try:
@@ -209,8 +211,9 @@ def _pyautogui_action(
     name: str, kwargs: dict[str, Any], args: list[Any], point: Point, pos: list[int]
 ) -> list[tuple[str, dict]]:
     def xy() -> tuple[int, int]:
-        x, y = kwargs.get("x", args[0] if args else None), kwargs.get(
-            "y", args[1] if len(args) > 1 else None
+        x, y = (
+            kwargs.get("x", args[0] if args else None),
+            kwargs.get("y", args[1] if len(args) > 1 else None),
         )
         if x is None or y is None:
             if pos:

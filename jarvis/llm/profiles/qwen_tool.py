@@ -101,8 +101,12 @@ def _map(data: dict[str, Any], point: Point, grid: Size, pos: list[int]) -> list
         if data.get("coordinate") is not None:
             x, y = _xy(data, point)
         amount = max(1, min(50, round(abs(pixels))))
-        return [("scroll", {"x": x, "y": y, "direction": "up" if pixels > 0 else "down",
-                            "amount": amount})]
+        return [
+            (
+                "scroll",
+                {"x": x, "y": y, "direction": "up" if pixels > 0 else "down", "amount": amount},
+            )
+        ]
     if action == "wait":
         return [("wait", {"ms": min(10_000, round(float(data.get("time", 2)) * 1000))})]
     if action == "terminate":
@@ -112,9 +116,7 @@ def _map(data: dict[str, Any], point: Point, grid: Size, pos: list[int]) -> list
     raise GrammarError(f"computer_use action {action!r} is not supported; use one of {ACTIONS}")
 
 
-def calls_from(
-    calls: list[ToolCall], point: Point, grid: Size
-) -> list[ToolCall]:
+def calls_from(calls: list[ToolCall], point: Point, grid: Size) -> list[ToolCall]:
     """Our tool calls for a reply's calls: ``computer_use`` ones mapped (with ``origin``
     kept, so the history goes back as the call the model made), the others unchanged."""
     out: list[ToolCall] = []
@@ -128,13 +130,22 @@ def calls_from(
             mapped = _map(call.arguments, point, grid, pos)
         except (GrammarError, TypeError, ValueError) as exc:
             out.append(
-                ToolCall(id=call.id, name=NAME, arguments=call.arguments, parse_error=str(exc),
-                         origin=origin)
+                ToolCall(
+                    id=call.id,
+                    name=NAME,
+                    arguments=call.arguments,
+                    parse_error=str(exc),
+                    origin=origin,
+                )
             )
             continue
         out += [
-            ToolCall(id=call.id if len(mapped) == 1 else f"{call.id}_{i + 1}", name=n,
-                     arguments=a, origin=origin)
+            ToolCall(
+                id=call.id if len(mapped) == 1 else f"{call.id}_{i + 1}",
+                name=n,
+                arguments=a,
+                origin=origin,
+            )
             for i, (n, a) in enumerate(mapped)
         ]
     return out
