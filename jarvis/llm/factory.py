@@ -13,7 +13,6 @@ from jarvis.llm.openai_responses import OpenAIResponsesProvider
 from jarvis.llm.profiles.adapter import GRAMMAR_FORMATS, ProfileProvider
 from jarvis.llm.profiles.select import active_profile
 from jarvis.llm.retry import RetryPolicy
-from jarvis.logfile import SHOWN
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +35,7 @@ def make_provider(
     choice = active_profile(settings)
     profile = choice.profile
     if choice.warning:
-        log.warning("%s", choice.warning, extra=SHOWN)
+        log.warning("%s", choice.warning)
     log.info(
         "model %s: profile %s (%s; %s, %s)",
         settings.active_model,

@@ -191,7 +191,7 @@ def smart_size(screen: Size, factor: int, max_pixels: int, min_pixels: int = 56 
 # the target whose aspect is within 0.02 of the screen's and that is smaller than it.
 ANTHROPIC_TARGETS = (Size(1024, 768), Size(1280, 800), Size(1366, 768))
 ANTHROPIC_MAX_LONG_EDGE = 1568  # vision docs: larger images are downscaled by the API
-ANTHROPIC_MAX_PIXELS = 1280 * 800  # the largest standard target's area
+ANTHROPIC_MAX_PIXELS = 1366 * 768  # the largest standard target's area (FWXGA)
 
 
 def anthropic_size(screen: Size) -> Size:
@@ -199,7 +199,7 @@ def anthropic_size(screen: Size) -> Size:
 
     A standard target when the aspect matches one (within 0.02) and the screen is larger;
     otherwise (21:9, portrait, ...) the screen scaled with its aspect kept to at most the
-    WXGA area and a 1568 px long edge, so the API never rescales it behind our back.
+    FWXGA area and a 1568 px long edge, so the API never rescales it behind our back.
     """
     ratio = screen.width / screen.height
     for target in ANTHROPIC_TARGETS:
