@@ -93,7 +93,8 @@ def run_answer(profile_name: str, screen: Size, target: tuple[int, int], setting
         )
         calls = qwen_tool.calls_from([native], point, grid)
     else:  # the vendors' computer tools: pixels of the image as sent
-        calls = [ToolCall(id="c1", name="click", arguments=dict(zip("xy", point(rounded))))]
+        px, py = point(rounded)
+        calls = [ToolCall(id="c1", name="click", arguments={"x": px, "y": py})]
     assert [c.name for c in calls] == ["click"], calls
     gx, gy = calls[0].arguments["x"], calls[0].arguments["y"]
     clicked = model_to_screen(gx, gy, grid, screen)
@@ -306,7 +307,7 @@ def test_choosing_a_profile(model: str, setting: str | None, expected: str, warn
 
 
 def test_unknown_profile_setting_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="unknown model profile 'qwen9'.*qwen3-vl"):
+    with pytest.raises(ConfigError, match=r"unknown model profile 'qwen9'.*qwen3-vl"):
         load_settings(tmp_path, model_profile="qwen9")
     assert load_settings(tmp_path, model_profile="glm-4.5v").model_profile == "glm-4.5v"
 
