@@ -133,7 +133,7 @@ DOCUMENTED = [
     # centre of an even axis lies between two pixels: the pixel-centre rule picks 960.
     ("qwen3-vl", "1920x1080", {"action": "left_click", "coordinate": [500, 500]}, (960, 540)),
     ("qwen3-vl", "1920x1080", {"action": "left_click", "coordinate": [1000, 1000]}, (1919, 1079)),
-    ("qwen3-vl", "3440x1440", {"action": "left_click", "coordinate": [0, 0]}, (1, 0)),
+    ("qwen3-vl", "3440x1440", {"action": "left_click", "coordinate": [0, 0]}, (0, 0)),
     ("qwen3-vl", "1440x900", {"action": "left_click", "coordinate": [250, 750]}, (360, 675)),
     # Qwen2.5-VL: pixels of the smart-resized image (1920x1080 -> 1316x728 at 1280*28*28)
     ("qwen2.5-vl", "1920x1080", {"action": "left_click", "coordinate": [658, 364]}, (960, 540)),
@@ -178,7 +178,7 @@ TEXT_CASES = [
         "glm-4.5v",
         "2560x1600",
         "<|begin_of_box|>left_click(start_box='[250,100]')<|end_of_box|>",
-        (641, 160),
+        (640, 160),
     ),
     # OpenCUA: pyautogui with smart-resized pixels
     ("opencua", "1920x1080", "```python\npyautogui.click(x=658, y=364)\n```", (960, 540)),
@@ -203,7 +203,7 @@ def test_documented_text_cases(profile, screen, text, expected, settings) -> Non
         (REL_UNIT, [0.5, 0.5], "1920x1080", (960, 540)),  # ShowUI / Aguvis 0..1
         (REL_UNIT, [1.0, 1.0], "1920x1080", (1919, 1079)),
         (REL_UNIT, [-0.2, 1.7], "1024x768", (0, 767)),  # clamped
-        (REL_999, [500, 500], "1920x1080", (961, 541)),  # a 0..999 scale
+        (REL_999, [500, 500], "1920x1080", (961, 540)),  # a 0..999 scale: 500/999
         (REL_1000, [1200, -5], "1280x800", (1279, 0)),  # clamped
         (PIXELS, [1365.6, 766.4], "1920x1080", (1919, 1077)),  # float pixels round
     ],
@@ -221,7 +221,7 @@ def test_box_answers_mean_their_centre_and_bad_points_raise() -> None:
         to_tool_point([1, 2, 3], PIXELS, image)
     with pytest.raises(ValueError, match="finite"):
         to_tool_point([float("nan"), 2], REL_1000, image)
-    assert tool_grid(REL_UNIT, image) == S("10000x10000")
+    assert tool_grid(REL_UNIT, image) == tool_grid(REL_1000, image) == S("10000x10000")
 
 
 @pytest.mark.parametrize(

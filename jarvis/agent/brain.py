@@ -19,7 +19,7 @@ from jarvis.config import Settings
 from jarvis.desktop.screen import Observation, Screen
 from jarvis.events import EventBus, ModelTextDelta, VerificationFinished
 from jarvis.llm.base import OnEvent, Provider, complete
-from jarvis.llm.profiles.select import context_policy
+from jarvis.llm.profiles.select import active_profile, context_policy
 from jarvis.llm.types import (
     ImagePart,
     LLMRequest,
@@ -82,6 +82,7 @@ class Brain:
         self.settings = settings
         self.bus = bus
         self.policy = context_policy(settings)
+        self.profile = active_profile(settings).profile
         self._frozen: FrozenHeader | None = None
 
     async def perceive(self) -> Observation:
@@ -89,8 +90,8 @@ class Brain:
         return await asyncio.to_thread(self.screen.capture)
 
     def system_prompt(self, observation: Observation) -> str:
-        size = observation.model_size
-        return prompts.render(
+        size = observation.image_size or observation.model_size
+        text = prompts.render(
             "system",
             screen_width=size.width,
             screen_height=size.height,
@@ -99,6 +100,9 @@ class Brain:
             date=date.today().isoformat(),
             platform=f"{platform.system()} {platform.release()}",
         )
+        if size != observation.model_size:  # a relative profile: its own convention rules
+            text += f"\n\nInstead of pixels: {self.profile.grid_note(size)}"
+        return text
 
     def _header(self, ctx: ThinkContext) -> str:
         memories = "\n".join(f"- {m}" for m in ctx.memories) if ctx.memories else "(nothing)"

@@ -12,11 +12,11 @@ Open GUI models were trained on different conventions:
 A point may also come as a box ``[x1, y1, x2, y2]``: a box means its centre.
 
 Tool calls carry points on a *tool grid*: the image's pixels for a pixel space, and a
-``denominator x denominator`` grid for a relative space (a 0..1 space uses a 10000 grid).
+10000 x 10000 grid for a relative space.
 :func:`to_tool_point` maps an answer onto that grid and clamps it; the desktop layer then
 maps a grid point to the screen with :func:`jarvis.desktop.screen.model_to_screen` (the
-pixel-centre convention: relative value ``r`` lands on the screen pixel holding
-``(r + 0.5) / D`` of the axis). :func:`to_screen` is that composition, the function every
+pixel-centre convention: relative value ``r`` lands on the screen pixel holding position
+``r / D`` of the axis, as the models' own code maps it back: ``x / 1000 * width``). :func:`to_screen` is that composition, the function every
 table test goes through, and the one path the running agent takes.
 """
 
@@ -29,8 +29,10 @@ from typing import Literal
 
 from jarvis.desktop.screen import Size, fit_size, model_to_screen
 
-UNIT_GRID = 10_000
-"""Resolution of the tool grid for a 0..1 space."""
+REL_GRID = 10_000
+"""Resolution of the tool grid of a relative space: fine enough that a grid cell's centre
+is within 0.1 px of the position ``r * W / D`` the model means (Qwen's cookbook maps
+``x / 1000 * width``), on any screen up to 10000 px wide."""
 
 
 @dataclass(frozen=True)
@@ -67,8 +69,7 @@ def tool_grid(space: CoordSpace, image: Size) -> Size:
     """The grid tool calls carry points on, for answers in ``space`` about ``image``."""
     if space.kind == "pixel":
         return image
-    side = UNIT_GRID if space.denominator < 2 else math.ceil(space.denominator)
-    return Size(side, side)
+    return Size(REL_GRID, REL_GRID)
 
 
 def centre(values: Sequence[float]) -> tuple[float, float]:
@@ -88,7 +89,7 @@ def to_tool_point(point: Sequence[float], space: CoordSpace, image: Size) -> tup
     """A model's answer (point or box, in ``space``) as a point on :func:`tool_grid`.
 
     Pixels round to the nearest pixel; a relative value ``r`` on scale ``D`` becomes grid
-    cell ``floor(r * G / D)`` (cell ``r`` itself when ``G == D``). Out-of-range answers
+    cell ``floor(r * G / D)``. Out-of-range answers
     are clamped to the edge (models answer 1000 on a 0..1000 scale for the last column).
     """
     x, y = centre(point)
