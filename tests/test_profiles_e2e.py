@@ -82,7 +82,7 @@ async def test_ui_tars_text_with_smart_resized_pixels(
             Reply(text=f"Thought: click the box.\nAction: click(start_box='({bx},{by})')"),
             Reply(text="Thought: type the word.\nAction: type(content='hello')"),
             Reply(
-                text=f"Thought: press OK.\nAction: click(start_box='<|box_start|>({ox},{oy})<|box_end|>')"
+                text=f"Thought: OK.\nAction: click(start_box='<|box_start|>({ox},{oy})<|box_end|>')"
             ),
             Reply(text="Thought: it is done.\nAction: finished(content='typed hello, pressed OK')"),
         ]

@@ -16,8 +16,9 @@ Tool calls carry points on a *tool grid*: the image's pixels for a pixel space, 
 :func:`to_tool_point` maps an answer onto that grid and clamps it; the desktop layer then
 maps a grid point to the screen with :func:`jarvis.desktop.screen.model_to_screen` (the
 pixel-centre convention: relative value ``r`` lands on the screen pixel holding position
-``r / D`` of the axis, as the models' own code maps it back: ``x / 1000 * width``). :func:`to_screen` is that composition, the function every
-table test goes through, and the one path the running agent takes.
+``r / D`` of the axis, as the models' own code maps it back: ``x / 1000 * width``).
+:func:`to_screen` is that composition, the function every table test goes through, and
+the one path the running agent takes.
 """
 
 from __future__ import annotations
