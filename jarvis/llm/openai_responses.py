@@ -82,6 +82,7 @@ def _assistant_items(
         if origin is not None and origin.get("name") == COMPUTER:
             native = str(origin["id"])
             if screenshot is None:  # its screenshot was pruned: say what was done, as text
+                origin_of[call.id] = ""  # its result goes back as text too
                 done = call_actions(origin["input"]["item"])
                 text += f"\n[computer call {native}: {json.dumps(done)}]"
                 continue
@@ -115,6 +116,12 @@ def _user_items(
     for part in message.content:
         if isinstance(part, ToolResultPart):
             native = origin_of.get(part.call_id)
+            if native == "":
+                state = "ok" if part.ok else "failed"
+                content.append(
+                    {"type": "input_text", "text": f"[{part.name}: {state}] {part.content}"}
+                )
+                continue
             if native is not None:
                 answered.add(native)
                 continue
