@@ -153,3 +153,53 @@ async def test_glm_box_tokens(
     )
     assert requests[0].tools == []
     assert "<|begin_of_box|>" in requests[0].all_text()
+
+
+async def test_claude_computer_20251124_with_a_zoom(
+    tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch
+) -> None:
+    settings = agent_settings(tmp_path, fake_model, monkeypatch, native_computer_tool=True)
+    assert settings.model == "claude-sonnet-4-6"
+    (bx, by), box = answer_for(tkapp, "box", "claude", settings)
+    (ox, oy), ok = answer_for(tkapp, "ok", "claude", settings)
+    computer = "computer"
+    fake_model.script(
+        Reply(
+            text="Let me read the box first.",
+            tool_calls=[call(computer, action="zoom", region=[bx - 40, by - 20, bx + 40, by + 20])],
+        ),
+        Reply(
+            tool_calls=[
+                call(computer, action="left_click", coordinate=[bx, by]),
+                call(computer, action="type", text="hello"),
+            ]
+        ),
+        Reply(tool_calls=[call(computer, action="left_click", coordinate=[ox, oy])]),
+        Reply(tool_calls=[call("finished", summary="typed hello and pressed OK")]),
+        VERIFIED,
+    )
+    outcome, _ = await run_agent(settings, TASK)
+    assert outcome.status == "finished", outcome.summary
+    assert tkapp.ok_pressed() == "hello"
+    assert_clicks_on(tkapp, [box, ok])
+
+    first, second = fake_model.requests[0], fake_model.requests[1]
+    assert first.header("anthropic-beta") == "computer-use-2025-11-24"
+    tool = {k: v for k, v in first.tools[0].items() if k != "cache_control"}
+    assert tool == {
+        "type": "computer_20251124",
+        "name": "computer",
+        "display_width_px": 1366,  # Anthropic's FWXGA for a 16:9 screen
+        "display_height_px": 768,
+        "enable_zoom": True,
+    }
+    assert "zoom" not in first.tool_names and "click" not in first.tool_names
+    results = [b for m in second.messages for b in m["content"] if b.get("type") == "tool_result"]
+    assert len(results) == 1 and isinstance(results[0]["content"], list)
+    picture = next(b for b in results[0]["content"] if b["type"] == "image")
+    data = base64.b64decode(picture["source"]["data"])
+    with Image.open(io.BytesIO(data)) as image:
+        assert image.size == (1366, 683)  # the 80x40 region, scaled up to fill the budget
+    # the zoom came from the screen: the crop holds the box's white field, not the pad grey
+    with Image.open(io.BytesIO(data)) as image:
+        assert image.convert("L").getpixel((683, 341)) > 200

@@ -18,6 +18,7 @@ from jarvis.desktop.screen import Screen
 from jarvis.desktop.settle import Settler
 from jarvis.events import EventBus
 from jarvis.llm.base import Provider
+from jarvis.llm.computer_tool import zoom_enabled
 from jarvis.llm.factory import make_provider
 from jarvis.memory.embedding import EmbeddingUnavailable
 from jarvis.memory.long_term import LongTermMemory
@@ -26,6 +27,7 @@ from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext
 from jarvis.tools.memory import register_memory_tools
 from jarvis.tools.registry import ToolRegistry
+from jarvis.tools.zoom import register_zoom_tool
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,11 @@ async def build_agent(
             stack.push_async_callback(made.aclose)
             provider = made
         registry = registry or build_registry(settings)
+        zoom = zoom_enabled(
+            settings.model, settings.native_computer_tool, settings.computer_tool_version
+        )
+        if zoom and settings.provider == "anthropic" and registry.get("zoom") is None:
+            register_zoom_tool(registry)  # Claude's computer_20251124 `zoom` action
         if long_term is None and settings.long_term_memory:
             long_term = await open_long_term(settings, stack, registry)
         screen = Screen.from_settings(settings)

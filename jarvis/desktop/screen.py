@@ -340,6 +340,35 @@ class Screen:
             image_size=self._image,
         )
 
+    def zoom(self, x1: int, y1: int, x2: int, y2: int) -> tuple[bytes, str, Size]:
+        """A model-space rectangle of the screen at full (physical) resolution, scaled to
+        fill the screenshot's size with its aspect kept (Claude's ``zoom`` action).
+
+        Returns (encoded image, media type, its size).
+        """
+        ox, oy = self.origin
+        left, top = self.to_screen(min(x1, x2), min(y1, y2))
+        right, bottom = self.to_screen(max(x1, x2), max(y1, y2))
+        shot = self._sct.grab(self._region)
+        image = Image.frombytes("RGB", (shot.width, shot.height), shot.raw, "raw", "BGRX")
+        fx, fy = shot.width / self._size.width, shot.height / self._size.height
+        box = (
+            round((left - ox) * fx),
+            round((top - oy) * fy),
+            round((right - ox + 1) * fx),
+            round((bottom - oy + 1) * fy),
+        )
+        crop = image.crop(box)
+        scale = min(self._image.width / crop.width, self._image.height / crop.height)
+        size = Size(max(1, round(crop.width * scale)), max(1, round(crop.height * scale)))
+        resample = _RESAMPLE if scale < 1 else Image.Resampling.BICUBIC
+        out = crop.resize((size.width, size.height), resample)
+        return (
+            encode_image(out, self.image_format, self.jpeg_quality),
+            MEDIA_TYPES[self.image_format],
+            size,
+        )
+
     def _resize_pool(self) -> ThreadPoolExecutor:
         with self._pool_lock:
             if self._pool is None:

@@ -58,7 +58,7 @@ def _user_blocks(message: Message, origin_of: dict[str, str]) -> list[dict[str, 
             use_id = origin_of.get(part.call_id, part.call_id)
             block = results.get(use_id)
             if block is None:
-                results[use_id] = {
+                block = results[use_id] = {
                     "type": "tool_result",
                     "tool_use_id": use_id,
                     "content": part.content,
@@ -67,6 +67,11 @@ def _user_blocks(message: Message, origin_of: dict[str, str]) -> list[dict[str, 
             else:
                 block["content"] = f"{block['content']}\n{part.content}"
                 block["is_error"] = block["is_error"] or not part.ok
+            if part.image is not None:  # a zoom: the picture goes inside the tool result
+                block["content"] = [
+                    {"type": "text", "text": block["content"]},
+                    _image_block(part.image),
+                ]
         elif isinstance(part, ImagePart):
             rest.append(_image_block(part))
         elif isinstance(part, TextPart) and part.text:

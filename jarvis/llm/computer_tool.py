@@ -38,7 +38,7 @@ _NEW_TOOL_MODELS = (
 # our tools that the computer tool stands in for
 _POINTER_TOOLS = {"click", "double_click", "right_click", "mouse_move", "drag", "scroll"}
 COMPUTER_TOOL_NAMES = frozenset(
-    _POINTER_TOOLS | {"type", "hotkey", "press_key", "wait", "screenshot"}
+    _POINTER_TOOLS | {"type", "hotkey", "press_key", "wait", "screenshot", "zoom"}
 )
 _POINT_ACTIONS = {
     "left_click": "click",
@@ -56,6 +56,11 @@ def tool_version(model: str, override: str | None = None) -> str:
         return override
     name = model.strip().lower().rsplit("/", 1)[-1]
     return NEW_TOOL_TYPE if name.startswith(_NEW_TOOL_MODELS) else COMPUTER_TOOL_TYPE
+
+
+def zoom_enabled(model: str, native: bool, override: str | None = None) -> bool:
+    """Whether Claude's computer tool is in use in a version with ``zoom``."""
+    return native and tool_version(model, override) == NEW_TOOL_TYPE
 
 
 def computer_tool_definition(
@@ -127,6 +132,13 @@ def _map_action(action: str, data: dict[str, Any]) -> list[tuple[str, dict[str, 
         return [("wait", {"ms": round(float(data.get("duration", 1)) * 1000)})]
     if action == "screenshot":
         return [("screenshot", {})]
+    if action == "zoom":
+        region = data.get("region")
+        if not isinstance(region, list | tuple) or len(region) != 4:
+            raise _Unmappable(f"zoom needs region [x0, y0, x1, y1], got {region!r}")
+        x0, y0 = _point(region[:2], "region")
+        x1, y1 = _point(region[2:], "region")
+        return [("zoom", {"x1": x0, "y1": y0, "x2": x1, "y2": y1})]
     raise _Unmappable(
         f"computer action {action!r} is not supported here; use left_click, double_click, "
         "right_click, mouse_move, left_click_drag, type, key, scroll, wait or screenshot"
@@ -175,6 +187,5 @@ def computer_tools(
     size = display_size(messages) if native else None
     if size is not None and any(t.name in COMPUTER_TOOL_NAMES for t in tools):
         rest = [t.to_anthropic() for t in tools if t.name not in COMPUTER_TOOL_NAMES]
-        rest = [t for t in rest if t["name"] != "zoom"]  # zoom is an action of the tool
         return [computer_tool_definition(*size, version), *rest], True
     return [t.to_anthropic() for t in tools], False

@@ -357,7 +357,8 @@ def _scrub(result: ToolResult, secrets: set[str]) -> ToolResult:
     error = result.error
     if error is not None:
         error = ToolError(code=error.code, message=redact(error.message, secrets))
-    return ToolResult(ok=result.ok, data=redact_value(result.data, secrets), error=error)
+    data = redact_value(result.data, secrets)
+    return ToolResult(ok=result.ok, data=data, error=error, image=result.image)
 
 
 def _summary(arguments: Any, tool: Tool | None) -> dict[str, Any] | str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from jarvis.llm.types import ToolResultPart
+from jarvis.llm.types import ImagePart, ToolResultPart
 
 UNKNOWN_TOOL = -32601
 INVALID_PARAMS = -32602
@@ -28,6 +28,8 @@ class ToolResult(BaseModel):
     ok: bool
     data: Any = None
     error: ToolError | None = None
+    image: ImagePart | None = Field(default=None, exclude=True)
+    """A picture for the model (a zoomed crop); never in the JSON text or the records."""
 
     @classmethod
     def success(cls, data: Any = None) -> ToolResult:
@@ -42,7 +44,9 @@ class ToolResult(BaseModel):
         return json.dumps(self.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
 
     def to_part(self, call_id: str, name: str) -> ToolResultPart:
-        return ToolResultPart(call_id=call_id, name=name, ok=self.ok, content=self.to_content())
+        return ToolResultPart(
+            call_id=call_id, name=name, ok=self.ok, content=self.to_content(), image=self.image
+        )
 
 
 class ToolFailure(Exception):
