@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -89,6 +89,15 @@ class Settings(BaseSettings):
     temperature: float | None = None
     tool_mode: ToolMode = "auto"
     native_computer_tool: bool = False
+    model_profile: str | None = Field(
+        None, description="model profile (jarvis.llm.profiles); None: chosen by model name"
+    )
+    computer_tool_version: Literal["computer_20250124", "computer_20251124"] | None = Field(
+        None, description="Claude's computer tool version; None: by model (computer_tool.py)"
+    )
+    context_policy: Literal["stable", "sliding"] = Field(
+        "stable", description="stable: screenshots dropped in chunks (cache-friendly)"
+    )
     request_timeout_s: float = Field(120.0, gt=0)
     max_retries: int = Field(4, ge=0)
 
@@ -146,6 +155,15 @@ class Settings(BaseSettings):
 
     # the terminal cockpit (jarvis tui)
     tui: TuiSettings = Field(default_factory=TuiSettings)
+
+    @field_validator("model_profile")
+    @classmethod
+    def _known_profile(cls, value: str | None) -> str | None:
+        if value:
+            from jarvis.llm.profiles.catalog import profile_by_name
+
+            profile_by_name(value)  # raises naming the known profiles
+        return value or None
 
     @property
     def settings_file(self) -> Path:

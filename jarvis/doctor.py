@@ -81,10 +81,17 @@ def check_provider(settings: Settings) -> Check:
             return Check("provider", False, f"{url_env} is not an http(s) URL: {url!r}")
     else:
         url = "the SDK default endpoint"
+    from jarvis.llm.profiles.select import active_profile
+
+    choice = active_profile(settings)
+    profile = f"profile {choice.profile.name} ({choice.reason})"
+    if choice.warning:
+        profile += " - no profile matched: the generic one, set model_profile if it is wrong"
     return Check(
         "provider",
         True,
-        f"{settings.provider}: {key_env} is set, model {settings.active_model}, base URL {url}",
+        f"{settings.provider}: {key_env} is set, model {settings.active_model}, base URL {url}; "
+        f"{profile}",
     )
 
 

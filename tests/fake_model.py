@@ -5,6 +5,9 @@ are tested on the wire. It serves
 
 - ``POST /v1/messages`` (Anthropic Messages API) and
 - ``POST /v1/chat/completions`` (OpenAI chat completions),
+- ``POST /v1/responses`` (OpenAI Responses API, not streamed: ``Reply.output`` gives the
+  raw output items, e.g. a ``computer_call``; without it text and tool calls become a
+  ``message`` and ``function_call`` items),
 
 both streaming (SSE, with the exact event shapes the SDKs parse) and not.
 
@@ -138,6 +141,7 @@ class Reply:
     omit_tool_index: bool = False
     hold: threading.Event | None = None
     hold_after: int = 0
+    output: list[dict[str, Any]] | None = None  # Responses API output items, as sent
 
     @classmethod
     def error(
@@ -180,7 +184,7 @@ Responder = Callable[["RecordedRequest"], Reply]
 
 @dataclass
 class RecordedRequest:
-    api: str  # "anthropic" or "openai"
+    api: str  # "anthropic", "openai" or "responses"
     path: str
     headers: dict[str, str]  # names lower-cased
     body: dict[str, Any]
@@ -456,6 +460,54 @@ def openai_completion(reply: Reply, model: str, ids: Iterator[int]) -> dict[str,
     }
 
 
+def responses_body(reply: Reply, model: str, ids: Iterator[int]) -> dict[str, Any]:
+    """A Responses API response object for ``reply``."""
+    n = next(ids)
+    output = reply.output
+    if output is None:
+        output = []
+        if reply.text:
+            output.append(
+                {
+                    "type": "message",
+                    "id": f"msg_{n}",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+                }
+            )
+        for i, use in enumerate(reply.tool_calls):
+            output.append(
+                {
+                    "type": "function_call",
+                    "id": f"fc_{n}_{i}",
+                    "call_id": use.id or f"call_{n}_{i}",
+                    "name": use.name,
+                    "arguments": use.argument_text,
+                    "status": "completed",
+                }
+            )
+    cached = reply.cache_read_tokens
+    return {
+        "id": f"resp_{n}",
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "model": model,
+        "status": "completed",
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": reply.input_tokens + cached,
+            "input_tokens_details": {"cached_tokens": cached},
+            "output_tokens": reply.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": reply.input_tokens + cached + reply.output_tokens,
+        },
+    }
+
+
 def error_body(api: str, reply: Reply) -> dict[str, Any]:
     kind = reply.error_type or _ERROR_TYPES.get(reply.status, "api_error")
     if api == "anthropic":
@@ -481,6 +533,8 @@ class _Handler(BaseHTTPRequestHandler):
             api = "anthropic"
         elif path.endswith("/chat/completions"):
             api = "openai"
+        elif path.endswith("/responses"):
+            api = "responses"
         else:
             self._json(404, {"error": {"message": f"no route {path}"}})
             return
@@ -496,6 +550,8 @@ class _Handler(BaseHTTPRequestHandler):
         model = reply.model or str(request.body.get("model", "fake-model"))
         if reply.status != 200:
             self._json(reply.status, error_body(api, reply), reply.headers)
+        elif api == "responses":
+            self._json(200, responses_body(reply, model, fake._ids), reply.headers)
         elif not request.stream:
             ids = fake._ids
             body = (

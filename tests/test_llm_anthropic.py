@@ -358,7 +358,8 @@ def test_native_computer_tool_round_trip(fake_model: FakeModel) -> None:
         ),
         Reply(text="done"),
     )
-    p = provider(fake_model, native_computer_tool=True)
+    # the older tool version, by the override (Sonnet 4.6 takes computer_20251124 by default)
+    p = provider(fake_model, native_computer_tool=True, computer_tool_version="computer_20250124")
     first = request(Message.user("Clear the box.", shot), tools=[CLICK, FINISHED])
 
     async def two_turns() -> tuple[LLMResponse, LLMResponse]:

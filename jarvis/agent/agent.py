@@ -374,9 +374,7 @@ class Agent:
                 images=[image for r in results for image in r.images],
             )
         )
-        keep = self.settings.keep_screenshots
-        while len(state.turns) > max(keep - 1, 0):
-            state.turns.pop(0)
+        state.turns = self.brain.policy.trim(state.turns)
         state.history.append((state.step, record.summary()))
 
     def _record(self, state: RunState, record: StepRecord) -> None:

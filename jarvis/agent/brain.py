@@ -8,11 +8,18 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from jarvis import prompts
-from jarvis.agent.context import Turn, build_messages, parse_thought, parse_verdict
+from jarvis.agent.context import (
+    FrozenHeader,
+    Turn,
+    build_messages,
+    parse_thought,
+    parse_verdict,
+)
 from jarvis.config import Settings
 from jarvis.desktop.screen import Observation, Screen
 from jarvis.events import EventBus, ModelTextDelta, ToolCallStreaming, VerificationFinished
 from jarvis.llm.base import OnEvent, Provider, complete
+from jarvis.llm.profiles.select import active_profile, context_policy
 from jarvis.llm.types import (
     ImagePart,
     LLMRequest,
@@ -75,14 +82,17 @@ class Brain:
         self.screen = screen
         self.settings = settings
         self.bus = bus
+        self.policy = context_policy(settings)
+        self.profile = active_profile(settings).profile
+        self._frozen: FrozenHeader | None = None
 
     async def perceive(self) -> Observation:
         """A fresh screenshot, taken in a worker thread."""
         return await asyncio.to_thread(self.screen.capture)
 
     def system_prompt(self, observation: Observation) -> str:
-        size = observation.model_size
-        return prompts.render(
+        size = observation.image_size or observation.model_size
+        text = prompts.render(
             "system",
             screen_width=size.width,
             screen_height=size.height,
@@ -91,6 +101,9 @@ class Brain:
             date=date.today().isoformat(),
             platform=f"{platform.system()} {platform.release()}",
         )
+        if size != observation.model_size:  # a relative profile: its own convention rules
+            text += f"\n\nInstead of pixels: {self.profile.grid_note(size)}"
+        return text
 
     def _header(self, ctx: ThinkContext) -> str:
         memories = "\n".join(f"- {m}" for m in ctx.memories) if ctx.memories else "(nothing)"
@@ -99,8 +112,24 @@ class Brain:
             "user", task=ctx.task, todos=ctx.todos, memories=memories, history=history
         )
 
-    def step_prompt(self, ctx: ThinkContext) -> str:
-        notes = "".join(f"\n\n{n}" for n in ctx.notes)
+    def _stable_header(self, ctx: ThinkContext) -> tuple[str, list[str]]:
+        """The header and the notes on what changed since it was frozen (a stable context
+        re-renders the header only when its first turn changes)."""
+        if self.policy.kind == "sliding":
+            return self._header(ctx), []
+        anchor = (ctx.task_id, ctx.turns[0].step if ctx.turns else None)
+        if self._frozen is None or self._frozen.anchor != anchor:
+            self._frozen = FrozenHeader(anchor, self._header(ctx), ctx.todos, tuple(ctx.memories))
+        return self._frozen.text, self._frozen.changes(ctx.todos, ctx.memories)
+
+    def _messages(self, ctx: ThinkContext, shot: ImagePart) -> tuple[list[Message], str]:
+        header, changed = self._stable_header(ctx)
+        prompt = self.step_prompt(ctx, changed)
+        messages = build_messages(header, ctx.turns, shot, prompt, self.policy.max_images)
+        return messages, prompt
+
+    def step_prompt(self, ctx: ThinkContext, changed: list[str] | None = None) -> str:
+        notes = "".join(f"\n\n{n}" for n in [*(changed or []), *ctx.notes])
         return prompts.render("step", step=ctx.step, max_steps=ctx.max_steps, notes=notes)
 
     def _emit_text(self, task_id: str) -> OnEvent:
@@ -117,10 +146,7 @@ class Brain:
     async def think_and_decide(self, ctx: ThinkContext, tools: list[ToolSpec]) -> Decision:
         """One streamed model call; its text is the reflection and thought, its calls the action."""
         shot = image_of(ctx.observation)
-        prompt = self.step_prompt(ctx)
-        messages = build_messages(
-            self._header(ctx), ctx.turns, shot, prompt, self.settings.keep_screenshots
-        )
+        messages, prompt = self._messages(ctx, shot)
         request = self._request(self.system_prompt(ctx.observation), messages, tools)
         if ctx.max_tokens is not None:
             request.max_tokens = ctx.max_tokens
@@ -140,13 +166,7 @@ class Brain:
     async def wrap_up(self, ctx: ThinkContext, limit: str) -> LLMResponse:
         """The last call at a bound: no tools, the model writes its final answer."""
         ctx.notes = [*ctx.notes, prompts.render("wrap_up", limit=limit)]
-        messages = build_messages(
-            self._header(ctx),
-            ctx.turns,
-            image_of(ctx.observation),
-            self.step_prompt(ctx),
-            self.settings.keep_screenshots,
-        )
+        messages, _ = self._messages(ctx, image_of(ctx.observation))
         request = self._request(self.system_prompt(ctx.observation), messages, [])
         return await complete(self.provider, request, on_event=self._emit_text(ctx.task_id))
 

@@ -4,6 +4,13 @@ The request for step N is flat in size: a header (task, todos, memories, a text
 line per older step), the last few steps as real turns (assistant tool calls,
 tool results, the screenshot each step saw) and the current screenshot. Older
 screenshots are replaced by a placeholder, so cost does not grow with steps.
+
+Which turns stay is the :class:`ContextPolicy`. ``sliding`` keeps the last K screenshots
+and slides by one every step, so the first message (and everything after it) changes
+every step and the provider's prompt cache is written and never read. ``stable`` lets the
+window grow from K to K + C screenshots and then drops C at once: between drops every
+request starts with the previous one, and the cache breakpoints on the last user
+messages are read back on the next step.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
 from jarvis.llm.pruning import prune_images
 from jarvis.llm.types import ImagePart, Message, Part, TextPart, ToolCall, ToolResultPart
@@ -28,6 +36,57 @@ class Turn:
     results: list[ToolResultPart] = field(default_factory=list)
     images: list[ImagePart] = field(default_factory=list)
     """Images the tools returned (an MCP tool's picture), sent right after the results."""
+
+
+@dataclass(frozen=True)
+class ContextPolicy:
+    """How many past turns (each with its screenshot) stay in the context.
+
+    ``keep`` (K) screenshots are visible at every step once there are that many;
+    ``stable`` grows the window to ``keep + chunk`` (K + C) before dropping C at once.
+    """
+
+    kind: Literal["sliding", "stable"] = "sliding"
+    keep: int = 3
+    chunk: int = 0
+
+    def __post_init__(self) -> None:
+        if self.keep < 1 or self.chunk < 0:
+            raise ValueError(f"keep must be >= 1 and chunk >= 0, got {self.keep}, {self.chunk}")
+
+    @property
+    def max_images(self) -> int:
+        """The most screenshots one request carries (the current one included)."""
+        return self.keep + (self.chunk if self.kind == "stable" else 0)
+
+    def trim(self, turns: list[Turn]) -> list[Turn]:
+        """The turns to keep for the next step, after the newest one was added."""
+        if self.kind == "stable" and len(turns) + 1 <= self.max_images:
+            return list(turns)
+        return list(turns[len(turns) - (self.keep - 1) :]) if self.keep > 1 else []
+
+
+@dataclass
+class FrozenHeader:
+    """The header as it was rendered when the window last changed its first turn.
+
+    A stable context keeps it byte for byte until the next drop; what changed since
+    (todos, memories) goes into the step prompt instead (:meth:`changes`).
+    """
+
+    anchor: tuple[str, int | None]
+    text: str
+    todos: str
+    memories: tuple[str, ...]
+
+    def changes(self, todos: str, memories: list[str]) -> list[str]:
+        notes = []
+        if todos != self.todos:
+            notes.append(f"Open todos now (updated):\n{todos}")
+        if tuple(memories) != self.memories:
+            lines = "\n".join(f"- {m}" for m in memories) or "(nothing)"
+            notes.append(f"What you remember now (updated):\n{lines}")
+        return notes
 
 
 def build_messages(

@@ -18,6 +18,7 @@ from jarvis.desktop.screen import Screen
 from jarvis.desktop.settle import Settler
 from jarvis.events import EventBus
 from jarvis.llm.base import Provider
+from jarvis.llm.computer_tool import zoom_enabled
 from jarvis.llm.factory import make_provider
 from jarvis.memory.embedding import EmbeddingUnavailable
 from jarvis.memory.long_term import LongTermMemory
@@ -29,6 +30,7 @@ from jarvis.tools.context import ToolContext
 from jarvis.tools.memory import register_memory_tools
 from jarvis.tools.registry import ToolRegistry
 from jarvis.tools.toolbox import open_toolbox
+from jarvis.tools.zoom import register_zoom_tool
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,11 @@ async def build_agent(
         if registry.approvals is None:  # risky calls wait for a person (safety.approve)
             registry.approvals = approvals or ApprovalGate(settings.safety, ApprovalStore(bus))
         await open_toolbox(settings, registry, stack)  # files, web_fetch, skills, MCP
+        zoom = zoom_enabled(
+            settings.model, settings.native_computer_tool, settings.computer_tool_version
+        )
+        if zoom and settings.provider == "anthropic" and registry.get("zoom") is None:
+            register_zoom_tool(registry)  # Claude's computer_20251124 `zoom` action
         if long_term is None and settings.long_term_memory:
             long_term = await open_long_term(settings, stack, registry)
         screen = Screen.from_settings(settings)

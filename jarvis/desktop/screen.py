@@ -23,6 +23,7 @@ import io
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -201,6 +202,9 @@ class Observation:
     origin: tuple[int, int]
     timings_ms: dict[str, float] = field(default_factory=dict)
     physical_size: Size | None = None
+    image_size: Size | None = None
+    """The pixel size of ``image`` when it differs from ``model_size`` (a profile whose
+    coordinates are relative puts them on a grid of their own; see jarvis.llm.profiles)."""
 
 
 def _mss_factory() -> Any:
@@ -213,7 +217,8 @@ class Screen:
     """One monitor: capture in model space and map coordinates between the spaces.
 
     ``monitor`` is an mss index (1 is the primary, 0 all monitors together).
-    ``model_size`` overrides the model space (default: ``fit_size(size, max_side)``).
+    ``model_size`` overrides the model space (default: ``fit_size(size, max_side)``);
+    ``sizer`` (a model profile's rule) gives (model space, image size) from the screen size.
     Safe to use from one worker thread at a time (mss serialises grabs).
     """
 
@@ -224,6 +229,7 @@ class Screen:
         image_format: ImageFormat = "jpeg",
         jpeg_quality: int = 80,
         model_size: Size | None = None,
+        sizer: Callable[[Size], tuple[Size, Size]] | None = None,
     ) -> None:
         if image_format not in MEDIA_TYPES:
             raise ValueError(f"unknown image format {image_format!r} (jpeg or png)")
@@ -239,6 +245,9 @@ class Screen:
         self._region = {k: int(mon[k]) for k in ("left", "top", "width", "height")}
         self._size = Size(self._region["width"], self._region["height"])
         self._model = model_size or fit_size(self._size, max_side)
+        self._image = self._model
+        if sizer is not None and model_size is None:
+            self._model, self._image = sizer(self._size)
         self.image_format: ImageFormat = image_format
         self.jpeg_quality = jpeg_quality
         self._pool: ThreadPoolExecutor | None = None
@@ -246,11 +255,14 @@ class Screen:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Screen:
+        from jarvis.llm.profiles.select import screen_sizer
+
         return cls(
             monitor=settings.monitor,
             max_side=settings.max_side,
             image_format=settings.image_format,
             jpeg_quality=settings.jpeg_quality,
+            sizer=screen_sizer(settings),
         )
 
     @property
@@ -302,7 +314,7 @@ class Screen:
         t1 = time.perf_counter()
         physical = Size(shot.width, shot.height)
         image = Image.frombytes("RGB", (shot.width, shot.height), shot.raw, "raw", "BGRX")
-        model_image = resize_image(image, self._model, self._resize_pool())
+        model_image = resize_image(image, self._image, self._resize_pool())
         t2 = time.perf_counter()
         data = encode_image(model_image, self.image_format, self.jpeg_quality)
         t3 = time.perf_counter()
@@ -325,6 +337,36 @@ class Screen:
             origin=self.origin,
             timings_ms=timings,
             physical_size=physical,
+            image_size=self._image,
+        )
+
+    def zoom(self, x1: int, y1: int, x2: int, y2: int) -> tuple[bytes, str, Size]:
+        """A model-space rectangle of the screen at full (physical) resolution, scaled to
+        fill the screenshot's size with its aspect kept (Claude's ``zoom`` action).
+
+        Returns (encoded image, media type, its size).
+        """
+        ox, oy = self.origin
+        left, top = self.to_screen(min(x1, x2), min(y1, y2))
+        right, bottom = self.to_screen(max(x1, x2), max(y1, y2))
+        shot = self._sct.grab(self._region)
+        image = Image.frombytes("RGB", (shot.width, shot.height), shot.raw, "raw", "BGRX")
+        fx, fy = shot.width / self._size.width, shot.height / self._size.height
+        box = (
+            round((left - ox) * fx),
+            round((top - oy) * fy),
+            round((right - ox + 1) * fx),
+            round((bottom - oy + 1) * fy),
+        )
+        crop = image.crop(box)
+        scale = min(self._image.width / crop.width, self._image.height / crop.height)
+        size = Size(max(1, round(crop.width * scale)), max(1, round(crop.height * scale)))
+        resample = _RESAMPLE if scale < 1 else Image.Resampling.BICUBIC
+        out = crop.resize((size.width, size.height), resample)
+        return (
+            encode_image(out, self.image_format, self.jpeg_quality),
+            MEDIA_TYPES[self.image_format],
+            size,
         )
 
     def _resize_pool(self) -> ThreadPoolExecutor:

@@ -235,9 +235,11 @@ class AnthropicProvider(AdapterBase):
         retry: RetryPolicy | None = None,
         timeout_s: float = 120.0,
         native_computer_tool: bool = False,
+        computer_tool_version: str | None = None,
     ) -> None:
         super().__init__(model, bus=bus, retry=retry)
         self.native_computer_tool = native_computer_tool
+        self.computer_tool_version = computer_tool_version
         key, token = resolve_credentials(api_key)
         self._client = anthropic.AsyncAnthropic(
             api_key=key,
@@ -255,7 +257,9 @@ class AnthropicProvider(AdapterBase):
         await self._client.close()
 
     async def _attempt(self, request: LLMRequest) -> AsyncGenerator[StreamEvent, None]:
-        wire = build_wire(request, self.model, self.native_computer_tool)
+        wire = build_wire(
+            request, self.model, self.native_computer_tool, self.computer_tool_version
+        )
         try:
             stream = await self._client.messages.create(**wire.params, stream=True)
         except anthropic.APIStatusError as exc:

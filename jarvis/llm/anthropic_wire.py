@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jarvis.llm.base import NOT_RUN
-from jarvis.llm.computer_tool import BETA_HEADER, COMPUTER_TOOL_NAME, computer_tools
+from jarvis.llm.computer_tool import BETA_HEADERS, COMPUTER_TOOL_NAME, computer_tools, tool_version
 from jarvis.llm.types import ImagePart, LLMRequest, Message, TextPart, ToolCall, ToolResultPart
 
 MAX_CACHE_BREAKPOINTS = 4
@@ -58,7 +58,7 @@ def _user_blocks(message: Message, origin_of: dict[str, str]) -> list[dict[str, 
             use_id = origin_of.get(part.call_id, part.call_id)
             block = results.get(use_id)
             if block is None:
-                results[use_id] = {
+                block = results[use_id] = {
                     "type": "tool_result",
                     "tool_use_id": use_id,
                     "content": part.content,
@@ -67,6 +67,11 @@ def _user_blocks(message: Message, origin_of: dict[str, str]) -> list[dict[str, 
             else:
                 block["content"] = f"{block['content']}\n{part.content}"
                 block["is_error"] = block["is_error"] or not part.ok
+            if part.image is not None:  # a zoom: the picture goes inside the tool result
+                block["content"] = [
+                    {"type": "text", "text": block["content"]},
+                    _image_block(part.image),
+                ]
         elif isinstance(part, ImagePart):
             rest.append(_image_block(part))
         elif isinstance(part, TextPart) and part.text:
@@ -141,11 +146,21 @@ class Wire:
     computer: bool = False
 
 
-def build_wire(request: LLMRequest, model: str, native_computer_tool: bool = False) -> Wire:
-    """The ``messages.create`` arguments for ``request`` (pure; tests read it directly)."""
+def build_wire(
+    request: LLMRequest,
+    model: str,
+    native_computer_tool: bool = False,
+    computer_tool_version: str | None = None,
+) -> Wire:
+    """The ``messages.create`` arguments for ``request`` (pure; tests read it directly).
+
+    Claude's computer tool comes in the version the model takes (a table in
+    :mod:`jarvis.llm.computer_tool`, or ``computer_tool_version``) with its beta header.
+    """
     system = [{"type": "text", "text": request.system}] if request.system else []
     messages = to_anthropic_messages(request.messages)
-    tools, computer = computer_tools(request.tools, request.messages, native_computer_tool)
+    version = tool_version(model, computer_tool_version)
+    tools, computer = computer_tools(request.tools, request.messages, native_computer_tool, version)
     if request.cache:
         mark_cache(system, tools, messages)
     params: dict[str, Any] = {
@@ -160,5 +175,5 @@ def build_wire(request: LLMRequest, model: str, native_computer_tool: bool = Fal
     if request.temperature is not None:
         params["temperature"] = request.temperature
     if computer:
-        params["extra_headers"] = {"anthropic-beta": BETA_HEADER}
+        params["extra_headers"] = {"anthropic-beta": BETA_HEADERS[version]}
     return Wire(params=params, sent_tools=bool(tools), computer=computer)

@@ -20,10 +20,25 @@ from jarvis.llm.types import ImagePart, Message, ToolCall, ToolSpec
 COMPUTER_TOOL_NAME = "computer"
 COMPUTER_TOOL_TYPE = "computer_20250124"
 BETA_HEADER = "computer-use-2025-01-24"
+NEW_TOOL_TYPE = "computer_20251124"
+# Anthropic computer-use docs (tool versions): computer_20251124 with the
+# computer-use-2025-11-24 beta for Opus 4.5 and later and Sonnet 4.6 (it adds `zoom`
+# behind enable_zoom); computer_20250124 with computer-use-2025-01-24 for Sonnet 4.5,
+# Haiku 4.5, Opus 4.1, Opus 4 and Sonnet 4. The installed SDK's
+# anthropic.types.beta.BetaToolComputerUse20251124Param has the fields.
+BETA_HEADERS = {COMPUTER_TOOL_TYPE: BETA_HEADER, NEW_TOOL_TYPE: "computer-use-2025-11-24"}
+_NEW_TOOL_MODELS = (
+    "claude-opus-4-5",
+    "claude-opus-4-6",
+    "claude-opus-5",
+    "claude-sonnet-4-6",
+    "claude-sonnet-5",
+    "claude-haiku-5",
+)
 # our tools that the computer tool stands in for
 _POINTER_TOOLS = {"click", "double_click", "right_click", "mouse_move", "drag", "scroll"}
 COMPUTER_TOOL_NAMES = frozenset(
-    _POINTER_TOOLS | {"type", "hotkey", "press_key", "wait", "screenshot"}
+    _POINTER_TOOLS | {"type", "hotkey", "press_key", "wait", "screenshot", "zoom"}
 )
 _POINT_ACTIONS = {
     "left_click": "click",
@@ -33,13 +48,33 @@ _POINT_ACTIONS = {
 }
 
 
-def computer_tool_definition(width: int, height: int) -> dict[str, Any]:
-    return {
-        "type": COMPUTER_TOOL_TYPE,
+def tool_version(model: str, override: str | None = None) -> str:
+    """The computer tool type for ``model`` (the table above), or ``override``."""
+    if override:
+        if override not in BETA_HEADERS:
+            raise ValueError(f"unknown computer tool version {override!r}")
+        return override
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    return NEW_TOOL_TYPE if name.startswith(_NEW_TOOL_MODELS) else COMPUTER_TOOL_TYPE
+
+
+def zoom_enabled(model: str, native: bool, override: str | None = None) -> bool:
+    """Whether Claude's computer tool is in use in a version with ``zoom``."""
+    return native and tool_version(model, override) == NEW_TOOL_TYPE
+
+
+def computer_tool_definition(
+    width: int, height: int, version: str = COMPUTER_TOOL_TYPE
+) -> dict[str, Any]:
+    tool: dict[str, Any] = {
+        "type": version,
         "name": COMPUTER_TOOL_NAME,
         "display_width_px": width,
         "display_height_px": height,
     }
+    if version == NEW_TOOL_TYPE:
+        tool["enable_zoom"] = True
+    return tool
 
 
 def display_size(messages: list[Message]) -> tuple[int, int] | None:
@@ -97,6 +132,13 @@ def _map_action(action: str, data: dict[str, Any]) -> list[tuple[str, dict[str, 
         return [("wait", {"ms": round(float(data.get("duration", 1)) * 1000)})]
     if action == "screenshot":
         return [("screenshot", {})]
+    if action == "zoom":
+        region = data.get("region")
+        if not isinstance(region, list | tuple) or len(region) != 4:
+            raise _Unmappable(f"zoom needs region [x0, y0, x1, y1], got {region!r}")
+        x0, y0 = _point(region[:2], "region")
+        x1, y1 = _point(region[2:], "region")
+        return [("zoom", {"x1": x0, "y1": y0, "x2": x1, "y2": y1})]
     raise _Unmappable(
         f"computer action {action!r} is not supported here; use left_click, double_click, "
         "right_click, mouse_move, left_click_drag, type, key, scroll, wait or screenshot"
@@ -135,7 +177,7 @@ def computer_action_to_calls(input: dict[str, Any], call_id: str = "computer") -
 
 
 def computer_tools(
-    tools: list[ToolSpec], messages: list[Message], native: bool
+    tools: list[ToolSpec], messages: list[Message], native: bool, version: str = COMPUTER_TOOL_TYPE
 ) -> tuple[list[dict[str, Any]], bool]:
     """Anthropic ``tools`` for a request, and whether Claude's computer tool is among them.
 
@@ -145,5 +187,5 @@ def computer_tools(
     size = display_size(messages) if native else None
     if size is not None and any(t.name in COMPUTER_TOOL_NAMES for t in tools):
         rest = [t.to_anthropic() for t in tools if t.name not in COMPUTER_TOOL_NAMES]
-        return [computer_tool_definition(*size), *rest], True
+        return [computer_tool_definition(*size, version), *rest], True
     return [t.to_anthropic() for t in tools], False

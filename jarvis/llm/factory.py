@@ -1,13 +1,20 @@
-"""Build the configured provider once per run (never per step)."""
+"""Build the configured provider once per run (never per step), as its profile asks."""
 
 from __future__ import annotations
+
+import logging
 
 from jarvis.config import Settings
 from jarvis.events import EventBus
 from jarvis.llm.anthropic import AnthropicProvider
 from jarvis.llm.base import AdapterBase
 from jarvis.llm.openai import OpenAIProvider
+from jarvis.llm.openai_responses import OpenAIResponsesProvider
+from jarvis.llm.profiles.adapter import GRAMMAR_FORMATS, ProfileProvider
+from jarvis.llm.profiles.select import active_profile
 from jarvis.llm.retry import RetryPolicy
+
+log = logging.getLogger(__name__)
 
 
 def make_provider(
@@ -17,16 +24,30 @@ def make_provider(
     api_key: str | None = None,
     base_url: str | None = None,
     retry: RetryPolicy | None = None,
-) -> AdapterBase:
-    """The provider ``settings.provider`` names, with its model, timeout and retries.
+) -> AdapterBase | ProfileProvider:
+    """The provider ``settings.provider`` names, with its model, timeout and retries,
+    speaking the model profile's action format (said in the log at the start of a run).
 
     Keys and base URLs come from the SDKs' env vars (ANTHROPIC_API_KEY,
     ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL) unless given here.
     Raises ProviderAuthError when there is no key, naming the variable to set.
     """
+    choice = active_profile(settings)
+    profile = choice.profile
+    if choice.warning:
+        log.warning("%s", choice.warning)
+    log.info(
+        "model %s: profile %s (%s; %s, %s)",
+        settings.active_model,
+        profile.name,
+        choice.reason,
+        profile.action_format,
+        profile.space.describe(),
+    )
     policy = retry or RetryPolicy(max_retries=settings.max_retries)
+    inner: AdapterBase
     if settings.provider == "anthropic":
-        return AnthropicProvider(
+        inner = AnthropicProvider(
             settings.model,
             api_key=api_key,
             base_url=base_url,
@@ -34,12 +55,26 @@ def make_provider(
             retry=policy,
             timeout_s=settings.request_timeout_s,
             native_computer_tool=settings.native_computer_tool,
+            computer_tool_version=settings.computer_tool_version,
         )
-    return OpenAIProvider(
-        settings.openai_model,
-        api_key=api_key,
-        base_url=base_url,
-        bus=bus,
-        retry=policy,
-        timeout_s=settings.request_timeout_s,
-    )
+    elif profile.api == "openai-responses":
+        return OpenAIResponsesProvider(
+            settings.openai_model,
+            api_key=api_key,
+            base_url=base_url,
+            bus=bus,
+            retry=policy,
+            timeout_s=settings.request_timeout_s,
+        )
+    else:
+        inner = OpenAIProvider(
+            settings.openai_model,
+            api_key=api_key,
+            base_url=base_url,
+            bus=bus,
+            retry=policy,
+            timeout_s=settings.request_timeout_s,
+        )
+    if profile.action_format in GRAMMAR_FORMATS:
+        return ProfileProvider(inner, profile)
+    return inner

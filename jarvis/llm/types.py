@@ -51,6 +51,9 @@ class ToolResultPart(BaseModel):
     name: str
     ok: bool
     content: str
+    image: ImagePart | None = None
+    """A picture the tool returned (Claude's zoom), sent with the result where the API
+    allows images in tool results."""
 
 
 Part = Annotated[TextPart | ImagePart | ToolResultPart, Field(discriminator="type")]

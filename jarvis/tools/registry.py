@@ -386,7 +386,11 @@ def _scrub(result: ToolResult, secrets: set[str]) -> ToolResult:
     if error is not None:
         error = ToolError(code=error.code, message=redact(error.message, secrets))
     return ToolResult(
-        ok=result.ok, data=redact_value(result.data, secrets), error=error, images=result.images
+        ok=result.ok,
+        data=redact_value(result.data, secrets),
+        error=error,
+        images=result.images,
+        image=result.image,
     )
 
 

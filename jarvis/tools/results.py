@@ -33,6 +33,9 @@ class ToolResult(BaseModel):
     data: Any = None
     error: ToolError | None = None
     images: list[ImagePart] = Field(default_factory=list, exclude=True)
+    """Pictures a tool returns (an MCP image): sent to the model after the tool results."""
+    image: ImagePart | None = Field(default=None, exclude=True)
+    """A picture inside the tool result itself (Claude's zoom); never in the JSON text."""
 
     @classmethod
     def success(cls, data: Any = None) -> ToolResult:
@@ -47,7 +50,9 @@ class ToolResult(BaseModel):
         return json.dumps(self.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
 
     def to_part(self, call_id: str, name: str) -> ToolResultPart:
-        return ToolResultPart(call_id=call_id, name=name, ok=self.ok, content=self.to_content())
+        return ToolResultPart(
+            call_id=call_id, name=name, ok=self.ok, content=self.to_content(), image=self.image
+        )
 
 
 class ToolFailure(Exception):

@@ -1,0 +1,222 @@
+"""Coordinate spaces of vision models, and the one mapping from a model's answer to a pixel.
+
+Open GUI models were trained on different conventions:
+
+- ``pixel``: pixels of the image as sent (Claude's computer tool, OpenAI's computer tool)
+  or of the image after the model's own resize (Qwen2.5-VL and its fine-tunes; Jarvis
+  sends exactly a size that resize leaves unchanged, see :func:`smart_resize`, so the two
+  are the same);
+- ``relative``: a fraction of the image on a fixed scale, 0..1000 (Qwen3-VL), 0..999
+  (GLM-4.5V) or 0..1 (ShowUI, Aguvis).
+
+A point may also come as a box ``[x1, y1, x2, y2]``: a box means its centre.
+
+Tool calls carry points on a *tool grid*: the image's pixels for a pixel space, and a
+10000 x 10000 grid for a relative space.
+:func:`to_tool_point` maps an answer onto that grid and clamps it; the desktop layer then
+maps a grid point to the screen with :func:`jarvis.desktop.screen.model_to_screen` (the
+pixel-centre convention: relative value ``r`` lands on the screen pixel holding position
+``r / D`` of the axis, as the models' own code maps it back: ``x / 1000 * width``).
+:func:`to_screen` is that composition, the function every table test goes through, and
+the one path the running agent takes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from jarvis.desktop.screen import Size, fit_size, model_to_screen
+
+REL_GRID = 10_000
+"""Resolution of the tool grid of a relative space: fine enough that a grid cell's centre
+is within 0.1 px of the position ``r * W / D`` the model means (Qwen's cookbook maps
+``x / 1000 * width``), on any screen up to 10000 px wide."""
+
+
+@dataclass(frozen=True)
+class CoordSpace:
+    """How a model writes a point.
+
+    ``kind`` is ``pixel`` or ``relative``; ``denominator`` is the relative scale (1000 for
+    0..1000, 999 for 0..999, 1 for 0..1); ``box`` says answers are boxes (their centre is
+    meant).
+    """
+
+    kind: Literal["pixel", "relative"]
+    denominator: float = 0.0
+    box: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind == "relative" and self.denominator <= 0:
+            raise ValueError("a relative space needs a positive denominator")
+
+    def describe(self) -> str:
+        shape = "box centre" if self.box else "point"
+        if self.kind == "pixel":
+            return f"pixels of the image as sent ({shape})"
+        return f"relative 0..{self.denominator:g} ({shape})"
+
+
+PIXELS = CoordSpace("pixel")
+REL_1000 = CoordSpace("relative", 1000)
+REL_999 = CoordSpace("relative", 999)
+REL_UNIT = CoordSpace("relative", 1)
+
+
+def tool_grid(space: CoordSpace, image: Size) -> Size:
+    """The grid tool calls carry points on, for answers in ``space`` about ``image``."""
+    if space.kind == "pixel":
+        return image
+    return Size(REL_GRID, REL_GRID)
+
+
+def centre(values: Sequence[float]) -> tuple[float, float]:
+    """A point from ``[x, y]``, or the centre of a box ``[x1, y1, x2, y2]``."""
+    if len(values) == 2:
+        return float(values[0]), float(values[1])
+    if len(values) == 4:
+        return (values[0] + values[2]) / 2, (values[1] + values[3]) / 2
+    raise ValueError(f"a point is [x, y] and a box [x1, y1, x2, y2]; got {list(values)!r}")
+
+
+def _clamp(value: int, size: int) -> int:
+    return min(size - 1, max(0, value))
+
+
+def to_tool_point(point: Sequence[float], space: CoordSpace, image: Size) -> tuple[int, int]:
+    """A model's answer (point or box, in ``space``) as a point on :func:`tool_grid`.
+
+    Pixels round to the nearest pixel; a relative value ``r`` on scale ``D`` becomes grid
+    cell ``floor(r * G / D)``. Out-of-range answers
+    are clamped to the edge (models answer 1000 on a 0..1000 scale for the last column).
+    """
+    x, y = centre(point)
+    if not (math.isfinite(x) and math.isfinite(y)):
+        raise ValueError(f"coordinates must be finite numbers, got {list(point)!r}")
+    grid = tool_grid(space, image)
+    if space.kind == "pixel":
+        return _clamp(math.floor(x + 0.5), grid.width), _clamp(math.floor(y + 0.5), grid.height)
+    scale_x = grid.width / space.denominator
+    scale_y = grid.height / space.denominator
+    # a tiny epsilon keeps exact grid values (r * G / D integral) from flooring one low
+    gx = math.floor(x * scale_x + 1e-9)
+    gy = math.floor(y * scale_y + 1e-9)
+    return _clamp(gx, grid.width), _clamp(gy, grid.height)
+
+
+def to_screen(
+    point: Sequence[float],
+    space: CoordSpace,
+    image: Size,
+    screen: Size,
+    origin: tuple[int, int] = (0, 0),
+) -> tuple[int, int]:
+    """The absolute logical screen pixel a model's answer means (clamped to the monitor)."""
+    grid = tool_grid(space, image)
+    gx, gy = to_tool_point(point, space, image)
+    return model_to_screen(gx, gy, grid, screen, origin)
+
+
+def from_screen(x: int, y: int, space: CoordSpace, image: Size, screen: Size) -> list[float]:
+    """What a perfect model answers for logical screen pixel (x, y) (tests and calibration).
+
+    Pixels: the image pixel showing it; relative: the value of that pixel's centre.
+    """
+    if space.kind == "pixel":
+        return [
+            math.floor((x + 0.5) * image.width / screen.width),
+            math.floor((y + 0.5) * image.height / screen.height),
+        ]
+    d = space.denominator
+    return [(x + 0.5) * d / screen.width, (y + 0.5) * d / screen.height]
+
+
+# --------------------------------------------------------------- image size rules
+
+
+def _round_by(value: float, factor: int) -> int:
+    return round(value / factor) * factor
+
+
+def _floor_by(value: float, factor: int) -> int:
+    return math.floor(value / factor) * factor
+
+
+def _ceil_by(value: float, factor: int) -> int:
+    return math.ceil(value / factor) * factor
+
+
+def smart_resize(
+    height: int, width: int, factor: int = 28, min_pixels: int = 56 * 56, max_pixels: int = 0
+) -> tuple[int, int]:
+    """Qwen2.5-VL's resize: (height, width) rounded to multiples of ``factor`` in a budget.
+
+    A port of ``smart_resize`` in ``qwen_vl_utils/vision_process.py`` (QwenLM/Qwen2.5-VL)
+    and ``transformers.models.qwen2_vl.image_processing_qwen2_vl``: factor 28 (patch 14 x
+    merge 2), min_pixels 56*56, max_pixels 28*28*1280 in the cookbooks' serving setup.
+    Qwen3-VL uses the same function with factor 32 (patch 16 x merge 2).
+    """
+    max_pixels = max_pixels or 28 * 28 * 1280
+    if max(height, width) / min(height, width) > 200:
+        raise ValueError(f"aspect ratio over 200 is not supported: {width}x{height}")
+    h_bar = max(factor, _round_by(height, factor))
+    w_bar = max(factor, _round_by(width, factor))
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt((height * width) / max_pixels)
+        h_bar = max(factor, _floor_by(height / beta, factor))
+        w_bar = max(factor, _floor_by(width / beta, factor))
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h_bar = _ceil_by(height * beta, factor)
+        w_bar = _ceil_by(width * beta, factor)
+    return h_bar, w_bar
+
+
+def smart_size(screen: Size, factor: int, max_pixels: int, min_pixels: int = 56 * 56) -> Size:
+    """The size Jarvis sends a smart-resize model: one the model's resize leaves unchanged.
+
+    The result is a multiple of ``factor`` on both sides within ``max_pixels``, so the
+    server's own ``smart_resize`` (with any budget at least this large) is the identity
+    and pixel answers are pixels of the image Jarvis sent.
+    """
+    h, w = smart_resize(screen.height, screen.width, factor, min_pixels, max_pixels)
+    return Size(w, h)
+
+
+# Anthropic, "Computer use tool" docs (docs.claude.com, section on resolution): scale the
+# screenshot to XGA 1024x768 (4:3), WXGA 1280x800 (16:10) or FWXGA 1366x768 (~16:9) by
+# aspect ratio, and scale coordinates back; the reference implementation
+# (anthropic-quickstarts computer-use-demo, tools/computer.py, MAX_SCALING_TARGETS) picks
+# the target whose aspect is within 0.02 of the screen's and that is smaller than it.
+ANTHROPIC_TARGETS = (Size(1024, 768), Size(1280, 800), Size(1366, 768))
+ANTHROPIC_MAX_LONG_EDGE = 1568  # vision docs: larger images are downscaled by the API
+ANTHROPIC_MAX_PIXELS = 1366 * 768  # the largest standard target's area (FWXGA)
+
+
+def anthropic_size(screen: Size) -> Size:
+    """The screenshot size Anthropic recommends for ``screen``.
+
+    A standard target when the aspect matches one (within 0.02) and the screen is larger;
+    otherwise (21:9, portrait, ...) the screen scaled with its aspect kept to at most the
+    FWXGA area and a 1568 px long edge, so the API never rescales it behind our back.
+    """
+    ratio = screen.width / screen.height
+    for target in ANTHROPIC_TARGETS:
+        if abs(target.width / target.height - ratio) < 0.02 and target.width < screen.width:
+            return target
+    if (
+        screen.width * screen.height <= ANTHROPIC_MAX_PIXELS
+        and max(screen.width, screen.height) <= ANTHROPIC_MAX_LONG_EDGE
+    ):
+        return screen
+    scale = min(
+        math.sqrt(ANTHROPIC_MAX_PIXELS / (screen.width * screen.height)),
+        ANTHROPIC_MAX_LONG_EDGE / max(screen.width, screen.height),
+    )
+    size = fit_size(screen, math.floor(max(screen.width, screen.height) * scale))
+    while size.width * size.height > ANTHROPIC_MAX_PIXELS:  # rounding can add a sliver
+        size = fit_size(screen, max(size.width, size.height) - 1)
+    return size

@@ -1,0 +1,49 @@
+"""The profile of the configured model, and the screen geometry it asks for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from jarvis.agent.context import ContextPolicy
+from jarvis.desktop.screen import Size
+from jarvis.llm.profiles.catalog import Choice, Profile, choose_profile
+from jarvis.llm.profiles.coords import tool_grid
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+
+
+def active_profile(settings: Settings) -> Choice:
+    """The profile for the configured provider's model (``model_profile`` first)."""
+    return choose_profile(settings.active_model, settings.model_profile)
+
+
+def uses_native_tool(profile: Profile, settings: Settings) -> bool:
+    """Whether the vendor's own computer tool is in use (Claude's only with the setting)."""
+    if profile.action_format == "claude-computer":
+        return settings.native_computer_tool
+    return profile.action_format == "openai-computer"
+
+
+def geometry(profile: Profile, screen: Size, settings: Settings) -> tuple[Size, Size]:
+    """(tool grid, image size) for ``screen``: the grid tool calls carry points on, and
+    the pixel size of the screenshot sent."""
+    image = profile.image.size(screen, settings.max_side, uses_native_tool(profile, settings))
+    return tool_grid(profile.space, image), image
+
+
+def screen_sizer(settings: Settings) -> Callable[[Size], tuple[Size, Size]]:
+    profile = active_profile(settings).profile
+
+    def sizer(screen: Size) -> tuple[Size, Size]:
+        return geometry(profile, screen, settings)
+
+    return sizer
+
+
+def context_policy(settings: Settings) -> ContextPolicy:
+    """The context policy of a run: the ``context_policy`` setting, K from
+    ``keep_screenshots`` and C from the profile (``stable`` only)."""
+    chunk = active_profile(settings).profile.chunk if settings.context_policy == "stable" else 0
+    return ContextPolicy(settings.context_policy, settings.keep_screenshots, chunk)
