@@ -7,7 +7,7 @@ Maildir (an MTA's local delivery) and waits until its message is in ``inbox.md``
 Authentication-Results check on one mail; ``decide_ms`` the whole verdict (parse, filter,
 authenticate, second factor, limits, body text). Target: delivery p50 <= 1000 ms.
 
-    python bench/email.py [--rounds 20]
+    python bench/email_delivery.py [--rounds 20]
 
 Prints one JSON object.
 """
@@ -27,8 +27,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-# this file is named email.py: its folder must not shadow the standard library's email
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 sys.path.insert(0, str(ROOT))
 
 TARGET_P50_MS = 1000.0

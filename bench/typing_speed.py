@@ -16,7 +16,7 @@ Prints ONE JSON object: characters per second per application, method and text
 (median of REPEAT runs), whether every run arrived exactly, the median over the
 applications per method and text, and the load average before and after.
 
-Run: ``python bench/typing.py [--repeat N] [--apps mousepad,xterm,...]``.
+Run: ``python bench/typing_speed.py [--repeat N] [--apps mousepad,xterm,...]``.
 """
 
 from __future__ import annotations
@@ -24,23 +24,19 @@ from __future__ import annotations
 import os
 import sys
 
-# Run as a script, this file's folder comes first on sys.path, and this file would
-# shadow the standard library's ``typing``: take the folder off, put the repository on.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
-sys.path.insert(0, os.path.dirname(_HERE))  # for tests.*
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests.*
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import statistics  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
 
-from tests.realapps import APPS, App, PageServer, app_env  # noqa: E402
-from tests.test_real_apps import CJK, Case  # noqa: E402
-from tests.xserver import start_xvfb  # noqa: E402
+from tests.realapps import APPS, App, PageServer, app_env
+from tests.test_real_apps import CJK, Case
+from tests.xserver import start_xvfb
 
 ASCII = "".join(chr(32 + i % 95) for i in range(400))
 TEXTS = {"ascii": ASCII, "cjk": CJK + CJK}
