@@ -11,8 +11,8 @@ dedupe absorb any repeat. For each message the size comes first
 gets ``\\Seen`` + ``$JarvisQueued`` (a task or an answer was queued) or ``$JarvisHandled``
 (anything else), then the high-water mark moves. Waiting is IDLE, renewed every
 ``idle_renew_s`` (the first IDLE after activity is short: a mail that lands just before
-IDLE starts is not announced by every server), or a poll when the server has no IDLE. Failures reconnect with
-exponential backoff and jitter, 1 s to 5 min.
+IDLE starts is not announced by every server), or a poll when the server has no IDLE.
+Failures reconnect with exponential backoff and jitter, 1 s to 5 min.
 """
 
 from __future__ import annotations
