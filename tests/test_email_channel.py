@@ -249,3 +249,29 @@ async def test_idle_is_renewed_on_time_and_still_hears_new_mail(
     gaps = [b - a for a, b in itertools.pairwise(started)][:3]
     assert all(g >= 0.29 for g in gaps)  # renewed after idle_renew_s, not in a busy loop
     assert [m.id for m in queue.pending()] == [queue_id(mid)]
+
+
+async def test_mail_landing_just_before_idle_starts_is_not_left_waiting(
+    tmp_path: Path, dovecot: Dovecot, smtp: SmtpSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dovecot does not announce in IDLE a mail that arrived after the last command and
+    before IDLE; without the short IDLE after activity it would wait for dovecot's 30 s
+    check (or the 9 min renewal)."""
+    from imapclient import IMAPClient
+
+    settings = channel_settings(tmp_path, dovecot, smtp, monkeypatch, "none")
+    queue = MessageQueue(settings.data_dir)
+    first, racing = new_id(), new_id()
+    idle = IMAPClient.idle
+
+    def deliver_then_idle(self: IMAPClient) -> object:
+        if len(queue.pending()) == 1 and racing not in flags_by_message_id(dovecot):
+            dovecot.deliver(mail(headers(Message_ID=racing)))
+            time.sleep(0.3)  # let the server see it before IDLE starts: the race, made certain
+        return idle(self)
+
+    monkeypatch.setattr(IMAPClient, "idle", deliver_then_idle)
+    dovecot.deliver(mail(headers(Message_ID=first)))
+    async with running(settings):
+        await until(lambda: len(queue.pending()) == 2, timeout=10)
+    assert [m.id for m in queue.pending()] == [queue_id(first), queue_id(racing)]

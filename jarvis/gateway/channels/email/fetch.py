@@ -10,8 +10,9 @@ dedupe absorb any repeat. For each message the size comes first
 ``BODY.PEEK[]``, so reading marks nothing. After the handler says what it did, the message
 gets ``\\Seen`` + ``$JarvisQueued`` (a task or an answer was queued) or ``$JarvisHandled``
 (anything else), then the high-water mark moves. Waiting is IDLE, renewed every
-``idle_renew_s``, or a poll when the server has no IDLE. Failures reconnect with
-exponential backoff and jitter, 1 s to 5 min.
+``idle_renew_s`` (the first IDLE after activity is short: a mail that lands just before
+IDLE starts is not announced by every server), or a poll when the server has no IDLE.
+Failures reconnect with exponential backoff and jitter, 1 s to 5 min.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ QUEUED, HANDLED = b"$JarvisQueued", b"$JarvisHandled"
 SEEN = b"\\Seen"
 BACKOFF_MIN_S, BACKOFF_MAX_S = 1.0, 300.0
 WAKE_S = 0.25
+SETTLE_IDLE_S = 2.0
+"""The first IDLE after mail was handled (or after connecting) lasts at most this long."""
 """How often a wait checks whether it should stop."""
 Outcome = Literal["queued", "handled"]
 
@@ -180,21 +183,27 @@ class Fetcher:
             mark = self._baseline(client, mark)
         self.connected.set()
         self._catch_up(client, mark)
+        busy = True  # just connected: mail may be arriving
         while not self._stop.is_set():
             if can_idle:
-                self._idle(client)
+                # Mail that lands between the last command and the start of IDLE is not
+                # announced in IDLE by some servers (dovecot waits for its periodic check,
+                # 30 s by default). After activity, when more mail is likely, the first
+                # IDLE is short, so such mail waits seconds, not until that check.
+                renew = self.settings.idle_renew_s
+                self._idle(client, min(SETTLE_IDLE_S, renew) if busy else renew)
             else:
                 self._stop.wait(self.settings.poll_interval_s)
                 client.noop()
             if self._stop.is_set():
                 break
             mark = self.state.get(box) or mark
-            self._catch_up(client, mark)
+            busy = self._catch_up(client, mark) > 0
 
-    def _idle(self, client: IMAPClient) -> None:
-        """IDLE until the server reports a change, the renewal time, or a stop."""
+    def _idle(self, client: IMAPClient, seconds: float) -> None:
+        """IDLE until the server reports a change, ``seconds`` pass, or a stop."""
         client.idle()
-        ends = time.monotonic() + self.settings.idle_renew_s
+        ends = time.monotonic() + seconds
         try:
             while not self._stop.is_set() and time.monotonic() < ends:
                 responses = client.idle_check(timeout=WAKE_S)
