@@ -4,6 +4,7 @@ key, the palette, needs-user, copying, following the live task, reconnecting."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -366,3 +367,28 @@ def test_the_fixture_is_a_real_journal() -> None:
         "needs_user",
         "cancelled",
     }
+
+
+async def test_streamed_text_waits_while_the_user_types_then_is_drawn() -> None:
+    app, backend = replay_app(history=[])
+    lines = task_lines("T003")
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        backend.push(*lines[:3])  # task started, step 1, the first delta
+        await until(lambda: view_text(app) == lines[2]["text"], pilot)
+        await pilot.press("x")  # typing now; keep the key fresh and the last draw recent
+        assert app.prompt.last_key_at > 0
+        app.prompt.last_key_at = app._drawn_at = time.monotonic() + 3600
+        backend.push(*lines[3:10])
+        await until(
+            lambda: app.cockpit.runs["T003"].items[0].text.endswith(lines[9]["text"]), pilot
+        )
+        await pilot.pause(0.3)
+        assert view_text(app) == lines[2]["text"]  # held back while the user types
+        app.prompt.last_key_at = 0.0  # the user stopped typing
+        await until(lambda: view_text(app).endswith(lines[9]["text"]), pilot, 5)
+
+
+def view_text(app: Any) -> str:
+    found = app.conversation.view_of("T003")
+    return "".join(t.source for t in found.thought_views()) if found else ""
