@@ -85,7 +85,9 @@ def _map(data: dict[str, Any], point: Point, grid: Size, pos: list[int]) -> list
         if not pos:
             raise GrammarError("left_click_drag starts at the cursor: mouse_move there first")
         ex, ey = _xy(data, point)
-        return [("drag", {"startX": pos[0], "startY": pos[1], "endX": ex, "endY": ey})]
+        start = list(pos)
+        pos[:] = [ex, ey]  # the pointer ends where the drag ends
+        return [("drag", {"startX": start[0], "startY": start[1], "endX": ex, "endY": ey})]
     if action == "type":
         return [("type", {"text": str(data.get("text", ""))})]
     if action == "key":
