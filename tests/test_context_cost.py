@@ -43,7 +43,7 @@ def test_stable_window_sees_at_least_k_and_at_most_k_plus_c() -> None:
 
 
 def test_frozen_header_reports_what_changed_since() -> None:
-    frozen = FrozenHeader(("t", 1), "HEADER", "(none)", ("likes tea",))
+    frozen = FrozenHeader(("t", "task", 1), "HEADER", "(none)", ("likes tea",))
     assert frozen.changes("(none)", ["likes tea"]) == []
     notes = frozen.changes("- [ ] call Bob", ["likes coffee"])
     assert notes[0].startswith("Open todos now (updated):") and "call Bob" in notes[0]

@@ -117,7 +117,9 @@ class Brain:
         re-renders the header only when its first turn changes)."""
         if self.policy.kind == "sliding":
             return self._header(ctx), []
-        anchor = (ctx.task_id, ctx.turns[0].step if ctx.turns else None)
+        # the task's text is part of the anchor: a task run again after an update keeps its
+        # id but must see its new text
+        anchor = (ctx.task_id, ctx.task, ctx.turns[0].step if ctx.turns else None)
         if self._frozen is None or self._frozen.anchor != anchor:
             self._frozen = FrozenHeader(anchor, self._header(ctx), ctx.todos, tuple(ctx.memories))
         return self._frozen.text, self._frozen.changes(ctx.todos, ctx.memories)

@@ -74,7 +74,7 @@ class FrozenHeader:
     (todos, memories) goes into the step prompt instead (:meth:`changes`).
     """
 
-    anchor: tuple[str, int | None]
+    anchor: tuple[str, str, int | None]
     text: str
     todos: str
     memories: tuple[str, ...]
