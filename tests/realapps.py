@@ -349,7 +349,15 @@ def selection(name: str = "PRIMARY", timeout: float = 3.0) -> str | None:
 
 def set_clipboard(text: str, name: str = "CLIPBOARD") -> None:
     """Set the selection and wait until it reads back (xclip's background process
-    takes it after the command returns; until then the last owner answers)."""
+    takes it after the command returns; until then the last owner answers). When the
+    selection already holds ``text``, a read-back proves nothing (the old owner answers
+    the same), so a unique marker goes first: the new owner is then the one answering."""
+    if selection(name) == text:
+        _set_selection(f"marker {time.monotonic_ns()}", name)
+    _set_selection(text, name)
+
+
+def _set_selection(text: str, name: str) -> None:
     subprocess.run(
         ["xclip", "-selection", name.lower(), "-t", "UTF8_STRING", "-i"],
         input=text.encode(),
