@@ -25,9 +25,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from jarvis.desktop.x11 import X11Error
 from jarvis.eval.checks import CheckContext, run_check
-from jarvis.eval.display import DisplayError, VirtualDisplay
 from jarvis.eval.suite import EvalTask, SetupStep
+from jarvis.safety.sandbox import Sandbox
+from jarvis.safety.settings import SandboxSettings
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +193,10 @@ def run_one(
             path = work / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        with VirtualDisplay(*task.size) as display:
+        # a bare private display (no window manager: the tasks' windows sit at 0,0)
+        width, height = task.size
+        bare = SandboxSettings(size=f"{width}x{height}", window_manager=None)
+        with Sandbox(bare) as display:
             env = {
                 **os.environ,
                 **display.env(),
@@ -239,7 +244,7 @@ def run_one(
                 result.reason = reason if not problem else f"{problem}; check: {reason}"
             finally:
                 _stop(procs)
-    except (SetupFailed, DisplayError, OSError) as exc:
+    except (SetupFailed, X11Error, OSError) as exc:
         result.reason = f"could not set the task up: {exc}"
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -92,7 +92,7 @@ class Sandbox:
 
     def start(self) -> Sandbox:
         if shutil.which("Xvfb") is None:
-            raise X11Error("--sandbox needs Xvfb (Debian/Ubuntu: apt-get install xvfb)")
+            raise X11Error("a private display needs Xvfb (Debian/Ubuntu: apt-get install xvfb)")
         self._dir = tempfile.TemporaryDirectory(prefix="jarvis-sandbox-")
         self.xauthority = str(Path(self._dir.name) / "Xauthority")
         try:
