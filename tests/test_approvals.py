@@ -5,18 +5,12 @@ the control API on a real uvicorn while the real agent waits on Xvfb, denial and
 from __future__ import annotations
 
 import asyncio
-import json
-import socket
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
-from fastapi import FastAPI
-from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from jarvis.agent.factory import build_agent
@@ -29,6 +23,7 @@ from jarvis.safety.settings import ApprovalRules, SafetySettings
 from jarvis.tools.context import ToolContext
 from jarvis.tools.registry import NOT_ALLOWED
 from tests.agent_harness import agent_settings, model_point
+from tests.approvals_harness import ApiServer, answerer, tool_results, wait_event
 from tests.fake_model import FakeModel, Reply, call
 from tests.tkdriver import TkApp
 
@@ -58,6 +53,7 @@ HELD = [
     ("hotkey", {"keys": "ctrl+alt+backspace"}),
     ("hotkey", {"keys": "control+alt+delete"}),  # an alias
     ("hotkey", {"keys": "win+l"}),
+    ("call_user", {"message": "delete the 40 drafts?", "risky": True}),  # the model marks it
     ("mail__send_message", {"to": "x@example.com"}),
     ("files__delete_all", {}),
 ]
@@ -75,6 +71,8 @@ NOT_HELD = [
     ("click", {"x": 10, "y": 10}),
     ("mail__list_messages", {}),
     ("write_file", {"path": "a.txt", "content": "sudo rm -rf /"}),  # not typed
+    ("call_user", {"message": "what is the password?"}),  # a question, not an approval
+    ("call_user", {"message": "ok?", "risky": "yes"}),  # not the boolean the schema has
 ]
 
 
@@ -88,6 +86,13 @@ def test_held(name: str, arguments: dict[str, Any]) -> None:
 @pytest.mark.parametrize(("name", "arguments"), NOT_HELD)
 def test_not_held(name: str, arguments: dict[str, Any]) -> None:
     assert RULES.held(name, arguments) is None
+
+
+def test_model_marked_rule_can_be_turned_off() -> None:
+    rules = RuleSet(ApprovalRules(model_marked=False))
+    assert rules.held("call_user", {"message": "delete it?", "risky": True}) is None
+    held = RULES.held("call_user", {"message": "delete\n  it?", "risky": True})
+    assert held is not None and held.reason.endswith("risky step: delete it?")
 
 
 def test_bad_rules_are_refused() -> None:
@@ -139,7 +144,7 @@ async def test_email_task_is_never_approved_from_email(tmp_path: Path) -> None:
     gate.unattended = True
     context = _context(tmp_path, bus, ("email",))
     check = asyncio.create_task(gate.check("type", {"text": "sudo rm -rf /"}, context, "c1"))
-    request = await _wait_event(recorder, ApprovalRequested)
+    request = await wait_event(recorder, ApprovalRequested)
     assert request.channels == ["email"] and request.tool_name == "type"
     with pytest.raises(ApprovalError, match="email"):
         gate.store.resolve(request.approval_id, "allow_once", via="email")
@@ -155,7 +160,7 @@ async def test_allow_for_this_task_covers_the_rule(tmp_path: Path) -> None:
     gate = _gate(bus)
     context = _context(tmp_path, bus, ("tui",))
     first = asyncio.create_task(gate.check("type", {"text": "sudo ls"}, context, "c1"))
-    request = await _wait_event(recorder, ApprovalRequested)
+    request = await wait_event(recorder, ApprovalRequested)
     with pytest.raises(ApprovalError, match="decision must be"):
         gate.store.resolve(request.approval_id, "yes please")
     gate.store.resolve(request.approval_id, "allow_task", "fine")
@@ -164,91 +169,14 @@ async def test_allow_for_this_task_covers_the_rule(tmp_path: Path) -> None:
         gate.store.resolve(request.approval_id, "deny")
     assert await gate.check("type", {"text": "sudo whoami"}, context, "c2") is None
     other = asyncio.create_task(gate.check("hotkey", {"keys": "alt+f4"}, context, "c3"))
-    second = await _wait_event(recorder, ApprovalRequested, count=2)
+    second = await wait_event(recorder, ApprovalRequested, count=2)
     gate.store.resolve(second.approval_id, "deny", "keep the window")
     assert await other == "not run: the user denied it (the hotkey alt+f4 needs approval): " + (
         "keep the window"
     )
 
 
-async def _wait_event(recorder: EventRecorder, kind: type, count: int = 1) -> Any:
-    deadline = time.monotonic() + 5
-    while len(recorder.of(kind)) < count:
-        assert time.monotonic() < deadline, f"no {kind.__name__} event"
-        await asyncio.sleep(0.01)
-    return recorder.of(kind)[count - 1]
-
-
 # --- through the API, with the real agent on Xvfb ------------------------------------------
-
-
-class ApiServer:
-    """The safety routes on a real uvicorn in a thread, on a free loopback port."""
-
-    def __init__(self, store: ApprovalStore, token: str | None = None, running: bool = True):
-        from jarvis.api.approvals import mount_safety
-
-        self.stopped: list[str] = []
-        self.running = running
-        app = FastAPI()
-        if token is not None:  # what the daemon's guard does: the bearer token or 401
-
-            @app.middleware("http")
-            async def guard(request: Any, call_next: Any) -> Any:
-                if request.headers.get("authorization") != f"Bearer {token}":
-                    return JSONResponse({"detail": "unauthorized"}, status_code=401)
-                return await call_next(request)
-
-        mount_safety(app, store, self._stop)
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        config = uvicorn.Config(app, log_level="warning", lifespan="off")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, args=([self.sock],), daemon=True)
-
-    async def _stop(self, by: str) -> bool:
-        self.stopped.append(by)
-        return self.running
-
-    def __enter__(self) -> ApiServer:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-        self.sock.close()
-
-
-def _answerer(url: str, plan: list[dict[str, Any] | None], log: list[Any]) -> threading.Thread:
-    """A person at the API: for each pending approval in turn, post the next answer of
-    ``plan`` (None: leave it unanswered until it times out)."""
-
-    def run() -> None:
-        seen: set[str] = set()
-        with httpx.Client(base_url=url, timeout=5) as client:
-            for answer in plan:
-                deadline = time.monotonic() + 30
-                while True:
-                    pending = client.get("/api/approvals").json()["pending"]
-                    fresh = [p for p in pending if p["approval_id"] not in seen]
-                    if fresh:
-                        break
-                    assert time.monotonic() < deadline, "no approval request came"
-                    time.sleep(0.02)
-                request = fresh[0]
-                seen.add(request["approval_id"])
-                log.append(request)
-                if answer is not None:
-                    reply = client.post(f"/api/approvals/{request['approval_id']}", json=answer)
-                    log.append(reply.status_code)
-
-    return threading.Thread(target=run, daemon=True)
 
 
 @pytest.mark.usefixtures("xserver")
@@ -277,7 +205,7 @@ async def test_api_answers_reach_the_agent(
     log: list[Any] = []
     plan = [{"decision": "allow_once"}, {"decision": "deny", "note": "not that one"}, None]
     with ApiServer(store) as api:
-        person = _answerer(api.url, plan, log)
+        person = answerer(api.url, plan, log)
         person.start()
         async with build_agent(settings, bus, approvals=ApprovalGate(settings.safety, store)) as a:
             outcome = await asyncio.wait_for(a.run("type in the box"), timeout=60)
@@ -292,7 +220,7 @@ async def test_api_answers_reach_the_agent(
     assert requests[0]["arguments"] == {"text": "sudo true"}
     assert requests[0]["screenshot"] and (settings.data_dir / requests[0]["screenshot"]).is_file()
     assert [r for r in log if isinstance(r, int)] == [200, 200]
-    results = _tool_results(fake_model)
+    results = tool_results(fake_model)
     assert results[1]["ok"] is True  # the allowed type
     denied, timed_out = results[2], results[3]
     assert denied["error"]["code"] == NOT_ALLOWED and "not that one" in denied["error"]["message"]
@@ -302,21 +230,6 @@ async def test_api_answers_reach_the_agent(
     assert decisions == ["allow_once", "deny", "timeout"]
     with pytest.raises(httpx.ConnectError):
         httpx.post(f"{api.url}/api/approvals/a-x", json={"decision": "allow_once"}, timeout=2)
-
-
-def _tool_results(fake_model: FakeModel) -> list[dict[str, Any]]:
-    """Every tool result the model was sent, in the order of the calls."""
-    found: dict[str, dict[str, Any]] = {}
-    for request in fake_model.requests:
-        for message in request.messages:
-            content = message.get("content")
-            for block in content if isinstance(content, list) else []:
-                if block.get("type") == "tool_result":
-                    text = block["content"]
-                    if isinstance(text, list):
-                        text = "".join(b.get("text", "") for b in text)
-                    found.setdefault(block["tool_use_id"], json.loads(text))
-    return list(found.values())
 
 
 async def test_api_rejects_bad_answers(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ from jarvis.memory.short_term import (
 )
 from jarvis.runs.records import StepHooks
 from jarvis.safety import budget
-from jarvis.tools.context import ToolContext
+from jarvis.tools.context import ToolContext, current_context
 from jarvis.tools.results import ToolResult
 
 log = logging.getLogger(__name__)
@@ -163,6 +163,7 @@ class Agent:
         state.memories = await asyncio.to_thread(self.hippocampus.recall, state.task)
         context = self.context_factory(state.task_id)
         context.channels = state.channels
+        current = current_context.set(context)  # for a provider that must ask a person
         s = self.settings
         try:
             while True:
@@ -179,6 +180,8 @@ class Agent:
             outcome = self._outcome(state, end.status, end.summary)
             outcome.stopped_by = end.stopped_by
             return outcome
+        finally:
+            current_context.reset(current)
 
     async def _step(self, state: RunState, context: ToolContext) -> None:
         self.bus.emit(StepStarted(task_id=state.task_id, step=state.step))

@@ -12,6 +12,7 @@ from jarvis.agent.agent import Agent
 from jarvis.agent.brain import Brain
 from jarvis.agent.cerebellum import Cerebellum
 from jarvis.agent.hippocampus import Hippocampus, LongTerm
+from jarvis.agent.safety_checks import route_safety_checks
 from jarvis.config import Settings
 from jarvis.desktop.input import Input
 from jarvis.desktop.screen import Screen
@@ -20,6 +21,7 @@ from jarvis.events import EventBus
 from jarvis.llm.base import Provider
 from jarvis.llm.computer_tool import zoom_enabled
 from jarvis.llm.factory import make_provider
+from jarvis.llm.openai_actions import deny_unattended
 from jarvis.memory.embedding import EmbeddingUnavailable
 from jarvis.memory.long_term import LongTermMemory
 from jarvis.memory.recall import MemoryBridge
@@ -61,6 +63,8 @@ async def build_agent(
         registry = registry or build_registry(settings)
         if registry.approvals is None:  # risky calls wait for a person (safety.approve)
             registry.approvals = approvals or ApprovalGate(settings.safety, ApprovalStore(bus))
+        if route_safety_checks(provider, registry.approvals):  # OpenAI's, held the same way
+            stack.callback(setattr, provider, "approve", deny_unattended)
         await open_toolbox(settings, registry, stack)  # files, web_fetch, skills, MCP
         zoom = zoom_enabled(
             settings.model, settings.native_computer_tool, settings.computer_tool_version

@@ -10,9 +10,10 @@ tool call; the points go through :func:`jarvis.llm.profiles.coords.to_tool_point
 ``pending_safety_checks`` on a call must be approved before its actions run, and are then
 echoed back as ``acknowledged_safety_checks`` on the ``computer_call_output``. Approval is
 an :data:`Approver`: an async callable that gets a :class:`SafetyCheck` and answers True
-only when a person approved it. The default, :func:`deny_unattended`, denies (nobody is
-there to ask). Wire it to the approvals of the safety layer by passing ``approve=`` to
-:class:`jarvis.llm.openai_responses.OpenAIResponsesProvider` (or ``make_provider``).
+only when a person approved it (False, or a sentence saying why, when not). The default,
+:func:`deny_unattended`, denies (nobody is there to ask). ``build_agent`` replaces it with
+the approvals of the safety layer (:mod:`jarvis.agent.safety_checks`): the check is held
+until a person answers in the TUI or the web panel.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ class SafetyCheck:
         )
 
 
-Approver = Callable[[SafetyCheck], Awaitable[bool]]
+Approver = Callable[[SafetyCheck], Awaitable[bool | str]]
+"""True: approved; False or a sentence (why not): the call's actions do not run."""
 
 
 async def deny_unattended(check: SafetyCheck) -> bool:

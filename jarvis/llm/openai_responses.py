@@ -256,9 +256,11 @@ async def _computer_calls(
     call_id = str(item.get("call_id"))
     checks = pending_checks(item)
     for check in checks:
-        if not await approve(check):
+        verdict = await approve(check)
+        if verdict is not True:
             log.warning("not approved: %s", check.describe())
-            message = f"{check.describe()}. It was not approved, so the action did not run."
+            why = f" ({verdict})" if isinstance(verdict, str) and verdict else ""
+            message = f"{check.describe()}. It was not approved{why}, so the action did not run."
             return [ToolCall(id=call_id, name="call_user", arguments={"message": message[:4000]})]
     acknowledged = [
         {"id": c.id, "code": c.code or None, "message": c.message or None} for c in checks

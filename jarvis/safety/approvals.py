@@ -6,7 +6,8 @@ held; a held call is
 
 - run without asking when the task may run unattended (``jarvis run --yes``, or every
   channel of the task is in ``safety.unattended``), never for a task from email;
-- refused at once when nobody can answer (no control API is serving approvals);
+- refused at once when nobody can answer (no control API is serving approvals), except a
+  ``call_user`` the model marked as risky, which then stops the task as a plain question;
 - otherwise put in the :class:`ApprovalStore` with an :class:`ApprovalRequested` event
   (the call, the reason, a screenshot) and awaited: ``allow_once`` runs it,
   ``allow_task`` runs it and every later call the same rule holds in this task,
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from jarvis.events import ApprovalRequested, ApprovalResolved, Event, EventBus, TaskFinished
-from jarvis.safety.rules import Held, RuleSet
+from jarvis.safety.rules import MODEL_MARKED, Held, RuleSet
 from jarvis.safety.settings import NEVER_UNATTENDED, SafetySettings
 from jarvis.tools.audit import known_secrets, redact, redact_value
 
@@ -179,18 +180,37 @@ class ApprovalGate:
         self, name: str, arguments: Any, context: ToolContext, call_id: str | None
     ) -> str | None:
         held = self.rules.held(name, arguments)
-        if held is None or self.store.allowed_for_task(context.task_id, held.rule):
+        if held is None:
             return None
+        call_id = call_id or ""
         channels = tuple(context.channels)
-        if self.runs_unattended(channels):
+        if self.store.allowed_for_task(context.task_id, held.rule):
+            refusal = None
+        elif self.runs_unattended(channels):
             log.info("task %s: %s; allowed unattended", context.task_id, held.reason)
-            return None
-        if not self.store.attended:
+            refusal = None
+        elif not self.store.attended:
+            if held.rule == MODEL_MARKED:  # asked as a plain question: the task waits
+                return None
             return (
                 f"not run: {held.reason}, and no one can approve it here. Ask the user with "
                 "`call_user`, or do it another way. (`jarvis run --yes` allows such calls.)"
             )
-        return await self._ask(held, name, arguments, context, call_id or "", channels)
+        else:
+            refusal = await self._ask(held, name, arguments, context, call_id, channels)
+        if refusal is None:
+            context.approved.add(call_id)
+        return refusal
+
+    async def ask_person(
+        self, held: Held, name: str, arguments: Any, context: ToolContext, call_id: str
+    ) -> str | None:
+        """Ask a person about something that is not a tool call (OpenAI's safety checks):
+        None when they allowed it, else why not. Never unattended and never remembered for
+        the task: each one is asked, and refused at once when nobody can answer."""
+        if not self.store.attended:
+            return f"not run: {held.reason}, and no one can approve it here"
+        return await self._ask(held, name, arguments, context, call_id, tuple(context.channels))
 
     async def _ask(
         self,

@@ -3,7 +3,8 @@
 A call is held when its tool name matches one of ``tools`` (exact or shell-style
 pattern), when ``type`` would type text matching one of ``text_patterns``
 (case-insensitive regular expressions), or when ``hotkey`` presses a chord in
-``hotkeys`` (order and aliases do not matter: ``F4+Alt`` is ``alt+f4``). The result
+``hotkeys`` (order and aliases do not matter: ``F4+Alt`` is ``alt+f4``), or when the model itself
+marks a step as risky with ``call_user(risky=true)`` (``model_marked``). The result
 names the rule, so "allow for this task" can cover that rule and nothing else.
 """
 
@@ -20,6 +21,8 @@ from jarvis.desktop.keys import UnknownKeyError, parse_chord
 from jarvis.safety.settings import ApprovalRules
 
 TEXT_TOOLS = frozenset({"type"})
+MODEL_MARKED = "model:call_user"
+"""The rule of a ``call_user`` the model marked as risky: a person approves the step."""
 HOTKEY_TOOLS = frozenset({"hotkey"})
 
 
@@ -72,6 +75,9 @@ class RuleSet:
             if name == pattern or fnmatch.fnmatchcase(name, pattern):
                 return Held(f"tool:{pattern}", f"the tool '{name}' needs approval")
         args = arguments if isinstance(arguments, dict) else {}
+        if name == "call_user" and args.get("risky") is True and self.rules.model_marked:
+            asked = " ".join(str(args.get("message", "")).split())[:300]
+            return Held(MODEL_MARKED, f"the model asks to approve a risky step: {asked}")
         if name in TEXT_TOOLS and isinstance(args.get("text"), str):
             text = _fold(args["text"])
             for source, compiled in self._patterns:

@@ -51,6 +51,10 @@ class ApprovalRules(BaseModel):
         default_factory=lambda: list(DEFAULT_HOTKEYS),
         description="chords like alt+f4; order and aliases do not matter",
     )
+    model_marked: bool = Field(
+        True,
+        description="the model's `call_user` with `risky: true` is an approval request",
+    )
 
     @field_validator("text_patterns")
     @classmethod

@@ -29,7 +29,7 @@ from jarvis.desktop.input import (
 )
 from jarvis.tools.context import InputLike, ScreenLike, ToolContext
 from jarvis.tools.presets import Preset, load_default_presets, load_presets, register_presets
-from jarvis.tools.registry import ToolRegistry
+from jarvis.tools.registry import ToolRegistry, current_call_id
 from jarvis.tools.results import INTERNAL, INVALID_PARAMS, ToolFailure
 
 log = logging.getLogger(__name__)
@@ -171,6 +171,14 @@ class CallUserArgs(Args):
     message: str = Field(
         min_length=1, max_length=MAX_MESSAGE, description="the question or request for the user"
     )
+    risky: bool = Field(
+        False,
+        description=(
+            "true to ask the user to approve a risky or irreversible step you are about to "
+            "take (say which in the message): when they allow it you get status 'approved' "
+            "and go on; a refusal comes back as an error with their note"
+        ),
+    )
 
 
 # --- helpers -------------------------------------------------------------------
@@ -296,7 +304,12 @@ async def finished(args: FinishedArgs, ctx: ToolContext) -> dict[str, Any]:
 
 
 async def call_user(args: CallUserArgs, ctx: ToolContext) -> dict[str, Any]:
-    """Stop and ask the user (for a password, a decision, or confirmation of a risky step)."""
+    """Stop and ask the user (for a password, a decision, or confirmation of a risky step).
+
+    With ``risky``, the approvals decide first (the registry holds the call): allowed, the
+    task goes on; with nobody there to approve, it stops as a plain question."""
+    if args.risky and (current_call_id.get() or "") in ctx.approved:
+        return {"status": "approved", "message": args.message}
     ctx.set_control("call_user", args.message)
     return {"status": "waiting_for_user"}
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -123,6 +124,9 @@ class ToolContext:
     stop: threading.Event | None = None
     """The stop the desktop input checks between pieces of an action: set by the agent on
     cancel, and by the registry for a moment when a blocking tool times out."""
+    approved: set[str] = field(default_factory=set)
+    """Ids of held calls that were let through (a person allowed them, or the task runs
+    unattended): a risky ``call_user`` that is in here goes on instead of stopping."""
 
     @classmethod
     def for_task(
@@ -178,3 +182,9 @@ class ToolContext:
     def take_screenshot_request(self) -> bool:
         requested, self.screenshot_requested = self.screenshot_requested, False
         return requested
+
+
+current_context: ContextVar[ToolContext | None] = ContextVar("jarvis_tool_context", default=None)
+"""The context of the task the agent loop is running in this asyncio task (set by the loop),
+for code that runs outside a tool call but acts for the task: a provider that must ask a
+person (OpenAI's safety checks)."""

@@ -1,0 +1,49 @@
+"""OpenAI's pending safety checks, held for a person through the approvals.
+
+The Responses API's ``computer`` tool can attach ``pending_safety_checks`` to a call
+(malicious instructions on the page, an irrelevant domain, a sensitive domain). The call's
+actions may run only when a person acknowledged every check. :func:`approver` turns the
+task's :class:`~jarvis.safety.approvals.ApprovalGate` into the provider's approver: each
+check becomes an approval request (with the screenshot) in the TUI and the web panel,
+answered like any held call. Unlike a held tool call it never runs unattended (``--yes``
+and ``safety.unattended`` do not apply) and "allow for this task" covers only that check:
+OpenAI asks a person to acknowledge each one. With nobody to ask it is denied at once.
+"""
+
+from __future__ import annotations
+
+from jarvis.llm.openai_actions import Approver, SafetyCheck, deny_unattended
+from jarvis.llm.openai_responses import OpenAIResponsesProvider
+from jarvis.safety.approvals import ApprovalGate
+from jarvis.safety.rules import Held
+from jarvis.tools.context import current_context
+
+
+def approver(gate: ApprovalGate) -> Approver:
+    """An approver that asks a person about each check of the running task."""
+
+    async def approve(check: SafetyCheck) -> bool | str:
+        context = current_context.get()
+        if context is None:  # a model call outside a task: nobody to ask about it
+            return "no task is running to ask about it"
+        code = check.code or "unnamed"
+        held = Held(f"openai:{code}:{check.id}", f"OpenAI's safety check {code}")
+        arguments = {
+            "safety_check": {"id": check.id, "code": check.code, "message": check.message},
+            "actions": list(check.actions),
+        }
+        refusal = await gate.ask_person(held, "computer", arguments, context, check.call_id)
+        if refusal is None:
+            return True
+        return refusal.removeprefix("not run: ")
+
+    return approve
+
+
+def route_safety_checks(provider: object, gate: ApprovalGate) -> bool:
+    """Give ``provider`` the gate as its approver when it has OpenAI's default (nobody
+    there); True when it did. An approver set by the caller stays."""
+    if isinstance(provider, OpenAIResponsesProvider) and provider.approve is deny_unattended:
+        provider.approve = approver(gate)
+        return True
+    return False
