@@ -38,7 +38,7 @@ CONTRACT = {
     "wait": ["ms"],
     "screenshot": [],
     "finished": ["summary"],
-    "call_user": ["message"],
+    "call_user": ["message", "risky"],  # risky (optional): issue 17's model-marked approval
 }
 INPUT_KINDS = ("click", "release", "motion", "drag", "scroll", "key", "text")
 
@@ -58,6 +58,7 @@ def test_names_and_argument_names_are_the_wire_contract(registry: ToolRegistry) 
         assert params["additionalProperties"] is False, name
     scroll = specs["scroll"]
     assert scroll["required"] == ["x", "y", "direction"]
+    assert specs["call_user"]["required"] == ["message"]  # call_user(message) as before
     assert scroll["properties"]["direction"]["enum"] == ["up", "down", "left", "right"]
     amount = scroll["properties"]["amount"]
     assert (amount["default"], amount["minimum"], amount["maximum"]) == (3, 1, 50)
