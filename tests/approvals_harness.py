@@ -8,6 +8,8 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -110,3 +112,46 @@ def tool_results(fake_model: FakeModel) -> list[dict[str, Any]]:
                         text = "".join(b.get("text", "") for b in text)
                     found.setdefault(block["tool_use_id"], json.loads(text))
     return list(found.values())
+
+
+@dataclass
+class Answered:
+    """What :func:`run_answered` saw: the task's outcome, the requests a person was shown,
+    the HTTP status of each answer, and the bus's events."""
+
+    outcome: Any
+    requests: list[dict[str, Any]]
+    statuses: list[int]
+    recorder: EventRecorder
+
+
+async def run_answered(
+    settings: Any,
+    task: str,
+    plan: list[dict[str, Any] | None],
+    *,
+    provider: Any = None,
+    during: Callable[[Any], None] | None = None,
+) -> Answered:
+    """Run ``task`` with the real agent while a person at the API answers each approval
+    request with the next entry of ``plan``; ``during(agent)`` runs once the agent is built."""
+    from jarvis.agent.factory import build_agent
+    from jarvis.events import EventBus
+    from jarvis.safety.approvals import ApprovalGate
+
+    bus = EventBus()
+    recorder = EventRecorder(bus)
+    store = ApprovalStore(bus)
+    log: list[Any] = []
+    with ApiServer(store) as api:
+        person = answerer(api.url, plan, log)
+        person.start()
+        gate = ApprovalGate(settings.safety, store)
+        async with build_agent(settings, bus, provider=provider, approvals=gate) as agent:
+            if during is not None:
+                during(agent)
+            outcome = await asyncio.wait_for(agent.run(task), timeout=120)
+        person.join(timeout=10)
+    requests = [r for r in log if isinstance(r, dict)]
+    statuses = [r for r in log if isinstance(r, int)]
+    return Answered(outcome, requests, statuses, recorder)

@@ -13,7 +13,6 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from jarvis.agent.factory import build_agent
 from jarvis.cli import main
 from jarvis.config import load_settings
 from jarvis.events import ApprovalRequested, ApprovalResolved, EventBus, EventRecorder
@@ -23,7 +22,7 @@ from jarvis.safety.settings import ApprovalRules, SafetySettings
 from jarvis.tools.context import ToolContext
 from jarvis.tools.registry import NOT_ALLOWED
 from tests.agent_harness import agent_settings, model_point
-from tests.approvals_harness import ApiServer, answerer, tool_results, wait_event
+from tests.approvals_harness import ApiServer, run_answered, tool_results, wait_event
 from tests.fake_model import FakeModel, Reply, call
 from tests.tkdriver import TkApp
 
@@ -199,27 +198,18 @@ async def test_api_answers_reach_the_agent(
         Reply(tool_calls=[call("finished", summary="typed what was allowed")]),
         Reply(text='{"done": true, "reason": "ok"}'),
     )
-    bus = EventBus()
-    recorder = EventRecorder(bus)
-    store = ApprovalStore(bus)
-    log: list[Any] = []
     plan = [{"decision": "allow_once"}, {"decision": "deny", "note": "not that one"}, None]
-    with ApiServer(store) as api:
-        person = answerer(api.url, plan, log)
-        person.start()
-        async with build_agent(settings, bus, approvals=ApprovalGate(settings.safety, store)) as a:
-            outcome = await asyncio.wait_for(a.run("type in the box"), timeout=60)
-        person.join(timeout=10)
+    seen = await run_answered(settings, "type in the box", plan)
+    outcome, requests, recorder = seen.outcome, seen.requests, seen.recorder
     assert outcome.status == "finished", outcome.summary
     assert tkapp.wait_for(lambda e: e["kind"] == "text" and e["text"] == "sudo true")
     tkapp.sync()
     assert tkapp.entry_text() == "sudo true"  # the denied text was never typed
     assert not [e for e in tkapp.events("key") if e["keysym"] == "F4"]
-    requests = [r for r in log if isinstance(r, dict)]
     assert [r["tool_name"] for r in requests] == ["type", "type", "hotkey"]
     assert requests[0]["arguments"] == {"text": "sudo true"}
     assert requests[0]["screenshot"] and (settings.data_dir / requests[0]["screenshot"]).is_file()
-    assert [r for r in log if isinstance(r, int)] == [200, 200]
+    assert seen.statuses == [200, 200]
     results = tool_results(fake_model)
     assert results[1]["ok"] is True  # the allowed type
     denied, timed_out = results[2], results[3]
@@ -228,8 +218,6 @@ async def test_api_answers_reach_the_agent(
     assert "no one approved it within 1s" in timed_out["error"]["message"]
     decisions = [e.decision for e in recorder.of(ApprovalResolved)]
     assert decisions == ["allow_once", "deny", "timeout"]
-    with pytest.raises(httpx.ConnectError):
-        httpx.post(f"{api.url}/api/approvals/a-x", json={"decision": "allow_once"}, timeout=2)
 
 
 async def test_api_rejects_bad_answers(tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from jarvis.agent.factory import build_agent
 from jarvis.config import load_settings
 from jarvis.events import ApprovalRequested, ApprovalResolved, EventBus, EventRecorder
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
@@ -19,7 +18,7 @@ from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext
 from jarvis.tools.registry import NOT_ALLOWED
 from tests.agent_harness import agent_settings
-from tests.approvals_harness import ApiServer, answerer, tool_results, wait_event
+from tests.approvals_harness import run_answered, tool_results, wait_event
 from tests.fake_model import FakeModel, Reply, call
 
 TRASH = "I am about to empty the trash (12 files); they cannot be restored"
@@ -94,21 +93,13 @@ async def test_the_task_goes_on_after_an_approval_through_the_api(
         Reply(tool_calls=[call("finished", summary="emptied the trash; the mail was not sent")]),
         Reply(text='{"done": true, "reason": "ok"}'),
     )
-    bus = EventBus()
-    store = ApprovalStore(bus)
-    log: list[Any] = []
     plan: list[dict[str, Any] | None] = [
         {"decision": "allow_once"},
         {"decision": "deny", "note": "not the newsletter"},
     ]
-    with ApiServer(store) as api:
-        person = answerer(api.url, plan, log)
-        person.start()
-        async with build_agent(settings, bus, approvals=ApprovalGate(settings.safety, store)) as a:
-            outcome = await asyncio.wait_for(a.run("tidy up"), timeout=60)
-        person.join(timeout=10)
+    seen = await run_answered(settings, "tidy up", plan)
+    outcome, requests = seen.outcome, seen.requests
     assert outcome.status == "finished", outcome.summary
-    requests = [r for r in log if isinstance(r, dict)]
     assert [r["arguments"]["message"] for r in requests] == [TRASH, MAIL]
     assert all(
         r["screenshot"] and (settings.data_dir / r["screenshot"]).is_file() for r in requests
