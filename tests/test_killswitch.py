@@ -6,6 +6,7 @@ task normally."""
 from __future__ import annotations
 
 import asyncio
+import difflib
 import os
 import subprocess
 import threading
@@ -147,7 +148,7 @@ async def test_hotkey_stops_a_typing_task(
             run = asyncio.create_task(agent.run("type a long text"))
             typing = await asyncio.to_thread(
                 tkapp.wait_for,
-                lambda e: e["kind"] == "text" and len(e["text"]) >= 40,
+                lambda e: e["kind"] == "text" and len(e["text"]) >= 60,
                 timeout=30,
             )
             assert typing
@@ -157,9 +158,14 @@ async def test_hotkey_stops_a_typing_task(
             typed = tkapp.notes_text()
             assert outcome.status == "cancelled"
             assert outcome.stopped_by == "hotkey" and outcome.summary == "cancelled by hotkey"
-            assert 40 <= len(typed) < len(LONG_TEXT) // 2
-            # (a key typed while the chord's ctrl+alt were down is a shortcut, not text)
-            assert typed[:40] == LONG_TEXT[:40]
+            assert 60 <= len(typed) < len(LONG_TEXT) // 2
+            # A key typed while the chord's ctrl+alt were down is a shortcut, not text, and
+            # Tk's Text takes ctrl+alt+a/b/h/o/t as edits (Tk matches bindings with extra
+            # modifiers: line start, back, delete, newline, transpose): the few keys typed
+            # during the chord may edit anywhere on the line, so the text is the long
+            # text's beginning up to those few edits.
+            similar = difflib.SequenceMatcher(None, typed, LONG_TEXT[: len(typed)]).ratio()
+            assert similar > 0.9, typed
             # the agent is usable at once: the next task runs and finishes
             second = await asyncio.wait_for(agent.run("type next"), timeout=60)
     assert second.status == "finished", second.summary

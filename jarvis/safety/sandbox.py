@@ -72,6 +72,9 @@ def parse_size(text: str) -> tuple[int, int]:
 class Sandbox:
     """Xvfb, a window manager and apps on a private display; a context manager."""
 
+    dir_prefix = "jarvis-sandbox-"
+    """Of the temporary folder that holds the cookie (and names the Xvfb's -auth file)."""
+
     def __init__(self, settings: SandboxSettings) -> None:
         self.settings = settings
         self.width, self.height = parse_size(settings.size)
@@ -93,7 +96,7 @@ class Sandbox:
     def start(self) -> Sandbox:
         if shutil.which("Xvfb") is None:
             raise X11Error("a private display needs Xvfb (Debian/Ubuntu: apt-get install xvfb)")
-        self._dir = tempfile.TemporaryDirectory(prefix="jarvis-sandbox-")
+        self._dir = tempfile.TemporaryDirectory(prefix=self.dir_prefix)
         self.xauthority = str(Path(self._dir.name) / "Xauthority")
         try:
             self._start_xvfb()
