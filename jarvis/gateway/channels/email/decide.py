@@ -8,13 +8,15 @@ attacker learns nothing and no backscatter goes to forged addresses.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from email import message_from_bytes
 from email import policy as email_policy
 from email.message import EmailMessage
-from typing import Literal, cast
+from typing import Literal, ParamSpec, cast
 
 from jarvis.gateway.channels.email import limits
 from jarvis.gateway.channels.email.authenticate import DnsFunc, Identity, authenticate
@@ -29,6 +31,7 @@ from jarvis.gateway.channels.email.settings import EmailSettings, Whitelist
 from jarvis.gateway.channels.email.state import Confirmation, LedgerData, Thread
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
 Kind = Literal["drop", "reject", "refuse", "confirm", "task", "answer"]
 
 
@@ -86,6 +89,21 @@ def thread_of(msg: EmailMessage, identity: Identity) -> Thread:
     )
 
 
+def _fails_closed(check: Callable[P, Decision]) -> Callable[P, Decision]:
+    """The boundary of :func:`decide`: any failure of the checks is a rejection."""
+
+    @functools.wraps(check)
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> Decision:
+        try:
+            return check(*args, **kwargs)
+        except Exception as exc:  # the boundary: any failure of the checks is a rejection
+            log.warning("email: checking a mail failed (%s: %s); rejected", type(exc).__name__, exc)
+            return Decision("reject", f"the mail could not be checked ({type(exc).__name__})")
+
+    return guarded
+
+
+@_fails_closed
 def decide(
     raw: bytes,
     whitelist: Whitelist,
@@ -103,36 +121,6 @@ def decide(
     Fails closed: an error anywhere in the checks (the email package raises on some
     malformed headers, e.g. ``Message-ID: <@x>``) rejects the mail without a reply, so a
     hostile mail can neither pass nor jam the mailbox."""
-    try:
-        return _decide(
-            raw,
-            whitelist,
-            ledger,
-            settings,
-            now,
-            secrets_env=secrets_env,
-            dnsfunc=dnsfunc,
-            headers_only=headers_only,
-            size=size,
-        )
-    except Exception as exc:  # the boundary: any failure of the checks is a rejection
-        log.warning("email: checking a mail failed (%s: %s); rejected", type(exc).__name__, exc)
-        return Decision("reject", f"the mail could not be checked ({type(exc).__name__})")
-
-
-def _decide(
-    raw: bytes,
-    whitelist: Whitelist,
-    ledger: LedgerData,
-    settings: EmailSettings,
-    now: float,
-    *,
-    secrets_env: dict[str, str] | None = None,
-    dnsfunc: DnsFunc | None = None,
-    headers_only: bool = False,
-    size: int | None = None,
-) -> Decision:
-    """:func:`decide` without its boundary."""
     try:
         msg = parse_message(raw)
     except Exception as exc:  # the email package raises rarely, but never let it through
