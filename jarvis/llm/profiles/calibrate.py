@@ -1,0 +1,249 @@
+"""`jarvis calibrate`: which coordinate convention a model's answers fit.
+
+The model is shown one picture of the screen's size with five numbered, coloured circles
+at known places, sent exactly as a task's screenshot would be (the profile's image size,
+prompt and action format), and asked to click each one in turn. Each answer is taken back
+to the number the model wrote (the inverse of the profile's mapping onto the tool grid),
+then read under every convention Jarvis knows: pixels of the image sent, relative
+0..1000, relative 0..1, and pixels of the full screen (a model that ignores the resize).
+The convention whose reading lands nearest the circles (median distance, in screen
+pixels) is the one the model uses; it fits when that is inside the circles' radius.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from PIL import Image, ImageDraw, ImageFont
+
+from jarvis import prompts
+from jarvis.desktop.screen import Size
+from jarvis.llm.base import complete
+from jarvis.llm.profiles.catalog import PROFILES, Profile
+from jarvis.llm.profiles.coords import (
+    PIXELS,
+    REL_1000,
+    REL_GRID,
+    REL_UNIT,
+    CoordSpace,
+    to_screen,
+)
+from jarvis.llm.profiles.select import active_profile, geometry
+from jarvis.llm.types import ImagePart, LLMRequest, Message, TextPart, ToolSpec
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+    from jarvis.llm.base import Provider
+
+POINT_TOOLS = ("click", "double_click", "right_click", "mouse_move")
+
+
+@dataclass(frozen=True)
+class Target:
+    label: str
+    colour: str
+    rgb: tuple[int, int, int]
+    fx: float
+    fy: float
+    """Where its centre is, as a fraction of the screen's width and height."""
+
+    def centre(self, screen: Size) -> tuple[int, int]:
+        return round(self.fx * (screen.width - 1)), round(self.fy * (screen.height - 1))
+
+
+TARGETS = (
+    Target("1", "red", (220, 30, 30), 0.12, 0.18),
+    Target("2", "blue", (30, 70, 220), 0.84, 0.23),
+    Target("3", "green", (20, 160, 60), 0.47, 0.53),
+    Target("4", "orange", (245, 140, 0), 0.23, 0.81),
+    Target("5", "purple", (140, 40, 180), 0.91, 0.87),
+)
+
+
+@dataclass(frozen=True)
+class Convention:
+    name: str
+    space: CoordSpace
+    of_screen: bool = False
+    """The numbers are pixels of the full screen, not of the image sent."""
+
+    def read(self, raw: tuple[float, float], image: Size, screen: Size) -> tuple[int, int]:
+        return to_screen(list(raw), self.space, screen if self.of_screen else image, screen)
+
+
+CONVENTIONS = (
+    Convention("pixels of the image sent", PIXELS),
+    Convention("relative 0..1000", REL_1000),
+    Convention("relative 0..1", REL_UNIT),
+    Convention("pixels of the full screen", PIXELS, of_screen=True),
+)
+
+
+def picture(screen: Size) -> Image.Image:
+    """The calibration picture at the screen's size; the radius is :func:`radius`."""
+    image = Image.new("RGB", (screen.width, screen.height), (246, 246, 242))
+    draw = ImageDraw.Draw(image)
+    r = radius(screen)
+    font = ImageFont.load_default(size=max(12, round(r * 1.2)))
+    for t in TARGETS:
+        x, y = t.centre(screen)
+        draw.ellipse((x - r, y - r, x + r, y + r), fill=t.rgb)
+        draw.text((x, y), t.label, fill=(255, 255, 255), font=font, anchor="mm")
+    return image
+
+
+def radius(screen: Size) -> int:
+    return max(8, round(min(screen.width, screen.height) * 0.03))
+
+
+def raw_answer(point: tuple[int, int], space: CoordSpace, grid: Size) -> tuple[float, float]:
+    """The number the model wrote, from the point the profile mapped it to on the tool grid
+    (pixels are exact; a relative value to within half a grid cell)."""
+    if space.kind == "pixel":
+        return float(point[0]), float(point[1])
+    d = space.denominator
+    return (point[0] + 0.5) * d / REL_GRID, (point[1] + 0.5) * d / REL_GRID
+
+
+@dataclass
+class Report:
+    profile: Profile
+    screen: Size
+    image: Size
+    radius: int
+    answers: dict[str, tuple[float, float] | None] = field(default_factory=dict)
+    """Per target label: the raw answer, or None when the model gave no point."""
+    errors: dict[str, float] = field(default_factory=dict)
+    """Per convention: the median distance (screen px) of its reading from the targets."""
+
+    @property
+    def best(self) -> str | None:
+        return min(self.errors, key=self.errors.__getitem__) if self.errors else None
+
+    @property
+    def fitting(self) -> list[str]:
+        return [name for name, error in self.errors.items() if error <= self.radius]
+
+    @property
+    def declared(self) -> str:
+        space = self.profile.space
+        for c in CONVENTIONS:
+            if not c.of_screen and (c.space.kind, c.space.denominator) == (
+                space.kind,
+                space.denominator,
+            ):
+                return c.name
+        return space.describe()
+
+    @property
+    def fits(self) -> bool:
+        return self.declared in self.fitting
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "profile": self.profile.name,
+            "declared": self.declared,
+            "screen": str(self.screen),
+            "image": str(self.image),
+            "radius_px": self.radius,
+            "answers": {k: list(v) if v else None for k, v in self.answers.items()},
+            "median_error_px": {k: round(v, 1) for k, v in self.errors.items()},
+            "best": self.best,
+            "fitting": self.fitting,
+            "fits": self.fits,
+        }
+
+    def lines(self) -> list[str]:
+        got = sum(v is not None for v in self.answers.values())
+        out = [
+            f"profile {self.profile.name}: declares {self.declared}",
+            f"screen {self.screen}, image sent {self.image}, {got} of {len(TARGETS)} answers "
+            f"with a point; circles of radius {self.radius} px",
+        ]
+        for name, error in sorted(self.errors.items(), key=lambda kv: kv[1]):
+            mark = "fits" if error <= self.radius else "    "
+            out.append(f"  {mark}  {name:<28} median {error:7.1f} px from the targets")
+        if not self.errors:
+            out.append("no answer had a point: the model did not click (see the log)")
+        elif self.fits:
+            out.append(f"OK: the answers fit the profile's convention ({self.declared})")
+        else:
+            fit = ", ".join(self.fitting) or f"no convention (nearest: {self.best})"
+            out.append(f"MISMATCH: the answers fit {fit}, not {self.declared}. {suggest(self)}")
+        return out
+
+
+def suggest(report: Report) -> str:
+    """Which shipped profiles use the convention the answers fit."""
+    best = next((c for c in CONVENTIONS if c.name == report.best), None)
+    if best is None or best.of_screen or report.best not in report.fitting:
+        return "Check how the server resizes images and the model card's convention."
+    same = [
+        p.name
+        for p in PROFILES.values()
+        if (p.space.kind, p.space.denominator) == (best.space.kind, best.space.denominator)
+    ]
+    return f"Set model_profile to one with that convention: {', '.join(same) or 'none ships'}."
+
+
+def system_prompt(profile: Profile, image: Size, grid: Size) -> str:
+    text = prompts.render(
+        "system",
+        screen_width=image.width,
+        screen_height=image.height,
+        max_x=image.width - 1,
+        max_y=image.height - 1,
+        date="",
+        platform="calibration",
+    )
+    if grid != image:
+        text += f"\n\nInstead of pixels: {profile.grid_note(image)}"
+    return text
+
+
+async def calibrate(
+    settings: Settings, provider: Provider, tools: list[ToolSpec], screen: Size
+) -> Report:
+    """Ask the model for each target and read its answers under every convention."""
+    profile = active_profile(settings).profile
+    grid, image = geometry(profile, screen, settings)
+    shot = io.BytesIO()
+    picture(screen).resize((image.width, image.height), Image.Resampling.LANCZOS).save(shot, "PNG")
+    part = ImagePart.from_bytes(shot.getvalue(), "image/png")
+    report = Report(profile, screen, image, radius(screen))
+    offered = [t for t in tools if t.name in (*POINT_TOOLS, "finished", "call_user")]
+    for t in TARGETS:
+        ask = (
+            f"The screenshot shows five numbered coloured circles. Click the centre of the "
+            f"{t.colour} circle labelled {t.label}: one click action, nothing else."
+        )
+        request = LLMRequest(
+            system=system_prompt(profile, image, grid),
+            messages=[Message(role="user", content=[part, TextPart(text=ask)])],
+            tools=offered,
+            max_tokens=settings.max_tokens,
+            temperature=settings.temperature,
+            tool_mode=settings.tool_mode,
+        )
+        response = await complete(provider, request)
+        clicks = [c for c in response.tool_calls if c.name in POINT_TOOLS and not c.parse_error]
+        report.answers[t.label] = None
+        if clicks:
+            args = clicks[0].arguments
+            report.answers[t.label] = raw_answer(
+                (int(args["x"]), int(args["y"])), profile.space, grid
+            )
+    points = {k: v for k, v in report.answers.items() if v is not None}
+    if points:
+        for c in CONVENTIONS:
+            distances = [
+                math.dist(c.read(raw, image, screen), t.centre(screen))
+                for t in TARGETS
+                if (raw := points.get(t.label)) is not None
+            ]
+            report.errors[c.name] = statistics.median(distances)
+    return report

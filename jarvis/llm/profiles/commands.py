@@ -1,0 +1,88 @@
+"""`jarvis calibrate`: show the model one picture with known targets and say which
+coordinate convention its answers fit (:mod:`jarvis.llm.profiles.calibrate`).
+
+Exit codes: 0 the answers fit the profile in use, 1 they fit another convention or none
+(the output says which profile would fit), 2 the model could not be asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+from typing import TYPE_CHECKING
+
+from jarvis.desktop.screen import Size
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+    from jarvis.llm.profiles.calibrate import Report
+
+log = logging.getLogger(__name__)
+EXIT_FITS, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
+FALLBACK_SCREEN = Size(1920, 1080)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    cal = subparsers.add_parser(
+        "calibrate",
+        help="ask the model to click known targets; report which coordinate convention fits",
+    )
+    cal.add_argument("--provider", choices=["anthropic", "openai"])
+    cal.add_argument("--model", help="model name for the chosen provider")
+    cal.add_argument("--profile", help="model profile to try (default: model_profile, or chosen)")
+    cal.add_argument(
+        "--screen", type=Size.parse, help="screen size WxH (default: this display's, or 1920x1080)"
+    )
+    cal.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    cal.set_defaults(handler=cmd_calibrate)
+
+
+def screen_size(given: Size | None, settings: Settings) -> Size:
+    if given is not None:
+        return given
+    try:
+        from jarvis.desktop.screen import Screen
+
+        with Screen.from_settings(settings) as screen:
+            return screen.size
+    except Exception as exc:  # no display: the picture is synthetic, any size will do
+        log.info("calibrate: no display (%s); using %s", exc, FALLBACK_SCREEN)
+        return FALLBACK_SCREEN
+
+
+def cmd_calibrate(args: argparse.Namespace, settings: Settings) -> int:
+    from jarvis.llm.base import ProviderError
+    from jarvis.llm.factory import make_provider
+    from jarvis.llm.profiles.calibrate import calibrate
+    from jarvis.llm.profiles.catalog import UnknownProfile, profile_by_name
+    from jarvis.tools.computer import build_registry
+
+    if args.profile:
+        try:
+            profile_by_name(args.profile)
+        except UnknownProfile as exc:
+            print(f"jarvis calibrate: {exc}")
+            return EXIT_ERROR
+        settings = settings.model_copy(update={"model_profile": args.profile})
+    screen = screen_size(args.screen, settings)
+    tools = build_registry(settings).specs(settings.provider)
+
+    async def ask() -> Report:
+        provider = make_provider(settings)
+        try:
+            return await calibrate(settings, provider, tools, screen)
+        finally:
+            await provider.aclose()
+
+    try:
+        report = asyncio.run(ask())
+    except ProviderError as exc:
+        print(f"jarvis calibrate: the model could not be asked: {exc}")
+        return EXIT_ERROR
+    if args.json:
+        print(json.dumps(report.to_json()))
+    else:
+        print("\n".join(report.lines()))
+    return EXIT_FITS if report.fits else EXIT_MISMATCH
