@@ -39,10 +39,16 @@ Endpoints (JSON unless said otherwise)::
     GET  /api/screenshots/{path} -> image   path relative to DATA/memory/screenshots/
          (as in a step's ``screenshot`` minus that prefix); anything else is 404
     GET  /api/screen/latest -> image   the running (or last) task's latest step screenshot
+    GET  /api/screen/live -> image/jpeg   the daemon's display now (its DISPLAY: under
+         ``serve --sandbox`` the private one), scaled like the model's screenshots;
+         503 {detail} when no display can be captured (jarvis.api.live)
     GET  /api/health -> {status, version, pid, ready, running, last_seq}
     GET  /api/approvals -> {pending: [approval_requested event]}   (jarvis.api.approvals)
     POST /api/approvals/{id} {decision: allow_once|allow_task|deny, note?}
          -> 200 {approval_id, decision}   (404 unknown or already answered)
+    GET  /api/approvals/{id}/screenshot -> image   the screen saved with the request
+         (DATA/approvals/ID.png|jpg; id as the gate makes it, ``a-`` + 12 hex digits);
+         404 for anything else
     POST /api/stop {by: cli|web|tui|api = api} -> 202 {stopping: bool, by}
          cancels the running task now, recorded in task_finished's ``stopped_by``
     POST /api/login {token} -> 204 + cookie;  POST /api/logout -> 204
@@ -73,6 +79,8 @@ every ``api.heartbeat_s`` when idle. The agent never waits for a client.
 
 Modules: :mod:`~jarvis.api.settings` (``api`` settings, ``--http`` parsing),
 :mod:`~jarvis.api.auth`, :mod:`~jarvis.api.stream` (hub and SSE),
-:mod:`~jarvis.api.routes`, :mod:`~jarvis.api.views`, :mod:`~jarvis.api.app`,
-:mod:`~jarvis.api.server` (uvicorn in the gateway's loop); ``static/`` is the panel.
+:mod:`~jarvis.api.routes`, :mod:`~jarvis.api.views`, :mod:`~jarvis.api.live`,
+:mod:`~jarvis.api.app`, :mod:`~jarvis.api.server` (uvicorn in the gateway's loop);
+``static/`` is the panel (``panel.js``, with ``approvals.js``, ``budget.js`` and ``live.js``
+following the stream through DOM events).
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, Response
@@ -13,10 +13,12 @@ from pydantic import BaseModel, Field
 
 from jarvis import __version__
 from jarvis.api.auth import COOKIE, LoginCodes, cookie_value
+from jarvis.api.live import LiveScreen, NoDisplay
 from jarvis.api.stream import EventHub, event_stream
 from jarvis.api.views import (
     IMAGE_SUFFIXES,
     TaskView,
+    approval_screenshot,
     latest_screenshot,
     safe_screenshot,
     steps_of,
@@ -35,13 +37,14 @@ TEXT_MAX = 100_000
 @dataclass
 class Daemon:
     """What the routes work with: the gateway (inbox, todos, cancel), the event hub, the
-    token and the login codes."""
+    token, the login codes and the live screen."""
 
     gateway: Gateway
     hub: EventHub
     token: str
     codes: LoginCodes
     heartbeat_s: float = 15.0
+    live: LiveScreen = field(default_factory=LiveScreen)
 
     @property
     def data_dir(self) -> Any:
@@ -214,6 +217,29 @@ async def screen_latest(d: D) -> FileResponse:
     found = await asyncio.to_thread(latest_screenshot, d.data_dir, records)
     if found is None:
         raise HTTPException(404, "no screenshot yet")
+    return _image(found)
+
+
+@router.get("/screen/live", response_class=Response)
+async def screen_live(d: D) -> Response:
+    """The daemon's display now (the one the agent works on; the private one under
+    ``serve --sandbox``) as JPEG, scaled like the model's screenshots. 503 when no display
+    can be captured."""
+    settings = d.gateway.settings
+    try:
+        data = await d.live.frame(settings.monitor, settings.max_side)
+    except NoDisplay as exc:
+        raise HTTPException(503, str(exc)) from exc
+    return Response(data, media_type="image/jpeg", headers={"cache-control": "no-store"})
+
+
+@router.get("/approvals/{approval_id}/screenshot")
+async def approval_shot(approval_id: str, d: D) -> FileResponse:
+    """The screen at the moment of an approval request (its event's ``screenshot``); 404
+    for an id the gate does not make, or a file that is not plainly in ``approvals/``."""
+    found = await asyncio.to_thread(approval_screenshot, d.data_dir, approval_id)
+    if found is None:
+        raise HTTPException(404, "no such approval screenshot")
     return _image(found)
 
 

@@ -3,6 +3,7 @@ screenshots that may be served (path-checked)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,10 @@ from jarvis.runs.reader import RunInfo
 
 SCREENSHOTS = Path("memory") / "screenshots"
 IMAGE_SUFFIXES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
+APPROVALS = Path("approvals")
+APPROVAL_ID = re.compile(r"a-[0-9a-f]{12}")
+"""The ids :class:`jarvis.safety.approvals.ApprovalGate` makes; nothing else is looked up."""
+APPROVAL_SUFFIXES = (".png", ".jpg")
 
 
 class ToolCallView(BaseModel):
@@ -138,6 +143,24 @@ def safe_screenshot(data_dir: Path, path: str) -> Path | None:
     if not target.is_relative_to(root) or not target.is_file():
         return None
     return target
+
+
+def approval_screenshot(data_dir: Path, approval_id: str) -> Path | None:
+    """The screen saved with approval request ``approval_id`` (``approvals/ID.png`` or
+    ``.jpg`` in the data dir), or None: the id must have the gate's form, and the file must
+    be a regular file right in that folder (not a link to elsewhere)."""
+    if APPROVAL_ID.fullmatch(approval_id) is None:
+        return None
+    root = (data_dir / APPROVALS).resolve()
+    for suffix in APPROVAL_SUFFIXES:
+        name = root / f"{approval_id}{suffix}"
+        try:
+            target = name.resolve(strict=True)
+        except (OSError, RuntimeError):
+            continue
+        if target == name and target.is_file():
+            return target
+    return None
 
 
 def latest_screenshot(data_dir: Path, records: list[dict[str, Any]]) -> Path | None:

@@ -1,5 +1,6 @@
 // The Jarvis web panel: a thin client of the control API (no build step, no CDN).
 // Auth is the HttpOnly session cookie; every model or tool text goes in as textContent.
+// approvals.js, budget.js and live.js follow the stream through DOM events (see emit()).
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -16,6 +17,13 @@ const state = {
 function newView(taskId) {
   return { taskId, seen: 0, steps: new Map(), step: null, cards: new Map(), click: null,
            input: 0, output: 0, cost: 0, status: "" };
+}
+
+// "jarvis:line": each stream line as it arrives (any task); "jarvis:apply": each line of the
+// task shown (journal replay and live, once each); "jarvis:show": another task is shown;
+// "jarvis:open": the stream (re)connected; "jarvis:ready": logged in, the page is up.
+function emit(name, detail) {
+  document.dispatchEvent(new CustomEvent(`jarvis:${name}`, { detail }));
 }
 
 async function api(path, options = {}) {
@@ -57,7 +65,7 @@ function connect() {
   // After the first connect the browser itself resends Last-Event-ID on reconnects.
   const source = new EventSource(`/api/events?after=${state.lastSeq}`);
   state.source = source;
-  source.onopen = () => setConn("live", "live");
+  source.onopen = () => { setConn("live", "live"); emit("open"); };
   source.onerror = () => {
     if (source.readyState === EventSource.CLOSED) {  // refused (e.g. restarted): start over
       setConn("reconnecting…", "reconnecting");
@@ -74,13 +82,14 @@ function connect() {
 const KINDS = ["task_started", "step_started", "model_text_delta", "tool_call_streaming",
   "tool_call_started", "tool_call_finished", "step_finished", "verification_finished",
   "task_finished", "warning", "reply_ready", "model_retry", "tool_mode_fallback",
-  "malformed_entry"];
+  "malformed_entry", "approval_requested", "approval_resolved", "budget_used"];
 
 function onLine(event) {
   let record;
   try { record = JSON.parse(event.data); } catch { return; }
   if (typeof record.seq !== "number") return;
   state.lastSeq = Math.max(state.lastSeq, record.seq);
+  emit("line", record);
   if (record.kind === "task_started" && (!state.view || state.view.taskId !== record.task_id)) {
     show(record.task_id, [record]);
     refreshTodos();
@@ -93,6 +102,7 @@ function onLine(event) {
 // --- the task as one growing message ---------------------------------------------
 function show(taskId, records, todo) {
   state.view = newView(taskId);
+  emit("show", { taskId });
   $("message").replaceChildren();
   $("summary").hidden = true;
   $("verification").textContent = "Not verified yet.";
@@ -110,6 +120,7 @@ function apply(r) {
   const view = state.view;
   if (r.seq <= view.seen) return;  // each line once, also across reconnects
   view.seen = r.seq;
+  emit("apply", r);
   switch (r.kind) {
     case "task_started": {  // a task may run again (after an answer): a new run below
       const todo = state.todos.get(r.task_id);
@@ -369,6 +380,7 @@ async function start() {
     return;  // the login form is shown
   }
   $("app").hidden = false;
+  emit("ready");
   state.lastSeq = health.last_seq || 0;
   await refreshTodos();
   let taskId = health.running;
@@ -381,4 +393,4 @@ async function start() {
   setInterval(refreshTodos, 3000);
 }
 
-start();
+document.addEventListener("DOMContentLoaded", start);  // after the other panel scripts

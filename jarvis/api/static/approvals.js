@@ -1,0 +1,202 @@
+// Approval cards: a held call waits until a person answers it (POST /api/approvals/{id}).
+// Cards come from `approval_requested` lines of the stream (any task) and, at load and on
+// every reconnect, from GET /api/approvals. `approval_resolved` (any decision) turns a card
+// into its outcome, which stays a moment and goes. The task's message keeps one line per
+// held call with its outcome. Every text from the model or the call goes in as textContent.
+// Uses $, api, postJSON and currentStep from panel.js.
+"use strict";
+
+const Approvals = (() => {
+  const LINGER_MS = 5000;
+  const OUTCOMES = {
+    allow_once: "Allowed once",
+    allow_task: "Allowed for this task",
+    deny: "Denied",
+    timeout: "Not answered in time: denied",
+    cancelled: "Cancelled: the task stopped",
+    auto: "Allowed by the settings",
+  };
+  const cards = new Map();    // approval_id -> the card's parts, while it waits
+  const resolved = new Set(); // answered ids: a list fetched earlier does not bring them back
+  let ticker = null;
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function outcome(r) {
+    const said = OUTCOMES[r.decision] || r.decision;
+    return r.note ? `${said}: ${r.note}` : said;
+  }
+
+  function clock(seconds) {
+    const m = Math.floor(seconds / 60);
+    return `${m}:${String(seconds % 60).padStart(2, "0")}`;
+  }
+
+  function add(request) {
+    const id = request.approval_id;
+    if (typeof id !== "string" || cards.has(id) || resolved.has(id)) return;
+    const root = el("article", "approval");
+    root.dataset.id = id;
+    root.dataset.state = "pending";
+    const head = el("h3", "", "Jarvis waits for your approval");
+    if (request.task_id) head.append(" ", el("span", "task", request.task_id));
+    const reason = el("p", "reason", request.reason || "");
+    const call = el("p", "call", "call: ");
+    call.append(el("code", "tool", request.tool_name || ""));
+    const args = el("pre", "args", JSON.stringify(request.arguments || {}, null, 2));
+    root.append(head, reason, call, args);
+    if (request.screenshot) root.append(shot(id));
+    else root.append(el("p", "muted", "No screenshot was taken."));
+    const countdown = el("p", "countdown");
+    const form = el("form", "approval-form");
+    const label = el("label", "", "Note to Jarvis (sent with the answer; say why when you deny)");
+    const note = el("input", "note");
+    Object.assign(note, { type: "text", maxLength: 2000, autocomplete: "off" });
+    label.append(note);
+    const actions = el("div", "actions");
+    const buttons = [["allow_once", "Allow once"], ["allow_task", "Allow for this task"],
+                     ["deny", "Deny"]].map(([decision, text]) => {
+      const button = el("button", `answer ${decision}`, text);
+      button.type = "button";
+      button.dataset.decision = decision;
+      return button;
+    });
+    actions.append(...buttons);
+    form.append(label, actions);
+    const error = el("p", "approval-error error");
+    error.hidden = true;
+    error.setAttribute("role", "alert");
+    const result = el("p", "outcome");
+    result.hidden = true;
+    root.append(countdown, form, error, result);
+    const card = { id, root, countdown, form, note, buttons, error, result,
+                   expiresAt: Number(request.expires_at) || 0 };
+    for (const button of buttons) {
+      button.addEventListener("click", () => answer(card, button.dataset.decision));
+    }
+    form.addEventListener("submit", (event) => event.preventDefault());
+    cards.set(id, card);
+    $("approvals").append(root);
+    tick();
+    if (ticker === null) ticker = setInterval(tick, 1000);
+  }
+
+  function shot(id) {
+    const url = `/api/approvals/${encodeURIComponent(id)}/screenshot`;
+    const link = el("a", "approval-shot");
+    Object.assign(link, { href: url, target: "_blank", rel: "noopener" });
+    const img = el("img");
+    img.alt = "the screen when the call was held";
+    img.addEventListener("error", () => link.replaceWith(el("p", "muted", "The screenshot is not available.")));
+    img.src = url;
+    link.append(img);
+    return link;
+  }
+
+  async function answer(card, decision) {
+    setBusy(card, true);
+    card.error.hidden = true;
+    let response;
+    try {
+      response = await postJSON(`/api/approvals/${encodeURIComponent(card.id)}`,
+                                { decision, note: card.note.value });
+    } catch (err) {
+      fail(card, `Not sent: ${err.message}`, true);
+      return;
+    }
+    if (response.ok) {  // the approval_resolved line shows the outcome
+      card.root.dataset.state = "sent";
+      return;
+    }
+    let detail = `HTTP ${response.status}`;
+    try {
+      const body = await response.json();
+      if (body.detail) detail = typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
+    } catch { /* not JSON: keep the status */ }
+    if (response.status === 404) fail(card, `Already answered or expired: ${detail}`, false);
+    else fail(card, `Not accepted: ${detail}`, true);
+  }
+
+  function setBusy(card, busy) {
+    for (const button of card.buttons) button.disabled = busy;
+    card.note.disabled = busy;
+  }
+
+  function fail(card, text, again) {
+    card.error.textContent = text;
+    card.error.hidden = false;
+    card.root.dataset.state = again ? "pending" : "gone";
+    setBusy(card, !again);
+  }
+
+  function resolve(r) {
+    resolved.add(r.approval_id);
+    const card = cards.get(r.approval_id);
+    if (!card) return;
+    cards.delete(r.approval_id);
+    card.root.dataset.state = "resolved";
+    card.root.dataset.decision = r.decision;
+    card.form.remove();
+    card.countdown.remove();
+    card.result.textContent = outcome(r);
+    card.result.hidden = false;
+    setTimeout(() => card.root.remove(), LINGER_MS);
+  }
+
+  function tick() {
+    const now = Date.now() / 1000;
+    for (const card of cards.values()) {
+      const left = Math.max(0, Math.ceil(card.expiresAt - now));
+      card.countdown.dataset.left = String(left);
+      card.countdown.textContent = left > 0
+        ? `Answer within ${clock(left)}; unanswered, it counts as denied.`
+        : "Time is up: unanswered, it counts as denied.";
+    }
+    if (!cards.size && ticker !== null) {
+      clearInterval(ticker);
+      ticker = null;
+    }
+  }
+
+  async function sync() {
+    let response;
+    try {
+      response = await api("/api/approvals");
+    } catch {
+      return;  // logged out: the login form is shown
+    }
+    if (!response.ok) return;
+    const { pending } = await response.json();
+    for (const request of pending || []) add(request);
+  }
+
+  // The task's own message: a line per held call, completed by its outcome.
+  function history(r) {
+    if (r.kind === "approval_requested") {
+      const line = el("p", "held", `held for approval: ${r.tool_name}: ${r.reason}`);
+      line.dataset.approval = r.approval_id;
+      currentStep().el.append(line);
+    } else if (r.kind === "approval_resolved") {
+      for (const line of $("message").querySelectorAll("p.held")) {
+        if (line.dataset.approval !== r.approval_id) continue;
+        line.textContent += ` · ${outcome(r)}`;
+        line.dataset.decision = r.decision;
+      }
+    }
+  }
+
+  document.addEventListener("jarvis:line", (event) => {
+    const r = event.detail;
+    if (r.kind === "approval_requested") add(r);
+    else if (r.kind === "approval_resolved") resolve(r);
+  });
+  document.addEventListener("jarvis:apply", (event) => history(event.detail));
+  document.addEventListener("jarvis:ready", sync);
+  document.addEventListener("jarvis:open", sync);
+  return { cards, sync };
+})();
