@@ -84,14 +84,18 @@ class ApprovalDesk:
 
     async def answer(self, card: ApprovalCard, decision: str, note: str) -> None:
         """Send the card's answer; a refusal is shown, and the card takes answers again
-        (or closes, when the daemon no longer holds the request)."""
+        (or closes, when the daemon answers 404: it no longer holds the request)."""
         app = self.app
         approval_id = card.approval.approval_id
         try:
             await app.backend.approve(approval_id, decision, note)
         except BackendError as exc:
             app.notify(str(exc), title=f"approval {approval_id} not sent", severity="error")
-            card.sent(ok=False, gone=exc.status == 404)
+            card.sent(ok=False)
+            if exc.status == 404:  # answered or forgotten meanwhile: no more answers here
+                app.show(app.cockpit.approval_gone(approval_id))
+                app.draw_status()
+                app.refresh_bindings()
             return
         card.sent(ok=True)
         app.notify(f"{approval_id}: {ANSWERS[decision]}", timeout=2)

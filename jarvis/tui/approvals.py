@@ -228,14 +228,11 @@ class ApprovalCard(Vertical):
         self._enable(False)
         self.post_message(self.Decided(self, decision, note))
 
-    def sent(self, ok: bool, gone: bool = False) -> None:
-        """The daemon took the answer (the resolved line will close the card), or did not:
-        then the card takes answers again, unless the daemon no longer holds the request."""
+    def sent(self, ok: bool) -> None:
+        """The daemon took the answer (its resolved line will close the card), or refused
+        it: then the card takes answers again."""
         self.sending = False
-        if gone:
-            self.approval.gone = True
-            self.refresh_from()
-        elif not ok:
+        if not ok:
             self._enable(True)
 
     def _enable(self, on_: bool) -> None:
@@ -250,7 +247,6 @@ class ApprovalCard(Vertical):
         if not self.approval.open or self.sending:
             return
         self.denying = True
-        self.add_class("-denying")
         self.query_one("#deny", Button).label = "Send denial (Enter)"
         self.note.focus()
 
