@@ -1,7 +1,7 @@
 """The cockpit against a real gateway with its control API (uvicorn on a free loopback
 port, in the test's loop), the real agent on Xvfb, only the model scripted: give a task
-and watch cards appear while the model streams, cancel, answer call_user, and reconnect
-after the daemon restarts."""
+and watch cards appear while the model streams, cancel, answer call_user, allow a held
+call from its approval card, and reconnect after the daemon restarts."""
 
 from __future__ import annotations
 
@@ -19,13 +19,15 @@ from jarvis.api.settings import HttpAddress
 from jarvis.config import Settings
 from jarvis.gateway.gateway import Gateway, GatewayOptions
 from jarvis.tui.app import JarvisApp
+from jarvis.tui.approvals import ApprovalCard, call_text
 from jarvis.tui.cards import NeedsUser, TaskView, ToolCard
 from jarvis.tui.client import ApiBackend
 from jarvis.tui.launcher import free_port
 from jarvis.tui.settings import TuiSettings
-from tests.agent_harness import agent_settings
+from tests.agent_harness import agent_settings, model_point
 from tests.api_harness import NEW_TASK, VERIFIED, finish, is_router, is_verify, moves
 from tests.fake_model import FakeModel, RecordedRequest, Reply, call
+from tests.tkdriver import TkApp
 from tests.tui_fixtures import until
 
 pytestmark = [pytest.mark.usefixtures("xserver"), pytest.mark.slow]
@@ -155,6 +157,52 @@ async def test_a_call_user_question_is_answered_from_its_card(
             asked = [r.all_text() for r in fake_model.requests if not is_router(r)]
             assert any("4711" in text for text in asked)
             assert app.query_one(NeedsUser).has_class("done")
+
+
+async def test_a_held_call_runs_after_allow_once_on_its_card(
+    tkapp: TkApp, tmp_path: Path, fake_model: FakeModel, monkeypatch: Any
+) -> None:
+    """A typed `sudo rm -rf` waits for a person: the card shows the exact call and the
+    status line the task's budget; "a" allows it once, the text is typed and the task
+    finishes."""
+    settings = agent_settings(
+        tmp_path,
+        fake_model,
+        monkeypatch,
+        settle_ceiling_ms=200,
+        settle_floor_ms=0,
+        safety={"max_cost_usd": 0.05},
+    )
+    box = model_point(tkapp, "box", settings)
+    click = Reply(text="Into the box.", tool_calls=[call("click", x=box[0], y=box[1])])
+    held = Reply(text="Now the command.", tool_calls=[call("type", text="sudo rm -rf /tmp/x")])
+    fake_model.set_default(model([click, held, finish("typed the command")]))
+    async with gateway_on(settings, free_port()) as service:
+        app = cockpit(service)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(lambda: app.connection == "live", pilot, 30)
+            await pilot.press(*"clear the scratch folder", "enter")
+            await until(lambda: app.query(ApprovalCard), pilot, 60)
+            card = app.query_one(ApprovalCard)
+            assert call_text(card.approval) == 'type {"text": "sudo rm -rf /tmp/x"}'
+            assert "rm -rf" in card.approval.reason and card.approval.open
+            assert "budget $" in str(app.status.render())  # after the click's step
+            assert "/$0.05 · " in str(app.status.render())
+            tkapp.sync()
+            assert tkapp.entry_text() == ""  # nothing typed while it waits
+            await pilot.press("ctrl+g")  # to the card (the focus stays while one types)
+            await until(lambda: app.focused is card, pilot, 10)
+            await pilot.press("a")
+            await until(lambda: card.has_class("done"), pilot, 30)
+            assert card.approval.decision == "allow_once" and card.approval.by == "api"
+            assert "allowed once" in str(card.outcome.render())
+            await until(lambda: app.cockpit.runs["T001"].status == "finished", pilot, 60)
+            typed = [c.call for c in app.query(ToolCard) if c.call.tool_name == "type"]
+            assert [c.status for c in typed] == ["ok"]
+            assert not [n for n in app._notifications if n.severity == "error"]
+    assert tkapp.wait_for(lambda e: e["kind"] == "text" and e["text"] == "sudo rm -rf /tmp/x")
+    tkapp.sync()
+    assert tkapp.entry_text() == "sudo rm -rf /tmp/x"
 
 
 async def test_reconnects_after_the_daemon_restarts_and_misses_nothing(

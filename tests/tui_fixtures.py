@@ -16,6 +16,9 @@ from jarvis.tui.state import read_journal
 DATA = Path(__file__).parent / "data"
 JOURNAL = DATA / "tui_journal.jsonl"
 SCREEN = DATA / "tui_screen.png"
+APPROVALS = DATA / "tui_approvals.jsonl"
+"""One task whose held calls were allowed once, denied with a note and left to time out,
+with a budget (tests/tui_record.py approvals)."""
 TODOS = [
     {"id": "T001", "title": "Write hello world into the notes", "status": "completed"},
     {"id": "T002", "title": "Log in to the mail account", "status": "needs_user"},
@@ -26,6 +29,10 @@ TODOS = [
 
 def journal() -> list[dict[str, Any]]:
     return read_journal(JOURNAL)
+
+
+def approval_journal() -> list[dict[str, Any]]:
+    return read_journal(APPROVALS)
 
 
 def task_lines(task_id: str) -> list[dict[str, Any]]:

@@ -6,7 +6,12 @@ verified with a tool error on the way, needs the user, cancelled while the model
 streams). The lines of all three journals, in seq order, make the fixture; the
 ``ts`` fields are shifted to start at a fixed time so snapshots do not move.
 
-    .venv/bin/python -m tests.tui_record
+``approvals`` records tests/data/tui_approvals.jsonl instead: one task whose held calls
+are allowed once, denied with a note, and left unanswered until the deadline (a person
+answers through the approval store, as the control API does), with a cost and a token
+budget, so ``budget_used`` lines are in it too.
+
+    .venv/bin/python -m tests.tui_record [approvals]
 """
 
 from __future__ import annotations
@@ -14,13 +19,20 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from tests.fake_model import FakeModel, Reply, call
+from tests.tkdriver import TkApp
 from tests.xserver import start_xvfb
 
 FIXTURE = Path(__file__).parent / "data" / "tui_journal.jsonl"
+APPROVALS_FIXTURE = Path(__file__).parent / "data" / "tui_approvals.jsonl"
+ANSWERS: list[tuple[str, str] | None] = [("allow_once", ""), ("deny", "not my projects"), None]
+"""How the person answers the three held calls of the approvals recording."""
 T0 = 1_795_000_000.0  # 2026-11-18, fixed so pictures are stable
 
 
@@ -66,12 +78,70 @@ async def record(data_dir: Path, fake: FakeModel) -> None:
     journal.close()
 
 
+async def record_approvals(data_dir: Path, fake: FakeModel) -> None:
+    from jarvis.agent.factory import build_agent
+    from jarvis.config import load_settings
+    from jarvis.events import ApprovalRequested, Event, EventBus
+    from jarvis.runs.journal import JournalWriter
+    from jarvis.safety.approvals import ApprovalGate, ApprovalStore
+
+    os.environ.update(
+        ANTHROPIC_API_KEY="sk-test-record-0123456789",
+        ANTHROPIC_BASE_URL=fake.anthropic_base_url,
+    )
+    safety = {"approval_timeout_s": 1.0, "max_cost_usd": 0.1, "max_tokens_total": 20000}
+    settings = load_settings(
+        data_dir, max_retries=0, settle_ceiling_ms=300, long_term_memory=False, safety=safety
+    )
+    bus = EventBus()
+    journal = JournalWriter.for_settings(settings, bus, channel="tui")
+    store = ApprovalStore(bus, attended=True)
+    answers = list(ANSWERS)
+
+    def person(event: Event) -> None:  # answers a moment later, as a person would
+        answer = answers.pop(0)
+        if answer is not None and isinstance(event, ApprovalRequested):
+            asyncio.get_running_loop().call_later(0.3, store.resolve, event.approval_id, *answer)
+
+    bus.subscribe(person, ApprovalRequested)
+    spend: dict[str, Any] = {"input_tokens": 2000, "output_tokens": 200}
+    app = TkApp.start()
+    try:
+        x, y = app.widget_center("box")  # a 1280x800 screen is the model's space too
+        fake.script(
+            Reply(
+                text="Clearing the scratch folder from the terminal.",
+                tool_calls=[call("click", x=x, y=y), call("type", text="sudo rm -rf /tmp/x")],
+                **spend,
+            ),
+            Reply(
+                text="And the old projects too.",
+                tool_calls=[call("type", text="rm -rf ~/projects")],
+                **spend,
+            ),
+            Reply(text="Closing the window.", tool_calls=[call("hotkey", keys="alt+f4")], **spend),
+            Reply(tool_calls=[call("finished", summary="Cleared /tmp/x")], **spend),
+            Reply(text='{"done": true, "reason": "The command is typed in the box."}'),
+        )
+        gate = ApprovalGate(settings.safety, store)
+        async with build_agent(settings, bus, approvals=gate) as agent:
+            await agent.run("Clear the scratch folder", task_id="T005")
+    finally:
+        app.close()
+    journal.close()
+
+
 def main() -> None:
+    approvals = sys.argv[1:] == ["approvals"]
+    recorder: Callable[[Path, FakeModel], Awaitable[None]] = (
+        record_approvals if approvals else record
+    )
+    fixture = APPROVALS_FIXTURE if approvals else FIXTURE
     with tempfile.TemporaryDirectory() as tmp, start_xvfb(1280, 800, set_env=True):
         data_dir = Path(tmp) / "data"
         fake = FakeModel().start()
         try:
-            asyncio.run(record(data_dir, fake))
+            asyncio.run(recorder(data_dir, fake))
         finally:
             fake.stop()
         lines = []
@@ -81,10 +151,12 @@ def main() -> None:
     start = lines[0]["ts"]
     for line in lines:
         line["ts"] = round(T0 + (line["ts"] - start), 3)
-        if line.get("screenshot"):
+        if line.get("expires_at"):
+            line["expires_at"] = round(T0 + (line["expires_at"] - start), 3)
+        if line.get("screenshot") and line["kind"] != "approval_requested":
             line["screenshot"] = "screen.png"
-    FIXTURE.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    print(f"{len(lines)} lines -> {FIXTURE}")
+    fixture.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    print(f"{len(lines)} lines -> {fixture}")
 
 
 if __name__ == "__main__":

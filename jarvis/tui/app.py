@@ -24,6 +24,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.widgets._help_panel import HelpPanel
 
+from jarvis.tui.approval_desk import ApprovalDesk
+from jarvis.tui.approvals import ApprovalCard, budget_text
 from jarvis.tui.backend import Backend, BackendError
 from jarvis.tui.bindings import BINDINGS, keymap
 from jarvis.tui.cards import Conversation, NeedsUser, TaskView, ToolCard
@@ -40,6 +42,7 @@ TYPING_HOLD_S = 0.25
 TYPING_MAX_HOLD_S = 1.0
 SCREEN_KINDS = frozenset({"step_finished", "tool_call_finished", "task_finished"})
 TODO_KINDS = frozenset({"task_started", "task_finished", "reply_ready"})
+APPROVAL_KINDS = frozenset({"approval_requested", "approval_resolved", "task_finished"})
 
 
 class JarvisApp(App[None]):
@@ -68,6 +71,7 @@ class JarvisApp(App[None]):
         self.history_loaded = asyncio.Event()
         self.lines_applied = 0
         self._drawn_at = 0.0
+        self.desk = ApprovalDesk(self)
 
     # --- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -84,7 +88,7 @@ class JarvisApp(App[None]):
         self.side.display = self.tui.screen_panel
         self.conversation.anchor()
         self.prompt.focus()
-        self._draw_status()
+        self.draw_status()
         self.set_interval(self.tui.stream_refresh_ms / 1000, self._draw_pending)
         self._stream()
 
@@ -106,8 +110,9 @@ class JarvisApp(App[None]):
                     if self.connection != "live":
                         self.connection, failures = "live", 0
                         self._load_side()
+                        self._check_approvals()
                     if line.get("kind") != "connected":
-                        self.apply_lines([line])
+                        self.apply_lines([line], live=True)
                 self.connection = "reconnecting"
             except BackendError as exc:
                 log.info("event stream: %s", exc)
@@ -116,25 +121,31 @@ class JarvisApp(App[None]):
             failures += 1
             await asyncio.sleep(delay)
 
-    def apply_lines(self, lines: Iterable[dict[str, Any]]) -> None:
+    def apply_lines(self, lines: Iterable[dict[str, Any]], live: bool = False) -> None:
+        """Fold lines in and show them; ``live``: they happen now (a request is announced)."""
         for line in lines:
             change = self.cockpit.apply(line)
             self.lines_applied += 1
-            self._show(change)
+            self.show(change)
             kind = line.get("kind")
+            if kind in APPROVAL_KINDS:
+                self.draw_status()
+                self.refresh_bindings()
+                if live and kind == "approval_requested" and change.kind == "item":
+                    self.desk.announce(str(line.get("approval_id")))
             if kind in SCREEN_KINDS:
                 self._screen_due = True
             if kind in TODO_KINDS:
                 self._load_todos()
 
-    def _show(self, change: Change) -> None:
+    def show(self, change: Change) -> None:
         if change.kind == "none" or change.task_id is None:
             return
         if change.kind == "thought":
             self._dirty.add(change.task_id)
             return
         if change.kind == "totals":
-            self._draw_status()
+            self.draw_status()
             return
         view = self.conversation.view_of(change.task_id)
         if view is None:
@@ -144,7 +155,7 @@ class JarvisApp(App[None]):
         view.sync()
         self._dirty.add(change.task_id)
         if change.kind in ("task", "ending"):
-            self._draw_status()
+            self.draw_status()
 
     def _mount_task(self, task_id: str) -> TaskView:
         run = self.cockpit.runs[task_id]
@@ -209,14 +220,49 @@ class JarvisApp(App[None]):
         except BackendError as exc:
             log.info("runs: %s", exc)
 
+    # --- approvals --------------------------------------------------------------------
+    @work(exclusive=True, group="approvals")
+    async def _check_approvals(self) -> None:
+        await self.desk.check()
+
+    def action_focus_approval(self) -> None:
+        self.desk.focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "focus_approval":  # in the footer only while a request waits
+            return bool(self.cockpit.open_approvals())
+        return True
+
+    @on(ApprovalCard.Decided)
+    def _decided(self, event: ApprovalCard.Decided) -> None:
+        answer = self.desk.answer(event.card, event.decision, event.note)
+        self.run_worker(answer, group="commands")
+
+    @on(ApprovalCard.WantsScreenshot)
+    def _wants_screenshot(self, event: ApprovalCard.WantsScreenshot) -> None:
+        self.run_worker(self.desk.load_screenshot(event.card), group="approval-screens")
+
+    @on(ApprovalCard.Closed)
+    def _card_closed(self) -> None:
+        self.prompt.focus()
+
     # --- status line -----------------------------------------------------------------
     def watch_connection(self) -> None:
-        self._draw_status()
+        self.draw_status()
 
-    def _draw_status(self) -> None:
+    def key_of(self, binding_id: str) -> str:
+        """The key (as remapped in settings) of a binding."""
+        keys = self._keymap.get(binding_id)
+        return keys or next(b.key for b in BINDINGS if b.id == binding_id)
+
+    def draw_status(self) -> None:
         c = self.cockpit
         running = c.running
         task = f"running {running.task_id}" if running else "idle"
+        if running is not None and (budget := budget_text(running.budget)):
+            task += f" · budget {budget}"  # the running task's first: the totals may be cut
+        if waiting := len(c.open_approvals()):
+            task += f" · ⚠ {waiting} approval{'s' if waiting > 1 else ''} waiting"
         self.status.update(
             f"{self.connection} · {self.backend.label} · {task} · "
             f"tokens {c.input_tokens:,} in / {c.output_tokens:,} out · ${c.cost_usd:.4f}"
@@ -341,6 +387,11 @@ class JarvisApp(App[None]):
         )
         yield SystemCommand(
             "Answer the question", "Focus the answer field of call_user", self.action_focus_answer
+        )
+        yield SystemCommand(
+            "Answer the approval",
+            "Focus the oldest call waiting for you",
+            self.action_focus_approval,
         )
         for run in self.known_runs:
             task_id = str(run.get("task_id"))

@@ -5,6 +5,11 @@ lines after a seq, and the few commands (send a message, cancel, answer, todos, 
 run's journal, the latest screen). :class:`~jarvis.tui.client.ApiBackend` is the control
 API; :class:`ReplayBackend` plays a recorded journal (``jarvis tui --replay FILE``, and
 the tests), and keeps what was sent to it.
+
+Approvals: ``pending_approvals`` is what the daemon holds now (a journal alone cannot
+tell a request still waiting from one a restarted daemon forgot), ``approve`` answers one,
+and ``approval_screenshot`` is the screen at the moment of the request (None if there is
+none).
 """
 
 from __future__ import annotations
@@ -53,11 +58,25 @@ class Backend(Protocol):
 
     async def screen(self) -> bytes | None: ...
 
+    async def pending_approvals(self) -> list[dict[str, Any]]:
+        """The ``approval_requested`` lines of the calls still waiting for an answer."""
+        ...
+
+    async def approve(self, approval_id: str, decision: str, note: str) -> None:
+        """Answer a request: ``allow_once``, ``allow_task`` or ``deny`` (with the note)."""
+        ...
+
+    async def approval_screenshot(self, approval_id: str) -> bytes | None: ...
+
     async def aclose(self) -> None: ...
 
 
 class ReplayBackend:
-    """A recorded journal: ``history`` lines at start, then whatever :meth:`push` adds."""
+    """A recorded journal: ``history`` lines at start, then whatever :meth:`push` adds.
+
+    Its pending approvals are ``pending`` when given, else the requests of its lines that
+    have no answer and whose task has not ended (what a daemon would still hold).
+    """
 
     owns_gateway = False
 
@@ -68,22 +87,32 @@ class ReplayBackend:
         todos: list[dict[str, Any]] | None = None,
         screen: bytes | None = None,
         label: str = "replay",
+        pending: list[dict[str, Any]] | None = None,
+        approval_screenshots: dict[str, bytes] | None = None,
     ) -> None:
         self.label = label
         self._history = list(history or [])
         self._todos = list(todos or [])
         self._screen = screen
+        self._pending = pending
+        self._approval_screenshots = dict(approval_screenshots or {})
+        self._pushed: list[dict[str, Any]] = []
         self._live: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.sent: list[str] = []
         self.cancelled: list[str] = []
         self.answers: list[tuple[str, str]] = []
+        self.approvals: list[tuple[str, str, str]] = []
+        """``(approval_id, decision, note)`` of every answer given."""
 
     @classmethod
     def from_file(cls, path: Path, **kwargs: Any) -> ReplayBackend:
+        """A recording: no daemon holds its requests, so none can be answered."""
+        kwargs.setdefault("pending", [])
         return cls(read_journal(path), label=f"replay {path.name}", **kwargs)
 
     def push(self, *lines: dict[str, Any]) -> None:
         for line in lines:
+            self._pushed.append(line)
             self._live.put_nowait(line)
 
     async def history(self, runs: int) -> list[dict[str, Any]]:
@@ -129,5 +158,32 @@ class ReplayBackend:
     async def screen(self) -> bytes | None:
         return self._screen
 
+    async def pending_approvals(self) -> list[dict[str, Any]]:
+        if self._pending is not None:
+            return list(self._pending)
+        return unanswered(self._history + self._pushed)
+
+    async def approve(self, approval_id: str, decision: str, note: str) -> None:
+        self.approvals.append((approval_id, decision, note))
+
+    async def approval_screenshot(self, approval_id: str) -> bytes | None:
+        return self._approval_screenshots.get(approval_id)
+
     async def aclose(self) -> None:
         return None
+
+
+def unanswered(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``approval_requested`` lines with no ``approval_resolved`` after them, of tasks
+    that have not ended since."""
+    waiting: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        kind = line.get("kind")
+        if kind == "approval_requested":
+            waiting[str(line.get("approval_id"))] = line
+        elif kind == "approval_resolved":
+            waiting.pop(str(line.get("approval_id")), None)
+        elif kind == "task_finished":
+            ended = line.get("task_id")
+            waiting = {k: v for k, v in waiting.items() if v.get("task_id") != ended}
+    return list(waiting.values())

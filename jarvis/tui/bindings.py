@@ -1,7 +1,8 @@
 """Every key of the cockpit, each with an id that settings can remap (``tui.keys``).
 
 ``{"tui": {"keys": {"cancel": "ctrl+x", "help": "f2"}}}`` in settings.json moves
-"cancel" to ctrl+x and help to F2 (a comma gives several keys: ``"f10,ctrl+q"``). An
+"cancel" to ctrl+x and help to F2 (a comma gives several keys: ``"f10,ctrl+q"``). The
+keys of an approval card (``allow_once``, ``allow_task``, ``deny``) remap the same way. An
 unknown id is an error at start, so a typo does not go unnoticed.
 """
 
@@ -18,10 +19,18 @@ BINDINGS: list[Binding] = [
     Binding("ctrl+o", "copy_card", "Copy card", id="copy_card"),
     Binding("ctrl+l", "focus_prompt", "Prompt", id="focus_prompt", show=False),
     Binding("ctrl+r", "focus_answer", "Answer", id="focus_answer"),
+    Binding("ctrl+g", "focus_approval", "Approval", id="focus_approval"),
     Binding("ctrl+end", "follow", "Follow live", id="follow", show=False),
 ]
 
-BINDING_IDS = frozenset(b.id for b in BINDINGS if b.id)
+APPROVAL_BINDINGS: list[Binding] = [
+    Binding("a", "decide('allow_once')", "Allow once", id="allow_once"),
+    Binding("t", "decide('allow_task')", "Allow for this task", id="allow_task"),
+    Binding("d", "deny", "Deny with a note", id="deny"),
+]
+"""Keys of an approval card while it (or one of its buttons) has the focus."""
+
+BINDING_IDS = frozenset(b.id for b in BINDINGS + APPROVAL_BINDINGS if b.id)
 
 
 class UnknownBinding(ValueError):

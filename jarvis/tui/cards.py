@@ -21,7 +21,17 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Collapsible, Input, Static
 
-from jarvis.tui.state import Ending, Item, Note, TaskRun, Thought, ToolCall, Verification
+from jarvis.tui.approvals import ApprovalCard
+from jarvis.tui.state import (
+    Approval,
+    Ending,
+    Item,
+    Note,
+    TaskRun,
+    Thought,
+    ToolCall,
+    Verification,
+)
 
 MARKS = {"running": "◌", "ok": "✓", "error": "✗"}
 ENDING_MARKS = {"finished": "✓", "failed": "✗", "needs_user": "?", "cancelled": "⊘"}
@@ -154,6 +164,8 @@ def item_widget(item: Item) -> Widget:
         return Static(f"{mark}: {escape(item.reason)}", classes=f"verification ok-{item.done}")
     if isinstance(item, Note):
         return Static(f"! {escape(item.text)}", classes="note")
+    if isinstance(item, Approval):
+        return ApprovalCard(item)
     assert isinstance(item, Ending)
     return ending_widget(item)
 
@@ -199,6 +211,9 @@ class TaskView(Vertical):
             return
         self.header.update(self._header_text())
         self.set_class(self.run.running, "live")
+        for view in self.views:  # a request its task outlived closes with it
+            if isinstance(view, ApprovalCard) and view.has_class("-open"):
+                view.refresh_from()
         new = [item_widget(item) for item in self.run.items[len(self.views) :]]
         if new:
             self.views.extend(new)
@@ -224,7 +239,7 @@ class TaskView(Vertical):
 
     def update_item(self, index: int) -> None:
         view = self.views[index] if index < len(self.views) else None
-        if isinstance(view, ToolCard):
+        if isinstance(view, ToolCard | ApprovalCard):
             view.refresh_from()
 
     def thought_views(self) -> list[ThoughtView]:

@@ -14,6 +14,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -150,6 +151,24 @@ class ApiBackend:
             found = await self._call("GET", "/api/screen/latest")
         except BackendError as exc:
             if exc.status == 404:  # no screenshot yet
+                return None
+            raise
+        return found if isinstance(found, bytes) else None
+
+    async def pending_approvals(self) -> list[dict[str, Any]]:
+        found = await self._call("GET", "/api/approvals")
+        return [p for p in (found or {}).get("pending", []) if isinstance(p, dict)]
+
+    async def approve(self, approval_id: str, decision: str, note: str) -> None:
+        body = {"decision": decision, "note": note}
+        await self._call("POST", f"/api/approvals/{quote(approval_id, safe='')}", json=body)
+
+    async def approval_screenshot(self, approval_id: str) -> bytes | None:
+        path = f"/api/approvals/{quote(approval_id, safe='')}/screenshot"
+        try:
+            found = await self._call("GET", path)
+        except BackendError as exc:
+            if exc.status == 404:  # no picture was taken (or this daemon does not serve it)
                 return None
             raise
         return found if isinstance(found, bytes) else None

@@ -13,6 +13,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 from textual_image.widget import HalfcellImage
 from textual_image.widget import Image as AutoImage
+from textual_image.widget._base import Image as BaseImage
 
 TODO_MARKS = {
     "pending": "○",
@@ -45,6 +46,12 @@ def marked_thumbnail(png: bytes, click: tuple[int, int] | None) -> PILImage.Imag
     return thumb
 
 
+def thumbnail_widget(halfblocks: bool, **kwargs: Any) -> BaseImage:
+    """An image widget: half-blocks (``tui.thumbnail``), or the best the terminal can do."""
+    image_class = HalfcellImage if halfblocks else AutoImage
+    return image_class(**kwargs)
+
+
 def todo_lines(todos: list[dict[str, Any]]) -> str:
     if not todos:
         return "no todos"
@@ -67,8 +74,7 @@ class SidePanel(Vertical):
 
     def __init__(self, halfblocks: bool) -> None:
         super().__init__(id="side")
-        image_class = HalfcellImage if halfblocks else AutoImage
-        self.thumb = image_class(id="thumb")
+        self.thumb = thumbnail_widget(halfblocks, id="thumb")
         self.todos = Static("no todos", id="todos", markup=True)
         self.caption = Static("no screenshot yet", id="thumb-caption")
 

@@ -66,13 +66,60 @@ class Note:
 
 
 @dataclass
+class Approval:
+    """A held call waiting for a person (``approval_requested``), and how it was answered
+    (``approval_resolved``)."""
+
+    approval_id: str
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+    channels: list[str] = field(default_factory=list)
+    screenshot: str | None = None
+    """Path relative to the daemon's data dir; the image comes from the API."""
+    expires_at: float = 0.0
+    decision: str | None = None
+    """allow_once, allow_task, deny, timeout, cancelled or auto, once it is resolved."""
+    note: str = ""
+    by: str = ""
+    gone: bool = False
+    """The daemon no longer holds it, and no answer was journaled (it restarted, or the
+    task ended): nothing can answer it any more."""
+
+    @property
+    def open(self) -> bool:
+        return self.decision is None and not self.gone
+
+
+@dataclass
+class Budget:
+    """The running task's budget use (``budget_used``); a None maximum is no limit."""
+
+    cost_usd: float
+    tokens: int
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+
+    @property
+    def share(self) -> float:
+        """The largest share of a limit used (0 without limits)."""
+        shares = [0.0]
+        if self.max_cost_usd:
+            shares.append(self.cost_usd / self.max_cost_usd)
+        if self.max_tokens:
+            shares.append(self.tokens / self.max_tokens)
+        return max(shares)
+
+
+@dataclass
 class Ending:
     status: str
     summary: str = ""
     steps: int = 0
 
 
-Item = Thought | ToolCall | Verification | Note | Ending
+Item = Thought | ToolCall | Verification | Note | Approval | Ending
 
 
 @dataclass
@@ -90,6 +137,7 @@ class TaskRun:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    budget: Budget | None = None
 
     @property
     def running(self) -> bool:
@@ -131,6 +179,8 @@ class Cockpit:
     last_click: tuple[int, int] | None = None
     gaps: int = 0
     seen: set[int] = field(default_factory=set)
+    approvals: dict[str, tuple[str, Approval]] = field(default_factory=dict)
+    """Every approval request seen, by id: its task and its item."""
 
     @property
     def running(self) -> TaskRun | None:
@@ -147,6 +197,19 @@ class Cockpit:
             if run.question is not None and not run.answered:
                 return run
         return None
+
+    def open_approvals(self) -> list[tuple[str, Approval]]:
+        """Requests still waiting for an answer, oldest first, each with its task id."""
+        return [(task_id, a) for task_id, a in self.approvals.values() if a.open]
+
+    def approval_gone(self, approval_id: str) -> Change:
+        """Mark an open request as no longer answerable (the daemon does not hold it)."""
+        found = self.approvals.get(approval_id)
+        if found is None or not found[1].open:
+            return NONE
+        task_id, approval = found
+        approval.gone = True
+        return Change("item_updated", task_id, self.runs[task_id].items.index(approval))
 
     def run(self, task_id: str, ts: float = 0.0, seq: int = 0) -> TaskRun:
         found = self.runs.get(task_id)
@@ -180,7 +243,7 @@ class Cockpit:
 def _task_started(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
     if run.items or run.task:  # a task that runs again after an answer: a new attempt
         run.items.append(Note(f"started again: {line.get('task', '')}"))
-        run.ending, run.question, run.answered = None, None, False
+        run.ending, run.question, run.answered, run.budget = None, None, False, None
         return Change("item", run.task_id, len(run.items) - 1)
     run.task = str(line.get("task", ""))
     return Change("task", run.task_id)
@@ -263,8 +326,56 @@ def _note(text: str) -> Any:
     return handler
 
 
+def _approval_requested(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
+    approval_id = str(line.get("approval_id") or "")
+    if not approval_id or approval_id in cockpit.approvals:  # from the pending list first
+        return NONE
+    approval = Approval(
+        approval_id=approval_id,
+        call_id=str(line.get("call_id") or ""),
+        tool_name=str(line.get("tool_name") or ""),
+        arguments=dict(line.get("arguments") or {}),
+        reason=str(line.get("reason") or ""),
+        channels=[str(c) for c in line.get("channels") or []],
+        screenshot=line.get("screenshot") or None,
+        expires_at=float(line.get("expires_at") or 0.0),
+    )
+    cockpit.approvals[approval_id] = (run.task_id, approval)
+    run.items.append(approval)
+    return Change("item", run.task_id, len(run.items) - 1)
+
+
+def _approval_resolved(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
+    found = cockpit.approvals.get(str(line.get("approval_id")))
+    if found is None:  # its request is not in what the cockpit has seen
+        return NONE
+    task_id, approval = found
+    approval.decision = str(line.get("decision") or "deny")
+    approval.note = str(line.get("note") or "")
+    approval.by = str(line.get("by") or "")
+    return Change("item_updated", task_id, cockpit.runs[task_id].items.index(approval))
+
+
+def _budget_used(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
+    max_tokens = _number(line.get("max_tokens"))
+    run.budget = Budget(
+        cost_usd=float(line.get("cost_usd") or 0.0),
+        tokens=int(line.get("tokens") or 0),
+        max_cost_usd=_number(line.get("max_cost_usd")),
+        max_tokens=None if max_tokens is None else int(max_tokens),
+    )
+    return Change("totals", run.task_id)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
 def _task_finished(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
     status = str(line.get("status", "failed"))
+    for item in run.items:  # a request its task outlived can no longer be answered
+        if isinstance(item, Approval) and item.open:
+            item.gone = True
     run.ending = Ending(status, str(line.get("summary", "")), int(line.get("steps") or 0))
     if status == "needs_user":
         run.question = run.ending.summary or run.question or ""
@@ -291,6 +402,9 @@ _HANDLERS = {
     "warning": _note("{message}"),
     "tool_mode_fallback": _note("switched to text tool mode: {reason}"),
     "model_retry": _note("model retry {attempt}: {reason}"),
+    "approval_requested": _approval_requested,
+    "approval_resolved": _approval_resolved,
+    "budget_used": _budget_used,
     "task_finished": _task_finished,
 }
 
