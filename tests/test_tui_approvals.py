@@ -467,3 +467,33 @@ async def test_api_backend_lists_answers_and_reports_refusals(tmp_path: Path) ->
             assert await client.pending_approvals() == []
         finally:
             await client.aclose()
+
+
+async def test_the_screen_is_live_while_a_task_runs() -> None:
+    """While a task runs the side panel asks for the display as it is now, about every
+    ``live_screen_s``; once no task runs it does not."""
+    running = before(FIRST)
+    app, replay = approval_app(running, live_screen_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        assert app.cockpit.running is not None
+        await until(lambda: replay.screen_requests.count(True) >= 2, pilot)
+        [end] = [line for line in LINES if line["kind"] == "task_finished"]
+        replay.push(end)
+        await until(lambda: app.cockpit.running is None, pilot)
+        asked = len(replay.screen_requests)
+        app._live_screen()  # what the timer does
+        await pilot.pause()
+        assert len(replay.screen_requests) == asked
+
+
+async def test_no_live_screen_when_it_is_off_or_the_panel_is_hidden() -> None:
+    app, replay = approval_app(before(FIRST), live_screen_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await until(lambda: bool(replay.screen_requests), pilot)  # the first, after history
+        assert True not in replay.screen_requests
+        app.side.display = False
+        app._live_screen()
+        await pilot.pause()
+        assert True not in replay.screen_requests

@@ -6,6 +6,7 @@ call from its approval card, and reconnect after the daemon restarts."""
 from __future__ import annotations
 
 import asyncio
+import io
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
 from jarvis.api.server import HttpService
 from jarvis.api.settings import HttpAddress
@@ -190,6 +192,12 @@ async def test_a_held_call_runs_after_allow_once_on_its_card(
             assert "/$0.05 · " in str(app.status.render())
             tkapp.sync()
             assert tkapp.entry_text() == ""  # nothing typed while it waits
+            # the screen at the request, and the display as it is now, through the API
+            shot = await app.backend.approval_screenshot(card.approval.approval_id)
+            live = await app.backend.screen(live=True)
+            assert shot is not None and live is not None
+            with Image.open(io.BytesIO(shot)) as at_request, Image.open(io.BytesIO(live)) as now:
+                assert now.format == "JPEG" and now.size == at_request.size
             await pilot.press("ctrl+g")  # to the card (the focus stays while one types)
             await until(lambda: app.focused is card, pilot, 10)
             await pilot.press("a")

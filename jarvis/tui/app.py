@@ -90,6 +90,8 @@ class JarvisApp(App[None]):
         self.prompt.focus()
         self.draw_status()
         self.set_interval(self.tui.stream_refresh_ms / 1000, self._draw_pending)
+        if self.tui.live_screen_s > 0:
+            self.set_interval(self.tui.live_screen_s, self._live_screen)
         self._stream()
 
     # --- lines in --------------------------------------------------------------------
@@ -203,10 +205,15 @@ class JarvisApp(App[None]):
         except BackendError as exc:
             log.info("todos: %s", exc)
 
+    def _live_screen(self) -> None:
+        """While a task runs, the display as it is now (the sandbox's under --sandbox)."""
+        if self.side.display and self.cockpit.running is not None:
+            self._load_screen(live=True)
+
     @work(exclusive=True, group="screen")
-    async def _load_screen(self) -> None:
+    async def _load_screen(self, live: bool = False) -> None:
         try:
-            png = await self.backend.screen()
+            png = await self.backend.screen(live)
         except BackendError as exc:
             log.info("screen: %s", exc)
             return

@@ -56,7 +56,10 @@ class Backend(Protocol):
 
     async def run_events(self, task_id: str) -> list[dict[str, Any]]: ...
 
-    async def screen(self) -> bytes | None: ...
+    async def screen(self, live: bool = False) -> bytes | None:
+        """The latest step's screenshot, or with ``live`` the display as it is now (the
+        latest screenshot when the daemon cannot capture it); None when there is none."""
+        ...
 
     async def pending_approvals(self) -> list[dict[str, Any]]:
         """The ``approval_requested`` lines of the calls still waiting for an answer."""
@@ -94,6 +97,8 @@ class ReplayBackend:
         self._history = list(history or [])
         self._todos = list(todos or [])
         self._screen = screen
+        self.screen_requests: list[bool] = []
+        """``live`` of each screen request, in order."""
         self._pending = pending
         self._approval_screenshots = dict(approval_screenshots or {})
         self._pushed: list[dict[str, Any]] = []
@@ -155,7 +160,8 @@ class ReplayBackend:
     async def run_events(self, task_id: str) -> list[dict[str, Any]]:
         return [line for line in self._history if line.get("task_id") == task_id]
 
-    async def screen(self) -> bytes | None:
+    async def screen(self, live: bool = False) -> bytes | None:
+        self.screen_requests.append(live)
         return self._screen
 
     async def pending_approvals(self) -> list[dict[str, Any]]:

@@ -146,14 +146,17 @@ class ApiBackend:
         found = await self._call("GET", f"/api/tasks/{task_id}")
         return list((found or {}).get("events") or [])
 
-    async def screen(self) -> bytes | None:
-        try:
-            found = await self._call("GET", "/api/screen/latest")
-        except BackendError as exc:
-            if exc.status == 404:  # no screenshot yet
-                return None
-            raise
-        return found if isinstance(found, bytes) else None
+    async def screen(self, live: bool = False) -> bytes | None:
+        paths = ("/api/screen/live", "/api/screen/latest") if live else ("/api/screen/latest",)
+        for path in paths:
+            try:
+                found = await self._call("GET", path)
+            except BackendError as exc:
+                if exc.status in (404, 503):  # no display to capture; no screenshot yet
+                    continue
+                raise
+            return found if isinstance(found, bytes) else None
+        return None
 
     async def pending_approvals(self) -> list[dict[str, Any]]:
         found = await self._call("GET", "/api/approvals")

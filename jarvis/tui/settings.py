@@ -25,3 +25,10 @@ class TuiSettings(BaseModel):
         100, ge=10, le=1000, description="streamed thought text is redrawn at most this often"
     )
     history_runs: int = Field(5, ge=0, le=100, description="recent runs shown at start")
+    live_screen_s: float = Field(
+        1.0,
+        ge=0,
+        le=60,
+        description="while a task runs, the side panel shows the display live, this often "
+        "(seconds; 0: only after each step)",
+    )
