@@ -52,6 +52,7 @@ from jarvis.memory.short_term import (
 )
 from jarvis.runs.records import StepHooks
 from jarvis.safety import budget
+from jarvis.safety.channel_display import PrivateDisplayError, display_for
 from jarvis.tools.context import ToolContext, current_context
 from jarvis.tools.results import ToolResult
 
@@ -87,6 +88,9 @@ class Agent:
         """Set on cancel: blocking work in threads (input, settle) checks it and stops."""
         self.recorder = recorder
         """Writes the run's steps/NNNN/ (jarvis.runs.records) from the loop's three hooks."""
+        self.reopen_desktop: Callable[[], None] | None = None
+        """Move the screen and input to the display ``DISPLAY`` names now (set by
+        build_agent): a channel with ``sandbox`` runs its tasks on a private display."""
         self.on_verified: Callable[[str, str], Awaitable[None]] | None = None
         """Awaited with (task id, summary) as soon as a finish is verified, before the skill
         is distilled: the daemon writes the verdict here, so a crash after it loses nothing."""
@@ -109,7 +113,7 @@ class Agent:
         self.bus.emit(TaskStarted(task_id=state.task_id, task=task))
         self._cancel_requested = False
         self.stop.clear()
-        self._inner = asyncio.create_task(self._loop(state))
+        self._inner = asyncio.create_task(self._on_its_display(state))
         try:
             outcome = await self._inner
         except asyncio.CancelledError:
@@ -119,10 +123,18 @@ class Agent:
             if not self._cancel_requested:
                 raise
             return outcome
+        except PrivateDisplayError as exc:  # fails closed: nothing ran on the person's display
+            log.warning("task %s not run: %s", state.task_id, exc)
+            outcome = self._outcome(state, "failed", f"not run: {exc}")
         finally:
             self._inner = None
         self._finish(outcome)
         return outcome
+
+    async def _on_its_display(self, state: RunState) -> TaskOutcome:
+        """The task on its desktop: a private display when its channel asks for one."""
+        async with display_for(self.settings, state.channels, self.reopen_desktop):
+            return await self._loop(state)
 
     def _finish(self, outcome: TaskOutcome) -> None:
         if self.recorder is not None:

@@ -125,7 +125,11 @@ def _assemble(
             stop=stop,
         )
 
-    return Agent(
+    def reopen_desktop() -> None:
+        screen.reopen()
+        input_.reopen()
+
+    agent = Agent(
         settings=settings,
         brain=Brain(provider, screen, settings, bus),
         cerebellum=Cerebellum(registry, provider.name),
@@ -136,3 +140,5 @@ def _assemble(
         todos=todos,
         stop=stop,
     )
+    agent.reopen_desktop = reopen_desktop
+    return agent

@@ -39,6 +39,7 @@ may still click a corner pixel.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 import threading
@@ -149,6 +150,17 @@ class Input:
             pyautogui.FAILSAFE = False  # replaced by _guard, which knows where we left it
             self._pg = pyautogui
         return self._pg
+
+    def reopen(self) -> None:
+        """Move to the display ``DISPLAY`` names now (a task's private display, and back):
+        forget the old one's bounds, pointer and spare keycodes, and point pyautogui's
+        connection (opened once, at its import) at the new one. Between tasks only."""
+        with self._lock:
+            self._bounds = None
+            self._placed = None
+            self._spare = x11.SpareKeycodes()
+            if self._x11 and "pyautogui" in sys.modules:  # imported: bound to the old one
+                _reconnect_pyautogui()
 
     def bounds(self) -> tuple[int, int, int, int]:
         """(left, top, right, bottom) of all monitors together, right/bottom exclusive."""
@@ -392,3 +404,20 @@ class Input:
                     time.sleep(0.15)  # the OS pasteboard is read asynchronously by the app
         finally:
             pyperclip.copy(previous)
+
+
+def _reconnect_pyautogui() -> None:
+    """pyautogui's X11 backend keeps one Xlib connection in a module global, opened at its
+    import; replace it with one to the display ``DISPLAY`` names now."""
+    from pyautogui import _pyautogui_x11 as backend
+    from Xlib.display import Display
+
+    try:
+        fresh = Display(os.environ.get("DISPLAY"))
+    except Exception as exc:  # typed like every other failure to reach the display
+        raise InputError(f"cannot open the display {os.environ.get('DISPLAY')}: {exc!r}") from exc
+    old, backend._display = backend._display, fresh
+    try:
+        x11.close_display(old)
+    except Exception as exc:  # the old display may be gone already (a sandbox stopped)
+        log.debug("pyautogui's old display: %s", exc)

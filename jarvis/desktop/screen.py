@@ -235,23 +235,38 @@ class Screen:
             raise ValueError(f"unknown image format {image_format!r} (jpeg or png)")
         import imagehash  # noqa: F401  (it loads scipy: here, not inside the first capture)
 
-        self._sct = _mss_factory()
-        monitors = self._sct.monitors
-        if not 0 <= monitor < len(monitors):
-            self._sct.close()
-            raise ValueError(f"monitor {monitor} does not exist (0..{len(monitors) - 1})")
         self.monitor = monitor
-        mon = monitors[monitor]
-        self._region = {k: int(mon[k]) for k in ("left", "top", "width", "height")}
-        self._size = Size(self._region["width"], self._region["height"])
-        self._model = model_size or fit_size(self._size, max_side)
-        self._image = self._model
-        if sizer is not None and model_size is None:
-            self._model, self._image = sizer(self._size)
+        self._max_side = max_side
+        self._model_override = model_size
+        self._sizer = sizer
+        self._open()
         self.image_format: ImageFormat = image_format
         self.jpeg_quality = jpeg_quality
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+
+    def _open(self) -> None:
+        """Connect to the display ``DISPLAY`` names now, and take its geometry."""
+        sct = _mss_factory()
+        monitors = sct.monitors
+        if not 0 <= self.monitor < len(monitors):
+            sct.close()
+            raise ValueError(f"monitor {self.monitor} does not exist (0..{len(monitors) - 1})")
+        mon = monitors[self.monitor]
+        self._sct = sct
+        self._region = {k: int(mon[k]) for k in ("left", "top", "width", "height")}
+        self._size = Size(self._region["width"], self._region["height"])
+        self._model = self._model_override or fit_size(self._size, self._max_side)
+        self._image = self._model
+        if self._sizer is not None and self._model_override is None:
+            self._model, self._image = self._sizer(self._size)
+
+    def reopen(self) -> None:
+        """Move to the display ``DISPLAY`` names now (a task's private display, and back),
+        with its size and model space; between tasks only, never during a capture."""
+        old = self._sct
+        self._open()
+        old.close()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Screen:

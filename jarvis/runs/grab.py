@@ -3,11 +3,14 @@
 Target crops are cut from the screen itself (not from the downscaled screenshot the model
 saw), so a replay matches them pixel for pixel: a window that moved by 40 screen pixels
 moved by a whole number of pixels here, where the model's picture would have resampled it.
-One mss instance per thread (mss connections are not shared across threads).
+One mss instance per thread (mss connections are not shared across threads), on the
+display ``DISPLAY`` names: a task on a private display gets a fresh one there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 from typing import Any
 
@@ -24,12 +27,18 @@ class Grabber:
         self._lock = threading.Lock()
 
     def _sct(self) -> Any:
+        name = os.environ.get("DISPLAY")
         sct = getattr(self._local, "sct", None)
+        if sct is not None and getattr(self._local, "display", None) != name:
+            with self._lock:
+                self._all.remove(sct)
+            _close(sct)
+            sct = None
         if sct is None:
             import mss
 
             sct = mss.MSS()
-            self._local.sct = sct
+            self._local.sct, self._local.display = sct, name
             with self._lock:
                 self._all.append(sct)
         return sct
@@ -45,6 +54,11 @@ class Grabber:
     def close(self) -> None:
         with self._lock:
             for sct in self._all:
-                sct.close()
+                _close(sct)
             self._all.clear()
         self._local = threading.local()
+
+
+def _close(sct: Any) -> None:
+    with contextlib.suppress(Exception):  # its display may be gone (a private one stopped)
+        sct.close()

@@ -14,6 +14,7 @@ pointer.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from typing import Any
 
@@ -49,14 +50,20 @@ UNKNOWN = WindowInfo()
 
 
 class Windows:
-    """Window lookups on the X display of ``DISPLAY`` (lazy; thread-safe)."""
+    """Window lookups on the X display ``DISPLAY`` names (lazy; thread-safe); it follows
+    ``DISPLAY`` when a task moves to a private display and back."""
 
     def __init__(self) -> None:
         self._display: Any = None
+        self._name: str | None = None
         self._failed = False
         self._lock = threading.Lock()
 
     def _open(self) -> Any:
+        name = os.environ.get("DISPLAY")
+        if name != self._name:  # another display now (or for the first time)
+            self._drop()
+            self._name = name
         if self._display is None and not self._failed:
             from jarvis.desktop.x11 import is_x11
 
@@ -103,9 +110,16 @@ class Windows:
 
     def close(self) -> None:
         with self._lock:
-            if self._display is not None:
+            self._drop()
+
+    def _drop(self) -> None:
+        if self._display is not None:
+            try:
                 self._display.close()
-                self._display = None
+            except Exception as exc:  # its server may be gone (a private display stopped)
+                log.debug("closing the window-lookup display: %s", exc)
+            self._display = None
+        self._failed = False
 
     # -- internals --
     def _at(self, d: Any, x: int, y: int) -> WindowInfo:

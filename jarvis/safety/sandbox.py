@@ -84,6 +84,7 @@ class Sandbox:
         self._xvfb: subprocess.Popen[bytes] | None = None
         self._children: list[subprocess.Popen[bytes]] = []
         self._log: IO[bytes] | None = None
+        self._xvfb_log = Path(os.devnull)
 
     @property
     def log_path(self) -> Path | None:
@@ -118,18 +119,22 @@ class Sandbox:
         cookie = secrets.token_bytes(16)
         Path(self.xauthority).write_bytes(xauth_entries("0", cookie))
         read_fd, write_fd = os.pipe()
+        assert self._dir is not None
+        # to a file, not a pipe: a pipe nobody reads fills up and then the server stops
+        self._xvfb_log = Path(self._dir.name) / "xvfb.log"
         cmd = [
             *("Xvfb", "-displayfd", str(write_fd), "-noreset", "-nolisten", "tcp"),
             *("-auth", self.xauthority, "-screen", "0", f"{self.width}x{self.height}x24"),
         ]
-        self._xvfb = subprocess.Popen(
-            cmd,
-            pass_fds=(write_fd,),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        with self._xvfb_log.open("ab") as errors:  # the server keeps its own copy
+            self._xvfb = subprocess.Popen(
+                cmd,
+                pass_fds=(write_fd,),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+                start_new_session=True,
+            )
         os.close(write_fd)
         try:
             number = self._read_number(read_fd)
@@ -149,8 +154,8 @@ class Sandbox:
             if not chunk:
                 if self._xvfb.poll() is None:
                     self._xvfb.kill()
-                _, err = self._xvfb.communicate(timeout=STOP_WAIT_S)
-                tail = err.decode(errors="replace").strip()[-300:]
+                self._xvfb.wait(timeout=STOP_WAIT_S)
+                tail = self._xvfb_log.read_text(errors="replace").strip()[-300:]
                 raise X11Error(f"the sandbox's Xvfb did not report a display: {tail}")
             data += chunk
         return data.decode().strip()
@@ -182,8 +187,6 @@ class Sandbox:
         self._children = []
         if self._xvfb is not None:
             _end(self._xvfb)
-            if self._xvfb.stderr is not None:
-                self._xvfb.stderr.close()
             self._xvfb = None
         if self._log is not None:
             self._log.close()
@@ -215,25 +218,32 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def use_sandbox(settings: SandboxSettings) -> Iterator[Sandbox]:
-    """Start a sandbox and point this process's ``DISPLAY``/``XAUTHORITY`` at it until the
-    block ends (the user's are kept in ``JARVIS_USER_DISPLAY``/``JARVIS_USER_XAUTHORITY``
-    for the kill switch); import nothing that opens the display before entering."""
+def pointed_at(box: Sandbox) -> Iterator[Sandbox]:
+    """Point this process's ``DISPLAY``/``XAUTHORITY`` at ``box`` until the block ends;
+    the person's are kept in ``JARVIS_USER_DISPLAY``/``JARVIS_USER_XAUTHORITY`` for the
+    kill switch (unless an outer sandbox keeps them already)."""
     saved = {k: os.environ.get(k) for k in (*USER_DISPLAY_ENV, *USER_DISPLAY_ENV.values())}
-    with Sandbox(settings) as box:
-        for name, saved_as in USER_DISPLAY_ENV.items():  # the kill switch stays on the user's
-            value = saved[name]
-            if value is not None:
-                os.environ[saved_as] = value
-        os.environ.update(box.env())
-        try:
-            yield box
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+    for name, saved_as in USER_DISPLAY_ENV.items():
+        value = saved[name]
+        if value is not None and saved[saved_as] is None:
+            os.environ[saved_as] = value
+    os.environ.update(box.env())
+    try:
+        yield box
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextlib.contextmanager
+def use_sandbox(settings: SandboxSettings) -> Iterator[Sandbox]:
+    """Start a sandbox and point this process at it until the block ends
+    (:func:`pointed_at`); import nothing that opens the display before entering."""
+    with Sandbox(settings) as box, pointed_at(box):
+        yield box
 
 
 def sandboxed(settings: Settings, body: Callable[[], int]) -> int:

@@ -75,6 +75,11 @@ class SandboxSettings(BaseModel):
     """The private virtual display of ``jarvis run --sandbox``."""
 
     enabled: bool = Field(False, description="run every `jarvis run` task on a private display")
+    channels: list[str] = Field(
+        default_factory=list,
+        description="channels (via: email, api, inbox, tui, web...) whose tasks `jarvis serve` "
+        "runs on a private display of their own, one per task",
+    )
     size: str = Field("1280x800", pattern=r"^[1-9][0-9]{2,4}x[1-9][0-9]{2,4}$")
     window_manager: list[str] | None = Field(
         default_factory=lambda: ["matchbox-window-manager", "-use_titlebar", "no"],

@@ -1,0 +1,88 @@
+"""A private display for the tasks of some channels (``safety.sandbox.channels``).
+
+`jarvis run --sandbox` and `jarvis serve --sandbox` put the whole process on a private
+display. With a channel in ``safety.sandbox.channels``, only its tasks go there: for
+each such task a fresh :class:`~jarvis.safety.sandbox.Sandbox` (``safety.sandbox``'s
+size, window manager and apps) is started, this process's ``DISPLAY`` is pointed at it
+and the agent's screen and input move to it (:meth:`Screen.reopen`,
+:meth:`Input.reopen`); when the task ends they move back and the display and everything
+on it are stopped. Tasks from other channels run on the person's display as before.
+
+The daemon runs one task at a time, so the switch is safe between tasks; the control
+API's live screen follows ``DISPLAY`` and shows the private display while such a task
+runs. It fails closed: when the display cannot be started, or the desktop cannot move to
+it, the task fails with the reason and never touches the person's display.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from jarvis.desktop.x11 import X11Error
+from jarvis.safety.sandbox import Sandbox, pointed_at
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+
+log = logging.getLogger(__name__)
+
+Reopen = Callable[[], None]
+"""Move the agent's screen and input to the display ``DISPLAY`` names now."""
+
+
+class PrivateDisplayError(RuntimeError):
+    """A task that must run on a private display cannot; the message says why."""
+
+
+def sandboxed(settings: Settings, channels: Sequence[str]) -> list[str]:
+    """The task's channels that ask for a private display."""
+    return [c for c in channels if c in settings.safety.sandbox.channels]
+
+
+@asynccontextmanager
+async def display_for(
+    settings: Settings, channels: Sequence[str], reopen: Reopen | None
+) -> AsyncIterator[str | None]:
+    """Inside, the task's desktop: a private display (its name) when one of ``channels``
+    asks for it, else the current one (None)."""
+    wanted = sandboxed(settings, channels)
+    if not wanted:
+        yield None
+        return
+    which = ", ".join(wanted)
+    if reopen is None:
+        raise PrivateDisplayError(
+            f"tasks from {which} run on a private display, and this agent cannot move there"
+        )
+    box = Sandbox(settings.safety.sandbox)
+    starting = asyncio.ensure_future(asyncio.to_thread(box.start))
+    try:
+        await asyncio.shield(starting)
+    except X11Error as exc:
+        raise PrivateDisplayError(f"the private display for tasks from {which}: {exc}") from exc
+    except asyncio.CancelledError:  # cancelled while it starts: stop what it started
+        with contextlib.suppress(Exception):
+            await starting
+        await asyncio.to_thread(box.stop)
+        raise
+    log.info("a task from %s runs on the private display %s", which, box.display)
+    try:
+        with pointed_at(box):
+            try:
+                await asyncio.to_thread(reopen)
+            except Exception as exc:
+                raise PrivateDisplayError(
+                    f"the desktop could not move to the private display {box.display}: {exc}"
+                ) from exc
+            yield box.display
+    finally:
+        try:  # back to the person's display before the private one goes away
+            await asyncio.to_thread(reopen)
+        except Exception:
+            log.exception("the desktop could not move back from %s", box.display)
+        await asyncio.to_thread(box.stop)

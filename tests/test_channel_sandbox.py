@@ -1,0 +1,154 @@
+"""A private display per channel (``safety.sandbox.channels``): on one daemon, a task from
+a sandboxed channel runs on a display of its own (its app gets every click, key and
+scroll, the live screen shows it, and it is gone when the task ends) while a canary
+window on the test's own display gets nothing; the next task, from another channel, runs
+on the test's display again. A display that cannot start fails the task, closed."""
+
+from __future__ import annotations
+
+import io
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from jarvis.safety.channel_display import sandboxed
+from tests.agent_harness import agent_settings, model_point
+from tests.api_harness import (
+    NEW_TASK,
+    VERIFIED,
+    finish,
+    is_router,
+    is_skill,
+    is_verify,
+    serving_api,
+    until,
+)
+from tests.fake_model import FakeModel, RecordedRequest, Reply, call
+from tests.test_sandbox import INPUT_KINDS, TKAPP, _leftovers, _read_events, _wait_ready
+from tests.tkdriver import TkApp
+
+pytestmark = [pytest.mark.usefixtures("xserver"), pytest.mark.slow]
+
+PRIVATE = "type in the box on the private display"
+DESKTOP = "type in the box on my desktop"
+
+
+def _finished(api: Any) -> list[dict[str, Any]]:
+    return [r for r in api.journal() if r["kind"] == "task_finished"]
+
+
+async def _live_size(client: Any) -> tuple[int, int]:
+    frame = await client.get("/api/screen/live")
+    assert frame.status_code == 200, frame.text
+    with Image.open(io.BytesIO(frame.content)) as image:
+        return image.size
+
+
+async def test_a_sandboxed_channel_runs_on_its_own_display(
+    tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = tmp_path / "private.jsonl"
+    sandbox = {
+        "size": "1280x800",
+        "apps": [[sys.executable, TKAPP, "--events", str(events)]],
+        "channels": ["api"],
+    }
+    settings = agent_settings(
+        tmp_path, fake_model, monkeypatch, settle_ceiling_ms=300, safety={"sandbox": sandbox}
+    )
+    assert sandboxed(settings, ("api",)) == ["api"] and sandboxed(settings, ("tui",)) == []
+    canary_box = model_point(tkapp, "box", settings)
+    held = threading.Event()
+    steps: dict[str, list[Reply]] = {PRIVATE: [], DESKTOP: []}
+
+    def answer(request: RecordedRequest) -> Reply:
+        if is_router(request):
+            return NEW_TASK
+        if is_verify(request):
+            return VERIFIED
+        if is_skill(request):
+            return Reply(text="1. Do it.")
+        task = PRIVATE if PRIVATE in request.all_text() else DESKTOP
+        done = len(steps[task])
+        if task == PRIVATE and done == 0:
+            widgets = _wait_ready(events)["widgets"]  # the app on the private display
+            bx, by, bw, bh = widgets["box"]
+            px, py, pw, ph = widgets["pad"]
+            reply = Reply(
+                text="Thought: the box.",
+                tool_calls=[
+                    call("click", x=bx + bw // 2, y=by + bh // 2),
+                    call("type", text="sandboxed"),
+                    call("scroll", x=px + pw // 2, y=py + ph - 40, direction="down", amount=2),
+                ],
+                hold=held,
+                hold_after=1,
+            )
+        elif task == DESKTOP and done == 0:
+            reply = Reply(
+                tool_calls=[
+                    call("click", x=canary_box[0], y=canary_box[1]),
+                    call("type", text="desk"),
+                ]
+            )
+        else:
+            reply = finish(f"did: {task}")
+        steps[task].append(reply)
+        return reply
+
+    fake_model.set_default(answer)
+    mark = tkapp.mark()
+    async with serving_api(settings) as api, api.client() as client:
+        desktop_size = await _live_size(client)
+        posted = await client.post("/api/messages", json={"text": PRIVATE, "channel": "api"})
+        assert posted.status_code == 201, posted.text
+        await until(lambda: steps[PRIVATE], 60)  # the model is answering its first step
+        assert await _live_size(client) == (1280, 800)  # the live screen is the private one
+        held.set()
+        await until(lambda: len(_finished(api)) == 1, 60)
+        [first] = _finished(api)
+        assert first["status"] == "finished", first
+        got = _read_events(events)
+        assert {"click", "key", "scroll"} <= {e["kind"] for e in got}
+        assert [e["text"] for e in got if e["kind"] == "text"][-1] == "sandboxed"
+        tkapp.sync()
+        assert [e for e in tkapp.events(since=mark) if e["kind"] in INPUT_KINDS] == []
+        await until(lambda: _leftovers(str(events)) == [], 20)  # app, wm and Xvfb are gone
+        assert await _live_size(client) == desktop_size  # back on the test's display
+
+        posted = await client.post("/api/messages", json={"text": DESKTOP, "channel": "tui"})
+        assert posted.status_code == 201, posted.text
+        await until(lambda: len(_finished(api)) == 2, 60)
+        assert _finished(api)[1]["status"] == "finished", _finished(api)[1]
+    assert tkapp.wait_for(lambda e: e["kind"] == "text" and e["text"] == "desk")
+    assert len(steps[DESKTOP]) == 2
+
+
+async def test_a_private_display_that_cannot_start_fails_the_task(
+    tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sandbox = {"apps": [["/nonexistent/app"]], "channels": ["api"]}
+    settings = agent_settings(tmp_path, fake_model, monkeypatch, safety={"sandbox": sandbox})
+    steps: list[RecordedRequest] = []
+
+    def answer(request: RecordedRequest) -> Reply:
+        if is_router(request):
+            return NEW_TASK
+        steps.append(request)
+        return finish()
+
+    fake_model.set_default(answer)
+    mark = tkapp.mark()
+    async with serving_api(settings) as api, api.client() as client:
+        await client.post("/api/messages", json={"text": PRIVATE, "channel": "api"})
+        await until(lambda: len(_finished(api)) == 1, 60)
+        [end] = _finished(api)
+    assert end["status"] == "failed"
+    assert "private display" in end["summary"] and "cannot start" in end["summary"]
+    assert steps == []  # the model was never asked: nothing ran anywhere
+    tkapp.sync()
+    assert [e for e in tkapp.events(since=mark) if e["kind"] in INPUT_KINDS] == []
