@@ -152,3 +152,40 @@ async def test_a_private_display_that_cannot_start_fails_the_task(
     assert steps == []  # the model was never asked: nothing ran anywhere
     tkapp.sync()
     assert [e for e in tkapp.events(since=mark) if e["kind"] in INPUT_KINDS] == []
+
+
+async def test_a_stop_during_a_sandboxed_task_stops_its_display(
+    tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`jarvis stop` (POST /api/stop, which cancels more than once) while the task waits
+    for the model on its private display: the task is cancelled by the CLI, and the
+    display, its window manager and its app are gone."""
+    events = tmp_path / "private.jsonl"
+    sandbox = {"apps": [[sys.executable, TKAPP, "--events", str(events)]], "channels": ["api"]}
+    settings = agent_settings(tmp_path, fake_model, monkeypatch, safety={"sandbox": sandbox})
+    held = threading.Event()
+    asked: list[RecordedRequest] = []
+
+    def answer(request: RecordedRequest) -> Reply:
+        if is_router(request):
+            return NEW_TASK
+        asked.append(request)
+        _wait_ready(events)
+        return Reply(text="Thought: waiting.", tool_calls=[call("wait", ms=10)], hold=held)
+
+    fake_model.set_default(answer)
+    try:
+        async with serving_api(settings) as api, api.client() as client:
+            desktop_size = await _live_size(client)
+            await client.post("/api/messages", json={"text": PRIVATE, "channel": "api"})
+            await until(lambda: asked, 60)
+            assert _leftovers(str(events)) != []  # the private display is up
+            stop = await client.post("/api/stop", json={"by": "cli"})
+            assert stop.status_code == 202 and stop.json()["stopping"] is True
+            await until(lambda: _finished(api), 30)
+            [end] = _finished(api)
+            assert end["status"] == "cancelled" and end["stopped_by"] == "cli", end
+            await until(lambda: _leftovers(str(events)) == [], 20)
+            assert await _live_size(client) == desktop_size
+    finally:
+        held.set()  # the fake model's reply thread is not left waiting

@@ -51,14 +51,20 @@ class LiveScreen:
 
     fresh_s: float = FRESH_S
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    _last: tuple[float, bytes] | None = None
+    _last: tuple[float, str | None, bytes] | None = None
+    """(when, of which display, the frame): a task that moved to a private display since
+    gets a frame of that one."""
 
     async def frame(self, monitor: int, max_side: int) -> bytes:
         async with self._lock:
-            last = self._last
-            if last is not None and time.monotonic() - last[0] < self.fresh_s:
-                return last[1]
+            last, display = self._last, os.environ.get("DISPLAY")
+            if (
+                last is not None
+                and last[1] == display
+                and time.monotonic() - last[0] < self.fresh_s
+            ):
+                return last[2]
             self._last = None
             data = await asyncio.to_thread(capture_jpeg, monitor, max_side)
-            self._last = (time.monotonic(), data)
+            self._last = (time.monotonic(), display, data)
             return data

@@ -17,11 +17,10 @@ it, the task fails with the reason and never touches the person's display.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jarvis.desktop.x11 import X11Error
 from jarvis.safety.sandbox import Sandbox, pointed_at
@@ -60,16 +59,10 @@ async def display_for(
             f"tasks from {which} run on a private display, and this agent cannot move there"
         )
     box = Sandbox(settings.safety.sandbox)
-    starting = asyncio.ensure_future(asyncio.to_thread(box.start))
     try:
-        await asyncio.shield(starting)
-    except X11Error as exc:
+        await _to_the_end(asyncio.to_thread(box.start), box.stop)
+    except (X11Error, OSError) as exc:
         raise PrivateDisplayError(f"the private display for tasks from {which}: {exc}") from exc
-    except asyncio.CancelledError:  # cancelled while it starts: stop what it started
-        with contextlib.suppress(Exception):
-            await starting
-        await asyncio.to_thread(box.stop)
-        raise
     log.info("a task from %s runs on the private display %s", which, box.display)
     try:
         with pointed_at(box):
@@ -81,8 +74,33 @@ async def display_for(
                 ) from exc
             yield box.display
     finally:
-        try:  # back to the person's display before the private one goes away
-            await asyncio.to_thread(reopen)
-        except Exception:
-            log.exception("the desktop could not move back from %s", box.display)
-        await asyncio.to_thread(box.stop)
+        await _to_the_end(_back(reopen, box))
+
+
+async def _back(reopen: Reopen, box: Sandbox) -> None:
+    """Back to the person's display, then stop the private one and all on it."""
+    try:
+        await asyncio.to_thread(reopen)
+    except Exception:
+        log.exception("the desktop could not move back from %s", box.display)
+    await asyncio.to_thread(box.stop)
+
+
+async def _to_the_end(work: Awaitable[Any], undo: Callable[[], Any] | None = None) -> None:
+    """Await ``work`` to its end even when cancelled meanwhile, however often (a stop
+    cancels more than once): a display is never left half started or running. After a
+    cancel, ``undo`` runs (in a thread) and the cancel goes on."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        if not task.cancelled():
+            task.exception()  # retrieved: the cancel is what goes on
+        if undo is not None:
+            await _to_the_end(asyncio.to_thread(undo))
+        raise asyncio.CancelledError
+    task.result()
