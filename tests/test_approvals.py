@@ -5,6 +5,7 @@ the control API on a real uvicorn while the real agent waits on Xvfb, denial and
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 from jarvis.cli import main
 from jarvis.config import load_settings
 from jarvis.events import ApprovalRequested, ApprovalResolved, EventBus, EventRecorder
+from jarvis.safety import approvals as approvals_module
 from jarvis.safety.approvals import ApprovalError, ApprovalGate, ApprovalStore
 from jarvis.safety.rules import RuleSet
 from jarvis.safety.settings import ApprovalRules, SafetySettings
@@ -53,6 +55,8 @@ HELD = [
     ("hotkey", {"keys": "control+alt+delete"}),  # an alias
     ("hotkey", {"keys": "win+l"}),
     ("call_user", {"message": "delete the 40 drafts?", "risky": True}),  # the model marks it
+    ("press_key", {"key": "alt+f4"}),  # press_key takes chords too
+    ("press_key", {"key": "super+l"}),
     ("mail__send_message", {"to": "x@example.com"}),
     ("files__delete_all", {}),
 ]
@@ -151,6 +155,63 @@ async def test_email_task_is_never_approved_from_email(tmp_path: Path) -> None:
     refusal = await check
     assert refusal is not None and "no one approved it" in refusal
     assert [e.decision for e in recorder.of(ApprovalResolved)] == ["timeout"]
+
+
+async def test_the_pending_list_shows_no_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reason and the call a person sees (GET /api/approvals) have known keys blanked,
+    even when the model puts one in the text of a risky step."""
+    key = "sk-test-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    bus = EventBus()
+    recorder = EventRecorder(bus)
+    gate = _gate(bus, approval_timeout_s=5)
+    context = _context(tmp_path, bus, ("tui",))
+    message = f"I will paste {key} into the form and submit it"
+    held = asyncio.create_task(
+        gate.check("call_user", {"message": message, "risky": True}, context, "c1")
+    )
+    request = await wait_event(recorder, ApprovalRequested)
+    shown = json.dumps(gate.store.pending())
+    assert key not in shown and "paste" in shown
+    gate.store.resolve(request.approval_id, "deny", "no")
+    assert await held is not None
+
+
+async def test_an_answer_at_the_deadline_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A person's answer that lands as the deadline passes is the answer: the call is
+    allowed as announced, not refused as unanswered."""
+    bus = EventBus()
+    recorder = EventRecorder(bus)
+    gate = _gate(bus)
+    context = _context(tmp_path, bus, ("tui",))
+
+    async def at_the_deadline(waiting: Any, timeout: float) -> Any:
+        [pending] = gate.store.pending()
+        gate.store.resolve(pending["approval_id"], "allow_once")  # answered, on its way...
+        waiting.cancel()
+        raise TimeoutError  # ...as the deadline fires
+
+    monkeypatch.setattr(approvals_module.asyncio, "wait_for", at_the_deadline)
+    assert await gate.check("type", {"text": "sudo ls"}, context, "c1") is None
+    assert [e.decision for e in recorder.of(ApprovalResolved)] == ["allow_once"]
+    assert context.approved == {"c1"}
+
+
+async def test_a_risky_step_of_an_email_task_is_not_asked_by_mail(tmp_path: Path) -> None:
+    """With nobody at the TUI or web panel, a risky step of an email task is refused: a
+    question by mail would be an approval by mail."""
+    bus = EventBus()
+    gate = _gate(bus, attended=False)
+    context = _context(tmp_path, bus, ("email",))
+    refusal = await gate.check("call_user", {"message": "wire $900?", "risky": True}, context, "c1")
+    assert refusal is not None and "never approved by email" in refusal
+    assert "call_user" not in refusal and context.approved == set()
+    plain = _context(tmp_path, bus, ("tui",))  # elsewhere it stops as a question
+    assert await gate.check("call_user", {"message": "wire?", "risky": True}, plain, "c2") is None
 
 
 async def test_allow_for_this_task_covers_the_rule(tmp_path: Path) -> None:

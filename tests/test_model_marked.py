@@ -46,6 +46,16 @@ async def test_nobody_to_approve_stops_the_task_as_a_question(tmp_path: Path) ->
     assert not recorder.of(ApprovalRequested) and context.approved == set()
 
 
+async def test_a_risky_step_of_an_email_task_is_refused_when_nobody_can_approve(
+    tmp_path: Path,
+) -> None:
+    registry, context, _ = _setup(tmp_path, attended=False)
+    context.channels = ("email",)
+    result = await registry.execute("call_user", {"message": TRASH, "risky": True}, context, "c1")
+    assert not result.ok and result.error is not None and result.error.code == NOT_ALLOWED
+    assert context.take_control() is None  # no question goes out by mail
+
+
 async def test_unattended_goes_on_without_asking(tmp_path: Path) -> None:
     registry, context, recorder = _setup(tmp_path, attended=False, unattended=True)
     result = await registry.execute("call_user", {"message": TRASH, "risky": True}, context, "c1")

@@ -94,6 +94,26 @@ def test_sandbox_starts_and_stops_everything(tmp_path: Path) -> None:
     assert box.running == []
 
 
+def test_apps_on_the_display_get_no_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model sees what the apps show, so they never get Jarvis's keys or passwords."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-sandbox-0123456789")
+    monkeypatch.setenv("JARVIS_EMAIL__PASSWORD", "hunter2hunter2")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    seen = tmp_path / "env.txt"
+    app = ["sh", "-c", f"env > {seen}.part && mv {seen}.part {seen}; sleep 30"]
+    with Sandbox(SandboxSettings(size="640x480", window_manager=None, apps=[app])) as box:
+        deadline = time.monotonic() + 10
+        while not seen.exists():
+            assert time.monotonic() < deadline, "the app did not write its environment"
+            time.sleep(0.02)
+        env = dict(line.split("=", 1) for line in seen.read_text().splitlines() if "=" in line)
+        assert env["DISPLAY"] == box.display and env["XAUTHORITY"] == box.xauthority
+    assert "OPENAI_API_KEY" not in env and "JARVIS_EMAIL__PASSWORD" not in env
+    assert "sk-sandbox" not in seen.read_text() and env["LANG"] == "C.UTF-8"
+
+
 def test_a_bad_app_stops_what_was_started(tmp_path: Path) -> None:
     box = Sandbox(SandboxSettings(apps=[["/nonexistent/app"]]))
     with pytest.raises(X11Error, match="cannot start"):

@@ -190,8 +190,15 @@ class ApprovalGate:
             log.info("task %s: %s; allowed unattended", context.task_id, held.reason)
             refusal = None
         elif not self.store.attended:
-            if held.rule == MODEL_MARKED:  # asked as a plain question: the task waits
-                return None
+            by_mail = sorted(set(channels) & NEVER_APPROVE_VIA)
+            if by_mail:  # and a question by mail would be an approval by mail
+                return (
+                    f"not run: {held.reason}, and no one can approve it here; a task from "
+                    f"{by_mail[0]} is never approved by {by_mail[0]}. Do it another way, or "
+                    "finish with what can be done without it."
+                )
+            if held.rule == MODEL_MARKED:
+                return None  # asked as a plain question: the task waits for the user
             return (
                 f"not run: {held.reason}, and no one can approve it here. Ask the user with "
                 "`call_user`, or do it another way. (`jarvis run --yes` allows such calls.)"
@@ -223,13 +230,14 @@ class ApprovalGate:
     ) -> str | None:
         approval_id = f"a-{uuid.uuid4().hex[:12]}"
         timeout = self.settings.approval_timeout_s
+        secrets = known_secrets(context.settings)
         request = ApprovalRequested(
             task_id=context.task_id,
             approval_id=approval_id,
             call_id=call_id,
             tool_name=name,
-            arguments=_shown(arguments, known_secrets(context.settings)),
-            reason=held.reason,
+            arguments=_shown(arguments, secrets),
+            reason=redact(held.reason, secrets),
             channels=list(channels),
             screenshot=await _screenshot(context, approval_id),
             expires_at=self._clock() + timeout,
@@ -239,8 +247,9 @@ class ApprovalGate:
         try:
             decision, note = await asyncio.wait_for(asyncio.shield(entry.future), timeout)
         except TimeoutError:
-            self._expire(entry, "timeout", context)
-            return f"not run: {held.reason}, and no one approved it within {timeout:g}s"
+            if self._expire(entry, "timeout", context):
+                return f"not run: {held.reason}, and no one approved it within {timeout:g}s"
+            decision, note = await entry.future  # a person answered at the deadline: theirs
         except asyncio.CancelledError:
             self._expire(entry, "cancelled", context)
             raise
@@ -253,10 +262,13 @@ class ApprovalGate:
 
     def _expire(
         self, entry: Pending, decision: Literal["timeout", "cancelled"], ctx: ToolContext
-    ) -> None:
+    ) -> bool:
+        """Close ``entry`` as ``decision``; False when a person's answer came first (it is
+        on its way to the future, and counts)."""
         if not self.store.expire(entry):
-            return
+            return False
         ctx.bus.emit(ApprovalResolved(task_id=ctx.task_id, approval_id=entry.id, decision=decision))
+        return True
 
 
 def _shown(arguments: Any, secrets: set[str]) -> dict[str, Any]:

@@ -23,7 +23,8 @@ from jarvis.safety.settings import ApprovalRules
 TEXT_TOOLS = frozenset({"type"})
 MODEL_MARKED = "model:call_user"
 """The rule of a ``call_user`` the model marked as risky: a person approves the step."""
-HOTKEY_TOOLS = frozenset({"hotkey"})
+HOTKEY_TOOLS = {"hotkey": "keys", "press_key": "key"}
+"""Tools that press a chord, and the argument that names it (press_key takes chords too)."""
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,9 @@ class RuleSet:
                     return Held(
                         f"text:{source}", f"the text to type contains {match.group(0).strip()!r}"
                     )
-        if name in HOTKEY_TOOLS and isinstance(args.get("keys"), str):
-            key = chord_key(args["keys"])
+        pressed = args.get(HOTKEY_TOOLS.get(name, ""))
+        if isinstance(pressed, str):
+            key = chord_key(pressed)
             if key is None:  # the tool will refuse it anyway; nothing is pressed
                 return None
             if key in self._chords:

@@ -164,7 +164,7 @@ class Sandbox:
         try:
             proc = subprocess.Popen(
                 command,
-                env={**os.environ, **self.env()},
+                env=app_env(self.env()),
                 stdin=subprocess.PIPE,  # held open: some apps quit at EOF on stdin
                 stdout=self._log,
                 stderr=self._log,
@@ -200,6 +200,14 @@ class Sandbox:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def app_env(display: dict[str, str]) -> dict[str, str]:
+    """The environment of an app on the private display: this process's without its
+    secrets (the model sees the screen, so an app could show them), on ``display``."""
+    from jarvis.tools.audit import is_secret_env
+
+    return {**{k: v for k, v in os.environ.items() if not is_secret_env(k)}, **display}
 
 
 def _end(proc: subprocess.Popen[bytes]) -> None:

@@ -53,11 +53,17 @@ def _now_iso() -> str:
     return datetime.now().astimezone().isoformat("T", "milliseconds")
 
 
+def is_secret_env(name: str) -> bool:
+    """Whether an environment variable of this name holds a secret (API keys, tokens,
+    passwords): it never reaches a log, nor a program the model can look into."""
+    return name in SECRET_ENV_NAMES or bool(_SECRET_NAME.search(name))
+
+
 def known_secrets(settings: BaseModel | None = None) -> set[str]:
     """Secret values that must never be written: env keys and SecretStr settings."""
     found: set[str] = set()
     for name, value in os.environ.items():
-        if (name in SECRET_ENV_NAMES or _SECRET_NAME.search(name)) and len(
+        if is_secret_env(name) and len(
             value
         ) >= _MIN_SECRET_LEN:
             found.add(value)
