@@ -497,3 +497,21 @@ async def test_no_live_screen_when_it_is_off_or_the_panel_is_hidden() -> None:
         app._live_screen()
         await pilot.pause()
         assert True not in replay.screen_requests
+
+
+async def test_markup_in_a_request_is_shown_as_text() -> None:
+    """The reason comes from the model (a risky step's message, the matched text): square
+    brackets in it are text, never Textual markup (which could crash the app or carry
+    actions), on the card and in the notice."""
+    hostile = "[/] [@click=app.quit]quit[/] [b]bold"
+    request = {**FIRST, "reason": f"the model asks to approve a risky step: {hostile}"}
+    app, backend = approval_app(before(FIRST))
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await started(app, pilot)
+        backend.push(request)
+        await until(lambda: app.query(ApprovalCard), pilot)
+        await pilot.pause()
+        assert app.is_running
+        assert hostile in card_text(card_of(app, ID))
+        [said] = warnings(app)
+        assert hostile in said

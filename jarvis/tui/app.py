@@ -101,7 +101,7 @@ class JarvisApp(App[None]):
             history = await self.backend.history(self.tui.history_runs)
         except BackendError as exc:
             history = []
-            self.notify(f"history: {exc}", severity="warning")
+            self.notify(f"history: {exc}", severity="warning", markup=False)
         self.apply_lines(history)
         self.history_loaded.set()
         self._load_side()
@@ -299,7 +299,7 @@ class JarvisApp(App[None]):
         try:
             await call
         except BackendError as exc:
-            self.notify(str(exc), title="not done", severity="error")
+            self.notify(str(exc), title="not done", severity="error", markup=False)
             return
         self.notify(done, timeout=2)
 
@@ -373,7 +373,7 @@ class JarvisApp(App[None]):
         try:
             lines = await self.backend.run_events(task_id)
         except BackendError as exc:
-            self.notify(str(exc), title="cannot open the run", severity="error")
+            self.notify(str(exc), title="cannot open the run", severity="error", markup=False)
             return
         self.apply_lines(lines)
         await self._draw_pending()

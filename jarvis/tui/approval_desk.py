@@ -40,7 +40,7 @@ class ApprovalDesk:
         try:
             pending = await app.backend.pending_approvals()
         except BackendError as exc:
-            app.notify(f"pending approvals: {exc}", severity="warning")
+            app.notify(f"pending approvals: {exc}", severity="warning", markup=False)
             return
         held = {str(line.get("approval_id")) for line in pending}
         for approval_id in sorted(before - held):
@@ -69,6 +69,7 @@ class ApprovalDesk:
             title=f"Jarvis asks before a call ({task_id})",
             severity="warning",
             timeout=10,
+            markup=False,
         )
         if not typing:
             app.call_after_refresh(self.focus)
@@ -90,7 +91,9 @@ class ApprovalDesk:
         try:
             await app.backend.approve(approval_id, decision, note)
         except BackendError as exc:
-            app.notify(str(exc), title=f"approval {approval_id} not sent", severity="error")
+            app.notify(
+                str(exc), title=f"approval {approval_id} not sent", severity="error", markup=False
+            )
             card.sent(ok=False)
             if exc.status == 404:  # answered or forgotten meanwhile: no more answers here
                 app.show(app.cockpit.approval_gone(approval_id))
