@@ -20,6 +20,7 @@ from jarvis.api.server import HttpService
 from jarvis.api.settings import HttpAddress
 from jarvis.config import Settings
 from jarvis.gateway.gateway import Gateway, GatewayOptions
+from jarvis.runs.reader import events_after
 from jarvis.tui.app import JarvisApp
 from jarvis.tui.approvals import ApprovalCard, call_text
 from jarvis.tui.cards import NeedsUser, TaskView, ToolCard
@@ -136,6 +137,10 @@ async def test_escape_cancels_the_running_task_through_the_api(
                 assert not [n for n in app._notifications if n.severity == "error"]
                 await until(lambda: app.query(".ending.cancelled"), pilot, 10)
                 assert "idle" in str(app.status.render())
+                ends = [
+                    r for r in events_after(settings.data_dir, 0) if r["kind"] == "task_finished"
+                ]
+                assert ends[-1]["stopped_by"] == "tui"  # the brake is named
     finally:
         gate.set()
 

@@ -132,6 +132,8 @@ async def run_the_panel(api: Api, page: Any, model: Model, expect: Any) -> None:
     await expect(page.locator("#summary")).to_contain_text("cancelled")
     await expect(page.locator("#todos li[data-id='T001']")).to_contain_text("cancelled")
     assert not model.second_hold.is_set()
+    [end] = [r for r in api.journal("T001") if r["kind"] == "task_finished"]
+    assert end["stopped_by"] == "web"  # the brake is named
     await page.screenshot(path=str(ARTIFACTS / "panel-2-cancelled.png"))
 
     # a task that asks: the answer field, then the answer finishes it

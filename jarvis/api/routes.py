@@ -7,9 +7,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, Response
+from fastapi import APIRouter, Body, Depends, Header, HTTPException, Query, Request, Response
 from fastapi.responses import FileResponse, StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from jarvis import __version__
 from jarvis.api.auth import COOKIE, LoginCodes, cookie_value
@@ -137,11 +137,22 @@ def _todo(d: Daemon, task_id: str) -> Any:
         return None
 
 
+class CancelIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    by: Literal["tui", "web", "api"] = "api"
+    """Which brake it was (recorded as the task's ``stopped_by``)."""
+
+
 @router.post("/tasks/{task_id}/cancel", status_code=202)
-async def cancel(task_id: str, d: D) -> dict[str, str]:
-    """A person's cancel: the task ends ``cancelled`` (a running one stops within a moment)."""
+async def cancel(
+    task_id: str, d: D, body: Annotated[CancelIn | None, Body()] = None
+) -> dict[str, str]:
+    """A person's cancel: the task ends ``cancelled`` (a running one stops within a moment),
+    recorded as stopped by ``by`` (the TUI's Esc sends tui, the web panel's button web)."""
+    by = (body or CancelIn()).by
     try:
-        todo = await d.gateway.cancel_task(task_id)
+        todo = await d.gateway.cancel_task(task_id, by)
     except KeyError:
         raise HTTPException(404, f"no task {task_id}") from None
     except TodoState as exc:

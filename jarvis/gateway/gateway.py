@@ -178,11 +178,12 @@ class Gateway:
         todo = self.cached.get(todo_id)
         return todo.source if todo is not None else None
 
-    async def cancel_task(self, todo_id: str) -> Todo:
+    async def cancel_task(self, todo_id: str, by: str = "user") -> Todo:
         """A person's cancel (API, web panel, TUI): the path of a ``cancelled`` status set in
         todos.md. A running task is also stopped at once rather than at the worker's next
         look; an open one that is not running ends cancelled and its messages are answered
-        when the worker is next idle. Raises KeyError (no such task) or TodoState (ended)."""
+        when the worker is next idle. ``by`` (tui, web, api...) is recorded as who stopped
+        it. Raises KeyError (no such task) or TodoState (ended)."""
         async with self._books:
             todo = await asyncio.to_thread(self.todos.get, todo_id)
             if todo is None:
@@ -197,8 +198,8 @@ class Gateway:
                 )
         worker = self.worker
         if worker is not None and worker.current == todo.id:
-            log.info("task %s cancelled by the user; stopping it", todo.id)
-            worker.agent.cancel()
+            log.info("task %s cancelled by the %s; stopping it", todo.id, by)
+            worker.agent.cancel(by)
         self._work.set()
         return todo
 

@@ -63,9 +63,7 @@ def known_secrets(settings: BaseModel | None = None) -> set[str]:
     """Secret values that must never be written: env keys and SecretStr settings."""
     found: set[str] = set()
     for name, value in os.environ.items():
-        if is_secret_env(name) and len(
-            value
-        ) >= _MIN_SECRET_LEN:
+        if is_secret_env(name) and len(value) >= _MIN_SECRET_LEN:
             found.add(value)
     if settings is not None:
         found.update(_model_secrets(settings))

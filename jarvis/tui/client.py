@@ -128,7 +128,7 @@ class ApiBackend:
         await self._call("POST", "/api/messages", json={"text": text, "channel": "tui"})
 
     async def cancel(self, task_id: str) -> None:
-        await self._call("POST", f"/api/tasks/{task_id}/cancel")
+        await self._call("POST", f"/api/tasks/{task_id}/cancel", json={"by": "tui"})
 
     async def answer(self, task_id: str, text: str) -> None:
         body = {"text": text, "channel": "tui"}

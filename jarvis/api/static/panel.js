@@ -351,7 +351,7 @@ $("cancel").addEventListener("click", async () => {
   if (!state.view) return;
   $("cancel").disabled = true;
   try {
-    await api(`/api/tasks/${encodeURIComponent(state.view.taskId)}/cancel`, { method: "POST" });
+    await postJSON(`/api/tasks/${encodeURIComponent(state.view.taskId)}/cancel`, { by: "web" });
     await refreshTodos();
   } finally {
     $("cancel").disabled = false;
