@@ -158,6 +158,25 @@ def test_claude_answers_through_its_computer_tool(
     assert report["profile"] == "claude" and report["image"] == "1366x768"
 
 
+def test_malformed_clicks_count_as_no_point(
+    fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Any
+) -> None:
+    looking = looking_model(PIXELS, click)
+    bad = iter([{"x": "left", "y": 3}, {"y": 3}, {"x": True, "y": 1}])
+
+    def answer(request: RecordedRequest) -> Reply:
+        args = next(bad, None)
+        return Reply(tool_calls=[call("click", **args)]) if args else looking(request)
+
+    fake_model.set_default(answer)
+    code, report = run_cli(
+        fake_model, monkeypatch, tmp_path, capsys, "--provider", "openai", "--model", "gpt-4o"
+    )
+    assert list(report["answers"].values())[:3] == [None, None, None]
+    assert all(v is not None for v in list(report["answers"].values())[3:])
+    assert code == 0 and report["best"] == "pixels of the image sent"
+
+
 def test_no_point_in_the_answers_is_not_a_fit(
     fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Any
 ) -> None:

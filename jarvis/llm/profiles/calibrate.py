@@ -109,6 +109,17 @@ def raw_answer(point: tuple[int, int], space: CoordSpace, grid: Size) -> tuple[f
     return (point[0] + 0.5) * d / REL_GRID, (point[1] + 0.5) * d / REL_GRID
 
 
+def _point(arguments: dict[str, Any]) -> tuple[int, int] | None:
+    """The click's point, or None when it has none a click could use."""
+    try:
+        x, y = arguments["x"], arguments["y"]
+        if isinstance(x, bool) or isinstance(y, bool):
+            return None
+        return int(x), int(y)
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return None
+
+
 @dataclass
 class Report:
     profile: Profile
@@ -231,12 +242,8 @@ async def calibrate(
         )
         response = await complete(provider, request)
         clicks = [c for c in response.tool_calls if c.name in POINT_TOOLS and not c.parse_error]
-        report.answers[t.label] = None
-        if clicks:
-            args = clicks[0].arguments
-            report.answers[t.label] = raw_answer(
-                (int(args["x"]), int(args["y"])), profile.space, grid
-            )
+        point = _point(clicks[0].arguments) if clicks else None
+        report.answers[t.label] = None if point is None else raw_answer(point, profile.space, grid)
     points = {k: v for k, v in report.answers.items() if v is not None}
     if points:
         for c in CONVENTIONS:
