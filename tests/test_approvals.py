@@ -291,7 +291,7 @@ async def test_api_rejects_bad_answers(tmp_path: Path) -> None:
         bad = client.post("/api/approvals/a-nope", json={"decision": "sure"})
         assert bad.status_code == 422
         extra = client.post("/api/approvals/a-nope", json={"decision": "deny", "by": "email"})
-        assert extra.status_code == 422
+        assert extra.status_code == 422  # an answer can never say it came by email
         stop = client.post("/api/stop", json={"by": "cli"})
         assert stop.status_code == 202 and stop.json() == {"stopping": True, "by": "cli"}
         assert api.stopped == ["cli"]

@@ -207,7 +207,7 @@ async def test_a_held_call_runs_after_allow_once_on_its_card(
             await until(lambda: app.focused is card, pilot, 10)
             await pilot.press("a")
             await until(lambda: card.has_class("done"), pilot, 30)
-            assert card.approval.decision == "allow_once" and card.approval.by == "api"
+            assert card.approval.decision == "allow_once" and card.approval.by == "tui"
             assert "allowed once" in str(card.outcome.render())
             await until(lambda: app.cockpit.runs["T001"].status == "finished", pilot, 60)
             typed = [c.call for c in app.query(ToolCard) if c.call.tool_name == "type"]

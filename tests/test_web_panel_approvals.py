@@ -27,7 +27,10 @@ from tests.tkdriver import TkApp
 
 pytestmark = [pytest.mark.usefixtures("xserver"), pytest.mark.slow]
 HELD = "sudo rm -rf /tmp/x"
-HOSTILE = "sudo rm -rf /tmp/x <img src=x onerror=\"document.title='owned'\"></pre><b>bold"
+HOSTILE = (
+    "sudo rm -rf /tmp/x <img src=x onerror=\"document.title='owned'\"></pre><b>bold"
+    " su\u200bdo \u202eexe.txt"  # a zero-width space and a right-to-left override
+)
 NOTE = "not on this machine, use the scratch VM"
 WAIT = 60_000  # ms: a step of the real agent on a busy two-core machine
 
@@ -135,6 +138,7 @@ async def test_allow_once_from_the_card_lets_the_call_run(
         await until(lambda: journal_of(api, "task_finished"), 60)
         [resolved] = journal_of(api, "approval_resolved")
         assert (resolved["approval_id"], resolved["decision"]) == (approval_id, "allow_once")
+        assert resolved["by"] == "web"
         typed = [r for r in journal_of(api, "tool_call_finished") if r["tool_name"] == "type"]
         assert [r["ok"] for r in typed] == [True]
         assert journal_of(api, "task_finished")[0]["status"] == "finished"
@@ -158,7 +162,9 @@ async def test_deny_with_a_note_reaches_the_model_and_a_late_answer_is_shown(
         card = page.locator(".approval")
         await expect(card).to_have_count(1, timeout=WAIT)
         # the model's text is shown as text: the call exactly, no element made of it
-        await expect(card.locator(".args")).to_have_text(json.dumps({"text": HOSTILE}, indent=2))
+        shown = json.dumps({"text": HOSTILE}, indent=2, ensure_ascii=False)
+        shown = shown.replace("\u200b", "\\u{200b}").replace("\u202e", "\\u{202e}")
+        await expect(card.locator(".args")).to_have_text(shown)
         await expect(card.locator("img")).to_have_count(1)  # only the screenshot
         await expect(card.locator("b")).to_have_count(0)
         await image_loaded(page, ".approval-shot img")

@@ -38,6 +38,8 @@ class ApprovalAnswer(BaseModel):
 
     decision: Literal["allow_once", "allow_task", "deny"]
     note: str = Field("", max_length=MAX_NOTE)
+    by: Literal["tui", "web", "api"] = "api"
+    """Where the person answered (recorded; never email, which may not approve)."""
 
 
 class StopIn(BaseModel):
@@ -69,7 +71,7 @@ async def pending(store: Store) -> dict[str, list[dict[str, Any]]]:
 async def answer(approval_id: str, body: ApprovalAnswer, store: Store) -> dict[str, str]:
     """Allow once, allow for the rest of the task, or deny with a note."""
     try:
-        store.resolve(approval_id, body.decision, body.note, via="api")
+        store.resolve(approval_id, body.decision, body.note, via=body.by)
     except ApprovalError as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from exc
     return {"approval_id": approval_id, "decision": body.decision}

@@ -163,7 +163,7 @@ class ApiBackend:
         return [p for p in (found or {}).get("pending", []) if isinstance(p, dict)]
 
     async def approve(self, approval_id: str, decision: str, note: str) -> None:
-        body = {"decision": decision, "note": note}
+        body = {"decision": decision, "note": note, "by": "tui"}
         await self._call("POST", f"/api/approvals/{quote(approval_id, safe='')}", json=body)
 
     async def approval_screenshot(self, approval_id: str) -> bytes | None:

@@ -37,6 +37,13 @@ const Approvals = (() => {
     return `${m}:${String(seconds % 60).padStart(2, "0")}`;
   }
 
+  // Characters a person cannot see (zero-width, bidi overrides, odd spaces, unassigned)
+  // are written as \u{...}, so `su\u{200b}do` cannot pass for something harmless.
+  const HIDDEN = /[\p{Cf}\p{Co}\p{Cn}\p{Zl}\p{Zp}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]/gu;
+  function visible(text) {
+    return String(text).replace(HIDDEN, (c) => `\\u{${c.codePointAt(0).toString(16)}}`);
+  }
+
   function add(request) {
     const id = request.approval_id;
     if (typeof id !== "string" || cards.has(id) || resolved.has(id)) return;
@@ -45,10 +52,10 @@ const Approvals = (() => {
     root.dataset.state = "pending";
     const head = el("h3", "", "Jarvis waits for your approval");
     if (request.task_id) head.append(" ", el("span", "task", request.task_id));
-    const reason = el("p", "reason", request.reason || "");
+    const reason = el("p", "reason", visible(request.reason || ""));
     const call = el("p", "call", "call: ");
-    call.append(el("code", "tool", request.tool_name || ""));
-    const args = el("pre", "args", JSON.stringify(request.arguments || {}, null, 2));
+    call.append(el("code", "tool", visible(request.tool_name || "")));
+    const args = el("pre", "args", visible(JSON.stringify(request.arguments || {}, null, 2)));
     root.append(head, reason, call, args);
     if (request.screenshot) root.append(shot(id));
     else root.append(el("p", "muted", "No screenshot was taken."));
@@ -104,7 +111,7 @@ const Approvals = (() => {
     let response;
     try {
       response = await postJSON(`/api/approvals/${encodeURIComponent(card.id)}`,
-                                { decision, note: card.note.value });
+                                { decision, note: card.note.value, by: "web" });
     } catch (err) {
       fail(card, `Not sent: ${err.message}`, true);
       return;
