@@ -16,7 +16,13 @@ from pydantic import ValidationError
 
 from jarvis.cli import main
 from jarvis.config import load_settings
-from jarvis.events import ApprovalRequested, ApprovalResolved, EventBus, EventRecorder
+from jarvis.events import (
+    AgentWarning,
+    ApprovalRequested,
+    ApprovalResolved,
+    EventBus,
+    EventRecorder,
+)
 from jarvis.safety import approvals as approvals_module
 from jarvis.safety.approvals import ApprovalError, ApprovalGate, ApprovalStore
 from jarvis.safety.rules import RuleSet
@@ -129,13 +135,19 @@ async def test_nobody_to_ask_refuses_at_once(tmp_path: Path) -> None:
 
 
 async def test_unattended_channels_and_yes(tmp_path: Path) -> None:
+    """Held calls run without asking, and each leaves a trail in the journal."""
     bus = EventBus()
+    recorder = EventRecorder(bus)
     gate = _gate(bus, attended=False, unattended=["api"])
     held = {"text": "sudo ls"}
     assert await gate.check("type", held, _context(tmp_path, bus, ("api",)), "c1") is None
     assert await gate.check("type", held, _context(tmp_path, bus, ("api", "tui")), "c2")
     gate.unattended = True  # jarvis run --yes
     assert await gate.check("type", held, _context(tmp_path, bus, ()), "c3") is None
+    assert [e.message for e in recorder.of(AgentWarning)] == [
+        "allowed without asking (safety.unattended: api): the text to type contains 'sudo'",
+        "allowed without asking (--yes): the text to type contains 'sudo'",
+    ]
 
 
 async def test_email_task_is_never_approved_from_email(tmp_path: Path) -> None:

@@ -29,7 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from jarvis.events import ApprovalRequested, ApprovalResolved, Event, EventBus, TaskFinished
+from jarvis.events import (
+    AgentWarning,
+    ApprovalRequested,
+    ApprovalResolved,
+    Event,
+    EventBus,
+    TaskFinished,
+)
 from jarvis.safety.rules import MODEL_MARKED, Held, RuleSet
 from jarvis.safety.settings import NEVER_UNATTENDED, SafetySettings
 from jarvis.tools.audit import known_secrets, redact, redact_value
@@ -187,7 +194,11 @@ class ApprovalGate:
         if self.store.allowed_for_task(context.task_id, held.rule):
             refusal = None
         elif self.runs_unattended(channels):
-            log.info("task %s: %s; allowed unattended", context.task_id, held.reason)
+            why = "--yes" if self.unattended else f"safety.unattended: {', '.join(channels)}"
+            said = f"allowed without asking ({why}): {held.reason}"
+            log.info("task %s: %s", context.task_id, said)
+            secrets = known_secrets(context.settings)
+            context.bus.emit(AgentWarning(task_id=context.task_id, message=redact(said, secrets)))
             refusal = None
         elif not self.store.attended:
             by_mail = sorted(set(channels) & NEVER_APPROVE_VIA)

@@ -105,7 +105,9 @@ class SafetySettings(BaseModel):
     )
     max_cost_usd: float | None = Field(None, gt=0, description="a task ends at this cost")
     max_tokens_total: int | None = Field(
-        None, ge=1, description="a task ends when input+output tokens reach this"
+        None,
+        ge=1,
+        description="a task ends when its tokens (input, output and cache) reach this",
     )
     budget_wrap_up_at: float = Field(
         0.8, gt=0, lt=1, description="share of the budget at which the model is told to finish"
