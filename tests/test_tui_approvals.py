@@ -53,6 +53,7 @@ def resolved(request: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture(autouse=True)
 def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(ApprovalCard, "clock", staticmethod(lambda: NOW))
+    monkeypatch.setattr(ApprovalCard, "key_guard_s", 0.0)  # test_a_key_typed_as_... has it
     yield
 
 
@@ -515,3 +516,25 @@ async def test_markup_in_a_request_is_shown_as_text() -> None:
         assert hostile in card_text(card_of(app, ID))
         [said] = warnings(app)
         assert hostile in said
+
+
+async def test_a_key_typed_as_the_card_takes_the_focus_does_not_allow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Someone typing to the prompt as a request appears: their next "a" lands on the card
+    that just took the focus, and must not allow the call; pressed again, it does."""
+    monkeypatch.setattr(ApprovalCard, "key_guard_s", 60.0)
+    app, backend = approval_app(before(FIRST))
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await started(app, pilot)
+        backend.push(FIRST)
+        await until(lambda: app.query(ApprovalCard), pilot)
+        card = card_of(app, ID)
+        await until(lambda: app.focused is card, pilot)
+        await pilot.press("a")
+        await pilot.pause()
+        assert backend.approvals == [] and card.approval.open
+        assert any("press the key again" in n.message for n in app._notifications)
+        await pilot.press("a")
+        await until(lambda: backend.approvals, pilot)
+        assert backend.approvals == [(ID, "allow_once", "")]

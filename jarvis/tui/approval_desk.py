@@ -72,15 +72,19 @@ class ApprovalDesk:
             markup=False,
         )
         if not typing:
-            app.call_after_refresh(self.focus)
+            app.call_after_refresh(self.focus, True)
 
-    def focus(self) -> None:
-        """The focus to the oldest card that waits for an answer."""
+    def focus(self, by_itself: bool = False) -> None:
+        """The focus to the oldest card that waits for an answer (``by_itself``: not asked
+        for by a key, so its allow keys wait a moment)."""
         cards = [card for card in self.app.query(ApprovalCard) if card.approval.open]
         if not cards:
             self.app.notify("no call waits for your approval", timeout=2)
             return
-        cards[0].focus()
+        if by_itself:
+            cards[0].took_focus()
+        else:
+            cards[0].focus()
         cards[0].scroll_visible(animate=False)
 
     async def answer(self, card: ApprovalCard, decision: str, note: str) -> None:

@@ -116,6 +116,9 @@ class ApprovalCard(Vertical):
     )
     BINDINGS: ClassVar[list[BindingType]] = list(APPROVAL_BINDINGS)
     can_focus = True
+    key_guard_s: ClassVar[float] = 1.0
+    """After the card took the focus by itself, allow keys wait this long: a key meant
+    for the prompt, typed as the card appeared, must not allow the call."""
 
     @staticmethod
     def clock() -> float:
@@ -145,6 +148,7 @@ class ApprovalCard(Vertical):
 
     def __init__(self, approval: Approval) -> None:
         super().__init__(classes="approval -open" if approval.open else "approval done")
+        self.guarded_until = 0.0
         self.approval = approval
         self.sending = False
         self.denying = False
@@ -239,7 +243,18 @@ class ApprovalCard(Vertical):
         for widget in self.query("Button, .approval-note"):
             widget.disabled = not on_
 
+    def took_focus(self) -> None:
+        """The card took the focus by itself (a new request): guard the allow keys."""
+        self.focus()
+        self.guarded_until = time.monotonic() + self.key_guard_s
+
     def action_decide(self, decision: str) -> None:
+        if time.monotonic() < self.guarded_until:
+            self.app.notify(
+                "The request just took the focus: press the key again to be sure.", timeout=3
+            )
+            self.guarded_until = 0.0
+            return
         self._send(decision)
 
     def action_deny(self) -> None:
