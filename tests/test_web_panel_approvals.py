@@ -398,3 +398,35 @@ async def test_panel_page_keeps_its_strict_csp(
         code = script.read_text(encoding="utf-8")
         for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
             assert sink not in code, (script.name, sink)
+
+
+async def test_a_card_the_daemon_no_longer_holds_is_closed(
+    tmp_path: Path, fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch, tkapp: TkApp
+) -> None:
+    """After a reconnect the panel asks what still waits: a card whose request the daemon
+    forgot (a restart) says so instead of offering buttons that can only fail; the real
+    outcome, when the journal brings one, replaces that guess."""
+    from playwright.async_api import expect
+
+    settings = agent_settings(
+        tmp_path, fake_model, monkeypatch, settle_ceiling_ms=200, safety={"approval_timeout_s": 4}
+    )
+    fake_model.set_default(scripted([Reply(tool_calls=[call("type", text=HELD)])]))
+    async with serving_api(settings) as api, panel(api, "approval-gone") as page:
+        await give_task(page, "type the cleanup command")
+        card = page.locator(".approval")
+        await expect(card).to_have_count(1, timeout=WAIT)
+        await page.evaluate("state.source.close()")
+        with api.gateway.approvals._lock:  # what a restarted daemon knows: nothing pending
+            forgotten = dict(api.gateway.approvals._pending)
+            api.gateway.approvals._pending.clear()
+        await page.evaluate("connect()")
+        await expect(card.locator(".outcome")).to_contain_text("No longer waiting")
+        await expect(card.locator("button")).to_have_count(0)
+        with api.gateway.approvals._lock:
+            api.gateway.approvals._pending.update(forgotten)
+        # the held call times out meanwhile: that outcome comes from the journal and wins
+        await expect(card.locator(".outcome")).to_have_text(
+            "Not answered in time: denied", timeout=WAIT
+        )
+        await until(lambda: journal_of(api, "task_finished"), 60)

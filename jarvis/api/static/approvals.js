@@ -15,9 +15,11 @@ const Approvals = (() => {
     timeout: "Not answered in time: denied",
     cancelled: "Cancelled: the task stopped",
     auto: "Allowed by the settings",
+    gone: "No longer waiting (the daemon restarted, or its task ended)",
   };
   const cards = new Map();    // approval_id -> the card's parts, while it waits
   const resolved = new Set(); // answered ids: a list fetched earlier does not bring them back
+  const lingering = new Map(); // approval_id -> a card closed as "gone", until it goes
   let ticker = null;
 
   function el(tag, className, text) {
@@ -82,7 +84,7 @@ const Approvals = (() => {
     result.hidden = true;
     root.append(countdown, form, error, result);
     const card = { id, root, countdown, form, note, buttons, error, result,
-                   expiresAt: Number(request.expires_at) || 0 };
+                   expiresAt: Number(request.expires_at) || 0, addedAt: Date.now() };
     for (const button of buttons) {
       button.addEventListener("click", () => answer(card, button.dataset.decision));
     }
@@ -143,16 +145,23 @@ const Approvals = (() => {
 
   function resolve(r) {
     resolved.add(r.approval_id);
-    const card = cards.get(r.approval_id);
+    const card = cards.get(r.approval_id) || lingering.get(r.approval_id);
     if (!card) return;
     cards.delete(r.approval_id);
+    // "gone" is a guess from the list; the journal's real outcome may still come and wins
+    if (r.decision === "gone") lingering.set(r.approval_id, card);
+    else lingering.delete(r.approval_id);
     card.root.dataset.state = "resolved";
     card.root.dataset.decision = r.decision;
     card.form.remove();
     card.countdown.remove();
     card.result.textContent = outcome(r);
     card.result.hidden = false;
-    setTimeout(() => card.root.remove(), LINGER_MS);
+    clearTimeout(card.goes);
+    card.goes = setTimeout(() => {
+      card.root.remove();
+      lingering.delete(r.approval_id);
+    }, LINGER_MS);
   }
 
   function tick() {
@@ -171,6 +180,7 @@ const Approvals = (() => {
   }
 
   async function sync() {
+    const asked = Date.now();
     let response;
     try {
       response = await api("/api/approvals");
@@ -179,7 +189,15 @@ const Approvals = (() => {
     }
     if (!response.ok) return;
     const { pending } = await response.json();
-    for (const request of pending || []) add(request);
+    const waiting = new Set();
+    for (const request of pending || []) {
+      add(request);
+      waiting.add(request.approval_id);
+    }
+    // a card the daemon no longer holds (and that was there before we asked) is closed
+    for (const [id, card] of [...cards]) {
+      if (!waiting.has(id) && card.addedAt < asked) resolve({ approval_id: id, decision: "gone" });
+    }
   }
 
   // The task's own message: a line per held call, completed by its outcome.
