@@ -151,9 +151,8 @@ def finish(summary: str = "done") -> Reply:
     return Reply(text="Thought: done.", tool_calls=[call("finished", summary=summary)])
 
 
-def scripted(steps: list[Reply]) -> Callable[[RecordedRequest], Reply]:
-    """Router: new task; verify: done; agent steps: ``steps`` in order, then finished."""
-    queue = list(steps)
+def routed(step: Callable[[RecordedRequest], Reply]) -> Callable[[RecordedRequest], Reply]:
+    """Router: new task; verify: done; a skill: one line; agent steps: ``step(request)``."""
 
     def answer(request: RecordedRequest) -> Reply:
         if is_router(request):
@@ -162,6 +161,12 @@ def scripted(steps: list[Reply]) -> Callable[[RecordedRequest], Reply]:
             return VERIFIED
         if is_skill(request):
             return Reply(text="1. Do it.")
-        return queue.pop(0) if queue else finish()
+        return step(request)
 
     return answer
+
+
+def scripted(steps: list[Reply]) -> Callable[[RecordedRequest], Reply]:
+    """Like :func:`routed`, with agent steps ``steps`` in order, then finished."""
+    queue = list(steps)
+    return routed(lambda request: queue.pop(0) if queue else finish())

@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse
 
 from jarvis.events import EventRecorder
 from jarvis.safety.approvals import ApprovalStore
-from tests.fake_model import FakeModel
+from tests.fake_model import FakeModel, RecordedRequest
 
 
 async def wait_event(recorder: EventRecorder, kind: type, count: int = 1) -> Any:
@@ -101,8 +101,13 @@ def answerer(url: str, plan: list[dict[str, Any] | None], log: list[Any]) -> thr
 
 def tool_results(fake_model: FakeModel) -> list[dict[str, Any]]:
     """Every tool result the model was sent, in the order of the calls."""
+    return list(results_by_call(fake_model.requests).values())
+
+
+def results_by_call(requests: list[RecordedRequest]) -> dict[str, dict[str, Any]]:
+    """Every tool result in Anthropic requests, by call id, in the order of the calls."""
     found: dict[str, dict[str, Any]] = {}
-    for request in fake_model.requests:
+    for request in requests:
         for message in request.messages:
             content = message.get("content")
             for block in content if isinstance(content, list) else []:
@@ -111,7 +116,7 @@ def tool_results(fake_model: FakeModel) -> list[dict[str, Any]]:
                     if isinstance(text, list):
                         text = "".join(b.get("text", "") for b in text)
                     found.setdefault(block["tool_use_id"], json.loads(text))
-    return list(found.values())
+    return found
 
 
 @dataclass

@@ -17,16 +17,7 @@ from PIL import Image
 
 from jarvis.safety.channel_display import sandboxed
 from tests.agent_harness import agent_settings, model_point
-from tests.api_harness import (
-    NEW_TASK,
-    VERIFIED,
-    finish,
-    is_router,
-    is_skill,
-    is_verify,
-    serving_api,
-    until,
-)
+from tests.api_harness import finish, routed, serving_api, until
 from tests.fake_model import FakeModel, RecordedRequest, Reply, call
 from tests.test_sandbox import INPUT_KINDS, TKAPP, _leftovers, _read_events, _wait_ready
 from tests.tkdriver import TkApp
@@ -66,12 +57,6 @@ async def test_a_sandboxed_channel_runs_on_its_own_display(
     steps: dict[str, list[Reply]] = {PRIVATE: [], DESKTOP: []}
 
     def answer(request: RecordedRequest) -> Reply:
-        if is_router(request):
-            return NEW_TASK
-        if is_verify(request):
-            return VERIFIED
-        if is_skill(request):
-            return Reply(text="1. Do it.")
         task = PRIVATE if PRIVATE in request.all_text() else DESKTOP
         done = len(steps[task])
         if task == PRIVATE and done == 0:
@@ -100,7 +85,7 @@ async def test_a_sandboxed_channel_runs_on_its_own_display(
         steps[task].append(reply)
         return reply
 
-    fake_model.set_default(answer)
+    fake_model.set_default(routed(answer))
     mark = tkapp.mark()
     async with serving_api(settings) as api, api.client() as client:
         desktop_size = await _live_size(client)
@@ -136,12 +121,10 @@ async def test_a_private_display_that_cannot_start_fails_the_task(
     steps: list[RecordedRequest] = []
 
     def answer(request: RecordedRequest) -> Reply:
-        if is_router(request):
-            return NEW_TASK
         steps.append(request)
         return finish()
 
-    fake_model.set_default(answer)
+    fake_model.set_default(routed(answer))
     mark = tkapp.mark()
     async with serving_api(settings) as api, api.client() as client:
         await client.post("/api/messages", json={"text": PRIVATE, "channel": "api"})
@@ -167,13 +150,11 @@ async def test_a_stop_during_a_sandboxed_task_stops_its_display(
     asked: list[RecordedRequest] = []
 
     def answer(request: RecordedRequest) -> Reply:
-        if is_router(request):
-            return NEW_TASK
         asked.append(request)
         _wait_ready(events)
         return Reply(text="Thought: waiting.", tool_calls=[call("wait", ms=10)], hold=held)
 
-    fake_model.set_default(answer)
+    fake_model.set_default(routed(answer))
     try:
         async with serving_api(settings) as api, api.client() as client:
             desktop_size = await _live_size(client)

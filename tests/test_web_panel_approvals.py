@@ -21,7 +21,8 @@ import pytest
 from jarvis.tools.registry import NOT_ALLOWED
 from tests.agent_harness import agent_settings, model_point
 from tests.api_harness import Api, scripted, serving_api, until
-from tests.fake_model import FakeModel, RecordedRequest, Reply, call
+from tests.approvals_harness import results_by_call
+from tests.fake_model import FakeModel, Reply, call
 from tests.test_web_panel import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
 from tests.tkdriver import TkApp
 
@@ -74,21 +75,6 @@ async def image_loaded(page: Any, selector: str) -> None:
         arg=selector,
         timeout=WAIT,
     )
-
-
-def tool_results(requests: list[RecordedRequest]) -> dict[str, dict[str, Any]]:
-    """Every tool result the model was sent, by call id."""
-    found: dict[str, dict[str, Any]] = {}
-    for request in requests:
-        for message in request.messages:
-            content = message.get("content")
-            for block in content if isinstance(content, list) else []:
-                if block.get("type") == "tool_result":
-                    text = block["content"]
-                    if isinstance(text, list):
-                        text = "".join(b.get("text", "") for b in text)
-                    found.setdefault(block["tool_use_id"], json.loads(text))
-    return found
 
 
 async def test_allow_once_from_the_card_lets_the_call_run(
@@ -175,7 +161,7 @@ async def test_deny_with_a_note_reaches_the_model_and_a_late_answer_is_shown(
 
         # the next model request carries the refusal with the note
         def refusal() -> dict[str, Any] | None:
-            results = tool_results(fake_model.requests)
+            results = results_by_call(fake_model.requests)
             return next((r for r in results.values() if not r.get("ok")), None)
 
         await until(lambda: refusal() is not None, 60)

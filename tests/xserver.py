@@ -18,11 +18,10 @@ second display size, run the work in a child process with ``env=server.env()``
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from jarvis.safety.sandbox import Sandbox
+from jarvis.safety.sandbox import Sandbox, environment
 from jarvis.safety.settings import SandboxSettings
 
 DEFAULT_SIZE = (1920, 1080)
@@ -43,17 +42,5 @@ def start_xvfb(
     width: int = DEFAULT_SIZE[0], height: int = DEFAULT_SIZE[1], set_env: bool = False
 ) -> Iterator[Xvfb]:
     """A fresh Xvfb ``width`` x ``height`` x 24, stopped on exit."""
-    with Xvfb(width, height) as server:
-        if not set_env:
-            yield server
-            return
-        saved = {k: os.environ.get(k) for k in ("DISPLAY", "XAUTHORITY")}
-        os.environ.update(server.env())
-        try:
-            yield server
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+    with Xvfb(width, height) as server, environment(server.env() if set_env else {}):
+        yield server

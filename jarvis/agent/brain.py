@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import platform
 from dataclasses import dataclass, field
-from datetime import date
 
 from jarvis import prompts
 from jarvis.agent.context import (
@@ -19,7 +17,7 @@ from jarvis.config import Settings
 from jarvis.desktop.screen import Observation, Screen
 from jarvis.events import EventBus, ModelTextDelta, ToolCallStreaming, VerificationFinished
 from jarvis.llm.base import OnEvent, Provider, complete
-from jarvis.llm.profiles.select import active_profile, context_policy
+from jarvis.llm.profiles.select import active_profile, context_policy, system_prompt
 from jarvis.llm.types import (
     ImagePart,
     LLMRequest,
@@ -92,18 +90,7 @@ class Brain:
 
     def system_prompt(self, observation: Observation) -> str:
         size = observation.image_size or observation.model_size
-        text = prompts.render(
-            "system",
-            screen_width=size.width,
-            screen_height=size.height,
-            max_x=size.width - 1,
-            max_y=size.height - 1,
-            date=date.today().isoformat(),
-            platform=f"{platform.system()} {platform.release()}",
-        )
-        if size != observation.model_size:  # a relative profile: its own convention rules
-            text += f"\n\nInstead of pixels: {self.profile.grid_note(size)}"
-        return text
+        return system_prompt(self.profile, size, observation.model_size)
 
     def _header(self, ctx: ThinkContext) -> str:
         memories = "\n".join(f"- {m}" for m in ctx.memories) if ctx.memories else "(nothing)"

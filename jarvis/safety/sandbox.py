@@ -226,24 +226,33 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def pointed_at(box: Sandbox) -> Iterator[Sandbox]:
-    """Point this process's ``DISPLAY``/``XAUTHORITY`` at ``box`` until the block ends;
-    the person's are kept in ``JARVIS_USER_DISPLAY``/``JARVIS_USER_XAUTHORITY`` for the
-    kill switch (unless an outer sandbox keeps them already)."""
-    saved = {k: os.environ.get(k) for k in (*USER_DISPLAY_ENV, *USER_DISPLAY_ENV.values())}
-    for name, saved_as in USER_DISPLAY_ENV.items():
-        value = saved[name]
-        if value is not None and saved[saved_as] is None:
-            os.environ[saved_as] = value
-    os.environ.update(box.env())
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in this process's environment until the block ends; then what was
+    there before (set or unset) is put back."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
     try:
-        yield box
+        yield
     finally:
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@contextlib.contextmanager
+def pointed_at(box: Sandbox) -> Iterator[Sandbox]:
+    """Point this process's ``DISPLAY``/``XAUTHORITY`` at ``box`` until the block ends;
+    the person's are kept in ``JARVIS_USER_DISPLAY``/``JARVIS_USER_XAUTHORITY`` for the
+    kill switch (unless an outer sandbox keeps them already)."""
+    kept = {
+        saved_as: value
+        for name, saved_as in USER_DISPLAY_ENV.items()
+        if (value := os.environ.get(name)) is not None and os.environ.get(saved_as) is None
+    }
+    with environment({**kept, **box.env()}):
+        yield box
 
 
 @contextlib.contextmanager

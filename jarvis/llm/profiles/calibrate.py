@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from PIL import Image, ImageDraw, ImageFont
 
-from jarvis import prompts
 from jarvis.desktop.screen import Size
 from jarvis.llm.base import complete
 from jarvis.llm.profiles.catalog import PROFILES, Profile
@@ -32,7 +31,7 @@ from jarvis.llm.profiles.coords import (
     CoordSpace,
     to_screen,
 )
-from jarvis.llm.profiles.select import active_profile, geometry
+from jarvis.llm.profiles.select import active_profile, geometry, system_prompt
 from jarvis.llm.types import ImagePart, LLMRequest, Message, TextPart, ToolSpec
 
 if TYPE_CHECKING:
@@ -199,21 +198,6 @@ def suggest(report: Report) -> str:
         if (p.space.kind, p.space.denominator) == (best.space.kind, best.space.denominator)
     ]
     return f"Set model_profile to one with that convention: {', '.join(same) or 'none ships'}."
-
-
-def system_prompt(profile: Profile, image: Size, grid: Size) -> str:
-    text = prompts.render(
-        "system",
-        screen_width=image.width,
-        screen_height=image.height,
-        max_x=image.width - 1,
-        max_y=image.height - 1,
-        date="",
-        platform="calibration",
-    )
-    if grid != image:
-        text += f"\n\nInstead of pixels: {profile.grid_note(image)}"
-    return text
 
 
 async def calibrate(

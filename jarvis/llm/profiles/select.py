@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import platform
 from collections.abc import Callable
+from datetime import date
 from typing import TYPE_CHECKING
 
+from jarvis import prompts
 from jarvis.agent.context import ContextPolicy
 from jarvis.desktop.screen import Size
 from jarvis.llm.profiles.catalog import Choice, Profile, choose_profile
@@ -47,3 +50,20 @@ def context_policy(settings: Settings) -> ContextPolicy:
     ``keep_screenshots`` and C from the profile (``stable`` only)."""
     chunk = active_profile(settings).profile.chunk if settings.context_policy == "stable" else 0
     return ContextPolicy(settings.context_policy, settings.keep_screenshots, chunk)
+
+
+def system_prompt(profile: Profile, image: Size, grid: Size) -> str:
+    """The system prompt for screenshots of ``image`` pixels whose points go on ``grid``
+    (they differ for a relative profile, whose own convention then rules)."""
+    text = prompts.render(
+        "system",
+        screen_width=image.width,
+        screen_height=image.height,
+        max_x=image.width - 1,
+        max_y=image.height - 1,
+        date=date.today().isoformat(),
+        platform=f"{platform.system()} {platform.release()}",
+    )
+    if grid != image:
+        text += f"\n\nInstead of pixels: {profile.grid_note(image)}"
+    return text
