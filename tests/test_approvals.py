@@ -150,6 +150,26 @@ async def test_unattended_channels_and_yes(tmp_path: Path) -> None:
     ]
 
 
+async def test_a_channel_adds_calls_that_wait(tmp_path: Path) -> None:
+    """safety.approve_per_channel holds more calls for one channel's tasks; the rules of
+    safety.approve still hold for it, and other channels are not touched."""
+    bus = EventBus()
+    extra = {"email": {"tools": ["write_file"], "hotkeys": ["ctrl+s"]}}
+    gate = _gate(bus, attended=False, approve_per_channel=extra)
+    email, tui = _context(tmp_path, bus, ("email",)), _context(tmp_path, bus, ("tui",))
+    write = {"path": "notes.txt", "content": "hello"}
+    assert await gate.check("write_file", write, tui, "c1") is None
+    assert await gate.check("hotkey", {"keys": "ctrl+s"}, tui, "c2") is None
+    refusal = await gate.check("write_file", write, email, "c3")
+    assert refusal is not None and "for tasks from email" in refusal
+    refusal = await gate.check("hotkey", {"keys": "S+Ctrl"}, email, "c4")
+    assert refusal is not None and "ctrl+s" in refusal
+    assert await gate.check("type", {"text": "sudo ls"}, email, "c5") is not None  # the base
+    assert await gate.check("type", {"text": "ls"}, email, "c6") is None
+    with pytest.raises(ValidationError, match="regular expression"):
+        SafetySettings.model_validate({"approve_per_channel": {"api": {"text_patterns": ["("]}}})
+
+
 async def test_email_task_is_never_approved_from_email(tmp_path: Path) -> None:
     """Even with --yes, a task from email waits; an answer by email is refused and changes
     nothing; unanswered, the call is refused."""

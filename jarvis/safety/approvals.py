@@ -170,6 +170,8 @@ class ApprovalGate:
     ) -> None:
         self.settings = settings
         self.rules = RuleSet(settings.approve)
+        self.channel_rules = {c: RuleSet(r) for c, r in settings.approve_per_channel.items()}
+        """More rules for the tasks of some channels (they narrow, never widen)."""
         self.store = store
         self.unattended = unattended
         """``jarvis run --yes``: held calls of tasks not from email run without asking."""
@@ -186,7 +188,7 @@ class ApprovalGate:
     async def check(
         self, name: str, arguments: Any, context: ToolContext, call_id: str | None
     ) -> str | None:
-        held = self.rules.held(name, arguments)
+        held = self.held(name, arguments, tuple(context.channels))
         if held is None:
             return None
         call_id = call_id or ""
@@ -219,6 +221,19 @@ class ApprovalGate:
         if refusal is None:
             context.approved.add(call_id)
         return refusal
+
+    def held(self, name: str, arguments: Any, channels: tuple[str, ...]) -> Held | None:
+        """Whether the call waits: the rules of ``safety.approve``, then those of each of
+        the task's channels in ``safety.approve_per_channel``."""
+        held = self.rules.held(name, arguments)
+        for channel in channels:
+            if held is not None:
+                break
+            rules = self.channel_rules.get(channel)
+            found = rules.held(name, arguments) if rules is not None else None
+            if found is not None:
+                held = Held(f"{channel}:{found.rule}", f"{found.reason} for tasks from {channel}")
+        return held
 
     async def ask_person(
         self, held: Held, name: str, arguments: Any, context: ToolContext, call_id: str

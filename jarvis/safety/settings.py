@@ -71,6 +71,15 @@ class ApprovalRules(BaseModel):
         return patterns
 
 
+class ChannelApprovalRules(ApprovalRules):
+    """More calls that wait for a person when a task comes from one channel
+    (``safety.approve_per_channel.NAME``): added to ``safety.approve``, never removed."""
+
+    tools: list[str] = Field(default_factory=list, description="as in safety.approve")
+    text_patterns: list[str] = Field(default_factory=list, description="as in safety.approve")
+    hotkeys: list[str] = Field(default_factory=list, description="as in safety.approve")
+
+
 class SandboxSettings(BaseModel):
     """The private virtual display of ``jarvis run --sandbox``."""
 
@@ -98,6 +107,11 @@ class SafetySettings(BaseModel):
         "ctrl+alt+escape", description="global X hotkey that cancels the task; null disables"
     )
     approve: ApprovalRules = Field(default_factory=ApprovalRules)
+    approve_per_channel: dict[str, ChannelApprovalRules] = Field(
+        default_factory=dict,
+        description="channel (email, api, inbox...) -> more calls held for its tasks, e.g. "
+        "{'email': {'tools': ['write_file', 'click']}}",
+    )
     approval_timeout_s: float = Field(120.0, gt=0, description="unanswered means denied")
     unattended: list[str] = Field(
         default_factory=list,
