@@ -30,19 +30,15 @@ def capture_jpeg(monitor: int, max_side: int, quality: int = LIVE_JPEG_QUALITY) 
     """The monitor of this process's display now, scaled to ``max_side``, as JPEG bytes.
     Raises :class:`NoDisplay` when there is no display to capture."""
     from mss.exception import ScreenShotError
-    from PIL import Image
 
-    from jarvis.desktop.screen import Screen, encode_image, fit_size, resize_image
+    from jarvis.desktop.screen import Screen
 
     try:
-        with Screen(monitor=monitor, max_side=max_side) as screen:
-            size, raw = screen.grab_raw()
+        with Screen(monitor=monitor, max_side=max_side, jpeg_quality=quality) as screen:
+            return screen.encoded()
     except (ScreenShotError, ValueError) as exc:
         shown = os.environ.get("DISPLAY") or "DISPLAY is not set"
         raise NoDisplay(f"no display to capture ({shown}): {exc}") from exc
-    image = Image.frombytes("RGB", (size.width, size.height), raw, "raw", "BGRX")
-    image = resize_image(image, fit_size(size, max_side), None)
-    return encode_image(image, "jpeg", quality)
 
 
 @dataclass

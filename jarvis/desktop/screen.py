@@ -323,12 +323,22 @@ class Screen:
         shot = self._sct.grab(self._region)
         return zlib.crc32(shot.raw).to_bytes(4, "big")
 
+    def _grab_image(self) -> Image.Image:
+        """The monitor now, at its physical size."""
+        shot = self._sct.grab(self._region)
+        return Image.frombytes("RGB", (shot.width, shot.height), shot.raw, "raw", "BGRX")
+
+    def encoded(self) -> bytes:
+        """The screen now as the screenshot is sent (its size, format and quality), with
+        none of :meth:`capture`'s extras (hash, timings): for live views."""
+        image = resize_image(self._grab_image(), self._image, None)
+        return encode_image(image, self.image_format, self.jpeg_quality)
+
     def capture(self) -> Observation:
         t0 = time.perf_counter()
-        shot = self._sct.grab(self._region)
+        image = self._grab_image()
         t1 = time.perf_counter()
-        physical = Size(shot.width, shot.height)
-        image = Image.frombytes("RGB", (shot.width, shot.height), shot.raw, "raw", "BGRX")
+        physical = Size(image.width, image.height)
         model_image = resize_image(image, self._image, self._resize_pool())
         t2 = time.perf_counter()
         data = encode_image(model_image, self.image_format, self.jpeg_quality)
@@ -364,9 +374,8 @@ class Screen:
         ox, oy = self.origin
         left, top = self.to_screen(min(x1, x2), min(y1, y2))
         right, bottom = self.to_screen(max(x1, x2), max(y1, y2))
-        shot = self._sct.grab(self._region)
-        image = Image.frombytes("RGB", (shot.width, shot.height), shot.raw, "raw", "BGRX")
-        fx, fy = shot.width / self._size.width, shot.height / self._size.height
+        image = self._grab_image()
+        fx, fy = image.width / self._size.width, image.height / self._size.height
         box = (
             round((left - ox) * fx),
             round((top - oy) * fy),

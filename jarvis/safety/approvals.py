@@ -188,11 +188,11 @@ class ApprovalGate:
     async def check(
         self, name: str, arguments: Any, context: ToolContext, call_id: str | None
     ) -> str | None:
-        held = self.held(name, arguments, tuple(context.channels))
+        channels = tuple(context.channels)
+        held = self.held(name, arguments, channels)
         if held is None:
             return None
         call_id = call_id or ""
-        channels = tuple(context.channels)
         if self.store.allowed_for_task(context.task_id, held.rule):
             refusal = None
         elif self.runs_unattended(channels):
@@ -226,14 +226,14 @@ class ApprovalGate:
         """Whether the call waits: the rules of ``safety.approve``, then those of each of
         the task's channels in ``safety.approve_per_channel``."""
         held = self.rules.held(name, arguments)
+        if held is not None:
+            return held
         for channel in channels:
-            if held is not None:
-                break
             rules = self.channel_rules.get(channel)
             found = rules.held(name, arguments) if rules is not None else None
             if found is not None:
-                held = Held(f"{channel}:{found.rule}", f"{found.reason} for tasks from {channel}")
-        return held
+                return Held(f"{channel}:{found.rule}", f"{found.reason} for tasks from {channel}")
+        return None
 
     async def ask_person(
         self, held: Held, name: str, arguments: Any, context: ToolContext, call_id: str

@@ -2,10 +2,10 @@
 
 A call is held when its tool name matches one of ``tools`` (exact or shell-style
 pattern), when ``type`` would type text matching one of ``text_patterns``
-(case-insensitive regular expressions), or when ``hotkey`` presses a chord in
-``hotkeys`` (order and aliases do not matter: ``F4+Alt`` is ``alt+f4``), or when the model itself
-marks a step as risky with ``call_user(risky=true)`` (``model_marked``). The result
-names the rule, so "allow for this task" can cover that rule and nothing else.
+(case-insensitive regular expressions), when ``hotkey`` or ``press_key`` presses a chord
+in ``hotkeys`` (order and aliases do not matter: ``F4+Alt`` is ``alt+f4``), or when the
+model itself marks a step as risky with ``call_user(risky=true)`` (``model_marked``). The
+result names the rule, so "allow for this task" can cover that rule and nothing else.
 """
 
 from __future__ import annotations

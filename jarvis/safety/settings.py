@@ -78,6 +78,7 @@ class ChannelApprovalRules(ApprovalRules):
     tools: list[str] = Field(default_factory=list, description="as in safety.approve")
     text_patterns: list[str] = Field(default_factory=list, description="as in safety.approve")
     hotkeys: list[str] = Field(default_factory=list, description="as in safety.approve")
+    model_marked: bool = Field(False, description="as in safety.approve")
 
 
 class SandboxSettings(BaseModel):

@@ -148,15 +148,7 @@ class ApiBackend:
 
     async def screen(self, live: bool = False) -> bytes | None:
         paths = ("/api/screen/live", "/api/screen/latest") if live else ("/api/screen/latest",)
-        for path in paths:
-            try:
-                found = await self._call("GET", path)
-            except BackendError as exc:
-                if exc.status in (404, 503):  # no display to capture; no screenshot yet
-                    continue
-                raise
-            return found if isinstance(found, bytes) else None
-        return None
+        return await self._image(*paths)
 
     async def pending_approvals(self) -> list[dict[str, Any]]:
         found = await self._call("GET", "/api/approvals")
@@ -167,14 +159,20 @@ class ApiBackend:
         await self._call("POST", f"/api/approvals/{quote(approval_id, safe='')}", json=body)
 
     async def approval_screenshot(self, approval_id: str) -> bytes | None:
-        path = f"/api/approvals/{quote(approval_id, safe='')}/screenshot"
-        try:
-            found = await self._call("GET", path)
-        except BackendError as exc:
-            if exc.status == 404:  # no picture was taken (or this daemon does not serve it)
-                return None
-            raise
-        return found if isinstance(found, bytes) else None
+        return await self._image(f"/api/approvals/{quote(approval_id, safe='')}/screenshot")
+
+    async def _image(self, *paths: str) -> bytes | None:
+        """The image at the first of ``paths`` the daemon has one for; None when none has
+        (404: no picture, or a daemon that does not serve it; 503: no display to capture)."""
+        for path in paths:
+            try:
+                found = await self._call("GET", path)
+            except BackendError as exc:
+                if exc.status in (404, 503):
+                    continue
+                raise
+            return found if isinstance(found, bytes) else None
+        return None
 
     async def aclose(self) -> None:
         await self._client.aclose()

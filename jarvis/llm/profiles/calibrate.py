@@ -12,7 +12,6 @@ pixels) is the one the model uses; it fits when that is inside the circles' radi
 
 from __future__ import annotations
 
-import io
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from PIL import Image, ImageDraw, ImageFont
 
-from jarvis.desktop.screen import Size
+from jarvis.desktop.screen import Size, encode_image, resize_image
 from jarvis.llm.base import complete
 from jarvis.llm.profiles.catalog import PROFILES, Profile
 from jarvis.llm.profiles.coords import (
@@ -142,10 +141,7 @@ class Report:
     def declared(self) -> str:
         space = self.profile.space
         for c in CONVENTIONS:
-            if not c.of_screen and (c.space.kind, c.space.denominator) == (
-                space.kind,
-                space.denominator,
-            ):
+            if not c.of_screen and same_scale(c.space, space):
                 return c.name
         return space.describe()
 
@@ -187,16 +183,17 @@ class Report:
         return out
 
 
+def same_scale(a: CoordSpace, b: CoordSpace) -> bool:
+    """Whether two spaces read numbers alike (a box or a point does not matter here)."""
+    return (a.kind, a.denominator) == (b.kind, b.denominator)
+
+
 def suggest(report: Report) -> str:
     """Which shipped profiles use the convention the answers fit."""
     best = next((c for c in CONVENTIONS if c.name == report.best), None)
     if best is None or best.of_screen or report.best not in report.fitting:
         return "Check how the server resizes images and the model card's convention."
-    same = [
-        p.name
-        for p in PROFILES.values()
-        if (p.space.kind, p.space.denominator) == (best.space.kind, best.space.denominator)
-    ]
+    same = [p.name for p in PROFILES.values() if same_scale(p.space, best.space)]
     return f"Set model_profile to one with that convention: {', '.join(same) or 'none ships'}."
 
 
@@ -206,18 +203,18 @@ async def calibrate(
     """Ask the model for each target and read its answers under every convention."""
     profile = active_profile(settings).profile
     grid, image = geometry(profile, screen, settings)
-    shot = io.BytesIO()
-    picture(screen).resize((image.width, image.height), Image.Resampling.LANCZOS).save(shot, "PNG")
-    part = ImagePart.from_bytes(shot.getvalue(), "image/png")
+    sent = resize_image(picture(screen), image, None)  # as a task's screenshot is resized
+    part = ImagePart.from_bytes(encode_image(sent, "png"), "image/png")
     report = Report(profile, screen, image, radius(screen))
     offered = [t for t in tools if t.name in (*POINT_TOOLS, "finished", "call_user")]
+    system = system_prompt(profile, image, grid)
     for t in TARGETS:
         ask = (
             f"The screenshot shows five numbered coloured circles. Click the centre of the "
             f"{t.colour} circle labelled {t.label}: one click action, nothing else."
         )
         request = LLMRequest(
-            system=system_prompt(profile, image, grid),
+            system=system,
             messages=[Message(role="user", content=[part, TextPart(text=ask)])],
             tools=offered,
             max_tokens=settings.max_tokens,
