@@ -168,6 +168,8 @@ async def test_deny_with_a_note_reaches_the_model_and_a_late_answer_is_shown(
         error = refusal()["error"]  # type: ignore[index]
         assert error["code"] == NOT_ALLOWED == -32006
         assert error["message"].endswith(NOTE) and "denied" in error["message"]
+        # the denied call's tool card spells out what cannot be seen too
+        await expect(page.locator("#message")).to_contain_text("su\\u{200b}do \\u{202e}exe.txt")
 
         # the second held call: a reload finds it in GET /api/approvals
         await until(lambda: len(journal_of(api, "approval_requested")) == 2, 60)

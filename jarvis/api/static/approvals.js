@@ -3,7 +3,7 @@
 // every reconnect, from GET /api/approvals. `approval_resolved` (any decision) turns a card
 // into its outcome, which stays a moment and goes. The task's message keeps one line per
 // held call with its outcome. Every text from the model or the call goes in as textContent.
-// Uses $, api, postJSON and currentStep from panel.js.
+// Uses $, api, postJSON, visible and currentStep from panel.js.
 "use strict";
 
 const Approvals = (() => {
@@ -37,13 +37,6 @@ const Approvals = (() => {
   function clock(seconds) {
     const m = Math.floor(seconds / 60);
     return `${m}:${String(seconds % 60).padStart(2, "0")}`;
-  }
-
-  // Characters a person cannot see (zero-width, bidi overrides, odd spaces, unassigned)
-  // are written as \u{...}, so `su\u{200b}do` cannot pass for something harmless.
-  const HIDDEN = /[\p{Cf}\p{Co}\p{Cn}\p{Zl}\p{Zp}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]/gu;
-  function visible(text) {
-    return String(text).replace(HIDDEN, (c) => `\\u{${c.codePointAt(0).toString(16)}}`);
   }
 
   function add(request) {

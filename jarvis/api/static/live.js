@@ -62,6 +62,7 @@ const Live = (() => {
   document.addEventListener("jarvis:ready", () => setInterval(tick, PERIOD_MS));
   document.addEventListener("jarvis:apply", (event) => {
     if (event.detail.kind === "task_started") setTimeout(tick, 0);
+    else if (event.detail.kind === "task_finished") $("live").hidden = true;  // not live now
   });
   return { tick };
 })();

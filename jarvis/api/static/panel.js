@@ -26,6 +26,13 @@ function emit(name, detail) {
   document.dispatchEvent(new CustomEvent(`jarvis:${name}`, { detail }));
 }
 
+// Characters a person cannot see (zero-width, bidi overrides, odd spaces, unassigned) are
+// written as \u{...} in a call's arguments, so `su\u{200b}do` cannot pass for harmless.
+const HIDDEN = /[\p{Cf}\p{Co}\p{Cn}\p{Zl}\p{Zp}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]/gu;
+function visible(text) {
+  return String(text).replace(HIDDEN, (c) => `\\u{${c.codePointAt(0).toString(16)}}`);
+}
+
 async function api(path, options = {}) {
   const response = await fetch(path, { credentials: "same-origin", ...options });
   if (response.status === 401) { showLogin(); throw new Error("not logged in"); }
@@ -142,7 +149,7 @@ function apply(r) {
     case "tool_call_started": {
       const c = card(r.call_id, r.tool_name, "running");
       c.args = r.arguments || {};
-      c.body.textContent = `arguments: ${JSON.stringify(c.args, null, 2)}`;
+      c.body.textContent = `arguments: ${visible(JSON.stringify(c.args, null, 2))}`;
       break;
     }
     case "tool_call_finished": finishCard(r); break;
@@ -230,7 +237,7 @@ function finishCard(r) {
   c.latency.textContent = `${Math.round(r.latency_ms || 0)} ms`;
   const result = r.ok ? `result: ${JSON.stringify(r.data, null, 2)}`
                       : `error ${r.error_code}: ${r.error_message}`;
-  c.body.textContent = `arguments: ${JSON.stringify(c.args, null, 2)}\n${result}`;
+  c.body.textContent = `arguments: ${visible(JSON.stringify(c.args, null, 2))}\n${result}`;
   if (!r.ok) c.el.open = true;  // errors open, the rest collapsed
   if (r.ok && CLICKS.has(r.tool_name) && "x" in c.args) state.view.click = c.args;
 }
