@@ -15,6 +15,17 @@ from jarvis.gateway.channels.email.state import Confirmation, LedgerData, Thread
 from tests.email_mail import ALICE, AUTHSERV, GOOD_AR, email_settings, headers, mail, whitelist
 
 NOW = 1_800_000_000.0
+RECEIVED = (
+    "from mail.example.com (mail.example.com [192.0.2.7]) by mx.example.net (Postfix) "
+    "with ESMTPS id 4Xy; Mon, 23 Nov 2026 10:00:01 +0000"
+)
+
+
+def split(*results: str) -> bytes:
+    """A mail whose receiver wrote ``results`` in one header each, directly below its own
+    Received header (the sender's headers, with no Authentication-Results, follow)."""
+    ars = [("Authentication-Results", f"{AUTHSERV}; {r}") for r in results]
+    return mail([("Received", RECEIVED), *ars, *headers(Authentication_Results=None)])
 
 
 def verdict(raw: bytes, ledger: LedgerData | None = None, factor: str = "none", **kw: object):
@@ -119,6 +130,93 @@ ATTACKS: list[tuple[str, bytes, str]] = [
         "a trusted header without results",
         mail(headers(Authentication_Results=f"{AUTHSERV}; none")),
         "aligned",
+    ),
+    (
+        "a forged dmarc=pass joining the receiver's run below a failing one",
+        split(
+            "dkim=fail header.d=example.com; dmarc=fail header.from=example.com",
+            GOOD_AR.split("; ", 1)[1],
+        ),
+        "disagree",
+    ),
+    (
+        "a forged dkim=pass joining a run that found no signature",
+        split("dkim=none; spf=pass smtp.mailfrom=example.com", "dkim=pass header.d=example.com"),
+        "disagree",
+    ),
+    (
+        "a forged dkim=pass beside the receiver's dkim=fail of the same domain",
+        split('dkim=fail header.d="example.com"', "dkim=pass header.d=example.com"),
+        "disagree",
+    ),
+    (
+        "a forged aligned dkim=pass beside the receiver's pass for the sender's own domain",
+        split("dkim=pass header.d=evil.test; dmarc=none", "dkim=pass header.d=example.com"),
+        "disagree",
+    ),
+    (
+        "a forged dmarc=pass beside the receiver's pass for another domain",
+        split("dmarc=pass header.from=evil.test", "dmarc=pass header.from=example.com"),
+        "disagree",
+    ),
+    (
+        "a forged pass of the trusted id further down, after another header",
+        mail(
+            [
+                ("Received", RECEIVED),
+                ("Authentication-Results", f"{AUTHSERV}; dmarc=fail header.from=example.com"),
+                ("X-Spam-Score", "0.1"),
+                *headers(),
+            ]
+        ),
+        "dmarc=pass",
+    ),
+    (
+        "a receiver's second header without its Received header above",
+        mail(
+            [
+                ("Authentication-Results", f"{AUTHSERV}; spf=pass smtp.mailfrom=example.com"),
+                *headers(),
+            ]
+        ),
+        "aligned",
+    ),
+    (
+        "a quoted header.from with more after its quote",
+        mail(headers(Authentication_Results=f'{AUTHSERV}; dmarc=pass header.from="example.com" x')),
+        "does not parse",
+    ),
+    (
+        "a quoted value hiding a second result",
+        mail(
+            headers(
+                Authentication_Results=f'{AUTHSERV}; dmarc=pass header.from="evil.test; '
+                'dmarc=pass header.from=example.com"'
+            )
+        ),
+        "aligned",
+    ),
+    (
+        "a quoted value with an escaped quote",
+        mail(
+            headers(Authentication_Results=f'{AUTHSERV}; dmarc=pass header.from="example.com\\" x"')
+        ),
+        "aligned",
+    ),
+    (
+        "an unclosed quoted value",
+        mail(headers(Authentication_Results=f'{AUTHSERV}; dmarc=pass header.from="example.com')),
+        "does not parse",
+    ),
+    (
+        "header.from said twice",
+        mail(
+            headers(
+                Authentication_Results=f"{AUTHSERV}; dmarc=pass header.from=evil.test "
+                'header.from="example.com"'
+            )
+        ),
+        "does not parse",
     ),
     ("two Subject headers", mail([*headers(), ("Subject", "Another")]), "2 subject headers"),
     ("two Message-IDs", mail([*headers(), ("Message-ID", "<x@y>")]), "message-id"),
@@ -254,6 +352,60 @@ def test_real_world_headers_parse_and_pass(value: str) -> None:
     assert clean_parse(value) is not None
     assert authres_reason(value, "example.com") is None
     assert authres_reason(value, "evil.test") is not None
+
+
+QUOTED = [
+    f'{AUTHSERV}; dkim=pass header.d="example.com" header.s=s1; dmarc=none',
+    f'{AUTHSERV}; dkim=pass header.s="s1" header.d="Example.COM" header.b="a;b(c)"',
+    f'{AUTHSERV}; dmarc=pass header.from="example.com" policy.dmarc="reject"',
+    f'{AUTHSERV}; dkim=pass header.i="@example.com" (signed "by" them); spf=pass '
+    'smtp.mailfrom="alice@example.com"',
+    f'{AUTHSERV}; dmarc=pass (p=reject; "quoted" (nested) comment) header.from="example.com"',
+]
+
+
+@pytest.mark.parametrize("value", QUOTED)
+def test_quoted_property_values_are_read(value: str) -> None:
+    """RFC 8601 allows a quoted string wherever a property value goes."""
+    assert authres_reason(value, "example.com") is None
+    assert authres_reason(value, "evil.test") is not None
+    assert verdict(mail(headers(Authentication_Results=value))).kind == "task"
+
+
+@pytest.mark.parametrize(
+    "results",
+    [
+        (
+            "spf=pass smtp.mailfrom=example.com",
+            "dkim=pass header.d=example.com",
+            'dmarc=pass header.from="example.com"',
+        ),
+        ("dkim=pass header.d=example.com", "dmarc=pass header.from=example.com"),
+        ("dmarc=pass header.from=example.com", "dmarc=pass header.from=example.com"),
+        ("spf=pass smtp.mailfrom=example.com", "dkim=pass header.d=example.com"),
+    ],
+    ids=["three", "dmarc-second", "repeated", "dkim-second"],
+)
+def test_a_receivers_split_headers_are_read_together(results: tuple[str, ...]) -> None:
+    """The receiver's headers directly below its Received header count as one; the pass
+    in the second or third is read."""
+    d = verdict(split(*results))
+    assert (d.kind, d.reason) == ("task", "")
+
+
+def test_split_headers_stop_at_the_first_other_header() -> None:
+    """Only the run right below the Received header is the receiver's."""
+    raw = mail(
+        [
+            ("Received", RECEIVED),
+            ("Authentication-Results", f"{AUTHSERV}; spf=pass smtp.mailfrom=example.com"),
+            ("Authentication-Results", "mx.other.test; dmarc=pass header.from=example.com"),
+            ("Authentication-Results", f"{AUTHSERV}; dmarc=pass header.from=example.com"),
+            *headers(Authentication_Results=None),
+        ]
+    )
+    d = verdict(raw)
+    assert d.kind == "reject" and "aligned" in d.reason
 
 
 def test_dkim_alone_passes_only_without_dmarc() -> None:

@@ -6,11 +6,13 @@ or the reason it does not. :func:`authenticate` runs them all; the first reason 
 1. Headers: exactly one of each single-instance header; exactly one From with exactly
    one mailbox, no group, no parser defect, and a second parser agreeing on the address;
    a Sender, if any, equal to From; the address on the whitelist.
-2. The topmost ``Authentication-Results`` header of the configured authserv-id (the
-   receiving server's; headers of other ids are ignored, headers below it are the sender's
-   own and count for nothing) parses cleanly and shows ``dmarc=pass`` with ``header.from``
-   equal to the From domain, or, with no DMARC result, ``dkim=pass`` with ``header.d``
-   equal to it.
+2. The receiving server's ``Authentication-Results`` headers (of the configured
+   authserv-id; the topmost one, read together with the ones right after it when it sits
+   directly below a ``Received`` header: :func:`~.auth_results.trusted_values`; headers of
+   other ids, and those further down, are ignored) parse cleanly, agree with each other,
+   and show ``dmarc=pass`` with ``header.from`` equal to the From domain, or, with no DMARC
+   result, ``dkim=pass`` with ``header.d`` equal to it. Quoted property values count as
+   their text.
 3. Optionally the aligned DKIM signature verifies locally (dkimpy); it must when no
    trusted ``Authentication-Results`` header exists.
 """
@@ -18,20 +20,23 @@ or the reason it does not. :func:`authenticate` runs them all; the first reason 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import parseaddr
 from typing import Any
 
-import authres
-
+from jarvis.gateway.channels.email.auth_results import (
+    Header,
+    disagreement,
+    dkim_domain,
+    parse,
+    trusted_values,
+)
 from jarvis.gateway.channels.email.settings import Sender, Whitelist
 
 SINGLE = ("from", "sender", "to", "subject", "date", "message-id", "content-type")
 DnsFunc = Callable[..., Any]
-_TOKEN = re.compile(r'[A-Za-z0-9_.\-/]+=(?:"(?:[^"\\]|\\.)*"|[^\s";]+)|none')
-_COMMENT = re.compile(r"\((?:[^()\\]|\\.)*\)")
 
 
 @dataclass(frozen=True)
@@ -110,78 +115,32 @@ def header_reason(msg: EmailMessage, whitelist: Whitelist) -> tuple[Identity | N
 
 
 # --- Authentication-Results --------------------------------------------------------
-def authserv_id_of(value: str) -> str:
-    """The authserv-id of a raw header value (comments removed), lowercased."""
-    head = _COMMENT.sub(" ", value).split(";", 1)[0].split()
-    return head[0].lower() if head else ""
-
-
-def clean_parse(value: str) -> Any | None:
+def clean_parse(value: str) -> Header | None:
     """The parsed header when every part of it follows the grammar; None otherwise."""
-    text = re.sub(r"\s+", " ", _COMMENT.sub(" ", value)).strip()
-    parts = [p.strip() for p in text.split(";")]
-    if len(parts) < 2 or not parts[0]:
-        return None
-    head = parts[0].split()
-    if len(head) > 2 or (len(head) == 2 and not head[1].isdigit()):
-        return None
-    resinfos = [p for p in parts[1:] if p]
-    for part in resinfos:
-        rest = part
-        while rest:
-            match = _TOKEN.match(rest)
-            if not match:
-                return None
-            rest = rest[match.end() :].lstrip()
-    try:
-        parsed = authres.AuthenticationResultsHeader.parse_value(value)
-    except Exception:  # the library raises several kinds of error for garbage
-        return None
-    expected = [p for p in resinfos if p.lower() != "none"]
-    if len(parsed.results) != len(expected):
-        return None
-    return parsed
+    return parse(value)
 
 
-def trusted_header(
-    msg: EmailMessage, authserv_ids: tuple[str, ...]
-) -> tuple[str | None, str | None]:
-    """The raw value of the topmost header of a trusted authserv-id; or (None, reason)."""
-    if not authserv_ids:
-        return None, "no authserv_id configured in whitelist.json"
-    for value in msg.get_all("authentication-results") or []:
-        if authserv_id_of(str(value)) in authserv_ids:
-            return str(value), None
-    return None, f"no Authentication-Results from {' or '.join(authserv_ids)}"
-
-
-def _prop(result: Any, ptype: str, name: str) -> str | None:
-    for prop in result.properties:
-        if prop.type.lower() == ptype and prop.name.lower() == name:
-            return str(prop.value).strip().strip('"').lower()
-    return None
-
-
-def authres_reason(value: str, domain: str) -> str | None:
-    """Does this (trusted) header show an aligned DMARC or DKIM pass for ``domain``?"""
-    parsed = clean_parse(value)
-    if parsed is None:
-        return "the trusted Authentication-Results header does not parse cleanly"
-    results = list(parsed.results)
-    dmarc = [r for r in results if r.method.lower() == "dmarc"]
+def authres_reason(values: str | Sequence[str], domain: str) -> str | None:
+    """Do these trusted headers (one, or the receiver's run read together) show an aligned
+    DMARC or DKIM pass for ``domain``?"""
+    headers = []
+    for value in [values] if isinstance(values, str) else values:
+        header = parse(value)
+        if header is None:
+            return "the trusted Authentication-Results header does not parse cleanly"
+        headers.append(header)
+    reason = disagreement(headers)
+    if reason:
+        return reason
+    results = [r for h in headers for r in h.results]
+    dmarc = [r for r in results if r.method == "dmarc"]
     for r in dmarc:
-        if r.result.lower() == "pass" and _prop(r, "header", "from") == domain:
+        if r.result == "pass" and r.prop("header.from") == domain:
             return None
-    if any(r.result.lower() not in ("none",) for r in dmarc):
+    if any(r.result != "none" for r in dmarc):
         return f"no aligned dmarc=pass for {domain}"
     for r in results:
-        if r.method.lower() != "dkim" or r.result.lower() != "pass":
-            continue
-        d = _prop(r, "header", "d")
-        if d is None:
-            i = _prop(r, "header", "i")
-            d = i.rpartition("@")[2] if i else None
-        if d == domain:
+        if r.method == "dkim" and r.result == "pass" and dkim_domain(r) == domain:
             return None
     return f"no aligned dmarc=pass or dkim=pass for {domain}"
 
@@ -234,9 +193,10 @@ def authenticate(
     identity, reason = header_reason(msg, whitelist)
     if identity is None:
         return None, reason
-    value, missing = trusted_header(msg, whitelist.authserv_ids)
-    if value is not None:
-        reason = authres_reason(value, identity.domain)
+    items = [(name, str(value)) for name, value in msg.items()]
+    values, missing = trusted_values(items, whitelist.authserv_ids)
+    if values:
+        reason = authres_reason(values, identity.domain)
         if reason:
             return None, reason
     elif not dkim_local:
