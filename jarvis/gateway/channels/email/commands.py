@@ -4,8 +4,9 @@ would get, without sending or marking anything.
 IMAP: log in, select the mailbox read-only, report UIDVALIDITY and IDLE. SMTP: connect
 with the configured TLS, log in, quit (no MAIL command). Then the verdict for the file,
 decided as the channel would (whitelist, ledger, settings) but with nothing written.
-Exit codes: 0 the checks pass and the mail would be accepted, 1 otherwise, 2 usage
-(the file cannot be read).
+``--offline`` skips both (no login, no network): only the verdict. ``--json`` prints one
+JSON document instead of lines. Exit codes: 0 the checks pass and the mail would be
+accepted, 1 otherwise, 2 usage (the file cannot be read).
 """
 
 from __future__ import annotations
@@ -13,12 +14,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jarvis.config import Settings
+
+if TYPE_CHECKING:
+    from jarvis.gateway.channels.email.decide import Decision
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 ACCEPTED = ("task", "confirm", "answer")
@@ -36,7 +41,12 @@ def register(subparsers: Any) -> None:
         help="check IMAP and SMTP settings and print the verdict for FILE.eml (sends nothing)",
     )
     test.add_argument("file", type=Path, help="a mail in RFC 5322 form (.eml)")
-    test.add_argument("--offline", action="store_true", help="skip the IMAP and SMTP checks")
+    test.add_argument(
+        "--offline",
+        action="store_true",
+        help="check the mail only: no IMAP or SMTP login, no network",
+    )
+    test.add_argument("--json", action="store_true", help="print one JSON document")
     test.add_argument(
         "--data-dir",
         default=argparse.SUPPRESS,  # so that `jarvis email --data-dir D test` keeps D
@@ -49,32 +59,49 @@ def cmd_test(args: argparse.Namespace, settings: Settings) -> int:
     try:
         raw = args.file.read_bytes()
     except OSError as exc:
-        print(f"jarvis email test: cannot read {args.file}: {exc.strerror or exc}")
+        error = f"cannot read {args.file}: {exc.strerror or exc}"
+        print(json.dumps({"error": error}) if args.json else f"jarvis email test: {error}")
         return EXIT_USAGE
-    ok = True
+    checks: dict[str, dict[str, Any]] = {}
     if not args.offline:
         for name, problem in (("IMAP", imap_check(settings)), ("SMTP", smtp_check(settings))):
-            print(f"{'FAIL' if problem.startswith('!') else 'PASS'}  {name}  {problem.lstrip('!')}")
-            ok = ok and not problem.startswith("!")
-    verdict = verdict_for(raw, settings)
-    print(f"verdict: {verdict}")
-    return EXIT_OK if ok and verdict.startswith(("accepted", "authenticated")) else EXIT_FAILED
+            checks[name.lower()] = {
+                "ok": not problem.startswith("!"),
+                "detail": problem.lstrip("!"),
+            }
+            if not args.json:
+                mark = "PASS" if checks[name.lower()]["ok"] else "FAIL"
+                print(f"{mark}  {name}  {problem.lstrip('!')}")
+    decision = verdict_for(raw, settings)
+    accepted = decision.kind in ACCEPTED
+    ok = accepted and all(c["ok"] for c in checks.values())
+    if args.json:
+        verdict = {
+            "accepted": accepted,
+            "kind": decision.kind,
+            "reason": decision.reason,
+            "reply": decision.reply,
+            "text": decision.describe(),
+        }
+        print(json.dumps({"ok": ok, "checks": checks or None, "verdict": verdict}, indent=2))
+    else:
+        print(f"verdict: {decision.describe()}")
+    return EXIT_OK if ok else EXIT_FAILED
 
 
-def verdict_for(raw: bytes, settings: Settings) -> str:
-    from jarvis.gateway.channels.email.decide import decide
+def verdict_for(raw: bytes, settings: Settings) -> Decision:
+    from jarvis.gateway.channels.email.decide import Decision, decide
     from jarvis.gateway.channels.email.settings import EmailError, load_whitelist
     from jarvis.gateway.channels.email.state import Ledger
 
     try:
         whitelist = load_whitelist(settings.data_dir)
     except EmailError as exc:
-        return f"rejected: {exc}"
+        return Decision("reject", str(exc))
     ledger = Ledger(Path(settings.data_dir) / "email" / "ledger.json")
-    decision = decide(
+    return decide(
         raw, whitelist, ledger.data, settings.email, time.time(), secrets_env=dict(os.environ)
     )
-    return decision.describe()
 
 
 def imap_check(settings: Settings) -> str:

@@ -61,8 +61,8 @@ class Decision:
             return f"accepted as the answer to task {self.task_id}"
         if self.kind == "confirm":
             return "authenticated; a confirmation code would be sent first"
-        verdict = {"drop": "dropped", "reject": "rejected", "refuse": "refused"}[self.kind]
-        return f"{verdict}: {self.reason}"
+        told = " (the sender is told)" if self.reply else ""
+        return f"rejected{told}: {self.reason}"  # one word for every "no task"
 
 
 def parse_message(raw: bytes) -> EmailMessage:
