@@ -3,11 +3,12 @@ another window is in front."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,10 +18,12 @@ import pytest
 from jarvis.cli import main
 from jarvis.config import Settings
 from jarvis.desktop.screen import Size, fit_size, screen_to_model
+from jarvis.events import ApprovalRequested, Event, EventBus
 from jarvis.runs.replay_run import replay_task
 from jarvis.runs.report import locate
 from jarvis.runs.step_file import load_steps
 from jarvis.runs.windows import Windows
+from jarvis.safety.approvals import ApprovalGate, ApprovalStore
 from tests.agent_harness import TEST_KEY, agent_settings, model_point
 from tests.fake_model import FakeModel, Reply, call
 from tests.runs_harness import run_journaled
@@ -249,3 +252,94 @@ def test_replay_with_the_model_but_no_key_says_which_variable(
     assert main(["replay", recording.task_id, "--data-dir", data_dir, "--model"]) == 1
     assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
     assert clicks(tkapp, mark) == []
+
+
+def _holding(settings: Settings) -> Settings:
+    """The recording's settings with a rule that holds typing the recorded words."""
+    approve = settings.safety.approve.model_copy(update={"text_patterns": [r"\breplayed\b"]})
+    safety = settings.safety.model_copy(update={"approve": approve})
+    return settings.model_copy(update={"safety": safety})
+
+
+def _attended(settings: Settings, answer: Callable[[ApprovalStore, ApprovalRequested], None]):
+    """A bus and a gate someone answers (``answer`` runs at each request)."""
+    bus = EventBus()
+    store = ApprovalStore(bus, attended=True)
+    asked: list[ApprovalRequested] = []
+
+    def on_request(event: Event) -> None:
+        assert isinstance(event, ApprovalRequested)
+        asked.append(event)
+        answer(store, event)
+
+    bus.subscribe(on_request, ApprovalRequested)
+    return bus, ApprovalGate(settings.safety, store), asked
+
+
+async def test_a_recorded_held_call_is_held_again_and_a_denial_stops_the_replay(
+    tkapp: TkApp, recording: Recording
+) -> None:
+    settings = _holding(recording.settings)
+    deny = lambda store, event: store.resolve(event.approval_id, "deny", "not again", via="tui")  # noqa: E731
+    bus, gate, asked = _attended(settings, deny)
+    mark = tkapp.mark()
+    outcome = await replay_task(settings, recording.task_id, bus=bus, approvals=gate)
+    assert [(a.tool_name, a.arguments) for a in asked] == [("type", {"text": TEXT})]
+    assert outcome.stopped is not None and "the user denied it" in outcome.stopped
+    assert "not again" in outcome.stopped and outcome.done == 1  # the first click only
+    tkapp.sync()
+    assert [e for e in tkapp.events(since=mark) if e["kind"] in ("key", "text")] == []
+    assert len(clicks(tkapp, mark)) == 1
+    # allowed, the same replay goes on to the end
+    tkapp.reset()
+    allow = lambda store, event: store.resolve(event.approval_id, "allow_once", via="tui")  # noqa: E731
+    bus, gate, asked = _attended(settings, allow)
+    outcome = await replay_task(settings, recording.task_id, bus=bus, approvals=gate)
+    assert outcome.stopped is None and len(asked) == 1
+    tkapp.sync()
+    assert tkapp.ok_pressed() == TEXT
+
+
+def test_with_nobody_to_answer_the_command_line_refuses_a_held_call(
+    tkapp: TkApp, recording: Recording, tmp_path: Path, capsys
+) -> None:
+    """`jarvis replay` has `jarvis run`'s gate: nobody can answer, so it is refused."""
+    data = recording.settings.data_dir
+    config = data / "config" / "settings.json"
+    saved = config.read_text() if config.exists() else None
+    values = json.loads(saved) if saved else {}
+    values["safety"] = {**values.get("safety", {}), "approve": {"text_patterns": ["replayed"]}}
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps(values))
+    try:
+        mark = tkapp.mark()
+        assert main(["replay", recording.task_id, "--data-dir", str(data)]) == 1
+        said = capsys.readouterr().out
+        assert "1/3 actions repeated; stopped:" in said and "no one can approve it" in said
+        tkapp.sync()
+        assert [e for e in tkapp.events(since=mark) if e["kind"] in ("key", "text")] == []
+    finally:
+        if saved is None:
+            config.unlink()
+        else:
+            config.write_text(saved)
+
+
+async def test_the_kill_switch_stops_a_replay(tkapp: TkApp, recording: Recording) -> None:
+    """The hotkey pressed while the replay waits at a held call: cancelled, by the hotkey."""
+    settings = _holding(recording.settings)
+
+    def press(store: ApprovalStore, event: ApprovalRequested) -> None:
+        subprocess.run(["xdotool", "key", "ctrl+alt+Escape"], check=True, timeout=10)
+
+    bus, gate, asked = _attended(settings, press)
+    mark = tkapp.mark()
+    outcome = await asyncio.wait_for(
+        replay_task(settings, recording.task_id, bus=bus, approvals=gate), 30
+    )
+    assert outcome.stopped == "cancelled by hotkey" and outcome.done == 1 and len(asked) == 1
+    info = json.loads((outcome.folder / "run.json").read_text())
+    assert info["status"] == "cancelled"
+    tkapp.sync()
+    typed = [e for e in tkapp.events(since=mark) if e["kind"] == "text" or e.get("char")]
+    assert typed == []  # only the chord's own modifier keys reached the app

@@ -17,8 +17,11 @@ from jarvis import prompts
 from jarvis.config import Settings
 from jarvis.desktop.screen import Observation
 from jarvis.llm.base import Provider, ProviderError, complete
-from jarvis.llm.types import ImagePart, LLMRequest, Message, ToolSpec
+from jarvis.llm.pricing import cost_usd
+from jarvis.llm.types import ImagePart, LLMRequest, Message, ToolSpec, Usage
+from jarvis.runs.replay import Stop
 from jarvis.runs.step_file import CallFile
+from jarvis.safety import budget
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +54,16 @@ class ModelRegrounder:
     def __init__(self, provider: Provider, settings: Settings) -> None:
         self.provider = provider
         self.settings = settings
+        self.usage = Usage()
+        """What the replay's model calls have used: the budget of a live task holds."""
 
     async def locate(
         self, observation: Observation, crop: Image.Image, call: CallFile
     ) -> tuple[int, int] | None:
+        used = budget.spent(self.usage, cost_usd(self.settings.active_model, self.usage))
+        over = budget.exceeded(used, self.settings.safety)
+        if over is not None:  # no call past the budget
+            raise Stop(f"the replay {over}")
         size = observation.model_size
         x, y = call.model_points[0]
         text = prompts.render(
@@ -80,6 +89,7 @@ class ModelRegrounder:
         except ProviderError as exc:
             log.warning("the model could not re-ground %s: %s", call.name, exc)
             return None
+        self.usage = self.usage + response.usage
         for tool_call in response.tool_calls:
             if tool_call.name == "point":
                 try:

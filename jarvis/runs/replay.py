@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -129,6 +130,7 @@ class Replayer:
         search_px: int = 200,
         regrounder: Regrounder | None = None,
         grabber: Grabber | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.capture = capture
         self.grabber = grabber or Grabber()
@@ -143,6 +145,19 @@ class Replayer:
         self.search_px = search_px
         self.regrounder = regrounder
         self.offset = (0, 0)
+        self.stop = stop or threading.Event()
+        """Set by a brake: input and settle stop between pieces (the context's event)."""
+        self.stopped_by: str | None = None
+        self._running: asyncio.Task[object] | None = None
+
+    def cancel(self, by: str = "user") -> None:
+        """A brake (the kill switch, a signal, ``jarvis stop``): the replay ends as
+        cancelled within a moment, as a live task does; ``by`` is recorded."""
+        if self.stopped_by is None:
+            self.stopped_by = by
+        self.stop.set()
+        if self._running is not None:
+            self._running.cancel()
 
     async def run(self, folder: Path, of_task: str, task_text: str = "") -> ReplayOutcome:
         replay_id = self.context.task_id
@@ -151,8 +166,11 @@ class Replayer:
         outcome.total = sum(1 for _, s in steps for c in self._calls(s) if c.name != "finished")
         self.bus.emit(TaskStarted(task_id=replay_id, task=f"replay of {of_task}: {task_text}"))
         number = 0
+        self._running = asyncio.current_task()
         try:
             for step_dir, recorded in steps:
+                if self.stopped_by is not None:  # braked before the task could be cancelled
+                    raise Stop(f"cancelled by {self.stopped_by}")
                 if any(c.name == "finished" for c in self._calls(recorded)[:1]):
                     break
                 number += 1
@@ -165,11 +183,28 @@ class Replayer:
                     break
         except Stop as stop:
             outcome.stopped = str(stop)
+        except asyncio.CancelledError:
+            if self.stopped_by is None or self._running is None:
+                raise  # not a brake of ours: the caller's cancel goes on
+            self._running.uncancel()
+            outcome.stopped = f"cancelled by {self.stopped_by}"
+        finally:
+            self._running = None
         status = "failed" if outcome.stopped else "finished"
+        if self.stopped_by is not None:
+            status = "cancelled"
         summary = outcome.stopped or f"repeated {outcome.done} actions of {of_task}"
         if self.recorder is not None:
             self.recorder.task_done(replay_id)
-        self.bus.emit(TaskFinished(task_id=replay_id, status=status, summary=summary, steps=number))
+        self.bus.emit(
+            TaskFinished(
+                task_id=replay_id,
+                status=status,
+                summary=summary,
+                steps=number,
+                stopped_by=self.stopped_by,
+            )
+        )
         return outcome
 
     @staticmethod

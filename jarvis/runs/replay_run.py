@@ -3,12 +3,20 @@
 The replay gets the same screen geometry, input, tool registry and settle as a task,
 its own task id (``r-...``), a journal and a step recorder, so it is a run like any
 other: ``runs/DATE/REPLAY_ID/`` with ``replay.json`` naming the original.
+
+It goes through a live task's safety path (DESIGN 8): the registry's approval gate (a
+recorded ``sudo ...`` or ``alt+f4`` is held again; with nobody to answer it is refused, as
+in ``jarvis run``, and the refusal stops the replay), the kill switch, the budget of its
+model calls (``--model``), and, from the command line, Ctrl+C and SIGTERM.
 """
 
 from __future__ import annotations
 
 import asyncio
+import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from jarvis.config import Settings
@@ -20,6 +28,8 @@ from jarvis.runs.records import RunRecorder
 from jarvis.runs.replay import Regrounder, Replayer, ReplayOutcome, new_replay_id, write_replay_file
 from jarvis.runs.report import load_info, locate
 from jarvis.runs.windows import Windows
+from jarvis.safety.approvals import ApprovalGate, ApprovalStore
+from jarvis.safety.killswitch import Brakeable, kill_switch
 from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext
 
@@ -31,8 +41,13 @@ async def replay_task(
     use_model: bool = False,
     bus: EventBus | None = None,
     regrounder: Regrounder | None = None,
+    approvals: ApprovalGate | None = None,
+    signals: bool = False,
 ) -> ReplayOutcome:
-    """Replay the latest run of ``task_id`` on this display (RunNotFound when none)."""
+    """Replay the latest run of ``task_id`` on this display (RunNotFound when none).
+
+    ``approvals`` is the gate held calls wait at (default: `jarvis run`'s, with nobody to
+    answer); ``signals`` makes Ctrl+C and SIGTERM cancel the replay (the command line)."""
     from jarvis.runs.journal import JournalWriter, settings_digest
     from jarvis.tools.audit import known_secrets
 
@@ -70,10 +85,12 @@ async def replay_task(
             bus=bus,
             stop=stop,
         )
+        registry = build_registry(settings)
+        registry.approvals = approvals or ApprovalGate(settings.safety, ApprovalStore(bus))
         replayer = Replayer(
             capture=screen.capture,
             settle=lambda: asyncio.to_thread(settler.wait, stop),
-            registry=build_registry(settings),
+            registry=registry,
             context=context,
             bus=bus,
             recorder=recorder,
@@ -82,10 +99,13 @@ async def replay_task(
             match_score=settings.runs.replay_match_score,
             search_px=settings.runs.replay_search_px,
             regrounder=regrounder,
+            stop=stop,
         )
-        outcome = await replayer.run(
-            original, str(info.get("task_id") or task_id), str(info.get("task", ""))
-        )
+        loop = asyncio.get_running_loop()
+        with kill_switch(settings, replayer, loop), _signals(replayer, loop, signals):
+            outcome = await replayer.run(
+                original, str(info.get("task_id") or task_id), str(info.get("task", ""))
+            )
         folder = journal.folder(replay_id) or _recorded_folder(settings.data_dir, replay_id)
         outcome.folder = folder
         write_replay_file(folder, outcome, original)
@@ -97,6 +117,21 @@ async def replay_task(
         journal.close()
         windows.close()
         screen.close()
+
+
+@contextmanager
+def _signals(target: Brakeable, loop: asyncio.AbstractEventLoop, on: bool) -> Iterator[None]:
+    """Ctrl+C and SIGTERM cancel ``target`` while inside (as for `jarvis run`)."""
+    if not on:
+        yield
+        return
+    loop.add_signal_handler(signal.SIGINT, target.cancel, "ctrl+c")
+    loop.add_signal_handler(signal.SIGTERM, target.cancel, "signal")
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 def _recorded_folder(data_dir: Path, replay_id: str) -> Path:

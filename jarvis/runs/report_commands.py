@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
+    from jarvis.runs.replay import ReplayOutcome
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -39,6 +40,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     replay.add_argument("--provider", choices=["anthropic", "openai"])
     replay.add_argument("--report", action="store_true", help="write the replay's report.html")
+    replay.add_argument(
+        "--yes", action="store_true", help="repeat calls that need approval without asking"
+    )
+    replay.add_argument("--max-cost-usd", type=float, help="end the replay's model calls here")
+    replay.add_argument("--max-tokens-budget", type=int, help="end them at this many tokens")
     replay.set_defaults(handler=cmd_replay)
 
 
@@ -60,12 +66,21 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     import asyncio
 
+    from jarvis.events import EventBus
     from jarvis.llm.base import ProviderError
     from jarvis.runs.replay_run import replay_task
     from jarvis.runs.report import RunNotFound
+    from jarvis.safety.approvals import ApprovalGate, ApprovalStore
+
+    async def replay() -> ReplayOutcome:
+        bus = EventBus()  # the gate `jarvis run` has: nobody to answer, so held is refused
+        gate = ApprovalGate(settings.safety, ApprovalStore(bus), unattended=args.yes)
+        return await replay_task(
+            settings, args.task_id, use_model=args.use_model, bus=bus, approvals=gate, signals=True
+        )
 
     try:
-        outcome = asyncio.run(replay_task(settings, args.task_id, use_model=args.use_model))
+        outcome = asyncio.run(replay())
     except (RunNotFound, ProviderError) as exc:  # no such run; --model without a usable key
         print(f"jarvis: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -22,14 +22,22 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jarvis.desktop import x11
 from jarvis.desktop.keys import MODIFIERS, UnknownKeyError, parse_chord
 
 if TYPE_CHECKING:
-    from jarvis.agent.agent import Agent
     from jarvis.config import Settings
+
+
+class Brakeable(Protocol):
+    """What a brake stops: a live task's Agent, or a replay's Replayer."""
+
+    stop: threading.Event
+
+    def cancel(self, by: str = ...) -> None: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -265,7 +273,7 @@ def chord_keysyms(chord: str) -> set[str]:
 
 
 def agent_brake(
-    agent: Agent, loop: asyncio.AbstractEventLoop, by: str = STOPPED_BY, chord: str = ""
+    agent: Brakeable, loop: asyncio.AbstractEventLoop, by: str = STOPPED_BY, chord: str = ""
 ) -> Callable[[], None]:
     """The callback that stops ``agent`` from any thread: input first, then the task."""
 
@@ -288,7 +296,7 @@ def agent_brake(
 @contextlib.contextmanager
 def kill_switch(
     settings: Settings,
-    agent: Agent,
+    agent: Brakeable,
     loop: asyncio.AbstractEventLoop,
     user_display: dict[str, str] | None = None,
 ) -> Iterator[None]:
