@@ -1,4 +1,5 @@
-"""Live progress of a task in the terminal, drawn with rich from the event bus."""
+"""Live progress of a task in the terminal, drawn with rich from the event bus; every text
+shown passes :func:`jarvis.redaction.redact`."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from jarvis.events import (
     VerificationFinished,
 )
 from jarvis.logfile import console_shows_events
+from jarvis.redaction import redact
 
 STATUS_STYLE = {
     "finished": "bold green",
@@ -55,26 +57,26 @@ class ConsoleReporter:
             if not self._in_text:
                 c.print("[dim]thought:[/] ", end="")
                 self._in_text = True
-            c.print(escape(event.text), end="", style="italic")
+            c.print(_shown(event.text), end="", style="italic")
             return
         self._end_text()
         if isinstance(event, TaskStarted):
             model = f"{self.settings.provider}/{self.settings.active_model}"
-            c.print(f"[bold]task[/] {escape(event.task)}  [dim]({event.task_id}, {model})[/]")
+            c.print(f"[bold]task[/] {_shown(event.task)}  [dim]({event.task_id}, {model})[/]")
         elif isinstance(event, StepStarted):
             c.rule(f"step {event.step}", style="dim")
         elif isinstance(event, ToolCallStarted):
-            args = json.dumps(event.arguments, ensure_ascii=False)
-            c.print(f"  [cyan]→ {event.tool_name}[/] {escape(args[:200])}")
+            args = redact(json.dumps(event.arguments, ensure_ascii=False))
+            c.print(f"  [cyan]→ {event.tool_name}[/] {_shown(args[:200])}")
         elif isinstance(event, ToolCallFinished):
             if event.ok:
                 data = _brief(event.data)
                 c.print(
                     f"  [green]✓ {event.tool_name}[/] [dim]{event.latency_ms:.0f} ms[/]"
-                    + (f" {escape(data)}" if data else "")
+                    + (f" {_shown(data)}" if data else "")
                 )
             else:
-                message = escape(event.error_message or "")
+                message = _shown(event.error_message or "")
                 c.print(f"  [red]✗ {event.tool_name} {event.error_code}[/] {message}")
         elif isinstance(event, StepFinished):
             self._tokens_in += event.input_tokens
@@ -87,16 +89,16 @@ class ConsoleReporter:
         elif isinstance(event, VerificationFinished):
             style = "green" if event.done else "yellow"
             verdict = "verified" if event.done else "not verified"
-            c.print(f"  [{style}]{verdict}:[/] {escape(event.reason)}")
+            c.print(f"  [{style}]{verdict}:[/] {_shown(event.reason)}")
         elif isinstance(event, AgentWarning):
-            c.print(f"  [yellow]! {escape(event.message)}[/]")
+            c.print(f"  [yellow]! {_shown(event.message)}[/]")
         elif isinstance(event, ModelRetry):
             c.print(
                 f"  [yellow]model retry {event.attempt} in {event.delay_s:.1f}s:[/] "
-                f"{escape(event.reason)}"
+                f"{_shown(event.reason)}"
             )
         elif isinstance(event, ToolModeFallback):
-            c.print(f"  [yellow]tool mode: text for this run ({escape(event.reason)})[/]")
+            c.print(f"  [yellow]tool mode: text for this run ({_shown(event.reason)})[/]")
 
     def final(self, outcome: object) -> None:
         self._end_text()
@@ -112,9 +114,14 @@ class ConsoleReporter:
         )
         style = STATUS_STYLE.get(status, "bold")
         self.console.print(
-            f"[{style}]{status}[/] after {steps} step(s){tokens}, ${cost:.4f}: {escape(summary)}",
+            f"[{style}]{status}[/] after {steps} step(s){tokens}, ${cost:.4f}: {_shown(summary)}",
             soft_wrap=True,  # one line, however long: the terminal wraps it, not us
         )
+
+
+def _shown(text: str) -> str:
+    """Text for the terminal: secrets redacted, rich markup escaped."""
+    return escape(redact(text))
 
 
 def _brief(data: object, limit: int = 120) -> str:

@@ -1,8 +1,7 @@
 """The log: ``DATA/logs/DATE.log`` for every command, with secrets redacted.
 
-Every record passes a filter that replaces the values of secret environment
-variables (API keys) with ``[REDACTED]``, so a key that ends up in an exception
-message or a URL never reaches the file or the terminal.
+Every record passes a filter that runs it through :mod:`jarvis.redaction`, so a key
+that ends up in an exception message or a URL never reaches the file or the terminal.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ import logging
 from datetime import date
 from pathlib import Path
 
-from jarvis.tools.audit import known_secrets, redact
+from jarvis.redaction import known_secrets, redact
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -41,19 +40,22 @@ def console_shows_events() -> None:
 
 
 class RedactSecrets(logging.Filter):
-    def __init__(self, secrets: set[str]) -> None:
+    """Every record through :func:`jarvis.redaction.redact`: ``secrets`` when given, else
+    the secrets known when the record is written (so a token registered later counts)."""
+
+    def __init__(self, secrets: set[str] | None = None) -> None:
         super().__init__()
         self.secrets = secrets
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if self.secrets:
-            message = redact(record.getMessage(), self.secrets)
-            if record.exc_info:
-                formatter = logging.Formatter()
-                message += "\n" + redact(formatter.formatException(record.exc_info), self.secrets)
-                record.exc_info = None
-                record.exc_text = None
-            record.msg, record.args = message, None
+        secrets = known_secrets() if self.secrets is None else self.secrets
+        message = redact(record.getMessage(), secrets)
+        if record.exc_info:
+            formatter = logging.Formatter()
+            message += "\n" + redact(formatter.formatException(record.exc_info), secrets)
+            record.exc_info = None
+            record.exc_text = None
+        record.msg, record.args = message, None
         return True
 
 
@@ -68,7 +70,7 @@ def setup_logging(data_dir: Path | None, verbose: bool = False) -> Path | None:
     for old in [h for h in root.handlers if getattr(h, "jarvis", False)]:
         root.removeHandler(old)  # ours from an earlier call; others' handlers stay
         old.close()
-    redactor = RedactSecrets(known_secrets())
+    redactor = RedactSecrets()
     console = logging.StreamHandler()
     console.setLevel(logging.DEBUG if verbose else logging.WARNING)
     console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))

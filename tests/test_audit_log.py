@@ -13,14 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from jarvis.config import Settings
 from jarvis.events import EventRecorder
-from jarvis.tools.audit import (
-    REDACTED,
-    audit_path,
-    known_secrets,
-    read_audit,
-    redact,
-    summarize_arguments,
-)
+from jarvis.redaction import REDACTED, known_secrets, redact
+from jarvis.tools.audit import audit_path, read_audit, summarize_arguments
 from jarvis.tools.context import ToolContext
 from jarvis.tools.registry import ToolRegistry
 from jarvis.tools.results import INVALID_PARAMS, UNKNOWN_TOOL, ToolResult

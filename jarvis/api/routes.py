@@ -22,6 +22,7 @@ from jarvis.api.views import (
     latest_screenshot,
     safe_screenshot,
     steps_of,
+    task_view,
     todo_view,
 )
 from jarvis.gateway.gateway import Gateway
@@ -119,7 +120,7 @@ def _task_view(d: Daemon, task_id: str, with_events: bool) -> TaskView:
         run = load_run(d.data_dir, folder)
         records = list(read_events(folder / "events.jsonl"))
     steps, verdict = steps_of(records)
-    return TaskView(
+    view = TaskView(
         task_id=todo.id if todo else task_id,
         todo=todo_view(todo) if todo else None,
         run=run,
@@ -128,6 +129,7 @@ def _task_view(d: Daemon, task_id: str, with_events: bool) -> TaskView:
         last_seq=records[-1]["seq"] if records else 0,
         events=records if with_events else None,
     )
+    return task_view(view)
 
 
 def _todo(d: Daemon, task_id: str) -> Any:

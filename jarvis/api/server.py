@@ -27,6 +27,7 @@ from jarvis.api.routes import Daemon
 from jarvis.api.settings import HttpAddress
 from jarvis.api.stream import EventHub
 from jarvis.gateway.gateway import Gateway
+from jarvis.redaction import register
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,7 @@ class HttpService:
             token = load_or_create_token(settings.data_dir)
         except (OSError, ValueError) as exc:
             raise ApiUnavailable(f"no API token: {exc}") from exc
+        register(token)  # a token quoted anywhere (a task, an error) is redacted
         sockets = self._bind()
         hub = EventHub(self.gateway.journal, asyncio.get_running_loop(), settings.api.queue_size)
         codes = LoginCodes()

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from jarvis.gateway.todos import Todo
+from jarvis.redaction import redact_value
 from jarvis.runs.reader import RunInfo
 
 SCREENSHOTS = Path("memory") / "screenshots"
@@ -59,7 +60,14 @@ class TaskView(BaseModel):
 
 
 def todo_view(todo: Todo) -> dict[str, Any]:
-    return todo.model_dump(mode="json", exclude={"extra"})
+    clean: dict[str, Any] = redact_value(todo.model_dump(mode="json", exclude={"extra"}))
+    return clean
+
+
+def task_view(view: TaskView) -> TaskView:
+    """``view`` with every string passed through :func:`jarvis.redaction.redact_value`
+    (journal lines are redacted when written; this covers a secret known only since)."""
+    return TaskView.model_validate(redact_value(view.model_dump(mode="json")))
 
 
 def screenshot_path(path: str | None) -> str | None:

@@ -26,8 +26,8 @@ async def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     from jarvis.eval.oracle import OracleProvider
     from jarvis.eval.suite import load_task
     from jarvis.events import EventBus
+    from jarvis.redaction import known_secrets
     from jarvis.runs.journal import JournalWriter, settings_digest
-    from jarvis.tools.audit import known_secrets
 
     task = load_task(Path(spec["task_file"]))
     provider_name = spec.get("provider") or None

@@ -50,6 +50,7 @@ from jarvis.gateway.queue import MessageQueue
 from jarvis.gateway.serve_lock import ServeLock
 from jarvis.gateway.todos import Todo, TodoList, TodoState
 from jarvis.gateway.worker import AgentWorker, CachedTodos, RunRecord
+from jarvis.redaction import register_settings
 from jarvis.runs.journal import JournalWriter
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
 
@@ -107,6 +108,7 @@ class Gateway:
         provider: Provider | None = None,
     ) -> None:
         self.settings = settings
+        register_settings(settings)  # todos, the archive and the API redact them too
         self.bus = bus or EventBus()
         self.options = options or GatewayOptions()
         self.queue = MessageQueue.from_settings(settings, self.bus)

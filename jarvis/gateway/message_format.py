@@ -48,6 +48,7 @@ from jarvis.gateway.markdown import (
     split_sections,
     unescape_lines,
 )
+from jarvis.redaction import redact
 
 HEADER_START = "## ["
 RESULT_MARK = "**Result:**"
@@ -106,12 +107,12 @@ class Message(BaseModel):
     @field_validator("text")
     @classmethod
     def _text(cls, value: str) -> str:
-        return clean_block(value)
+        return redact(clean_block(value))
 
     @field_validator("result")
     @classmethod
     def _result(cls, value: str | None) -> str | None:
-        return (clean_block(value) or None) if value is not None else None
+        return (redact(clean_block(value)) or None) if value is not None else None
 
     @field_validator("meta")
     @classmethod
@@ -121,7 +122,7 @@ class Message(BaseModel):
             norm = normalize_key(key)
             if not KEY_PATTERN.fullmatch(norm) or norm in KNOWN_KEYS:
                 raise ValueError(f"invalid or reserved header key {key!r}")
-            out[norm] = clean_line(item)
+            out[norm] = redact(clean_line(item))
         return out
 
     @model_validator(mode="after")

@@ -54,6 +54,7 @@ from jarvis.gateway.markdown import (
     unescape_lines,
 )
 from jarvis.gateway.message_format import ID_PATTERN, KEY_PATTERN
+from jarvis.redaction import redact
 
 TodoStatus = Literal["pending", "in_progress", "completed", "failed", "needs_user", "cancelled"]
 STATUSES: tuple[str, ...] = get_args(TodoStatus)
@@ -126,7 +127,7 @@ class Todo(BaseModel):
     @field_validator("title")
     @classmethod
     def _title(cls, value: str) -> str:
-        value = clean_line(value)
+        value = redact(clean_line(value))
         if not value:
             raise ValueError("a task needs a title")
         return value
@@ -154,7 +155,7 @@ class Todo(BaseModel):
     @field_validator("summary")
     @classmethod
     def _summary(cls, value: str | None) -> str | None:
-        return (clean_field(value) or None) if value is not None else None
+        return (redact(clean_field(value)) or None) if value is not None else None
 
     @field_validator("message_ids")
     @classmethod
@@ -167,12 +168,12 @@ class Todo(BaseModel):
     @field_validator("notes")
     @classmethod
     def _notes(cls, value: list[str]) -> list[str]:
-        return [note for note in (clean_field(v) for v in value) if note]
+        return [redact(note) for note in (clean_field(v) for v in value) if note]
 
     @field_validator("description")
     @classmethod
     def _description(cls, value: str) -> str:
-        return clean_block(value)
+        return redact(clean_block(value))
 
     @field_validator("extra")
     @classmethod
@@ -182,7 +183,7 @@ class Todo(BaseModel):
             norm = _normalize_key(key)
             if not KEY_PATTERN.fullmatch(norm) or norm in _SINGLE or norm == "note":
                 raise ValueError(f"invalid or reserved field name {key!r}")
-            out.append((norm, clean_field(item)))
+            out.append((norm, redact(clean_field(item))))
         return out
 
     @property

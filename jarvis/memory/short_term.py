@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from jarvis.fsutil import atomic_write_bytes, atomic_write_text
-from jarvis.tools.audit import known_secrets, redact
+from jarvis.redaction import known_secrets, redact
 
 log = logging.getLogger(__name__)
 

@@ -67,9 +67,9 @@ from jarvis.events import (
     VerificationFinished,
 )
 from jarvis.fsutil import atomic_write_text
+from jarvis.redaction import known_secrets, redact
 from jarvis.runs.reader import find_run, folder_name, last_seq
 from jarvis.runs.seq import SeqCounter
-from jarvis.tools.audit import known_secrets, redact
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
@@ -138,6 +138,10 @@ class JournalWriter:
         self._closed = False
         self.last_seq = 0
         """The last seq this writer wrote (0 before its first line)."""
+
+    def _known(self) -> set[str]:
+        """The secrets given at the start and those registered since (the API token)."""
+        return self._secrets | known_secrets()
         self._unsubscribe = bus.subscribe(self._on_event)
 
     @classmethod
@@ -220,7 +224,7 @@ class JournalWriter:
         channel = self._channel(task_id) if callable(self._channel) else self._channel
         info = {
             "task_id": task_id,
-            "task": redact(event.task, self._secrets),
+            "task": redact(event.task, self._known()),
             "channel": channel or "unknown",
             "provider": self._provider,
             "model": self._model,
@@ -300,7 +304,7 @@ class JournalWriter:
         record = {"seq": seq, "ts": fields.pop("ts"), "kind": fields.pop("kind")}
         record["task_id"] = fields.pop("task_id")
         record.update(fields)
-        text = redact(json.dumps(record, ensure_ascii=False, default=str), self._secrets)
+        text = redact(json.dumps(record, ensure_ascii=False, default=str), self._known())
         os.write(run.fd, (text + "\n").encode("utf-8"))
         if run.info.get("first_seq") is None:
             run.info["first_seq"] = seq
@@ -322,12 +326,12 @@ class JournalWriter:
             tokens["cache_read"] = tokens.get("cache_read", 0) + event.cache_read_tokens
             info["cost_usd"] = event.cost_usd
         elif isinstance(event, VerificationFinished):
-            info["verdict"] = {"done": event.done, "reason": redact(event.reason, self._secrets)}
+            info["verdict"] = {"done": event.done, "reason": redact(event.reason, self._known())}
             return
         elif isinstance(event, TaskFinished):
             info.update(
                 status=event.status,
-                summary=redact(event.summary, self._secrets),
+                summary=redact(event.summary, self._known()),
                 ended=event.ts,
                 steps=event.steps,
                 tokens={

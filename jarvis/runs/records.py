@@ -11,7 +11,7 @@ The screenshot of step N+1 is step N's ``after.jpg`` (the screen once N's action
 settled); the last step's comes from one more capture at the end. Files are written on
 one background thread, in order, so the loop never waits for a disk.
 
-Secrets never reach a record: values of :func:`~jarvis.tools.audit.known_secrets` and
+Secrets never reach a record: values of :func:`~jarvis.redaction.known_secrets` and
 text matching ``settings.runs.secret_patterns`` are replaced with ``[REDACTED]`` in the
 arguments, thoughts and results; a call that lost text that way is marked ``redacted``
 (a replay refuses to repeat it).
@@ -20,7 +20,6 @@ arguments, thoughts and results; a call that lost text that way is marked ``reda
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from jarvis.events import Event, EventBus, TaskStarted, ToolCallFinished, ToolCa
 from jarvis.fsutil import atomic_write_bytes
 from jarvis.llm.pricing import cost_usd
 from jarvis.llm.types import Usage
+from jarvis.redaction import Redactor, known_secrets
 from jarvis.runs.grab import Grabber
 from jarvis.runs.step_file import (
     KEY_TOOLS,
@@ -49,7 +49,6 @@ from jarvis.runs.step_file import (
     step_folder,
 )
 from jarvis.runs.windows import Windows
-from jarvis.tools.audit import REDACTED, known_secrets, redact, redact_value
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
@@ -82,32 +81,6 @@ def crop_box(x: int, y: int, side: int, width: int, height: int) -> tuple[int, i
     left = min(max(0, x - side // 2), width - side)
     top = min(max(0, y - side // 2), height - side)
     return left, top, left + side, top + side
-
-
-class Redactor:
-    """Replaces known secret values and text matching the user's secret patterns."""
-
-    def __init__(self, secrets: set[str], patterns: list[str]) -> None:
-        self.secrets = secrets
-        self.patterns = [re.compile(p) for p in patterns]
-
-    def text(self, text: str) -> str:
-        text = redact(text, self.secrets)
-        for pattern in self.patterns:
-            text = pattern.sub(REDACTED, text)
-        return text
-
-    def value(self, value: Any) -> Any:
-        value = redact_value(value, self.secrets)
-        if not self.patterns:
-            return value
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, dict):
-            return {k: self.value(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.value(v) for v in value]
-        return value
 
 
 @dataclass

@@ -48,8 +48,8 @@ async def replay_task(
 
     ``approvals`` is the gate held calls wait at (default: `jarvis run`'s, with nobody to
     answer); ``signals`` makes Ctrl+C and SIGTERM cancel the replay (the command line)."""
+    from jarvis.redaction import known_secrets
     from jarvis.runs.journal import JournalWriter, settings_digest
-    from jarvis.tools.audit import known_secrets
 
     original = locate(settings.data_dir, task_id)
     info = load_info(original)

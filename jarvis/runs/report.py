@@ -27,10 +27,10 @@ from typing import Any
 
 from PIL import Image
 
+from jarvis.redaction import known_secrets, redact
 from jarvis.runs.markers import ARROW_DEFS, step_markers
 from jarvis.runs.reader import find_run, folder_name
 from jarvis.runs.step_file import CallFile, StepFile, load_steps
-from jarvis.tools.audit import known_secrets, redact
 
 REPORT_FILE = "report.html"
 REPLAY_FILE = "replay.json"

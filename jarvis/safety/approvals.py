@@ -37,9 +37,9 @@ from jarvis.events import (
     EventBus,
     TaskFinished,
 )
+from jarvis.redaction import known_secrets, redact, redact_value
 from jarvis.safety.rules import MODEL_MARKED, Held, RuleSet
 from jarvis.safety.settings import NEVER_UNATTENDED, SafetySettings
-from jarvis.tools.audit import known_secrets, redact, redact_value
 
 if TYPE_CHECKING:
     from jarvis.tools.context import ToolContext

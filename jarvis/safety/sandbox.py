@@ -205,7 +205,7 @@ class Sandbox:
 def app_env(display: dict[str, str]) -> dict[str, str]:
     """The environment of an app on the private display: this process's without its
     secrets (the model sees the screen, so an app could show them), on ``display``."""
-    from jarvis.tools.audit import is_secret_env
+    from jarvis.redaction import is_secret_env
 
     return {**{k: v for k, v in os.environ.items() if not is_secret_env(k)}, **display}
 

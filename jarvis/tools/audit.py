@@ -3,31 +3,26 @@
 A line says who called what and how it went (trace_id, task_id, call_id,
 tool_name, ok, error code, latency). Arguments are summarised, not logged:
 numbers, booleans and closed-set values are kept; free text is reduced to its
-length. Any value equal to a known secret (API keys and other secret-looking
-environment variables, ``SecretStr`` settings) is replaced by ``[REDACTED]``
-everywhere in the line, as a last line of defence.
+length. Every string of the line passes :func:`jarvis.redaction.redact_value` (known secrets
+and secret-shaped text become ``[REDACTED]``), as a last line of defence.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, SecretBytes, SecretStr
+from pydantic import BaseModel, Field
+
+from jarvis.redaction import known_secrets, redact_value
 
 log = logging.getLogger(__name__)
 
-REDACTED = "[REDACTED]"
-SECRET_ENV_NAMES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
-_MIN_SECRET_LEN = 6
 _MAX_KEYS = 12
 _MAX_VERBATIM = 40
 
@@ -51,54 +46,6 @@ class AuditRecord(BaseModel):
 
 def _now_iso() -> str:
     return datetime.now().astimezone().isoformat("T", "milliseconds")
-
-
-def is_secret_env(name: str) -> bool:
-    """Whether an environment variable of this name holds a secret (API keys, tokens,
-    passwords): it never reaches a log, nor a program the model can look into."""
-    return name in SECRET_ENV_NAMES or bool(_SECRET_NAME.search(name))
-
-
-def known_secrets(settings: BaseModel | None = None) -> set[str]:
-    """Secret values that must never be written: env keys and SecretStr settings."""
-    found: set[str] = set()
-    for name, value in os.environ.items():
-        if is_secret_env(name) and len(value) >= _MIN_SECRET_LEN:
-            found.add(value)
-    if settings is not None:
-        found.update(_model_secrets(settings))
-    return found
-
-
-def _model_secrets(model: BaseModel) -> Iterable[str]:
-    for name in type(model).model_fields:
-        value = getattr(model, name, None)
-        if isinstance(value, SecretStr | SecretBytes):
-            raw = value.get_secret_value()
-            text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-            if len(text) >= _MIN_SECRET_LEN:
-                yield text
-        elif isinstance(value, BaseModel):
-            yield from _model_secrets(value)
-
-
-def redact(text: str, secrets: Collection[str]) -> str:
-    """``text`` with every occurrence of a secret replaced (longest secrets first)."""
-    for secret in sorted(secrets, key=len, reverse=True):
-        if secret and secret in text:
-            text = text.replace(secret, REDACTED)
-    return text
-
-
-def redact_value(value: Any, secrets: Collection[str]) -> Any:
-    """A copy of a JSON-like value with secrets replaced in every string (keys too)."""
-    if isinstance(value, str):
-        return redact(value, secrets)
-    if isinstance(value, Mapping):
-        return {redact(str(k), secrets): redact_value(v, secrets) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [redact_value(v, secrets) for v in value]
-    return value
 
 
 def summarize_arguments(arguments: Any, verbatim: Collection[str] = ()) -> dict[str, Any] | str:

@@ -30,14 +30,8 @@ from pydantic import BaseModel
 from jarvis.config import Settings, ToolPolicy
 from jarvis.events import ToolCallFinished, ToolCallStarted
 from jarvis.llm.types import ToolCall, ToolSpec
-from jarvis.tools.audit import (
-    AuditLog,
-    AuditRecord,
-    known_secrets,
-    redact,
-    redact_value,
-    summarize_arguments,
-)
+from jarvis.redaction import known_secrets, redact, redact_value
+from jarvis.tools.audit import AuditLog, AuditRecord, summarize_arguments
 from jarvis.tools.policy import Clock, Policy, RateLimiter, TaskLocks
 from jarvis.tools.results import (
     INTERNAL,

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from jarvis.redaction import SECRET_NAME, register
+
 Security = Literal["tls", "starttls", "plain"]
 SecondFactor = Literal["confirm", "token", "none"]
 WHITELIST_FILE = Path("config") / "whitelist.json"
@@ -117,6 +119,7 @@ class EmailSettings(BaseModel):
             token = done.stdout.strip()
             if done.returncode != 0 or not token:
                 raise EmailError(f"the OAuth2 token command exited {done.returncode}, no token")
+            register(token)  # an access token that shows up in an error is redacted too
             return "oauth2", token
         password = os.environ.get(self.password_env, "")
         if not password:
@@ -126,10 +129,8 @@ class EmailSettings(BaseModel):
 
 def secret_env_name(name: str) -> str:
     """Env vars holding secrets must be named so that the log filter redacts their values
-    (jarvis.tools.audit: KEY, TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL in the name)."""
-    from jarvis.tools.audit import _SECRET_NAME  # here: jarvis.config imports this module
-
-    if not _SECRET_NAME.search(name):
+    (jarvis.redaction: KEY, TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL in the name)."""
+    if not SECRET_NAME.search(name):
         raise ValueError(
             f"{name!r}: name the variable with PASSWORD, TOKEN, SECRET or KEY in it, so that "
             "logs redact its value"
