@@ -138,11 +138,11 @@ class JournalWriter:
         self._closed = False
         self.last_seq = 0
         """The last seq this writer wrote (0 before its first line)."""
+        self._unsubscribe = bus.subscribe(self._on_event)
 
     def _known(self) -> set[str]:
         """The secrets given at the start and those registered since (the API token)."""
         return self._secrets | known_secrets()
-        self._unsubscribe = bus.subscribe(self._on_event)
 
     @classmethod
     def for_settings(
