@@ -26,13 +26,14 @@ from jarvis.api.views import (
     todo_view,
 )
 from jarvis.gateway.gateway import Gateway
+from jarvis.gateway.message_format import MAX_MESSAGE_CHARS
 from jarvis.gateway.router import ANSWERS
 from jarvis.gateway.todos import TodoState
 from jarvis.runs.reader import RunInfo, find_run, list_runs, load_run, read_events
 
 COOKIE_MAX_AGE_S = 30 * 24 * 3600
 Channel = Literal["web", "tui", "api"]
-TEXT_MAX = 100_000
+TEXT_MAX = MAX_MESSAGE_CHARS
 
 
 @dataclass

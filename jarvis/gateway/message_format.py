@@ -55,6 +55,8 @@ RESULT_MARK = "**Result:**"
 SEPARATOR = "---"
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]*")
 KEY_PATTERN = re.compile(r"[a-z_][a-z0-9_]*")
+MAX_MESSAGE_CHARS = 100_000
+"""The longest message text taken from any channel (the API and drop files)."""
 _HEADER = re.compile(
     r"## \[(?P<ts>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?)\](?P<rest>(?:\s.*)?)"
 )

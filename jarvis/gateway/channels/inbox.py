@@ -11,8 +11,10 @@ A drop file is its text, with an optional front-matter header::
 
 Files whose names start with a dot or that do not end in ``.md`` (editor temp files,
 ``*.tmp``, ``*~``) are ignored, and a file is read only once its size and time stopped
-changing for ``settle_s``. After its message is safely in the inbox the file is moved to
-``drop/processed/`` (never deleted). The message id is derived from the file (name, time,
+changing for ``settle_s``. Only regular files are read, opened without following a link,
+and only up to the API's cap on a message: a link (to ``/etc/passwd``, to the API token),
+a FIFO or a file too big is moved to ``drop/refused/`` unread, with a warning. After its
+message is safely in the inbox the file is moved to ``drop/processed/`` (never deleted). The message id is derived from the file (name, time,
 content), so a crash between the append and the move re-imports nothing: the append with
 that id finds the message already in the inbox, processing or the archive.
 
@@ -25,9 +27,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import inspect
 import logging
 import os
+import stat
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -48,13 +52,22 @@ from jarvis.gateway.markdown import (
     parse_priority,
     short_hash,
 )
-from jarvis.gateway.message_format import KEY_PATTERN, Message, normalize_key
+from jarvis.gateway.message_format import (
+    KEY_PATTERN,
+    MAX_MESSAGE_CHARS,
+    Message,
+    normalize_key,
+)
 from jarvis.gateway.queue import MessageQueue
 
 log = logging.getLogger(__name__)
 
 CHANNEL = "inbox"
 PROCESSED = "processed"
+REFUSED = "refused"
+MAX_DROP_BYTES = 4 * MAX_MESSAGE_CHARS
+"""A drop file is read only up to this size (the API's cap on a message, in UTF-8's worst
+case); a larger one is refused unread."""
 OnMessages = Callable[[list[Message]], Any]
 
 
@@ -86,6 +99,34 @@ def split_front_matter(text: str) -> tuple[dict[str, str], str]:
     return fields, "\n".join(lines[end + 1 :])
 
 
+class Refused(Exception):
+    """A drop entry that is not read; the message says why."""
+
+
+def read_drop_file(path: Path) -> tuple[bytes, float]:
+    """``(bytes, mtime)`` of a drop file: a regular file opened without following a link,
+    at most :data:`MAX_DROP_BYTES`. Raises :class:`Refused` for anything else."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise Refused("a symbolic link (only regular files are read)") from None
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise Refused(f"cannot be opened: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused("not a regular file")
+        if st.st_size > MAX_DROP_BYTES:
+            raise Refused(f"{st.st_size} bytes, over the {MAX_DROP_BYTES}-byte limit")
+        data = f.read(MAX_DROP_BYTES + 1)
+    if len(data) > MAX_DROP_BYTES:
+        raise Refused(f"over the {MAX_DROP_BYTES}-byte limit")
+    return data, st.st_mtime
+
+
 def drop_message_id(name: str, mtime: float, text: str) -> str:
     """The same file always gives the same id, so importing it twice is a no-op."""
     return f"m-{datetime.fromtimestamp(mtime):%Y%m%d-%H%M%S}-{short_hash(name, text, length=8)}"
@@ -109,6 +150,7 @@ class InboxChannel:
         self.queue = queue
         self.drop_dir = queue.drop_dir
         self.processed_dir = self.drop_dir / PROCESSED
+        self.refused_dir = self.drop_dir / REFUSED
         self.poll_interval_s = poll_interval_s
         self.settle_s = settle_s
         self.use_polling = use_polling
@@ -196,15 +238,18 @@ class InboxChannel:
         return fresh
 
     def _ready_files(self) -> list[Path]:
-        """Drop files whose size and time have been still for ``settle_s``."""
+        """Drop entries whose size and time have been still for ``settle_s`` (links and
+        other non-regular files too: :meth:`import_file` refuses them)."""
         ready, now, sizes = [], time.time(), {}
         self._unready = False
         for path in sorted(self.drop_dir.glob("*")):
-            if not wanted(path.name) or not path.is_file():
+            if not wanted(path.name):
                 continue
             try:
-                st = path.stat()
+                st = path.lstat()  # the entry itself: a link is never followed
             except FileNotFoundError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
                 continue
             key = (st.st_size, st.st_mtime_ns)
             before = self._sizes.get(path.name)
@@ -218,11 +263,15 @@ class InboxChannel:
         return ready
 
     def import_file(self, path: Path) -> Message | None:
-        """Turn one drop file into an inbox message and move the file aside."""
+        """Turn one drop file into an inbox message and move the file aside; a link, a
+        file that is not regular, or one over :data:`MAX_DROP_BYTES` is moved to
+        ``drop/refused/`` with a warning, unread."""
         try:
-            data = path.read_bytes()
-            mtime = path.stat().st_mtime
+            data, mtime = read_drop_file(path)
         except FileNotFoundError:
+            return None
+        except Refused as exc:
+            self._refuse(path, str(exc))
             return None
         if data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]
@@ -231,6 +280,9 @@ class InboxChannel:
         except UnicodeDecodeError:
             text = data.decode("utf-8", "replace")
             self._report(path, "not valid UTF-8; undecodable bytes replaced (file kept)")
+        if len(text) > MAX_MESSAGE_CHARS:
+            self._refuse(path, f"longer than {MAX_MESSAGE_CHARS} characters")
+            return None
         fields, body = split_front_matter(text)
         if not body.strip():
             self._report(path, "no message text; the file stays where it is")
@@ -283,6 +335,19 @@ class InboxChannel:
         fsync_dir(self.processed_dir)
         fsync_dir(self.drop_dir)
         return target
+
+    def _refuse(self, path: Path, reason: str) -> None:
+        """Move a drop entry it will not read to ``drop/refused/`` (the entry itself, never
+        what a link points to) and warn."""
+        self.refused_dir.mkdir(parents=True, exist_ok=True)
+        target = self.refused_dir / path.name
+        if os.path.lexists(target):
+            target = self.refused_dir / f"{path.stem}.{time.time_ns()}{path.suffix}"
+        try:
+            os.replace(path, target)
+        except FileNotFoundError:
+            return
+        self._report(path, f"{reason}; not imported, moved to {target}")
 
     def _report(self, path: Path, reason: str) -> None:
         self._problems.report([Problem(str(path), 1, reason, path.name)])
