@@ -14,9 +14,10 @@ Files whose names start with a dot or that do not end in ``.md`` (editor temp fi
 changing for ``settle_s``. Only regular files are read, opened without following a link,
 and only up to the API's cap on a message: a link (to ``/etc/passwd``, to the API token),
 a FIFO or a file too big is moved to ``drop/refused/`` unread, with a warning. After its
-message is safely in the inbox the file is moved to ``drop/processed/`` (never deleted). The message id is derived from the file (name, time,
-content), so a crash between the append and the move re-imports nothing: the append with
-that id finds the message already in the inbox, processing or the archive.
+message is safely in the inbox the file is moved to ``drop/processed/`` (never deleted).
+The message id is derived from the file (name, time, content), so a crash between the
+append and the move re-imports nothing: the append with that id finds the message already
+in the inbox, processing or the archive.
 
 watchdog reports changes in the messages folder; a periodic scan covers file systems
 that send no events. Whoever waits on :attr:`InboxChannel.arrived` (or passes
