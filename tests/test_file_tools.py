@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import threading
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +200,63 @@ def test_a_folder_swapped_for_a_symlink_after_the_check_is_caught(world: dict[st
     os.symlink(str(outside), ws / "box")
     with pytest.raises(Refused, match="outside the workspace"), open_checked(root, path, "x"):
         pass
+
+
+def test_a_missing_folder_made_a_symlink_before_the_write_gets_no_folder_outside(
+    world: dict[str, Any],
+) -> None:
+    """write_file makes missing folders; one that became a symlink to the outside after
+    the path was checked is refused, and nothing appears outside."""
+    from jarvis.tools.workspace import Refused, resolve_inside, write_atomic
+
+    ws, outside = world["ws"], world["outside"]
+    root = Path(os.path.realpath(ws))
+    path = resolve_inside(root, "made/deeper/note.txt")
+    os.symlink(str(outside), ws / "made")
+    with pytest.raises(Refused, match="made is a symlink"):
+        write_atomic(root, path, b"x", "made/deeper/note.txt")
+    assert fingerprint(outside) == world["before"]
+
+
+def test_no_folder_is_made_outside_while_a_folder_flips_to_a_symlink(
+    world: dict[str, Any],
+) -> None:
+    """A bounded race (200 writes) against a thread that keeps swapping a workspace folder
+    for a symlink to the outside: every folder write_file makes stays in the workspace."""
+    from jarvis.tools.workspace import Missing, Refused, resolve_inside, write_atomic
+
+    ws, outside = world["ws"], world["outside"]
+    root = Path(os.path.realpath(ws))
+    (ws / "a").mkdir()
+    stop = threading.Event()
+    flips = 0
+
+    def flip() -> None:  # a -> a-old-N, a = link to the outside, a = a fresh folder
+        nonlocal flips
+        while not stop.is_set():
+            flips += 1
+            with suppress(OSError):  # the writer may have made ``a`` meanwhile
+                os.rename(ws / "a", ws / f"a-old-{flips}")
+                os.symlink(str(outside), ws / "a")
+                os.unlink(ws / "a")
+                os.mkdir(ws / "a")
+
+    flipper = threading.Thread(target=flip)
+    flipper.start()
+    outcomes: set[str] = set()
+    try:
+        for i in range(200):
+            shown = f"a/b{i}/c/note.txt"
+            try:
+                write_atomic(root, resolve_inside(root, shown), b"x", shown)
+                outcomes.add("written")
+            except (Refused, Missing, FileNotFoundError, NotADirectoryError) as exc:
+                outcomes.add(type(exc).__name__)
+    finally:
+        stop.set()
+        flipper.join()
+    assert flips > 0
+    assert fingerprint(outside) == world["before"]
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+    made = list(ws.rglob("note.txt"))
+    assert made and all(p.resolve().is_relative_to(root) for p in made)

@@ -183,8 +183,7 @@ def write_atomic(root: Path, path: Path, data: bytes, shown: str) -> bool:
     parent = path.parent
     if not _inside(root, parent):  # resolve_inside guarantees it; a last guard
         raise Refused(f"'{shown}' lies outside the workspace")
-    _make_dirs(root, parent, shown)
-    with open_checked(root, parent, str(parent), directory=True) as dir_fd:
+    with _folder_fd(root, parent, shown) as dir_fd:
         try:
             existing = os.lstat(path.name, dir_fd=dir_fd)
         except FileNotFoundError:
@@ -212,15 +211,37 @@ def write_atomic(root: Path, path: Path, data: bytes, shown: str) -> bool:
     return existing is None
 
 
-def _make_dirs(root: Path, folder: Path, shown: str) -> None:
-    """Create the missing folders from the root down, each checked to be a real folder."""
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+@contextmanager
+def _folder_fd(root: Path, folder: Path, shown: str) -> Iterator[int]:
+    """A descriptor of ``folder``, its missing parts made on the way down from the root.
+
+    Each part is made and opened relative to its parent's descriptor, never by path, with
+    ``O_NOFOLLOW``: a folder swapped for a symlink meanwhile is refused, not followed, so
+    no folder is ever made outside the root.
+    """
+    fd = os.open(root, _DIR_FLAGS)
     current = root
-    for part in folder.relative_to(root).parts:
-        current = current / part
-        try:
-            info = os.lstat(current)
-        except FileNotFoundError:
-            os.mkdir(current, 0o755)
-            continue
-        if not stat.S_ISDIR(info.st_mode):
-            raise Refused(f"'{shown}': {relative(root, current)} is a {kind_of(info.st_mode)}")
+    try:
+        for part in folder.relative_to(root).parts:
+            current = current / part
+            with suppress(FileExistsError):
+                os.mkdir(part, 0o755, dir_fd=fd)
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                    raise
+                try:
+                    kind = kind_of(os.lstat(part, dir_fd=fd).st_mode)
+                except FileNotFoundError:
+                    kind = "folder that vanished"
+                raise Refused(f"'{shown}': {relative(root, current)} is a {kind}") from None
+            os.close(fd)
+            fd = child
+        _check_fd(root, fd, shown)
+        yield fd
+    finally:
+        os.close(fd)
