@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Header, HTTPException, Query, Request, Response
+from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from jarvis import __version__
 from jarvis.api.auth import COOKIE, LoginCodes, cookie_value
@@ -34,6 +36,21 @@ from jarvis.runs.reader import RunInfo, find_run, list_runs, load_run, read_even
 COOKIE_MAX_AGE_S = 30 * 24 * 3600
 Channel = Literal["web", "tui", "api"]
 TEXT_MAX = MAX_MESSAGE_CHARS
+TASK_ID_MAX = 128
+
+
+def _printable_ascii(value: str) -> str:
+    if not (value.isascii() and value.isprintable()):
+        raise ValueError("a task id is printable ASCII")
+    return value
+
+
+TaskId = Annotated[
+    str, PathParam(min_length=1, max_length=TASK_ID_MAX), AfterValidator(_printable_ascii)
+]
+"""A task id in a path: a longer one or one with other characters is a 422 (as a run
+folder's name it would be a 500)."""
+SEQ = re.compile(r"[0-9]{1,18}")
 
 
 @dataclass
@@ -104,7 +121,7 @@ async def todos(d: D) -> dict[str, list[dict[str, Any]]]:
 
 
 @router.get("/tasks/{task_id}")
-async def task(task_id: str, d: D, events: bool = True) -> TaskView:
+async def task(task_id: TaskId, d: D, events: bool = True) -> TaskView:
     """The todo, its latest run, its steps and (``events=false`` leaves them out) its
     journal lines."""
     return await asyncio.to_thread(_task_view, d, task_id, events)
@@ -149,7 +166,7 @@ class CancelIn(BaseModel):
 
 @router.post("/tasks/{task_id}/cancel", status_code=202)
 async def cancel(
-    task_id: str, d: D, body: Annotated[CancelIn | None, Body()] = None
+    task_id: TaskId, d: D, body: Annotated[CancelIn | None, Body()] = None
 ) -> dict[str, str]:
     """A person's cancel: the task ends ``cancelled`` (a running one stops within a moment),
     recorded as stopped by ``by`` (the TUI's Esc sends tui, the web panel's button web)."""
@@ -164,7 +181,7 @@ async def cancel(
 
 
 @router.post("/tasks/{task_id}/answer", status_code=202)
-async def answer(task_id: str, body: AnswerIn, d: D) -> Queued:
+async def answer(task_id: TaskId, body: AnswerIn, d: D) -> Queued:
     """An answer to a task (its ``call_user`` question): a message addressed to it."""
     todo = await asyncio.to_thread(_todo, d, task_id)
     if todo is None:
@@ -194,14 +211,20 @@ async def events(
     """Server-Sent Events: ``id`` = seq, ``event`` = kind, ``data`` = the journal line."""
     cursor = after
     if last_event_id is not None and last_event_id.strip():
-        if not last_event_id.strip().isdigit():
-            raise HTTPException(400, "Last-Event-ID must be a sequence number")
-        cursor = int(last_event_id)
+        cursor = event_seq(last_event_id)
     return StreamingResponse(
         event_stream(d.hub, d.data_dir, cursor, d.heartbeat_s),
         media_type="text/event-stream",
         headers={"cache-control": "no-store", "x-accel-buffering": "no"},
     )
+
+
+def event_seq(header: str) -> int:
+    """A ``Last-Event-ID``: ASCII digits that fit a seq, else 400."""
+    value = header.strip()
+    if SEQ.fullmatch(value) is None:
+        raise HTTPException(400, "Last-Event-ID must be a sequence number")
+    return int(value)
 
 
 @router.get("/runs")

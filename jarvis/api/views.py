@@ -172,7 +172,8 @@ def approval_screenshot(data_dir: Path, approval_id: str) -> Path | None:
 
 
 def latest_screenshot(data_dir: Path, records: list[dict[str, Any]]) -> Path | None:
-    """The screenshot of the last finished step in ``records``, else the newest one stored."""
+    """The screenshot of the last finished step in ``records``, else the newest one stored;
+    either passes :func:`safe_screenshot` (a link out of the folder is never served)."""
     for r in reversed(records):
         if r["kind"] == "step_finished":
             name = screenshot_path(r.get("screenshot"))
@@ -182,9 +183,11 @@ def latest_screenshot(data_dir: Path, records: list[dict[str, Any]]) -> Path | N
     root = data_dir / SCREENSHOTS
     if not root.is_dir():
         return None
-    days = sorted((p for p in root.iterdir() if p.is_dir()), reverse=True)
+    days = sorted((p.name for p in root.iterdir() if p.is_dir()), reverse=True)
     for day in days:
-        files = sorted(p for p in day.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
-        if files:
-            return files[-1]
+        names = sorted((p.name for p in (root / day).iterdir()), reverse=True)
+        for name in names:
+            found = safe_screenshot(data_dir, f"{day}/{name}")  # the checks of the route
+            if found is not None:
+                return found
     return None
