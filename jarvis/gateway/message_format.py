@@ -40,7 +40,7 @@ from jarvis.gateway.markdown import (
     format_priority,
     format_timestamp,
     has_surrogates,
-    near_misses,
+    normalize_newlines,
     parse_priority,
     parse_timestamp,
     render_document,
@@ -61,6 +61,9 @@ _HEADER = re.compile(
     r"## \[(?P<ts>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?)\](?P<rest>(?:\s.*)?)"
 )
 _TOKEN = re.compile(r'\s+(?P<key>[A-Za-z_][A-Za-z0-9_-]*):(?P<value>"(?:[^"\\]|\\.)*"|[^\s"]\S*)')
+_LOOKS_LIKE_HEADER = re.compile(r"\s{0,3}(?:## \[|#{1,6}\s*\[\s*\d)")
+"""A line a person meant as a header: ``## [``, or any ``#``-heading opening ``[`` and a
+digit (``##[2026-...``, ``### [2026-...``)."""
 KNOWN_KEYS = ("from", "via", "id", "priority", "reply_to", "source", "task", "outcome", "archived")
 
 
@@ -290,15 +293,59 @@ def _parse_section(section: Section) -> tuple[Message | Malformed, bool]:
     return message, False
 
 
+def _salvage(section: Section) -> tuple[Message, bool, Malformed] | None:
+    """An entry followed by junk (bytes that are not UTF-8, say) up to the next header: the
+    entry up to one of its ``---`` lines (the last that gives a readable entry) and the
+    rest as a malformed section, so that what follows an entry never makes it unreadable."""
+    lines = section.lines
+    closing = [i for i, line in enumerate(lines) if line.strip() == SEPARATOR]
+    for end in reversed(closing):
+        rest = lines[end + 1 :]
+        skipped = next((i for i, line in enumerate(rest) if line.strip()), len(rest))
+        if skipped == len(rest):
+            continue  # nothing after this ---: the whole section was tried already
+        item, assigned = _parse_section(Section(section.line, lines[: end + 1]))
+        if isinstance(item, Message):
+            tail = Malformed(
+                "\n".join(rest[skipped:]),
+                f"not part of an entry (after the {SEPARATOR} that closes the one above)",
+                section.line + end + 1 + skipped,
+            )
+            return item, assigned, tail
+    return None
+
+
+def near_misses(text: str) -> list[Malformed]:
+    """Lines that look like a header but are not one (read as text): warned about, with a
+    hint at the usual mistake."""
+    found = []
+    for number, line in enumerate(normalize_newlines(text).split("\n"), start=1):
+        if not _LOOKS_LIKE_HEADER.match(line) or is_header(line):
+            continue
+        if _HEADER.fullmatch(line):
+            hint = 'values with spaces need double quotes, as in from:"Ada Lovelace"'
+        else:
+            hint = "a header is exactly '## [YYYY-MM-DD HH:MM:SS] key:value ...'"
+        found.append(
+            Malformed(line, f"looks like a header but is not one ({hint}); read as text", number)
+        )
+    return found
+
+
 def parse_messages(text: str) -> Document[Message]:
     """Read a queue file; never raises, unreadable sections become :class:`Malformed`."""
     preamble, sections = split_sections(text, is_header)
     doc: Document[Message] = Document(preamble)
-    doc.warnings = near_misses(text, HEADER_START, is_header, "looks like a header but is not one")
+    doc.warnings = near_misses(text)
     for section in sections:
         item, assigned = _parse_section(section)
+        salvaged = _salvage(section) if isinstance(item, Malformed) else None
+        if salvaged is not None:
+            item, assigned, tail = salvaged
+            doc.items += [item, tail]
+        else:
+            doc.items.append(item)
         doc.changed |= assigned
-        doc.items.append(item)
     return doc
 
 

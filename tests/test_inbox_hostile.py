@@ -1,4 +1,5 @@
-"""The drop folder under attack: links, FIFOs and huge files never become messages."""
+"""The inbox channel under attack: links, FIFOs and huge drop files never become messages;
+a hand-written inbox.md with mistyped headers and junk bytes keeps its good entries."""
 
 from __future__ import annotations
 
@@ -125,3 +126,39 @@ def test_a_link_swapped_in_after_the_listing_is_not_followed(
     assert channel.import_file(ready) is None
     assert queue.pending() == []
     assert (queue.drop_dir / "refused" / "task.md").is_symlink()
+
+
+HAND_WRITTEN = (
+    (
+        b"## [2026-02-01 15:30:00] from:user\nFirst task\n\n---\n"
+        b"##[2026-02-01 15:31:00] from:user\nSecond task, header without its space\n\n---\n"
+        b"## [2026-02-01 15:32:00] from:Ada Lovelace\nThird task, a sender without quotes\n\n---\n"
+    )
+    + b"\xff\xfe\x00 junk bytes\n"
+    + (
+        b"## [2026-02-01 15:33:00] from:bob\nFourth task\n\n---\n"
+        b"## [2026-02-01 15:34:00] from:carol\nFifth task\n\n---\n"
+    )
+    + b"\x80\x81 more junk at the very end\n"
+)
+
+
+def test_mistyped_headers_are_warned_about_and_junk_hides_no_entry(
+    queue: MessageQueue,
+) -> None:
+    inbox = queue.root / "inbox.md"
+    inbox.write_bytes(HAND_WRITTEN)
+    found = scan(InboxChannel(queue))
+    pending = queue.pending()
+    assert [m.sender for m in pending] == ["user", "bob", "carol"]
+    assert found == pending
+    assert pending[0].text.startswith("First task")
+    assert [m.text for m in pending[1:]] == ["Fourth task", "Fifth task"]
+    problems = {p.line: p.reason for p in queue.problems()}
+    warned = [r for r in problems.values() if "looks like a header" in r]
+    assert len(warned) == 2
+    assert any("'## [YYYY-MM-DD HH:MM:SS] key:value ...'" in r for r in warned)
+    assert any('from:"Ada Lovelace"' in r for r in warned)
+    junk = [r for r in problems.values() if "not part of an entry" in r]
+    assert len(junk) == 2
+    assert b"junk bytes" in inbox.read_bytes() and b"\xff\xfe" in inbox.read_bytes()
