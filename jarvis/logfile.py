@@ -49,10 +49,14 @@ class RedactSecrets(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         secrets = known_secrets() if self.secrets is None else self.secrets
-        message = redact(record.getMessage(), secrets)
-        if record.exc_info:
-            formatter = logging.Formatter()
-            message += "\n" + redact(formatter.formatException(record.exc_info), secrets)
+        said = record.getMessage()
+        message = redact(said, secrets)
+        trace = logging.Formatter().formatException(record.exc_info) if record.exc_info else ""
+        clean_trace = redact(trace, secrets)
+        if message == said and clean_trace == trace:
+            return True  # nothing to hide: the record stays as it is, traceback and all
+        if clean_trace:
+            message += "\n" + clean_trace
             record.exc_info = None
             record.exc_text = None
         record.msg, record.args = message, None
