@@ -111,7 +111,7 @@ def dedup_screenshots(data_dir: Path, max_distance: int = 4) -> DedupReport:
         return report
     for ref in scan(data_dir):
         if ref.rewritable and ref.target in mapping:
-            report.records_repointed += _repoint(ref.source, ref.target, mapping[ref.target])
+            report.records_repointed += repoint_record(ref.source, ref.target, mapping[ref.target])
 
     still_named = {ref.target for ref in scan(data_dir)}
     groups: dict[str, list[str]] = {}
@@ -131,7 +131,7 @@ def dedup_screenshots(data_dir: Path, max_distance: int = 4) -> DedupReport:
     return report
 
 
-def _repoint(path: Path, old: str, new: str) -> int:
+def repoint_record(path: Path, old: str, new: str) -> int:
     """Point the step record at ``path`` from ``old`` to ``new``; 1 if it was rewritten."""
     try:
         record = StepRecord.model_validate_json(path.read_bytes())
