@@ -276,9 +276,6 @@ def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
     from jarvis.memory.screenshot_check import check
 
     data_dir = settings.data_dir
-    if not data_dir.is_dir():
-        print(f"jarvis memory check: no data directory at {data_dir}")
-        return EXIT_FAILED
     report = check(data_dir, repair=args.repair, max_distance=settings.screenshot_dedup_distance)
     if args.json:
         print(json.dumps(report.to_json(data_dir)))
