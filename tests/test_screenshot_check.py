@@ -107,6 +107,9 @@ def test_check_reports_without_changing_anything(tmp_path: Path, damaged: dict, 
     code, out = check(tmp_path, capsys, "--json")
     report = json.loads(out)
     assert (code, report["dangling"], report["left"]) == (1, 4, 4)
+    [from_journal] = [p for p in report["problems"] if p["target"] == damaged["b"]]
+    assert (from_journal["kind"], from_journal["step"]) == ("journal", 2)
+    assert from_journal["source"] == f"{RUN.as_posix()}/events.jsonl"
     assert {p["target"] for p in report["problems"]} == {
         damaged["b"],
         damaged["c"],

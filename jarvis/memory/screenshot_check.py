@@ -60,7 +60,8 @@ class Problem:
     def to_json(self, data_dir: Path) -> dict[str, Any]:
         return {
             "problem": self.kind,
-            "source": self.ref.describe(data_dir).split(" names ")[0],
+            "kind": self.ref.kind,
+            "source": self.ref.where(data_dir),
             "target": self.ref.target,
             "task_id": self.ref.task_id,
             "step": self.ref.step,

@@ -55,10 +55,13 @@ class Reference:
         """Only a readable step record may be re-pointed to another file."""
         return self.kind == STEP_RECORD
 
+    def where(self, data_dir: Path) -> str:
+        """The source relative to the data dir."""
+        return _rel(self.source, data_dir)
+
     def describe(self, data_dir: Path) -> str:
-        where = _rel(self.source, data_dir)
         step = f" step {self.step}" if self.step is not None else ""
-        return f"{self.kind} {where}{step} names {self.target}"
+        return f"{self.kind} {self.where(data_dir)}{step} names {self.target}"
 
 
 def scan(data_dir: Path) -> list[Reference]:
