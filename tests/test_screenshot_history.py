@@ -146,7 +146,7 @@ def test_two_serve_restarts_keep_every_past_picture(
         shot = data / record.screenshot.path
         assert shot.is_file(), record.screenshot.path
         # the record shows the screen its own step saw: the run's copy of it
-        [run] = [f for f, _ in runs if f.name == record.task_id]
+        [run] = [f for f, events in runs if events[0]["task_id"] == record.task_id]
         seen = run / "steps" / f"{record.step:04d}" / "before.jpg"
         assert same_pixels(shot, seen), (record.task_id, record.step)
         assert record.screenshot.path == finished[(record.task_id, record.step)]
