@@ -1,8 +1,10 @@
-"""Screenshot dedup across the short-term store: re-points records, frees disk, breaks nothing."""
+"""Screenshot dedup across the short-term store: merges only same pixels, re-points only step
+records, never deletes a file anything else names."""
 
 from __future__ import annotations
 
 import io
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -10,11 +12,12 @@ import pytest
 from PIL import Image, ImageDraw
 
 from jarvis.desktop.screen import phash_hex
-from jarvis.memory.screenshot_dedup import dedup_screenshots, group_by_hash, hamming
-from jarvis.memory.short_term import ShortTermMemory, StepRecord
+from jarvis.memory.pixels import same_images, same_pixels
+from jarvis.memory.screenshot_dedup import dedup_screenshots, hamming
+from jarvis.memory.short_term import ScreenshotRef, ShortTermMemory, StepRecord
 
 
-def picture(variant: int, dot: int = 0) -> Image.Image:
+def picture(variant: int, dot: int = 0, typed: str = "") -> Image.Image:
     img = Image.new("RGB", (320, 180), "white")
     draw = ImageDraw.Draw(img)
     if variant == 0:
@@ -24,7 +27,9 @@ def picture(variant: int, dot: int = 0) -> Image.Image:
         draw.rectangle((0, 100, 320, 180), fill="black")
         draw.line((0, 0, 320, 100), fill="green", width=12)
     if dot:
-        draw.point((dot, dot), fill="gray")  # a tiny change: same picture to the eye
+        draw.point((dot, dot), fill="gray")  # one pixel: a pHash twin, but other pixels
+    if typed:
+        draw.text((24, 100), typed, fill="black")  # a typed line in the empty area
     return img
 
 
@@ -34,6 +39,33 @@ def png(img: Image.Image) -> bytes:
     return out.getvalue()
 
 
+def jpeg(img: Image.Image, quality: int = 85) -> bytes:
+    out = io.BytesIO()
+    img.save(out, "JPEG", quality=quality)
+    return out.getvalue()
+
+
+def store_all(
+    tmp_path: Path, images: list[Image.Image], task: str = "t", encode=png
+) -> list[ScreenshotRef]:
+    """Each image stored as its own file with a step record naming it, a second apart."""
+    store = ShortTermMemory(tmp_path)
+    start = datetime.now(UTC) - timedelta(minutes=30)
+    refs = []
+    for i, img in enumerate(images):
+        store._last_shot = None  # every one its own file (capture dedup is tested elsewhere)
+        when = start + timedelta(seconds=i)
+        media = "image/png" if encode is png else "image/jpeg"
+        refs.append(store.save_screenshot(encode(img), media, phash_hex(img), when=when))
+        store.add_step(StepRecord(task_id=task, step=i + 1, timestamp=when, screenshot=refs[-1]))
+    return refs
+
+
+def shown(tmp_path: Path, path: str) -> Image.Image:
+    with Image.open(tmp_path / path) as opened:
+        return opened.convert("RGB")
+
+
 @pytest.mark.parametrize(
     ("a", "b", "bits"), [("ff", "ff", 0), ("ff", "fe", 1), ("0f0f", "f0f0", 16), ("00", "ff", 8)]
 )
@@ -41,51 +73,65 @@ def test_hamming(a: str, b: str, bits: int) -> None:
     assert hamming(a, b) == bits
 
 
-def test_grouping_keeps_the_oldest_as_leader() -> None:
-    hashes = {"a": "ff00", "b": "ff01", "c": "00ff", "d": "ff03", "e": "00fe"}
-    mapping = group_by_hash(hashes, max_distance=2)
-    assert mapping == {"a": "a", "b": "a", "c": "c", "d": "a", "e": "c"}
-    assert group_by_hash(hashes, max_distance=0) == {k: k for k in hashes}
+def test_same_pixels_is_tight() -> None:
+    empty, typed = picture(0), picture(0, typed="hello world")
+    assert hamming(phash_hex(empty), phash_hex(typed)) <= 4  # pHash calls them the same
+    assert not same_pixels(png(empty), png(typed))
+    assert not same_pixels(png(empty), png(picture(0, dot=5)))
+    assert same_pixels(png(empty), png(empty.copy()))
+    assert same_pixels(jpeg(empty), jpeg(empty))
+    assert same_pixels(png(empty), png(empty.convert("RGBA")))  # same pixels, other bytes
+    assert not same_pixels(png(empty), b"not an image")
 
 
-def test_dedup_repoints_records_and_frees_disk(tmp_path: Path) -> None:
-    store = ShortTermMemory(tmp_path)
-    start = datetime.now(UTC) - timedelta(minutes=30)
-    images = [picture(0), picture(0, dot=5), picture(1), picture(0, dot=9), picture(1, dot=7)]
-    refs = []
-    for i, img in enumerate(images):
-        store._last_shot = (
-            None  # store every one: dedup of consecutive equal hashes is tested elsewhere
-        )
-        refs.append(
-            store.save_screenshot(
-                png(img), "image/png", phash_hex(img), when=start + timedelta(seconds=i)
-            )
-        )
-    assert hamming(refs[0].phash, refs[1].phash) <= 4
-    assert hamming(refs[0].phash, refs[2].phash) > 4
-    for i, ref in enumerate(refs):
-        store.add_step(
-            StepRecord(
-                task_id="t", step=i + 1, timestamp=start + timedelta(seconds=i), screenshot=ref
-            )
-        )
+def test_only_files_with_the_same_pixels_merge(tmp_path: Path) -> None:
+    empty = picture(0)
+    images = [empty, picture(0, typed="hello world"), empty.copy(), picture(1),
+              picture(0, dot=9), picture(1).copy()]  # fmt: skip
+    refs = store_all(tmp_path, images)
     size_of = {r.path: (tmp_path / r.path).stat().st_size for r in refs}
 
     report = dedup_screenshots(tmp_path, max_distance=4)
 
-    records = list(store.iter_steps())
-    paths = [r.screenshot.path for r in records if r.screenshot]
-    assert all((tmp_path / p).is_file() for p in paths)  # no record is broken
-    assert set(paths) == {refs[0].path, refs[2].path}
-    assert [r.screenshot.phash for r in records] == [r.phash for r in refs]  # own hashes kept
-    assert report.records_repointed == 3
-    assert report.files_removed == 3
-    assert report.bytes_freed == sum(size_of[r.path] for r in (refs[1], refs[3], refs[4]))
-    assert len([p for p in (tmp_path / "memory" / "screenshots").rglob("*") if p.is_file()]) == 2
-    # running it again changes nothing
+    records = sorted(ShortTermMemory(tmp_path).iter_steps(), key=lambda r: r.step)
+    assert [r.screenshot.path for r in records if r.screenshot] == [
+        refs[0].path, refs[1].path, refs[0].path, refs[3].path, refs[4].path, refs[3].path,
+    ]  # fmt: skip
+    for rec, img in zip(records, images, strict=True):  # every step shows its own screen
+        assert rec.screenshot is not None
+        assert same_images(shown(tmp_path, rec.screenshot.path), img)
+    assert [r.screenshot.phash for r in records if r.screenshot] == [r.phash for r in refs]
+    assert report.groups == [[refs[0].path, refs[2].path], [refs[3].path, refs[5].path]]
+    assert (report.records_repointed, report.files_removed) == (2, 2)
+    assert report.candidates_rejected >= 2  # the typed line and the dot were candidates
+    assert report.bytes_freed == size_of[refs[2].path] + size_of[refs[5].path]
     again = dedup_screenshots(tmp_path, max_distance=4)
     assert (again.records_repointed, again.files_removed) == (0, 0)
+
+
+def journal_line(task: str, step: int, shot: str, seq: int = 1) -> str:
+    line = {"seq": seq, "ts": 1.0, "kind": "step_finished", "task_id": task, "step": step,
+            "screenshot": shot}  # fmt: skip
+    return json.dumps(line) + "\n"
+
+
+def test_a_file_a_journal_or_a_memory_names_is_never_deleted(tmp_path: Path) -> None:
+    empty = picture(0)
+    refs = store_all(tmp_path, [empty, empty.copy(), empty.copy(), empty.copy()])
+    run = tmp_path / "runs" / "2026-01-01" / "t"
+    run.mkdir(parents=True)
+    (run / "events.jsonl").write_text(
+        journal_line("t", 2, refs[1].path) + '{"seq": 9, "kind": "step_fini', encoding="utf-8"
+    )  # a torn last line that names nothing is harmless
+    (run / "run.json").write_text(json.dumps({"summary": f"see {refs[3].path}"}))
+    long_term = tmp_path / "memory" / "long_term"
+    long_term.mkdir(parents=True)
+    (long_term / "preferences.json").write_text(json.dumps([{"content": refs[2].path}]))
+
+    report = dedup_screenshots(tmp_path)
+
+    assert report.files_removed == 0 and report.records_repointed == 0
+    assert all((tmp_path / r.path).is_file() for r in refs)
 
 
 def test_dedup_leaves_unreadable_records_and_their_files(tmp_path: Path) -> None:
@@ -102,25 +148,18 @@ def test_dedup_leaves_unreadable_records_and_their_files(tmp_path: Path) -> None
     assert (tmp_path / ref.path).exists()
 
 
-def test_a_file_a_broken_record_names_is_kept_when_its_group_collapses(tmp_path: Path) -> None:
-    store = ShortTermMemory(tmp_path)
-    now = datetime.now(UTC)
-    refs = []
-    for i, img in enumerate([picture(0), picture(0, dot=5)]):  # near-identical pair
-        store._last_shot = None
-        when = now - timedelta(minutes=5 - i)
-        refs.append(store.save_screenshot(png(img), "image/png", phash_hex(img), when=when))
-        store.add_step(StepRecord(task_id="t", step=i + 1, timestamp=when, screenshot=refs[-1]))
+def test_a_file_a_broken_record_names_is_kept(tmp_path: Path) -> None:
+    refs = store_all(tmp_path, [picture(0), picture(0).copy(), picture(0).copy()])
     day = refs[1].path.split("/")[2]
     broken = tmp_path / "memory" / "steps" / day / "zz-broken.json"
     half = '{"task_id": "t", "step": 3, "screenshot": {"path": "' + refs[1].path + '", "ph'
     broken.write_text(half)  # cut off mid-write, but it names the second file
 
     report = dedup_screenshots(tmp_path)
-    assert report.groups == [[refs[0].path, refs[1].path]]
-    assert report.records_repointed == 1  # the readable record of the pair moved over
-    assert report.files_removed == 0  # the broken record's file stays
+    assert report.groups == [[refs[0].path, refs[2].path]]  # the second one cannot move
+    assert report.records_repointed == 1 and report.files_removed == 1
     assert (tmp_path / refs[1].path).exists() and broken.read_text() == half
+    assert not (tmp_path / refs[2].path).exists()
 
 
 def test_memory_compress_command_dedups_and_expires(tmp_path: Path, capsys) -> None:
@@ -129,7 +168,7 @@ def test_memory_compress_command_dedups_and_expires(tmp_path: Path, capsys) -> N
     store = ShortTermMemory(tmp_path)
     now = datetime.now(UTC)
     refs = []
-    for i, img in enumerate([picture(0), picture(0, dot=5), picture(1)]):
+    for i, img in enumerate([picture(0), picture(0).copy(), picture(1)]):
         store._last_shot = None
         when = now - timedelta(minutes=10 - i)
         refs.append(store.save_screenshot(png(img), "image/png", phash_hex(img), when=when))
@@ -139,7 +178,7 @@ def test_memory_compress_command_dedups_and_expires(tmp_path: Path, capsys) -> N
 
     assert main(["memory", "compress", "--data-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "screenshots: 3 stored; removed 1 near-duplicates" in out
+    assert "screenshots: 3 stored; removed 1 duplicates" in out
     assert "expired: 1 step records" in out
     records = list(store.iter_steps())
     assert [r.task_id for r in records] == ["t", "t", "t"]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from PIL import Image, ImageDraw
 
+from jarvis.desktop.screen import phash_hex
 from jarvis.memory.short_term import (
     ResultRecord,
     ShortTermMemory,
@@ -29,16 +32,34 @@ def record(task: str, step: int, when: datetime, shot=None) -> StepRecord:
     )
 
 
-def test_duplicate_screenshot_stored_once(tmp_path: Path) -> None:
+def screen(typed: str = "") -> tuple[bytes, str]:
+    """An editor-like screen as JPEG bytes and its pHash, with ``typed`` on its first line."""
+    img = Image.new("RGB", (640, 400), "white")
+    draw = ImageDraw.Draw(img)
+    draw.rectangle((0, 0, 640, 30), fill="navy")  # a title bar
+    draw.rectangle((0, 30, 120, 400), fill=(220, 220, 220))  # a side panel
+    draw.rectangle((400, 200, 620, 380), fill="darkred")
+    draw.text((140, 50), typed, fill="black")
+    out = io.BytesIO()
+    img.save(out, "JPEG", quality=85)
+    return out.getvalue(), phash_hex(img)
+
+
+def test_a_screenshot_with_the_last_ones_pixels_is_stored_once(tmp_path: Path) -> None:
     mem = ShortTermMemory(tmp_path)
-    a = mem.save_screenshot(b"one", "image/jpeg", "ffff0000")
-    b = mem.save_screenshot(b"one again", "image/jpeg", "ffff0000")
-    c = mem.save_screenshot(b"two", "image/jpeg", "0000ffff")
+    empty, empty_hash = screen()
+    typed, typed_hash = screen("hello world")
+    assert typed_hash == empty_hash  # the pHash cannot tell them apart...
+    a = mem.save_screenshot(empty, "image/jpeg", empty_hash)
+    b = mem.save_screenshot(screen()[0], "image/jpeg", empty_hash)
+    c = mem.save_screenshot(typed, "image/jpeg", typed_hash)  # ...the pixels can
+    d = mem.save_screenshot(b"\xff\xd8 not a picture", "image/jpeg", typed_hash)
     assert a.path == b.path
-    assert c.path != a.path
+    assert len({a.path, c.path, d.path}) == 3
     files = list((tmp_path / "memory" / "screenshots").rglob("*.jpg"))
-    assert len(files) == 2
-    assert (tmp_path / a.path).read_bytes() == b"one"
+    assert len(files) == 3
+    assert (tmp_path / a.path).read_bytes() == empty
+    assert (tmp_path / c.path).read_bytes() == typed
 
 
 def test_records_round_trip_and_layout(tmp_path: Path) -> None:

@@ -1,9 +1,9 @@
 """`jarvis memory ...`: look at and look after long-term memory from the shell.
 
-Sub-commands: ``add TEXT``, ``search QUERY``, ``list``, ``forget ID``, ``compress``
-and ``repair``. Each handler is ``fn(args, settings) -> exit code``; ``jarvis.cli``
-calls ``args.handler(args, settings)``. Exit codes: 0 done, 1 failed or not found,
-2 usage.
+Sub-commands: ``add TEXT``, ``search QUERY``, ``list``, ``forget ID``, ``compress``,
+``repair`` and ``check`` (references to stored pictures that are gone). Each handler is
+``fn(args, settings) -> exit code``; ``jarvis.cli`` calls ``args.handler(args, settings)``.
+Exit codes: 0 done, 1 failed or not found (``check``: a reference left dangling), 2 usage.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``memory`` and its sub-commands to the ``jarvis`` parser."""
     memory = subparsers.add_parser(
         "memory",
-        help="long-term memory: add, search, list, forget, compress, repair",
+        help="long-term memory: add, search, list, forget, compress, repair, check",
         description="Long-term memory: preferences, skills and task history.",
     )
     _options(memory, leaf=False)
@@ -73,6 +73,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "repair", help="rebuild preferences.json and skills.json from the store"
     )
     _leaf(repair, cmd_repair)
+
+    check = sub.add_parser(
+        "check",
+        help="find journals, step records, runs and memories that name a missing picture",
+    )
+    check.add_argument(
+        "--repair", action="store_true", help="re-point or restore from a copy with its pixels"
+    )
+    check.add_argument("--json", action="store_true", help="one JSON document")
+    _leaf(check, cmd_check)
 
 
 def _options(parser: argparse.ArgumentParser, leaf: bool) -> None:
@@ -229,7 +239,7 @@ def cmd_compress(args: argparse.Namespace, settings: Settings) -> int:
             shots = result.screenshots
             print(
                 f"screenshots: {shots.files_before} stored; removed {shots.files_removed} "
-                f"near-duplicates ({shots.bytes_freed} bytes); "
+                f"duplicates ({shots.bytes_freed} bytes); "
                 f"re-pointed {shots.records_repointed} step records"
             )
         if result.expired is not None:
@@ -259,6 +269,21 @@ def cmd_repair(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
 
     return _run(action)
+
+
+def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
+    """Exit 0 when every reference resolves (after ``--repair``: when none is left)."""
+    from jarvis.memory.screenshot_check import check
+
+    data_dir = settings.data_dir
+    report = check(data_dir, repair=args.repair, max_distance=settings.screenshot_dedup_distance)
+    if args.json:
+        print(json.dumps(report.to_json(data_dir)))
+    else:
+        for problem in report.problems:
+            print(problem.line(data_dir))
+        print(report.summary())
+    return EXIT_FAILED if report.left else EXIT_OK
 
 
 def _names(names: list[str]) -> str:

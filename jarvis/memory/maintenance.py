@@ -6,6 +6,7 @@ Used by ``jarvis memory compress`` and, when idle, by ``jarvis serve``.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,8 @@ from jarvis.memory.compressor import CompressionReport, compress
 from jarvis.memory.long_term import LongTermMemory
 from jarvis.memory.screenshot_dedup import DedupReport, dedup_screenshots
 from jarvis.memory.short_term import ShortTermMemory
+
+log = logging.getLogger(__name__)
 
 SETTINGS_FOR_COMPRESS = {
     "threshold": "memory_forget_threshold",
@@ -48,4 +51,13 @@ def upkeep(
         return UpkeepReport(report, None, None)
     shots = dedup_screenshots(settings.data_dir, settings.screenshot_dedup_distance)
     expired = ShortTermMemory(settings.data_dir).cleanup(settings.short_term_hours)
+    log.info(
+        "memory upkeep: %d screenshots stored, %d duplicates removed, %d step records "
+        "re-pointed, %d pHash look-alikes kept apart; %d step records expired",
+        shots.files_before,
+        shots.files_removed,
+        shots.records_repointed,
+        shots.candidates_rejected,
+        expired["steps"],
+    )
     return UpkeepReport(report, shots, expired)

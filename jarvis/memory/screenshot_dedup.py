@@ -1,26 +1,33 @@
-"""pHash deduplication of stored screenshots across the whole short-term store.
+"""Deduplication of stored screenshots across the whole short-term store.
 
-Screenshots whose perceptual hashes are within ``max_distance`` bits (Hamming)
-collapse into one file: every record that pointed at a member of the group is
-re-pointed at the group's oldest file, then the files no record references any
-more are deleted. Records are rewritten first (atomically), files removed last,
-so a crash at any point leaves every record pointing at a file that exists.
+Two screenshots are duplicates only when their pixels are (:mod:`jarvis.memory.pixels`):
+a pHash within ``max_distance`` bits (Hamming) makes a pair a candidate, a pixel
+comparison confirms it. A file is removed only when every reference to it
+(:mod:`jarvis.memory.screenshot_refs`) can be moved to a file with the same pixels, which
+means only step records name it: journals are append-only and are never rewritten, so a
+file a journal, a run, a memory or an unreadable record names stays. Records are
+re-pointed first (atomically), then the data dir is scanned again and only files nothing
+names any more are deleted, so a crash at any point leaves every reference resolving.
 Run it between tasks (the daemon does so when idle), not during one.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from jarvis.fsutil import atomic_write_text
+from jarvis.memory.pixels import PixelCache
+from jarvis.memory.screenshot_refs import SHOTS, STEP_RECORD, Reference, by_target, scan
 from jarvis.memory.short_term import StepRecord
 
 log = logging.getLogger(__name__)
+
+COMPARISONS = 4
+"""Pixel comparisons per file at most (nearest pHashes first)."""
 
 
 @dataclass
@@ -30,6 +37,9 @@ class DedupReport:
     bytes_freed: int = 0
     records_repointed: int = 0
     groups: list[list[str]] = field(default_factory=list)
+    """Each kept file followed by the files merged into it."""
+    candidates_rejected: int = 0
+    """pHash candidates whose pixels differ (kept apart)."""
 
 
 def hamming(a: str, b: str) -> int:
@@ -37,102 +47,99 @@ def hamming(a: str, b: str) -> int:
     return (int(a, 16) ^ int(b, 16)).bit_count()
 
 
-def group_by_hash(hashes: dict[str, str], max_distance: int) -> dict[str, str]:
-    """Map each path to the path that represents its group; paths in oldest-first order.
-
-    A path joins the first representative within ``max_distance`` of it, so a
-    representative never moves and groups do not chain away from their root.
-    """
-    leaders: list[tuple[str, int]] = []
-    mapping: dict[str, str] = {}
-    for path, phash in hashes.items():
-        value = int(phash, 16)
-        for leader, leader_value in leaders:
-            if (value ^ leader_value).bit_count() <= max_distance:
-                mapping[path] = leader
-                break
-        else:
-            leaders.append((path, value))
-            mapping[path] = path
-    return mapping
-
-
-_SHOT_PATH = re.compile(rb"memory/screenshots/[^\"\s\\]+")
-
-
-def _load_records(
-    steps_dir: Path, unreadable_refs: set[str] | None = None
-) -> list[tuple[Path, StepRecord]]:
-    """The step records that parse. The screenshot paths that unreadable records
-    mention go into ``unreadable_refs``: such files are kept whatever happens."""
-    records = []
-    for path in sorted(steps_dir.glob("*/*.json")):
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            log.warning("screenshot dedup: cannot read record %s: %s", path, exc)
-            continue
-        try:
-            records.append((path, StepRecord.model_validate_json(raw)))
-        except ValidationError as exc:
-            log.warning("screenshot dedup: leaving unreadable record %s alone: %s", path, exc)
-            if unreadable_refs is not None:
-                unreadable_refs.update(
-                    m.decode("utf-8", "replace") for m in _SHOT_PATH.findall(raw)
-                )
-    return records
-
-
-def dedup_screenshots(data_dir: Path, max_distance: int = 4) -> DedupReport:
-    """Collapse near-identical screenshots into one file each and re-point the records."""
-    data_dir = Path(data_dir)
-    shots_dir = data_dir / "memory" / "screenshots"
-    records = _load_records(data_dir / "memory" / "steps")
-    report = DedupReport()
-    if not shots_dir.exists():
-        return report
-    files = sorted(
+def stored_files(data_dir: Path) -> list[Path]:
+    """The stored screenshots, oldest first."""
+    shots_dir = data_dir / SHOTS
+    if not shots_dir.is_dir():
+        return []
+    return sorted(
         (p for p in shots_dir.glob("*/*") if p.is_file() and not p.name.startswith(".")),
         key=lambda p: (p.parent.name, p.name),
     )
+
+
+def _hashes(refs: dict[str, list[Reference]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for target, named in refs.items():
+        for ref in named:
+            if ref.phash and ref.kind == STEP_RECORD:
+                try:
+                    out[target] = int(ref.phash, 16)
+                except ValueError:
+                    continue
+                break
+    return out
+
+
+def plan(data_dir: Path, max_distance: int, report: DedupReport) -> dict[str, str]:
+    """Which file merges into which: each removable file to an older one with its pixels."""
+    files = stored_files(data_dir)
     report.files_before = len(files)
-    on_disk = {p.relative_to(data_dir).as_posix() for p in files}
+    refs = by_target(scan(data_dir))
+    hashes = _hashes(refs)
+    pixels = PixelCache()
+    keepers: list[tuple[str, int]] = []
+    mapping: dict[str, str] = {}
+    for path in files:
+        rel = path.relative_to(data_dir).as_posix()
+        value = hashes.get(rel)
+        if value is None:
+            continue  # no record says what it shows: neither merged nor a target
+        named = refs.get(rel, [])
+        if named and all(r.rewritable for r in named):
+            near = sorted(
+                (d, keeper)
+                for keeper, kv in keepers
+                if (d := (value ^ kv).bit_count()) <= max_distance
+            )
+            for _, keeper in near[:COMPARISONS]:
+                if pixels.same(data_dir / keeper, path):
+                    mapping[rel] = keeper
+                    break
+                report.candidates_rejected += 1
+        if rel not in mapping:
+            keepers.append((rel, value))
+    return mapping
 
-    # the hash of each stored file is the one its records carry
-    hashes: dict[str, str] = {}
-    for _, record in records:
-        shot = record.screenshot
-        if shot and shot.path in on_disk and shot.path not in hashes:
-            hashes[shot.path] = shot.phash
-    ordered = dict(sorted(hashes.items()))
-    mapping = group_by_hash(ordered, max_distance)
 
-    for path, record in records:
-        shot = record.screenshot
-        if shot is None or shot.path not in mapping or mapping[shot.path] == shot.path:
-            continue
-        shot.path = mapping[shot.path]
-        atomic_write_text(path, record.model_dump_json(indent=2))
-        report.records_repointed += 1
+def dedup_screenshots(data_dir: Path, max_distance: int = 4) -> DedupReport:
+    """Merge screenshots with the same pixels into one file each and re-point the records."""
+    data_dir = Path(data_dir)
+    report = DedupReport()
+    mapping = plan(data_dir, max_distance, report)
+    if not mapping:
+        return report
+    for ref in scan(data_dir):
+        if ref.rewritable and ref.target in mapping:
+            report.records_repointed += repoint_record(ref.source, ref.target, mapping[ref.target])
 
-    still_referenced: set[str] = set()  # by records that parse, and any path a broken one names
-    reread = _load_records(data_dir / "memory" / "steps", still_referenced)
-    still_referenced |= {r.screenshot.path for _, r in reread if r.screenshot}
+    still_named = {ref.target for ref in scan(data_dir)}
     groups: dict[str, list[str]] = {}
-    for member, leader in mapping.items():
-        groups.setdefault(leader, []).append(member)
-    for leader, members in groups.items():
-        if len(members) > 1:
-            report.groups.append(members)
-        for member in members:
-            if member == leader or member in still_referenced:
-                continue
-            target = data_dir / member
-            try:
-                size = target.stat().st_size
-                target.unlink()
-            except FileNotFoundError:
-                continue
-            report.files_removed += 1
-            report.bytes_freed += size
+    for member, keeper in sorted(mapping.items()):
+        groups.setdefault(keeper, [keeper]).append(member)
+        if member in still_named:
+            continue
+        target = data_dir / member
+        try:
+            size = target.stat().st_size
+            target.unlink()
+        except FileNotFoundError:
+            continue
+        report.files_removed += 1
+        report.bytes_freed += size
+    report.groups = list(groups.values())
     return report
+
+
+def repoint_record(path: Path, old: str, new: str) -> int:
+    """Point the step record at ``path`` from ``old`` to ``new``; 1 if it was rewritten."""
+    try:
+        record = StepRecord.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError) as exc:
+        log.warning("screenshot dedup: leaving record %s alone: %s", path, exc)
+        return 0
+    if record.screenshot is None or record.screenshot.path != old:
+        return 0
+    record.screenshot.path = new
+    atomic_write_text(path, record.model_dump_json(indent=2))
+    return 1

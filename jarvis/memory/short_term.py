@@ -5,8 +5,9 @@ Layout under the data dir::
     memory/steps/DATE/TIMESTAMP.json
     memory/screenshots/DATE/TIMESTAMP.(jpg|png)
 
-A screenshot whose pHash equals the previous one's is not written again; the
-new record points at the existing file.
+A screenshot that shows the previous one's pixels is not written again; the new record
+points at the existing file. An equal pHash only makes it a candidate: the pixels decide
+(:mod:`jarvis.memory.pixels`), so a typed line is never lost to the screen before it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from jarvis.fsutil import atomic_write_bytes, atomic_write_text
+from jarvis.memory.pixels import same_pixels
+from jarvis.memory.screenshot_refs import scan
 from jarvis.redaction import known_secrets, redact
 
 log = logging.getLogger(__name__)
@@ -102,14 +105,21 @@ class ShortTermMemory:
         self.steps_dir = self.data_dir / "memory" / "steps"
         self.shots_dir = self.data_dir / "memory" / "screenshots"
         self._last_shot: ScreenshotRef | None = None
+        self._last_data: bytes | None = None
 
     # --- screenshots ----------------------------------------------------
     def save_screenshot(
         self, data: bytes, media_type: str, phash: str, when: datetime | None = None
     ) -> ScreenshotRef:
-        """Store an encoded screenshot unless it has the previous one's pHash."""
-        last = self._last_shot
-        if last and last.phash == phash and (self.data_dir / last.path).exists():
+        """Store an encoded screenshot unless it shows the previous one's pixels."""
+        last, last_data = self._last_shot, self._last_data
+        if (
+            last
+            and last_data is not None
+            and last.phash == phash
+            and (self.data_dir / last.path).exists()
+            and same_pixels(last_data, data)
+        ):
             return last
         ts = when or datetime.now(UTC)
         ext = _EXT.get(media_type, "bin")
@@ -117,6 +127,7 @@ class ShortTermMemory:
         rel = Path("memory") / "screenshots" / ts.strftime("%Y-%m-%d") / name
         atomic_write_bytes(self.data_dir / rel, data)
         self._last_shot = ScreenshotRef(path=rel.as_posix(), phash=phash)
+        self._last_data = data
         return self._last_shot
 
     # --- steps ----------------------------------------------------------
@@ -164,19 +175,16 @@ class ShortTermMemory:
         return [r for r in self.iter_steps() if r.timestamp >= cutoff]
 
     def cleanup(self, hours: float = 12.0, now: datetime | None = None) -> dict[str, int]:
-        """Delete records older than ``hours`` and expired screenshots no record references."""
+        """Delete records older than ``hours`` and expired screenshots nothing names (no
+        record, journal, run or memory: :mod:`jarvis.memory.screenshot_refs`)."""
         cutoff = (now or datetime.now(UTC)) - timedelta(hours=hours)
         removed_steps = 0
-        referenced: set[str] = set()
         for path in self._paths():
             rec = self._load(path)
-            if rec is None:
-                continue
-            if rec.timestamp < cutoff:
+            if rec is not None and rec.timestamp < cutoff:
                 path.unlink(missing_ok=True)
                 removed_steps += 1
-            elif rec.screenshot:
-                referenced.add(rec.screenshot.path)
+        referenced = {ref.target for ref in scan(self.data_dir)}
         if self._last_shot:
             referenced.add(self._last_shot.path)
         removed_shots = 0
