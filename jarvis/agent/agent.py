@@ -48,7 +48,6 @@ from jarvis.memory.short_term import (
     ResultRecord,
     StepRecord,
     ToolCallRecord,
-    UsageRecord,
 )
 from jarvis.runs.records import StepHooks
 from jarvis.safety import budget
@@ -257,11 +256,7 @@ class Agent:
         if state.max_tokens is not None:  # cut off: say so, and give the next reply room
             state.notes.append(cutoff.note(decision.response, limit, state.max_tokens))
         record.thought, record.reflection = decision.thought, decision.reflection
-        record.usage = UsageRecord(
-            input_tokens=decision.response.usage.input_tokens,
-            output_tokens=decision.response.usage.output_tokens,
-            cache_read_tokens=decision.response.usage.cache_read_tokens,
-        )
+        record.usage = decision.response.usage.model_copy()
 
         if not decision.tool_calls:
             timings["act"] = timings["settle"] = 0.0
