@@ -237,6 +237,10 @@ class Agent:
             decision = await self.brain.think_and_decide(
                 ctx, self.cerebellum.definitions(context.channels)
             )
+        except asyncio.CancelledError:  # cut mid-stream: the tokens used so far still count
+            record.usage = self.brain.usage_so_far.model_copy()
+            state.usage = state.usage + record.usage
+            raise
         except ProviderAuthError as exc:
             raise TaskEnded("failed", f"the model provider refused the credentials: {exc}") from exc
         except ProviderUnreachable as exc:  # a wrong base URL: more steps would fail alike
