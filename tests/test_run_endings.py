@@ -28,7 +28,7 @@ from jarvis.runs.run_info import RunInfo
 from jarvis.runs.step_file import Monitor, StepFile, step_folder
 
 ENDINGS = {
-    "T001": ("finished", "saved the file", None, "finished: saved the file (verified: it is saved)"),
+    "T001": ("finished", "saved it", None, "finished: saved it (verified: it is saved)"),
     "T002": ("failed", "the window never opened", None, "failed: the window never opened"),
     "T003": ("cancelled", "cancelled by web", "web", "cancelled by web"),
     "T004": ("needs_user", "Which file?", None, "needs you: Which file?"),
