@@ -28,7 +28,8 @@ Endpoints (JSON unless said otherwise)::
     GET  /api/tasks/{id}?events=true -> {task_id, todo, run, steps, verification,
          last_seq, events}   run = run.json (jarvis.runs.run_info.RunInfo: the task's
          totals over all its runs, ``ending`` in words, ``runs`` one entry per run with
-         the ``answer`` that started it); steps of every run = [{step, run, thought, tool_calls: [{call_id, tool_name, state, arguments, error_code,
+         the ``answer`` that started it); steps of every run = [{step, run, thought,
+         tool_calls: [{call_id, tool_name, state, arguments, error_code,
          error_message, latency_ms, data}], timings_ms, input_tokens, output_tokens,
          cost_usd, screenshot, finished}]; events = the task's journal lines
     POST /api/tasks/{id}/cancel -> 202 {task_id, status: cancelled}   (409 when ended)
