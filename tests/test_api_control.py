@@ -93,7 +93,7 @@ async def test_a_message_runs_as_a_task_and_no_response_carries_the_key(
                                                                     b"\xff\xd8\xff\xdb",
                                                                     b"\x89PNG")  # fmt: skip
         [run] = (await client.get("/api/runs")).json()["runs"]
-        assert run["task_id"] == "T001" and run["tokens"]["input"] > 0
+        assert run["task_id"] == "T001" and run["tokens"]["input_tokens"] > 0
         assert (await client.get("/api/tasks/T404")).status_code == 404
         assert (await client.get("/api/tasks/..%2F..%2Fconfig")).status_code == 404
         health = (await client.get("/api/health")).json()

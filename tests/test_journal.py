@@ -30,6 +30,7 @@ from jarvis.events import (
     ToolCallStarted,
     VerificationFinished,
 )
+from jarvis.llm.types import Usage
 from jarvis.runs.journal import TEXT_INTERVAL_S, JournalWriter, SeqCounter
 from jarvis.runs.reader import events_after, find_run, list_runs, read_events, run_events
 
@@ -95,7 +96,12 @@ def test_lines_carry_seq_ts_kind_task_and_the_event_fields(tmp_path: Path) -> No
     assert lines[4]["arguments"] == {"x": 1} and lines[4]["call_id"] == "c1"
     run = json.loads((find_run(tmp_path, "T001") / "run.json").read_text())  # type: ignore[operator]
     assert run["status"] == "finished" and run["channel"] == "web" and run["model"] == "m1"
-    assert run["tokens"] == {"input": 150, "output": 30, "cache_read": 0}
+    assert run["tokens"] == {
+        "input_tokens": 150,
+        "output_tokens": 30,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+    }
     assert run["cost_usd"] == 0.75 and run["steps"] == 1 and run["summary"] == "clicked"
     assert run["verdict"] == {"done": True, "reason": "looks done"}
     assert (run["first_seq"], run["last_seq"]) == (1, 9)
@@ -267,7 +273,7 @@ def test_list_runs_newest_first_and_a_dead_running_run_is_interrupted(tmp_path: 
     runs = list_runs(tmp_path)
     assert [r.task_id for r in runs] == ["T002", "T001"]
     assert runs[0].status == "running" and runs[0].steps == 1  # this process is alive
-    assert runs[0].tokens == {"input": 5, "output": 2, "cache_read": 0}
+    assert runs[0].tokens == Usage(input_tokens=5, output_tokens=2)
     assert runs[1].channel == "tui" and runs[0].channel == "unknown"
     writer.close()
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], text=True,

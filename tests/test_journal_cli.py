@@ -10,6 +10,7 @@ import pytest
 
 from jarvis.cli import main
 from jarvis.runs.reader import list_runs, read_events
+from jarvis.runs.run_info import Verdict
 from tests.agent_harness import TEST_KEY
 from tests.fake_model import FakeModel, Reply, call
 from tests.test_cli_run import jarvis_run
@@ -36,11 +37,9 @@ def test_jarvis_run_writes_the_journal_and_jarvis_runs_shows_it(
 
     [run] = list_runs(data)
     assert (run.status, run.channel, run.steps) == ("finished", "cli", 1)
-    assert run.tokens["input"] == 340 and run.tokens["output"] == 57  # step + verification
-    assert run.task == "move the pointer" and run.verdict == {
-        "done": True,
-        "reason": "the pointer moved",
-    }
+    assert run.tokens.input_tokens == 340 and run.tokens.output_tokens == 57  # step + verification
+    assert run.task == "move the pointer"
+    assert run.verdict == Verdict(done=True, reason="the pointer moved")
     records = list(read_events(data / run.folder / "events.jsonl"))
     kinds = [r["kind"] for r in records]
     assert kinds[0] == "task_started" and kinds[-1] == "task_finished"
@@ -66,6 +65,7 @@ def test_jarvis_run_writes_the_journal_and_jarvis_runs_shows_it(
     assert main(["runs", "--data-dir", str(data)]) == 0
     listing = capsys.readouterr().out
     assert run.task_id in listing and "finished" in listing and "move the pointer" in listing
+    assert "finished: moved it (verified: the pointer moved)" in listing  # the ending column
 
     assert main(["runs", "--data-dir", str(data), "show", run.task_id]) == 0
     shown = capsys.readouterr().out
@@ -73,7 +73,7 @@ def test_jarvis_run_writes_the_journal_and_jarvis_runs_shows_it(
     assert "thought: Reflection: a desktop. Thought: move the pointer, then finish." in shown
     assert 'mouse_move {"x": 30, "y": 30}' in shown and "mouse_move ok (" in shown
     assert "verification passed: the pointer moved" in shown
-    assert "task finished after 1 steps: moved it" in shown
+    assert "task finished: moved it (1 steps)" in shown
     assert shown.count("thought:") == 1  # the coalesced pieces read as one thought
 
     assert main(["runs", "show", run.task_id, "--json", "--data-dir", str(data)]) == 0

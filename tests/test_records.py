@@ -9,6 +9,7 @@ import pytest
 from PIL import Image
 
 from jarvis.desktop.screen import Size, fit_size, model_to_screen
+from jarvis.llm.types import Usage
 from jarvis.runs.records import crop_box
 from jarvis.runs.step_file import load_steps
 from tests.agent_harness import TEST_KEY, agent_settings, model_point, run_agent
@@ -84,7 +85,7 @@ async def test_agent_writes_step_records(
     assert click.window.box == (0, 0, screen.width, screen.height)
     assert typing.focus is not None and typing.focus.same_as(click.window)
     assert all(c.ok for c in one.calls) and all(c.latency_ms is not None for c in one.calls)
-    assert one.tokens == {"input": 100, "output": 20, "cache_read": 0}
+    assert one.tokens == Usage(input_tokens=100, output_tokens=20)
     assert set(one.timings_ms) >= {"capture", "model", "act", "settle"}
 
     # pictures: before in model space, after = the next step's before, crops around targets

@@ -152,11 +152,20 @@ async def run_the_panel(api: Api, page: Any, model: Model, expect: Any) -> None:
     await page.fill("#answer-input", "blue")
     await page.click("#answer-send")
     await until(lambda: api.journal("T002")[-1]["kind"] == "reply_ready", 30)
-    assert "runs again" not in await page.locator("#message").inner_text()  # nothing live
+    assert "run 2" not in await page.locator("#message").inner_text()  # nothing live
     await page.evaluate("connect()")
     await expect(page.locator("#summary")).to_contain_text("finished: blue", timeout=30_000)
     await expect(page.locator("#verification")).to_contain_text("Passed: looks done")
     await expect(page.locator("#todos li[data-id='T002']")).to_contain_text("completed")
+    # the thread shows the answer that started run 2; the title and the totals are the task's
+    await expect(page.locator("#message .rerun")).to_have_text("run 2")
+    await expect(page.locator("#message .answer")).to_have_text("You answered: blue")
+    await expect(page.locator("#task-title")).to_have_text("paint the wall")
+    [end] = [r for r in api.journal("T002") if r["kind"] == "task_finished"][-1:]
+    total = end["task_tokens"]["input_tokens"] + end["task_tokens"]["output_tokens"]
+    assert total > end["input_tokens"] + end["output_tokens"]  # both runs, not the last
+    await expect(page.locator("#usage")).to_contain_text(f"{total} tokens")
+    await expect(page.locator("#usage")).to_contain_text(f"${end['task_cost_usd']:.4f} · run 2:")
     await page.screenshot(path=str(ARTIFACTS / "panel-4-answered.png"), full_page=True)
 
     # a reload rebuilds the same message from the journal

@@ -48,7 +48,6 @@ from jarvis.memory.short_term import (
     ResultRecord,
     StepRecord,
     ToolCallRecord,
-    UsageRecord,
 )
 from jarvis.runs.records import StepHooks
 from jarvis.safety import budget
@@ -238,6 +237,10 @@ class Agent:
             decision = await self.brain.think_and_decide(
                 ctx, self.cerebellum.definitions(context.channels)
             )
+        except asyncio.CancelledError:  # cut mid-stream: the tokens used so far still count
+            record.usage = self.brain.usage_so_far.model_copy()
+            state.usage = state.usage + record.usage
+            raise
         except ProviderAuthError as exc:
             raise TaskEnded("failed", f"the model provider refused the credentials: {exc}") from exc
         except ProviderUnreachable as exc:  # a wrong base URL: more steps would fail alike
@@ -257,11 +260,7 @@ class Agent:
         if state.max_tokens is not None:  # cut off: say so, and give the next reply room
             state.notes.append(cutoff.note(decision.response, limit, state.max_tokens))
         record.thought, record.reflection = decision.thought, decision.reflection
-        record.usage = UsageRecord(
-            input_tokens=decision.response.usage.input_tokens,
-            output_tokens=decision.response.usage.output_tokens,
-            cache_read_tokens=decision.response.usage.cache_read_tokens,
-        )
+        record.usage = decision.response.usage.model_copy()
 
         if not decision.tool_calls:
             timings["act"] = timings["settle"] = 0.0

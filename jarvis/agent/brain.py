@@ -28,6 +28,8 @@ from jarvis.llm.types import (
     ToolCall,
     ToolCallStart,
     ToolSpec,
+    Usage,
+    UsageSoFar,
 )
 
 
@@ -82,6 +84,9 @@ class Brain:
         self.bus = bus
         self.policy = context_policy(settings)
         self.profile = active_profile(settings).profile
+        self.usage_so_far = Usage()
+        """What the provider reported for the latest streamed call so far: a call cut short
+        by a cancel still counts it."""
         self._frozen: FrozenHeader | None = None
 
     async def perceive(self) -> Observation:
@@ -122,8 +127,12 @@ class Brain:
         return prompts.render("step", step=ctx.step, max_steps=ctx.max_steps, notes=notes)
 
     def _emit_text(self, task_id: str) -> OnEvent:
+        self.usage_so_far = Usage()
+
         def on_event(event: StreamEvent) -> None:
-            if isinstance(event, TextDelta) and event.text:
+            if isinstance(event, UsageSoFar):
+                self.usage_so_far = event.usage
+            elif isinstance(event, TextDelta) and event.text:
                 self.bus.emit(ModelTextDelta(task_id=task_id, text=event.text))
             elif isinstance(event, ToolCallStart):
                 self.bus.emit(

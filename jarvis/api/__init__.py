@@ -26,10 +26,12 @@ Endpoints (JSON unless said otherwise)::
          created, started, completed, source, message_ids, reply_to, parent, summary,
          notes, description)
     GET  /api/tasks/{id}?events=true -> {task_id, todo, run, steps, verification,
-         last_seq, events}   run = run.json (jarvis.runs.reader.RunInfo); steps =
-         [{step, thought, tool_calls: [{call_id, tool_name, state, arguments, error_code,
+         last_seq, events}   run = run.json (jarvis.runs.run_info.RunInfo: the task's
+         totals over all its runs, ``ending`` in words, ``runs`` one entry per run with
+         the ``answer`` that started it); steps of every run = [{step, run, thought,
+         tool_calls: [{call_id, tool_name, state, arguments, error_code,
          error_message, latency_ms, data}], timings_ms, input_tokens, output_tokens,
-         cost_usd, screenshot, finished}]; events = the run's journal lines
+         cost_usd, screenshot, finished}]; events = the task's journal lines
     POST /api/tasks/{id}/cancel -> 202 {task_id, status: cancelled}   (409 when ended)
     POST /api/tasks/{id}/answer {text, channel} -> 202 {message_id, channel, task_id}
          an inbox message addressed to the task (header ``answers:T003``); the router

@@ -35,6 +35,8 @@ class ToolCallView(BaseModel):
 
 class StepView(BaseModel):
     step: int
+    run: int = 1
+    """Which run of the task (2, 3... after an answer or a merged update)."""
     thought: str = ""
     tool_calls: list[ToolCallView] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
@@ -81,15 +83,20 @@ def screenshot_path(path: str | None) -> str | None:
 
 
 def steps_of(records: list[dict[str, Any]]) -> tuple[list[StepView], dict[str, Any] | None]:
-    """The steps of a run (thought, tool calls with their results) and its last verdict."""
-    steps: dict[int, StepView] = {}
+    """The steps of every run of a task (thought, tool calls with their results), in run
+    and step order, and its last verdict."""
+    steps: dict[tuple[int, int], StepView] = {}
+    run = 0
     current: StepView | None = None
     calls: dict[str, ToolCallView] = {}
     verdict: dict[str, Any] | None = None
     for r in records:
         kind = r["kind"]
-        if kind == "step_started":
-            current = steps.setdefault(int(r["step"]), StepView(step=int(r["step"])))
+        if kind == "task_started":
+            run, current = int(r.get("run") or run + 1), None  # (older lines have no run)
+        elif kind == "step_started":
+            key = (max(run, 1), int(r["step"]))
+            current = steps.setdefault(key, StepView(step=key[1], run=run))
             calls = {}
         elif current is None:
             if kind == "verification_finished":

@@ -175,8 +175,9 @@ class TodoList:
             if not todo.is_open:
                 raise TodoState(f"{todo.id} is {todo.status}; only open tasks take updates")
             label = f"Update ({message_id}):" if message_id else "Update:"
+            base = todo.description or todo.title  # the task stays what it was, first
             fields: dict[str, Any] = {
-                "description": f"{todo.description}\n\n{label}\n{text}".strip(),
+                "description": f"{base}\n\n{label}\n{text}".strip(),
                 "message_ids": todo.message_ids + ([message_id] if message_id else []),
             }
             if todo.status == "needs_user":

@@ -45,6 +45,7 @@ from jarvis.llm.types import (
     ToolCallDone,
     ToolCallStart,
     Usage,
+    UsageSoFar,
 )
 
 try:
@@ -105,6 +106,7 @@ class Assembler:
         if kind == "message_start":
             self.model = getattr(event.message, "model", "") or ""
             self._take_usage(getattr(event.message, "usage", None))
+            return [UsageSoFar(usage=self.usage.model_copy())]
         elif kind == "content_block_start":
             return self._block_start(event.index, event.content_block)
         elif kind == "content_block_delta":
@@ -114,6 +116,7 @@ class Assembler:
         elif kind == "message_delta":
             self.stop_reason = getattr(event.delta, "stop_reason", None) or self.stop_reason
             self._take_usage(getattr(event, "usage", None))
+            return [UsageSoFar(usage=self.usage.model_copy())]
         elif kind == "message_stop":
             self.finished = True
         return []

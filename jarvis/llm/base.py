@@ -27,7 +27,7 @@ from jarvis.llm.retry import (
     rejects_tools,
     root_cause_text,
 )
-from jarvis.llm.types import LLMRequest, LLMResponse, ResponseDone, StreamEvent
+from jarvis.llm.types import LLMRequest, LLMResponse, ResponseDone, StreamEvent, UsageSoFar
 from jarvis.logfile import SHOWN
 
 log = logging.getLogger(__name__)
@@ -238,7 +238,7 @@ class AdapterBase:
             try:
                 async with aclosing(self._one_attempt(request, text)) as events:
                     async for event in events:
-                        delivered = True
+                        delivered = delivered or not isinstance(event, UsageSoFar)
                         yield event
                 return
             except ProviderError as exc:

@@ -47,6 +47,7 @@ from jarvis.llm.types import (
     ToolCallStart,
     ToolResultPart,
     ToolSpec,
+    UsageSoFar,
 )
 
 OPEN = "<tool_call>"
@@ -364,6 +365,8 @@ async def parse_stream(
             if isinstance(event, TextDelta):
                 for out in pending(filt.feed(event.text) if tools else event.text):
                     yield out
+            elif isinstance(event, UsageSoFar):
+                yield event
             elif isinstance(event, ResponseDone):
                 for out in pending(filt.flush() if tools else ""):
                     yield out

@@ -168,9 +168,18 @@ class ToolCallDone(BaseModel):
     call: ToolCall
 
 
+class UsageSoFar(BaseModel):
+    """The tokens the provider has reported for the call so far (Anthropic's
+    ``message_start`` and ``message_delta``): a call cut short (a cancel mid-stream) still
+    counts them. No output: it does not make a stream "started" for the retry logic."""
+
+    type: Literal["usage_so_far"] = "usage_so_far"
+    usage: Usage
+
+
 class ResponseDone(BaseModel):
     type: Literal["response_done"] = "response_done"
     response: LLMResponse
 
 
-StreamEvent = TextDelta | ToolCallStart | ToolArgsDelta | ToolCallDone | ResponseDone
+StreamEvent = TextDelta | ToolCallStart | ToolArgsDelta | ToolCallDone | UsageSoFar | ResponseDone

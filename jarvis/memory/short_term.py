@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from jarvis.fsutil import atomic_write_bytes, atomic_write_text
+from jarvis.llm.types import Usage
 from jarvis.memory.pixels import same_pixels
 from jarvis.memory.screenshot_refs import scan
 from jarvis.redaction import known_secrets, redact
@@ -54,12 +55,6 @@ class ResultRecord(BaseModel):
     error: ErrorRecord | None = None
 
 
-class UsageRecord(BaseModel):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-
-
 class StepRecord(BaseModel):
     """One step of one task, as stored on disk (the contract in DESIGN.md section 3)."""
 
@@ -72,7 +67,7 @@ class StepRecord(BaseModel):
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     results: list[ResultRecord] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
-    usage: UsageRecord = Field(default_factory=UsageRecord)
+    usage: Usage = Field(default_factory=Usage)
     result: Literal["success", "failed"] = "success"
 
     def summary(self) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from jarvis.config import Settings
 from jarvis.runs.reader import EVENTS_FILE, find_run, list_runs, load_run, read_events
+from jarvis.runs.run_info import ending_text
 
 EXIT_OK, EXIT_FAILED = 0, 1
 TEXT_MAX = 100
@@ -49,10 +50,12 @@ def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
         print(f"no runs yet in {settings.data_dir / 'runs'}")
         return EXIT_OK
     for run in runs:
-        tokens = run.tokens.get("input", 0) + run.tokens.get("output", 0)
+        tokens = run.tokens.input_tokens + run.tokens.output_tokens
+        several = f" ({len(run.runs)} runs)" if len(run.runs) > 1 else ""
         print(
             f"{_when(run.started)}  {run.task_id:<12} {run.status:<11} {run.steps:>3} steps "
-            f"{tokens:>7} tok ${run.cost_usd:.4f}  {run.channel:<6} {_short(run.task, 60)}"
+            f"{tokens:>7} tok ${run.cost_usd:.4f}  {run.channel:<6} {_short(run.task, 40):<40}  "
+            f"{_short(run.ending, 60)}{several}"
         )
     return EXIT_OK
 
@@ -70,6 +73,15 @@ def _show(task_id: str, settings: Settings, as_json: bool) -> int:
     run = load_run(settings.data_dir, folder)
     print(f"{run.task_id}: {run.task}")
     print(f"  {run.status}, {run.steps} steps, {run.channel}, {run.model}, {run.folder}")
+    print(f"  {run.ending}")
+    if len(run.runs) > 1:
+        for part in run.runs:
+            tokens = part.tokens.input_tokens + part.tokens.output_tokens
+            answer = f" after: {_short(part.answer, 60)}" if part.answer else ""
+            print(
+                f"  run {part.run}: {_short(part.ending, 80)}, {part.steps} steps, "
+                f"{tokens} tok ${part.cost_usd:.4f}{answer}"
+            )
     for line in readable(records):
         print(line)
     return EXIT_OK
@@ -97,6 +109,8 @@ def describe(record: dict[str, Any]) -> str:
     kind = record["kind"]
     r = record
     if kind == "task_started":
+        if r.get("answer") is not None and int(r.get("run") or 1) > 1:
+            return f"run {r.get('run')} started after: {_short(str(r['answer']), TEXT_MAX)}"
         return f"task started: {_short(str(r.get('task', '')), TEXT_MAX)}"
     if kind == "step_started":
         return f"step {r.get('step')}"
@@ -125,7 +139,10 @@ def describe(record: dict[str, Any]) -> str:
         verdict = "passed" if r.get("done") else "failed"
         return f"verification {verdict}: {_short(str(r.get('reason', '')), TEXT_MAX)}"
     if kind == "task_finished":
-        return f"task {r.get('status')} after {r.get('steps')} steps: {r.get('summary', '')}"
+        ending = ending_text(
+            str(r.get("status")), str(r.get("summary") or ""), None, r.get("stopped_by")
+        )
+        return f"task {ending} ({r.get('steps')} steps)"
     if kind == "warning":
         return f"warning: {r.get('message')}"
     if kind == "reply_ready":

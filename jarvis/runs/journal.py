@@ -25,11 +25,15 @@ Each line is written with one ``write`` to a file opened with ``O_APPEND``: a cr
 (even ``kill -9``) loses at most the line being written. A torn last line is skipped by
 the reader with a warning, and terminated with a newline before the next append.
 
-``run.json`` (written atomically at the start, after each step and at the end)::
-
-    {"task_id", "task", "channel", "provider", "model", "settings_hash", "pid",
-     "started", "ended", "status", "summary", "verdict", "steps",
-     "tokens": {"input", "output", "cache_read"}, "cost_usd", "first_seq", "last_seq"}
+``run.json`` (written atomically at the start, after each step and at the end) is a
+:class:`~jarvis.runs.run_info.RunInfo`: the task, channel, model, settings hash, times,
+status, summary, verdict, who stopped it, and ``runs``, one entry per run of the task. A
+task runs again after a person answers its question or an update is merged into it: the
+new run goes on in the same folder and journal (its ``task_started`` line carries ``run``
+and ``answer``, what the person added), the title stays the first run's, and ``steps``,
+``tokens`` and ``cost_usd`` count every run (each run's own are in ``runs``). A
+``task_finished`` line carries ``run`` and the task's ``task_tokens`` and
+``task_cost_usd`` over all its runs beside the event's fields (this run's).
 
 ``status`` is ``running`` until the end (then finished, failed, needs_user or
 cancelled); a reader shows a ``running`` run whose process is gone as ``interrupted``.
@@ -66,9 +70,10 @@ from jarvis.events import (
     TaskStarted,
     VerificationFinished,
 )
-from jarvis.fsutil import atomic_write_text
+from jarvis.llm.types import Usage
 from jarvis.redaction import known_secrets, redact
 from jarvis.runs.reader import find_run, folder_name, last_seq
+from jarvis.runs.run_info import RUN_FILE, RunInfo, Verdict, added_text, event_usage
 from jarvis.runs.seq import SeqCounter
 
 if TYPE_CHECKING:
@@ -79,7 +84,6 @@ log = logging.getLogger(__name__)
 TEXT_INTERVAL_S = 0.05
 """Model text deltas of a run are written at most this often (20 lines a second)."""
 EVENTS_FILE = "events.jsonl"
-RUN_FILE = "run.json"
 
 
 def runs_dir(data_dir: Path) -> Path:
@@ -105,7 +109,7 @@ class _Run:
 
     folder: Path
     fd: int
-    info: dict[str, Any]
+    info: RunInfo
     text: list[str] = field(default_factory=list)
     text_ts: float = 0.0
     last_text_write: float = 0.0
@@ -200,8 +204,9 @@ class JournalWriter:
         with self._lock:
             if self._closed:
                 return
+            extra: dict[str, Any] = {}
             if isinstance(event, TaskStarted):
-                self._start(task_id, event)
+                extra = self._start(task_id, event)
             run = self._runs.get(task_id) or self._reopen(task_id)
             if run is None:
                 return
@@ -209,39 +214,61 @@ class JournalWriter:
                 self._add_text(run, event)
                 return
             self._flush_text(run)
-            self._write(run, event.model_dump(mode="json") | {"task_id": task_id})
+            if isinstance(event, TaskFinished):
+                extra = self._task_totals(run, event)
+            self._write(run, event.model_dump(mode="json") | {"task_id": task_id} | extra)
             self._update_info(run, event)
 
-    def _start(self, task_id: str, event: TaskStarted) -> None:
+    def _start(self, task_id: str, event: TaskStarted) -> dict[str, Any]:
+        """Open the task's run; a task that ran before (asked a question, took an update)
+        goes on in its folder as run 2, 3...: the extra fields of its ``task_started`` line."""
         self._current = task_id
         for other, old in list(self._runs.items()):  # ended runs (kept for their replies)
-            if other == task_id or old.info.get("status") != "running":
+            if other == task_id or old.info.status != "running":
                 self._flush_text(old)
                 os.close(old.fd)
                 del self._runs[other]
+        task = redact(event.task, self._known())
+        earlier = self._earlier(task_id, task, event.ts)
+        if earlier is not None:
+            folder, info = earlier
+            part = info.begin(event.ts, added_text(info.task_text or info.task, task))
+            info.task_text = task
+            info.pid = os.getpid()
+            self._runs[task_id] = self._open(folder, info)
+            return {"run": part.run, "answer": part.answer}
         day = datetime.fromtimestamp(event.ts).strftime("%Y-%m-%d")
         folder = runs_dir(self.data_dir) / day / folder_name(task_id)
         channel = self._channel(task_id) if callable(self._channel) else self._channel
-        info = {
-            "task_id": task_id,
-            "task": redact(event.task, self._known()),
-            "channel": channel or "unknown",
-            "provider": self._provider,
-            "model": self._model,
-            "settings_hash": self._settings_hash,
-            "pid": os.getpid(),
-            "started": event.ts,
-            "ended": None,
-            "status": "running",
-            "summary": "",
-            "verdict": None,
-            "steps": 0,
-            "tokens": {"input": 0, "output": 0, "cache_read": 0},
-            "cost_usd": 0.0,
-            "first_seq": None,
-            "last_seq": None,
-        }
+        info = RunInfo(
+            task_id=task_id,
+            task=task,
+            task_text=task,
+            channel=channel or "unknown",
+            provider=self._provider,
+            model=self._model,
+            settings_hash=self._settings_hash,
+            pid=os.getpid(),
+            started=event.ts,
+        )
         self._runs[task_id] = self._open(folder, info)
+        return {"run": 1}
+
+    def _earlier(self, task_id: str, task: str, ts: float) -> tuple[Path, RunInfo] | None:
+        """The folder and record of this task's earlier runs, to go on in; None for a first
+        run. An earlier run continues when its text is where the new one starts (an answer
+        or an update is appended to the task), or when it is in today's folder anyway."""
+        folder = find_run(self.data_dir, task_id)
+        if folder is None:
+            return None
+        try:
+            info = RunInfo.load(folder)
+        except (OSError, ValueError):
+            return None
+        today = datetime.fromtimestamp(ts).strftime("%Y-%m-%d")
+        if not task.startswith(info.task_text or info.task) and folder.parent.name != today:
+            return None  # the same id for another task (a todo list begun anew)
+        return folder, info
 
     def _reopen(self, task_id: str) -> _Run | None:
         """A run of this task from before (e.g. its reply after a restart), to append to."""
@@ -249,14 +276,14 @@ class JournalWriter:
         if folder is None:
             return None
         try:
-            info = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
+            info = RunInfo.load(folder)
         except (OSError, ValueError):
-            info = {"task_id": task_id}
+            info = RunInfo(task_id=task_id)
         run = self._open(folder, info)
         self._runs[task_id] = run
         return run
 
-    def _open(self, folder: Path, info: dict[str, Any]) -> _Run:
+    def _open(self, folder: Path, info: RunInfo) -> _Run:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / EVENTS_FILE
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -280,7 +307,7 @@ class JournalWriter:
     def _timed_flush(self, run: _Run) -> None:
         with self._lock:
             run.flush_pending = False
-            if self._closed or self._runs.get(str(run.info.get("task_id"))) is not run:
+            if self._closed or self._runs.get(run.info.task_id) is not run:
                 return
             wait = run.last_text_write + TEXT_INTERVAL_S - time.monotonic()
             if wait > 0 and run.text:  # written meanwhile (a late timer): keep the pace
@@ -294,7 +321,7 @@ class JournalWriter:
             return
         text, run.text = "".join(run.text), []
         run.last_text_write = time.monotonic()
-        task_id = str(run.info.get("task_id"))
+        task_id = run.info.task_id
         line = {"kind": "model_text_delta", "ts": run.text_ts, "task_id": task_id, "text": text}
         self._write(run, line)
 
@@ -306,9 +333,10 @@ class JournalWriter:
         record.update(fields)
         text = redact(json.dumps(record, ensure_ascii=False, default=str), self._known())
         os.write(run.fd, (text + "\n").encode("utf-8"))
-        if run.info.get("first_seq") is None:
-            run.info["first_seq"] = seq
-        run.info["last_seq"] = self.last_seq = seq
+        part = run.info.current
+        if part.first_seq is None:
+            part.first_seq = seq
+        part.last_seq = self.last_seq = seq
         line = JournalLine(seq=seq, kind=record["kind"], task_id=record["task_id"], text=text)
         for listener in list(self._listeners):
             try:
@@ -316,40 +344,42 @@ class JournalWriter:
             except Exception:  # a broken listener must not stop the journal
                 log.exception("journal listener %r failed", listener)
 
+    def _task_totals(self, run: _Run, event: TaskFinished) -> dict[str, Any]:
+        """The extra fields of a ``task_finished`` line: the run's number and the task's
+        tokens and cost over all its runs (the event's own are this run's)."""
+        before = run.info.runs[:-1]
+        tokens = sum((p.tokens for p in before), Usage()) + event_usage(event)
+        return {
+            "run": run.info.current.run,
+            "task_tokens": tokens.model_dump(),
+            "task_cost_usd": round(sum(p.cost_usd for p in before) + event.cost_usd, 10),
+        }
+
     def _update_info(self, run: _Run, event: Event) -> None:
-        info = run.info
+        part = run.info.current
         if isinstance(event, StepFinished):
-            info["steps"] = max(int(info.get("steps") or 0), event.step)
-            tokens = info.setdefault("tokens", {"input": 0, "output": 0, "cache_read": 0})
-            tokens["input"] = tokens.get("input", 0) + event.input_tokens
-            tokens["output"] = tokens.get("output", 0) + event.output_tokens
-            tokens["cache_read"] = tokens.get("cache_read", 0) + event.cache_read_tokens
-            info["cost_usd"] = event.cost_usd
+            part.steps = max(part.steps, event.step)
+            part.tokens = part.tokens + event_usage(event)
+            part.cost_usd = event.cost_usd
         elif isinstance(event, VerificationFinished):
-            info["verdict"] = {"done": event.done, "reason": redact(event.reason, self._known())}
-            return
+            part.verdict = Verdict(done=event.done, reason=redact(event.reason, self._known()))
         elif isinstance(event, TaskFinished):
-            info.update(
-                status=event.status,
-                summary=redact(event.summary, self._known()),
-                ended=event.ts,
-                steps=event.steps,
-                tokens={
-                    "input": event.input_tokens,
-                    "output": event.output_tokens,
-                    "cache_read": event.cache_read_tokens,
-                },
-                cost_usd=event.cost_usd,
-            )
+            part.status, part.ended = event.status, event.ts
+            part.summary = redact(event.summary, self._known())
+            part.steps, part.tokens, part.cost_usd = event.steps, event_usage(event), event.cost_usd
+            part.stopped_by = event.stopped_by
             if self._current == event.task_id:
                 self._current = None
         elif not isinstance(event, TaskStarted):
             return
+        run.info.total()
+        if isinstance(event, VerificationFinished):
+            return  # (written with the next step or the end)
         self._save_info(run)
 
     def _save_info(self, run: _Run) -> None:
         try:
-            atomic_write_text(run.folder / RUN_FILE, json.dumps(run.info, indent=2) + "\n")
+            run.info.save(run.folder)
         except OSError as exc:
             log.warning("could not write %s: %s", run.folder / RUN_FILE, exc)
 

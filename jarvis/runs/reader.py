@@ -4,8 +4,8 @@
   the lines that parse, in file order; a torn or broken line is skipped with a warning.
 - :func:`events_after` (``seq``): every line of the data dir with a larger ``seq``, in
   ``seq`` order, merged across runs.
-- :func:`list_runs`: the runs, newest first, as :class:`RunInfo` (from ``run.json``, or
-  from the journal when ``run.json`` is missing or broken).
+- :func:`list_runs`: the runs, newest first, as :class:`~jarvis.runs.run_info.RunInfo`
+  (from ``run.json``, or from the journal when ``run.json`` is missing or broken).
 - :func:`find_run`: the folder of a task's latest run; :func:`last_seq`: the last
   ``seq`` of one journal (read from its end).
 """
@@ -21,38 +21,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from jarvis.runs.run_info import RUN_FILE, RunInfo, Verdict, event_usage
 
 log = logging.getLogger(__name__)
 
 EVENTS_FILE = "events.jsonl"
-RUN_FILE = "run.json"
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _TAIL = 64 * 1024
-
-
-class RunInfo(BaseModel):
-    """One run, as ``run.json`` has it (see :mod:`jarvis.runs.journal`)."""
-
-    task_id: str
-    task: str = ""
-    channel: str = "unknown"
-    provider: str = ""
-    model: str = ""
-    settings_hash: str = ""
-    pid: int | None = None
-    started: float | None = None
-    ended: float | None = None
-    status: str = "running"
-    summary: str = ""
-    verdict: dict[str, Any] | None = None
-    steps: int = 0
-    tokens: dict[str, int] = Field(default_factory=dict)
-    cost_usd: float = 0.0
-    first_seq: int | None = None
-    last_seq: int | None = None
-    folder: str = ""
-    """The run's folder, relative to the data dir."""
 
 
 def _days(root: Path) -> list[Path]:
@@ -170,34 +145,45 @@ def run_events(data_dir: Path, task_id: str, after: int = 0) -> list[dict[str, A
 
 def load_run(data_dir: Path, folder: Path) -> RunInfo:
     """A run's ``run.json``; rebuilt from its journal when missing or broken."""
-    info: dict[str, Any] = {}
     try:
-        info = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
-        run = RunInfo.model_validate(info)
+        run = RunInfo.load(folder)
     except (OSError, ValueError) as exc:
         if (folder / RUN_FILE).exists():
             log.warning("%s cannot be read (%s); using its journal", folder / RUN_FILE, exc)
         run = _from_journal(folder)
     run.folder = str(folder.relative_to(data_dir))
     if run.status == "running" and not _alive(run.pid):
-        run.status = "interrupted"
+        run.status = run.current.status = "interrupted"
     return run
 
 
 def _from_journal(folder: Path) -> RunInfo:
     run = RunInfo(task_id=folder.name)
+    part = run.current
     for record in read_events(folder / EVENTS_FILE):
-        run.first_seq = run.first_seq or record["seq"]
-        run.last_seq = record["seq"]
         kind = record["kind"]
         if kind == "task_started":
-            run.task, run.started = str(record.get("task", "")), record.get("ts")
+            if part.first_seq is not None and part.started is not None:  # a later run
+                part = run.begin(record.get("ts") or 0.0, str(record.get("answer") or ""))
+            run.task = run.task or str(record.get("task", ""))
+            part.started = record.get("ts")
         elif kind == "step_finished":
-            run.steps = max(run.steps, int(record.get("step") or 0))
-            run.cost_usd = float(record.get("cost_usd") or 0.0)
+            part.steps = max(part.steps, int(record.get("step") or 0))
+            part.tokens = part.tokens + event_usage(record)
+            part.cost_usd = float(record.get("cost_usd") or 0.0)
+        elif kind == "verification_finished":
+            part.verdict = Verdict(
+                done=bool(record.get("done")), reason=str(record.get("reason", ""))
+            )
         elif kind == "task_finished":
-            run.status, run.ended = str(record.get("status")), record.get("ts")
-            run.summary = str(record.get("summary") or "")
+            part.status, part.ended = str(record.get("status")), record.get("ts")
+            part.summary = str(record.get("summary") or "")
+            part.stopped_by = record.get("stopped_by")
+            part.tokens, part.steps = event_usage(record), int(record.get("steps") or 0)
+            part.cost_usd = float(record.get("cost_usd") or 0.0)
+        part.first_seq = part.first_seq or record["seq"]
+        part.last_seq = record["seq"]
+    run.total()
     return run
 
 

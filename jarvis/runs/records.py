@@ -35,7 +35,6 @@ from jarvis.desktop.screen import Observation, encode_image, model_to_screen, ph
 from jarvis.events import Event, EventBus, TaskStarted, ToolCallFinished, ToolCallStarted
 from jarvis.fsutil import atomic_write_bytes
 from jarvis.llm.pricing import cost_usd
-from jarvis.llm.types import Usage
 from jarvis.redaction import Redactor, known_secrets
 from jarvis.runs.grab import Grabber
 from jarvis.runs.step_file import (
@@ -75,6 +74,23 @@ def run_folder_for(data_dir: Path, task_id: str, started: float) -> Path:
     return data_dir / "runs" / day / folder_name(task_id)
 
 
+def run_of(data_dir: Path, task_id: str, started: float) -> tuple[Path, int]:
+    """The folder and run number a task's steps go to: the journal's (it opens the run
+    first, on the same bus), else the first run in today's folder."""
+    from jarvis.runs.reader import find_run
+    from jarvis.runs.run_info import RunInfo
+
+    folder = find_run(data_dir, task_id)
+    if folder is not None:
+        try:
+            info = RunInfo.load(folder)
+        except (OSError, ValueError):
+            info = None
+        if info is not None and info.status == "running" and info.current.started == started:
+            return folder, info.current.run
+    return run_folder_for(data_dir, task_id, started), 1
+
+
 def crop_box(x: int, y: int, side: int, width: int, height: int) -> tuple[int, int, int, int]:
     """A ``side`` x ``side`` box centred on (x, y), moved inside a width x height image."""
     side = min(side, width, height)
@@ -95,7 +111,10 @@ class _Step:
 
 @dataclass
 class _Task:
-    folder: Path
+    started: float
+    folder: Path | None = None
+    run: int = 1
+    """Which run of the task (see :func:`run_of`; found at its first step)."""
     current: _Step | None = None
     last: _Step | None = None
     """The latest step whose record is written and which waits for its after picture."""
@@ -152,12 +171,15 @@ class RunRecorder:
     def observed(self, task_id: str, step: int, observation: Observation) -> None:
         """A step began with this screenshot: its before picture, the last step's after."""
         task = self._task(task_id)
-        folder = step_folder(task.folder, step)
+        if task.folder is None:  # the journal opened the run at TaskStarted, before this
+            task.folder, task.run = run_of(self.data_dir, task_id, task.started)
+        folder = step_folder(task.folder, step, task.run)
         model, screen = observation.model_size, observation.screen_size
         physical = observation.physical_size
         file = StepFile(
             task_id=task_id,
             step=step,
+            run=task.run,
             started=time.time(),
             monitor=Monitor(
                 index=self.monitor,
@@ -189,17 +211,8 @@ class RunRecorder:
         file.result = record.result
         file.timings_ms = dict(record.timings_ms)
         file.replay = self.redactor.value(replay) if replay is not None else None
-        usage = Usage(
-            input_tokens=record.usage.input_tokens,
-            output_tokens=record.usage.output_tokens,
-            cache_read_tokens=record.usage.cache_read_tokens,
-        )
-        file.tokens = {
-            "input": usage.input_tokens,
-            "output": usage.output_tokens,
-            "cache_read": usage.cache_read_tokens,
-        }
-        file.cost_usd = cost_usd(self.model, usage)
+        file.tokens = record.usage.model_copy()
+        file.cost_usd = cost_usd(self.model, record.usage)
         file.calls = []
         for index, call in enumerate(record.tool_calls):
             seen = current.calls.get(call.id)
@@ -256,9 +269,7 @@ class RunRecorder:
         if event.task_id is None:
             return
         with self._lock:
-            self._tasks[event.task_id] = _Task(
-                folder=run_folder_for(self.data_dir, event.task_id, event.ts)
-            )
+            self._tasks[event.task_id] = _Task(started=event.ts)
 
     def _on_call_started(self, event: ToolCallStarted) -> None:
         step = self._current(event.task_id)
@@ -298,7 +309,7 @@ class RunRecorder:
         with self._lock:
             task = self._tasks.get(task_id)
             if task is None:  # no TaskStarted seen (a hook used alone): today's folder
-                task = _Task(folder=run_folder_for(self.data_dir, task_id, time.time()))
+                task = _Task(time.time(), run_folder_for(self.data_dir, task_id, time.time()))
                 self._tasks[task_id] = task
             return task
 

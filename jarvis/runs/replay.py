@@ -229,6 +229,7 @@ class Replayer:
         distance = phash_distance(observation.phash, recorded.phash.before)
         info: dict[str, Any] = {
             "of_step": recorded.step,
+            "of_run": recorded.run,
             "phash_distance": distance,
             "calls": [],
             "stopped": None,

@@ -104,7 +104,7 @@ async def replay_task(
         loop = asyncio.get_running_loop()
         with kill_switch(settings, replayer, loop), _signals(replayer, loop, signals):
             outcome = await replayer.run(
-                original, str(info.get("task_id") or task_id), str(info.get("task", ""))
+                original, info.task_id if info else task_id, info.task if info else ""
             )
         folder = journal.folder(replay_id) or _recorded_folder(settings.data_dir, replay_id)
         outcome.folder = folder

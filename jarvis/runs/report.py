@@ -3,9 +3,14 @@
 Everything is in the file: the template ships in the package
 (``jarvis/runs/templates/report.html``), pictures are inline ``data:`` URIs, and a
 Content-Security-Policy forbids fetching anything else. Parts: a header (task, channel,
-model, status, verdict, duration, tokens, cost), a filmstrip, and a card per step with
-the screenshot and its markers (:mod:`jarvis.runs.markers`), the thought, the calls and
-their results, a timing bar and the tokens. Failed steps stand out. A replay's report
+model, status, verdict, duration, tokens, cost; with several runs, the current run's too),
+how the task ended in words (finished with the summary and the verification, failed with
+the reason, cancelled with who stopped it, needs you with the question), a filmstrip, and
+a card per step with the screenshot and its markers (:mod:`jarvis.runs.markers`), the
+thought, the calls and their results, a timing bar and the tokens. Failed steps stand
+out; the step a cancel cut short is badged cancelled. A task that ran more than once
+(after an answer or an update) shows every run, each under a heading with what the person
+said and how that run ended. A replay's report
 also shows, per step, how the replay placed each action against the recording.
 
 The page is built from the run's records, which hold no secrets; known secret values
@@ -27,10 +32,12 @@ from typing import Any
 
 from PIL import Image
 
+from jarvis.llm.types import Usage
 from jarvis.redaction import known_secrets, redact
 from jarvis.runs.markers import ARROW_DEFS, step_markers
 from jarvis.runs.reader import find_run, folder_name
-from jarvis.runs.step_file import CallFile, StepFile, load_steps
+from jarvis.runs.run_info import RunInfo, RunPart
+from jarvis.runs.step_file import CallFile, StepFile, load_steps, step_folder
 
 REPORT_FILE = "report.html"
 REPLAY_FILE = "replay.json"
@@ -57,13 +64,12 @@ def locate(data_dir: Path, task_id_or_folder: str) -> Path:
     return folder
 
 
-def load_info(folder: Path) -> dict[str, Any]:
-    """``run.json`` of a run folder ({} when it is missing or broken)."""
+def load_info(folder: Path) -> RunInfo | None:
+    """``run.json`` of a run folder (None when it is missing or broken)."""
     try:
-        info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        return RunInfo.load(folder)
     except (OSError, ValueError):
-        return {}
-    return info if isinstance(info, dict) else {}
+        return None
 
 
 def load_replay(folder: Path) -> dict[str, Any] | None:
@@ -91,9 +97,9 @@ def thumbnail_uri(path: Path, width: int = _THUMB_WIDTH) -> str:
 # ---------------------------------------------------------------- pieces
 
 
-def _duration(info: dict[str, Any], steps: list[tuple[Path, StepFile]]) -> float | None:
-    start = info.get("started") or (steps[0][1].started if steps else None)
-    end = info.get("ended") or (steps[-1][1].ended if steps else None)
+def _duration(info: RunInfo | None, steps: list[tuple[Path, StepFile]]) -> float | None:
+    start = (info.started if info else None) or (steps[0][1].started if steps else None)
+    end = (info.ended if info else None) or (steps[-1][1].ended if steps else None)
     if start is None or end is None:
         return None
     return float(end) - float(start)
@@ -107,64 +113,111 @@ def _fmt_seconds(seconds: float | None) -> str:
     return f"{int(seconds // 60)} min {seconds % 60:.0f} s"
 
 
-def _tokens(info: dict[str, Any], steps: list[tuple[Path, StepFile]]) -> dict[str, int]:
-    tokens = info.get("tokens")
-    if isinstance(tokens, dict) and any(tokens.values()):
-        return {k: int(v or 0) for k, v in tokens.items()}
-    total = {"input": 0, "output": 0, "cache_read": 0}
-    for _, step in steps:
-        for key in total:
-            total[key] += int(step.tokens.get(key, 0))
-    return total
+def _fmt_tokens(tokens: Usage) -> str:
+    return (
+        f"{tokens.input_tokens} in · {tokens.output_tokens} out · {tokens.cache_read_tokens} cached"
+    )
 
 
-def _meta(info: dict[str, Any], steps: list[tuple[Path, StepFile]], task_id: str) -> str:
-    status = str(info.get("status") or "unknown")
-    verdict = info.get("verdict")
-    if isinstance(verdict, dict):
-        verdict_text = ("done: " if verdict.get("done") else "not done: ") + str(
-            verdict.get("reason", "")
-        )
-    else:
-        verdict_text = "–"
-    tokens = _tokens(info, steps)
-    cost = info.get("cost_usd")
-    if cost is None:
-        cost = sum(s.cost_usd for _, s in steps)
-    model = str(info.get("model") or "–")
-    if info.get("provider"):
-        model = f"{info['provider']} / {model}"
+def _meta(info: RunInfo | None, steps: list[tuple[Path, StepFile]], task_id: str) -> str:
+    status = info.status if info else "unknown"
+    verdict = info.verdict if info else None
+    verdict_text = "–"
+    if verdict is not None:
+        verdict_text = ("done: " if verdict.done else "not done: ") + verdict.reason
+    tokens = info.tokens if info and info.tokens != Usage() else _step_tokens(steps)
+    cost = info.cost_usd if info else sum(s.cost_usd for _, s in steps)
+    model = (info.model if info else "") or "–"
+    if info and info.provider:
+        model = f"{info.provider} / {model}"
+    runs = info.runs if info else []
     rows = [
         ("task id", escape(task_id)),
-        ("channel", escape(str(info.get("channel") or "–"))),
+        ("channel", escape(info.channel if info else "–")),
         ("model", escape(model)),
         ("status", f'<span class="badge {escape(status)}" id="status">{escape(status)}</span>'),
         ("verdict", escape(verdict_text)),
         ("duration", _fmt_seconds(_duration(info, steps))),
         ("steps", str(len(steps))),
-        (
-            "tokens",
-            f"{tokens.get('input', 0)} in · {tokens.get('output', 0)} out · "
-            f"{tokens.get('cache_read', 0)} cached",
-        ),
-        ("cost", f"${float(cost):.4f}"),
+        ("tokens", f'<span id="tokens">{_fmt_tokens(tokens)}</span>'),
+        ("cost", f'<span id="cost">${float(cost):.4f}</span>'),
     ]
+    if len(runs) > 1:
+        last = runs[-1]
+        rows += [
+            ("runs", str(len(runs))),
+            (
+                f"this run ({last.run})",
+                f'<span id="run-usage">{_fmt_tokens(last.tokens)} · ${last.cost_usd:.4f}</span>',
+            ),
+        ]
     return "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in rows)
 
 
-def _filmstrip(steps: list[tuple[Path, StepFile]]) -> str:
+def _step_tokens(steps: list[tuple[Path, StepFile]]) -> Usage:
+    return sum((step.tokens for _, step in steps), Usage())
+
+
+def _ending(info: RunInfo | None) -> str:
+    """How the task ended, said in words (finished, failed, cancelled, needs you)."""
+    if info is None:
+        return ""
+    status = info.status
+    return (
+        f'<p class="ending {escape(status)}" id="ending">'
+        f'<span class="badge {escape(status)}">{escape(status)}</span> '
+        f"{escape(info.ending)}</p>"
+    )
+
+
+def _run_head(part: RunPart, count: int) -> str:
+    """The heading of one run of a task that ran more than once: when, what the person
+    said that started it, and how it ended."""
+    when = datetime.fromtimestamp(part.started).strftime("%H:%M:%S") if part.started else ""
+    answer = ""
+    if part.answer:
+        answer = f'<blockquote class="answer">You answered: {escape(part.answer)}</blockquote>'
+    return (
+        f'<section class="run-head" id="run-{part.run}" data-run="{part.run}">'
+        f'<h2>Run {part.run} of {count} <span class="when">{when}</span></h2>{answer}'
+        f'<p class="run-ending">{escape(part.ending)} · {part.steps} steps · '
+        f"{_fmt_tokens(part.tokens)} · ${part.cost_usd:.4f}</p></section>"
+    )
+
+
+def _filmstrip(steps: list[tuple[Path, StepFile]], cancelled: set[Path]) -> str:
     parts = []
     for folder, step in steps:
         picture = folder / step.before
         if not picture.is_file():
             continue
-        failed = " failed" if _failed(step) else ""
+        failed = " failed" if _failed(step) and folder not in cancelled else ""
         parts.append(
-            f'<a class="frame{failed}" href="#step-{step.step}">'
-            f'<img alt="step {step.step}" src="{thumbnail_uri(picture, 150)}">'
-            f"step {step.step}</a>"
+            f'<a class="frame{failed}" href="#{_anchor(step)}">'
+            f'<img alt="{_label(step)}" src="{thumbnail_uri(picture, 150)}">'
+            f"{_label(step)}</a>"
         )
     return "".join(parts)
+
+
+def _anchor(step: StepFile) -> str:
+    return f"step-{step.step}" if step.run <= 1 else f"step-r{step.run}-{step.step}"
+
+
+def _label(step: StepFile) -> str:
+    return f"step {step.step}" if step.run <= 1 else f"run {step.run} step {step.step}"
+
+
+def _cut_steps(info: RunInfo | None, steps: list[tuple[Path, StepFile]]) -> set[Path]:
+    """The steps a cancel cut short: the last step of each run that ended cancelled (it
+    is recorded as failed, but nothing failed: a person stopped it)."""
+    if info is None:
+        return set()
+    last: dict[int, Path] = {}
+    for folder, step in steps:
+        last[step.run] = folder
+    ended = {p.run for p in info.runs if p.status == "cancelled"}
+    return {folder for run, folder in last.items() if run in ended}
 
 
 def _failed(step: StepFile) -> bool:
@@ -237,7 +290,8 @@ def _diff(step: StepFile, original: Path | None) -> str:
     picture = ""
     of_step = replay.get("of_step")
     if original is not None and of_step is not None:
-        recorded = original / "steps" / f"{int(of_step):04d}" / "before.jpg"
+        of_run = int(replay.get("of_run") or 1)
+        recorded = step_folder(original, int(of_step), of_run) / "before.jpg"
         if recorded.is_file():
             picture = (
                 '<div class="recorded">the recording\'s screen before this step'
@@ -247,13 +301,13 @@ def _diff(step: StepFile, original: Path | None) -> str:
     return f'<div class="diff{stopped}"><b>{escape(head)}</b>{"".join(lines)}{picture}</div>'
 
 
-def _card(folder: Path, step: StepFile, original: Path | None) -> str:
+def _card(folder: Path, step: StepFile, original: Path | None, cut: bool) -> str:
     picture = folder / step.before
     width, height = step.monitor.model
     shot = ""
     if picture.is_file():
         shot = (
-            f'<div class="shot"><img class="shot-img" alt="step {step.step} before" '
+            f'<div class="shot"><img class="shot-img" alt="{_label(step)} before" '
             f'width="{width}" height="{height}" src="{data_uri(picture)}">'
             f'<svg class="overlay" viewBox="0 0 {width} {height}" preserveAspectRatio="none" '
             f'xmlns="http://www.w3.org/2000/svg">{ARROW_DEFS}{step_markers(step)}</svg></div>'
@@ -264,8 +318,8 @@ def _card(folder: Path, step: StepFile, original: Path | None) -> str:
             f'<div class="after">after<img alt="step {step.step} after" '
             f'src="{thumbnail_uri(folder / step.after, 320)}"></div>'
         )
-    failed = _failed(step)
-    result = "failed" if failed else "success"
+    failed = _failed(step) and not cut
+    result = "cancelled" if cut else "failed" if failed else "success"
     when = datetime.fromtimestamp(step.started).strftime("%H:%M:%S")
     reflection = f'<p class="reflection">{escape(step.reflection)}</p>' if step.reflection else ""
     rows = "".join(_call_row(c) for c in step.calls) or (
@@ -273,15 +327,15 @@ def _card(folder: Path, step: StepFile, original: Path | None) -> str:
     )
     tokens = step.tokens
     return (
-        f'<section class="step{" failed" if failed else ""}" id="step-{step.step}" '
-        f'data-step="{step.step}" data-scale="{step.scale[0]},{step.scale[1]}">'
-        f'<h2>Step {step.step} <span class="badge {result}">{result}</span>'
+        f'<section class="step{" failed" if failed else ""}" id="{_anchor(step)}" '
+        f'data-step="{step.step}" data-run="{step.run}" '
+        f'data-scale="{step.scale[0]},{step.scale[1]}">'
+        f'<h2>{_label(step).capitalize()} <span class="badge {result}">{result}</span>'
         f'<span class="when">{when}</span></h2>'
         f'<div class="body"><div>{shot}{after}</div><div>{reflection}'
         f'<p class="thought">{escape(step.thought) or "<i>(no thought)</i>"}</p>'
         f'<table class="calls">{rows}</table>{_timing(step)}'
-        f'<div class="tokens">{tokens.get("input", 0)} in · {tokens.get("output", 0)} out · '
-        f"{tokens.get('cache_read', 0)} cached tokens · ${step.cost_usd:.4f}</div>"
+        f'<div class="tokens">{_fmt_tokens(tokens)} tokens · ${step.cost_usd:.4f}</div>'
         f"{_diff(step, original)}</div></div></section>"
     )
 
@@ -305,7 +359,7 @@ def render(folder: Path, data_dir: Path | None = None) -> str:
     """The report of the run in ``folder`` as HTML text."""
     info = load_info(folder)
     steps = load_steps(folder)
-    task_id = str(info.get("task_id") or (steps[0][1].task_id if steps else folder.name))
+    task_id = info.task_id if info else (steps[0][1].task_id if steps else folder.name)
     replay = load_replay(folder)
     original = None
     if replay and data_dir is not None and replay.get("of"):
@@ -313,17 +367,37 @@ def render(folder: Path, data_dir: Path | None = None) -> str:
     template = Template(
         resources.files("jarvis.runs").joinpath("templates/report.html").read_text("utf-8")
     )
+    cut = _cut_steps(info, steps)
     page = template.substitute(
-        title=escape(str(info.get("task") or task_id)),
+        title=escape((info.task if info else "") or task_id),
         task_id=escape(task_id),
         meta=_meta(info, steps, task_id),
+        ending=_ending(info),
         replay_note=_replay_note(replay),
-        filmstrip=_filmstrip(steps),
-        cards="\n".join(_card(f, s, original) for f, s in steps)
-        or "<p>This run recorded no steps.</p>",
+        filmstrip=_filmstrip(steps, cut),
+        cards=_cards(info, steps, original, cut) or "<p>This run recorded no steps.</p>",
         written=time.strftime("%Y-%m-%d %H:%M:%S"),
     )
     return redact(page, known_secrets())
+
+
+def _cards(
+    info: RunInfo | None, steps: list[tuple[Path, StepFile]], original: Path | None, cut: set[Path]
+) -> str:
+    """A card per step; a task that ran more than once gets a heading before each run."""
+    runs = {p.run: p for p in info.runs} if info else {}
+    out: list[str] = []
+    shown: set[int] = set()
+    for number, part in runs.items():  # runs that recorded no step still say how they ended
+        if len(runs) > 1 and not any(s.run == number for _, s in steps):
+            out.append(_run_head(part, len(runs)))
+            shown.add(number)
+    for folder, step in steps:
+        if len(runs) > 1 and step.run not in shown and step.run in runs:
+            shown.add(step.run)
+            out.append(_run_head(runs[step.run], len(runs)))
+        out.append(_card(folder, step, original, folder in cut))
+    return "\n".join(out)
 
 
 def write_report(folder: Path, data_dir: Path | None = None, out: Path | None = None) -> Path:

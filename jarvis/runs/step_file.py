@@ -1,6 +1,7 @@
 """``steps/NNNN/step.json``: what one step did, in the terms a report and a replay need.
 
-One :class:`StepFile` per step of a run (``runs/DATE/TASK_ID/steps/0001/``), beside
+One :class:`StepFile` per step of a run (``runs/DATE/TASK_ID/steps/0001/``; a task's
+later runs, after an answer or a merged update, as ``steps/r2-0001/``, ``r3-...``), beside
 ``before.jpg`` (the screenshot the model saw, in model space), ``after.jpg`` (the screen
 once the step's actions settled) and ``target.png`` (a crop of about 96 screen pixels
 around the first pointer target, taken from the screen just before the call; further
@@ -12,17 +13,21 @@ logical screen pixels; ``scale`` is screen pixels per model pixel on each axis.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
+from jarvis.llm.types import Usage
+from jarvis.runs.run_info import usage_of
 from jarvis.runs.windows import WindowInfo
 
 STEP_FILE = "step.json"
 STEPS_DIR = "steps"
 POINTER_TOOLS = frozenset({"click", "double_click", "right_click", "mouse_move", "drag", "scroll"})
 KEY_TOOLS = frozenset({"type", "hotkey", "press_key"})
+_STEP_NAME = re.compile(r"(?:r(\d+)-)?(\d{4,})")
 
 
 class Monitor(BaseModel):
@@ -71,6 +76,8 @@ class Phashes(BaseModel):
 class StepFile(BaseModel):
     task_id: str
     step: int
+    run: int = 1
+    """Which run of the task (2, 3... after an answer or a merged update)."""
     started: float
     """Unix seconds when the step's screenshot was taken."""
     ended: float | None = None
@@ -82,12 +89,14 @@ class StepFile(BaseModel):
     phash: Phashes = Field(default_factory=Phashes)
     calls: list[CallFile] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
-    tokens: dict[str, int] = Field(default_factory=dict)
+    tokens: Usage = Field(default_factory=Usage)
     cost_usd: float = 0.0
     before: str = "before.jpg"
     after: str | None = None
     replay: dict[str, Any] | None = None
     """For a replay's steps: what was compared and how the action was placed."""
+
+    _tokens = field_validator("tokens", mode="before")(lambda v: usage_of(v))
 
     def save(self, folder: Path) -> None:
         from jarvis.fsutil import atomic_write_text
@@ -99,17 +108,33 @@ class StepFile(BaseModel):
         return cls.model_validate(json.loads((folder / STEP_FILE).read_text(encoding="utf-8")))
 
 
-def step_folder(run_folder: Path, step: int) -> Path:
-    return run_folder / STEPS_DIR / f"{step:04d}"
+def step_folder(run_folder: Path, step: int, run: int = 1) -> Path:
+    """``steps/NNNN`` for the task's first run, ``steps/rK-NNNN`` for its run K (K >= 2)."""
+    name = f"{step:04d}" if run <= 1 else f"r{run}-{step:04d}"
+    return run_folder / STEPS_DIR / name
+
+
+def parse_step_folder(name: str) -> tuple[int, int] | None:
+    """(run, step) of a step folder's name, or None when it is not one."""
+    match = _STEP_NAME.fullmatch(name)
+    if match is None:
+        return None
+    return int(match[1] or 1), int(match[2])
 
 
 def load_steps(run_folder: Path) -> list[tuple[Path, StepFile]]:
-    """The step records of a run, in step order (folders without a readable record skipped)."""
+    """The step records of every run of a task, in run and step order (folders without a
+    readable record skipped)."""
     root = run_folder / STEPS_DIR
     if not root.is_dir():
         return []
+    found = []
+    for folder in root.iterdir():
+        key = parse_step_folder(folder.name) if folder.is_dir() else None
+        if key is not None:
+            found.append((key, folder))
     out = []
-    for folder in sorted(p for p in root.iterdir() if p.is_dir() and p.name.isdigit()):
+    for _, folder in sorted(found):
         try:
             out.append((folder, StepFile.load(folder)))
         except (OSError, ValueError):

@@ -137,6 +137,11 @@ class TaskRun:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    """The task's tokens and cost over all its runs."""
+    run: int = 1
+    """Which run of the task this is (it runs again after an answer or an update)."""
+    earlier: tuple[int, int, float] = (0, 0, 0.0)
+    """Input and output tokens and cost of the runs before this one."""
     budget: Budget | None = None
 
     @property
@@ -242,10 +247,16 @@ class Cockpit:
 
 def _task_started(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
     if run.items or run.task:  # a task that runs again after an answer: a new attempt
-        run.items.append(Note(f"started again: {line.get('task', '')}"))
+        run.run = int(line.get("run") or run.run + 1)
+        answer = str(line.get("answer") or "")
+        said = f" · you answered: {answer}" if answer else ""
+        run.items.append(Note(f"run {run.run} started{said}"))
         run.ending, run.question, run.answered, run.budget = None, None, False, None
+        run.earlier = (run.input_tokens, run.output_tokens, run.cost_usd)
         return Change("item", run.task_id, len(run.items) - 1)
-    run.task = str(line.get("task", ""))
+    # joined at a later run: the task is what it was before the answers were added to it
+    run.task = str(line.get("task", "")).split("\n\nUpdate (")[0]
+    run.run = int(line.get("run") or 1)
     return Change("task", run.task_id)
 
 
@@ -303,13 +314,12 @@ def _call_finished(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Chan
 
 def _step_finished(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
     tokens_in, tokens_out = int(line.get("input_tokens") or 0), int(line.get("output_tokens") or 0)
-    cost = float(line.get("cost_usd") or 0.0)
     run.input_tokens += tokens_in
     run.output_tokens += tokens_out
-    run.cost_usd += cost
+    run.cost_usd = run.earlier[2] + float(line.get("cost_usd") or 0.0)  # (the run's so far)
     cockpit.input_tokens += tokens_in
     cockpit.output_tokens += tokens_out
-    cockpit.cost_usd += cost
+    cockpit.cost_usd = sum(r.cost_usd for r in cockpit.runs.values())
     return Change("totals", run.task_id)
 
 
@@ -380,10 +390,16 @@ def _task_finished(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Chan
     if status == "needs_user":
         run.question = run.ending.summary or run.question or ""
         run.answered = False
-    if "input_tokens" in line:  # the task's own totals count verification and skill calls
-        run.input_tokens = int(line.get("input_tokens") or 0)
-        run.output_tokens = int(line.get("output_tokens") or 0)
-        run.cost_usd = float(line.get("cost_usd") or 0.0)
+    tokens = line.get("task_tokens")
+    if isinstance(tokens, dict):  # the task's totals over all its runs
+        run.input_tokens = int(tokens.get("input_tokens") or 0)
+        run.output_tokens = int(tokens.get("output_tokens") or 0)
+        run.cost_usd = float(line.get("task_cost_usd") or 0.0)
+    elif "input_tokens" in line:  # the run's own totals count verification and skill calls
+        run.input_tokens = run.earlier[0] + int(line.get("input_tokens") or 0)
+        run.output_tokens = run.earlier[1] + int(line.get("output_tokens") or 0)
+        run.cost_usd = run.earlier[2] + float(line.get("cost_usd") or 0.0)
+    if "input_tokens" in line or isinstance(tokens, dict):
         cockpit.input_tokens = sum(r.input_tokens for r in cockpit.runs.values())
         cockpit.output_tokens = sum(r.output_tokens for r in cockpit.runs.values())
         cockpit.cost_usd = sum(r.cost_usd for r in cockpit.runs.values())

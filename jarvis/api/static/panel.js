@@ -15,8 +15,11 @@ const state = {
 };
 
 function newView(taskId) {
+  // input/output/cost: the task's over all its runs; base: what the runs before this one
+  // used; run: this run's number (a task runs again after an answer or an update).
   return { taskId, seen: 0, steps: new Map(), step: null, cards: new Map(), click: null,
-           input: 0, output: 0, cost: 0, status: "" };
+           input: 0, output: 0, cost: 0, status: "", run: 1,
+           base: { input: 0, output: 0, cost: 0 } };
 }
 
 // "jarvis:line": each stream line as it arrives (any task); "jarvis:apply": each line of the
@@ -131,14 +134,27 @@ function apply(r) {
   switch (r.kind) {
     case "task_started": {  // a task may run again (after an answer): a new run below
       const todo = state.todos.get(r.task_id);
-      $("task-title").textContent = todo ? todo.title : r.task;
-      if (view.steps.size) {
+      if (todo) $("task-title").textContent = todo.title;  // the title stays the task's own
+      else if ($("task-title").textContent === view.taskId) {
+        $("task-title").textContent = String(r.task || "").split("\n")[0];
+      }
+      if (view.steps.size || (r.run || 1) > 1) {
         const mark = document.createElement("p");
         mark.className = "rerun";
-        mark.textContent = "runs again";
+        mark.textContent = `run ${r.run || "again"}`;
         $("message").append(mark);
+        if (r.answer) {
+          const said = document.createElement("blockquote");
+          said.className = "answer";
+          said.textContent = `You answered: ${r.answer}`;
+          $("message").append(said);
+        }
       }
-      Object.assign(view, { steps: new Map(), step: null, input: 0, output: 0, cost: 0 });
+      // the task's totals go on; this run's count from here
+      view.base = { input: view.input, output: view.output, cost: view.cost };
+      Object.assign(view, { steps: new Map(), step: null });
+      view.run = r.run || (view.started ? view.run + 1 : 1);  // (older lines have no run)
+      view.started = true;
       view.status = "running";
       $("summary").hidden = true;
       break;
@@ -167,9 +183,15 @@ function apply(r) {
     }
     case "task_finished":
       view.status = r.status;
-      view.input = r.input_tokens || view.input;
-      view.output = r.output_tokens || view.output;
-      view.cost = r.cost_usd || view.cost;
+      if (r.task_tokens) {  // the task's totals over all its runs
+        view.input = r.task_tokens.input_tokens;
+        view.output = r.task_tokens.output_tokens;
+        view.cost = r.task_cost_usd;
+      } else {
+        view.input = view.base.input + (r.input_tokens || 0) || view.input;
+        view.output = view.base.output + (r.output_tokens || 0) || view.output;
+        view.cost = view.base.cost + (r.cost_usd || 0) || view.cost;
+      }
       for (const c of view.cards.values()) if (c.el.dataset.state === "streaming") setState(c, "not run");
       $("summary").textContent = `${r.status}: ${r.summary}`;
       $("summary").hidden = false;
@@ -251,7 +273,7 @@ function finishStep(r) {
   for (const c of view.cards.values()) if (c.el.dataset.state === "streaming") setState(c, "not run");
   view.input += r.input_tokens || 0;
   view.output += r.output_tokens || 0;
-  view.cost = r.cost_usd || view.cost;
+  view.cost = view.base.cost + (r.cost_usd || 0) || view.cost;  // (the run's cost so far)
   if (r.screenshot) showShot(r.screenshot, view.click);  // the last click so far
 }
 
@@ -276,8 +298,13 @@ function showShot(path, click) {
 function renderUsage() {
   const v = state.view;
   if (!v) return;
-  $("usage").textContent = `${v.input + v.output} tokens (${v.input} in, ${v.output} out) · ` +
+  let text = `${v.input + v.output} tokens (${v.input} in, ${v.output} out) · ` +
     `$${v.cost.toFixed(4)}`;
+  if (v.run > 1) {  // the current run's share
+    const used = v.input + v.output - v.base.input - v.base.output;
+    text += ` · run ${v.run}: ${used} tokens · $${(v.cost - v.base.cost).toFixed(4)}`;
+  }
+  $("usage").textContent = text;
 }
 
 function renderControls() {

@@ -1,0 +1,203 @@
+"""``run.json``: what a task's runs were and how each ended, as one pydantic model.
+
+A task runs more than once when a person answers its ``call_user`` question or an update
+is merged into it: every run is kept. :class:`RunInfo` is the whole task (its title, its
+totals over all runs, how its latest run ended) and ``runs`` holds each run
+(:class:`RunPart`: its number, times, ending, the person's answer that started it, its own
+tokens and cost). The journal writes it, the reader, the report, ``jarvis runs`` and the
+API read it; nothing else builds or parses ``run.json``.
+
+Files written before runs were kept (``tokens`` as ``{"input", "output", "cache_read"}``,
+no ``runs``) still load: their one run is rebuilt from the top-level fields.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, computed_field, field_validator, model_validator
+
+from jarvis.llm.types import Usage
+
+RUN_FILE = "run.json"
+_UPDATE_LABEL = re.compile(r"^Update(?: \([^)\n]*\))?:[ \t]*\n?", re.MULTILINE)
+_LEGACY_TOKENS = {
+    "input": "input_tokens",
+    "output": "output_tokens",
+    "cache_read": "cache_read_tokens",
+}
+
+
+def usage_of(value: Any) -> Any:
+    """A ``tokens`` value as :class:`Usage` fields (the short keys of older files too)."""
+    if isinstance(value, dict):
+        return {_LEGACY_TOKENS.get(k, k): v for k, v in value.items()}
+    return value
+
+
+class Verdict(BaseModel):
+    done: bool
+    reason: str = ""
+
+
+class RunPart(BaseModel):
+    """One run of a task."""
+
+    run: int = 1
+    started: float | None = None
+    ended: float | None = None
+    status: str = "running"
+    """running, then finished, failed, needs_user or cancelled."""
+    summary: str = ""
+    """The finish summary, the failure's reason, or the question (needs_user)."""
+    verdict: Verdict | None = None
+    stopped_by: str | None = None
+    answer: str = ""
+    """What the person said (an answer or a merged update) that started this run."""
+    steps: int = 0
+    tokens: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+    first_seq: int | None = None
+    last_seq: int | None = None
+
+    _tokens = field_validator("tokens", mode="before")(lambda v: usage_of(v))
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ending(self) -> str:
+        """How the run ended, in words (see :func:`ending_text`)."""
+        return ending_text(self.status, self.summary, self.verdict, self.stopped_by)
+
+
+class RunInfo(BaseModel):
+    """A task's ``run.json`` (see the module doc). ``tokens``, ``cost_usd`` and ``steps``
+    are over all its runs; ``status`` and the rest of the ending are its latest run's."""
+
+    task_id: str
+    task: str = ""
+    """What the task was when it first ran (an answer never replaces it)."""
+    channel: str = "unknown"
+    provider: str = ""
+    model: str = ""
+    settings_hash: str = ""
+    pid: int | None = None
+    started: float | None = None
+    ended: float | None = None
+    status: str = "running"
+    summary: str = ""
+    verdict: Verdict | None = None
+    stopped_by: str | None = None
+    steps: int = 0
+    tokens: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+    first_seq: int | None = None
+    last_seq: int | None = None
+    runs: list[RunPart] = Field(default_factory=list)
+    task_text: str = ""
+    """The whole text the latest run was given (the task with the answers and updates)."""
+    folder: str = ""
+    """The run's folder relative to the data dir (set by the reader; not in the file)."""
+
+    _tokens = field_validator("tokens", mode="before")(lambda v: usage_of(v))
+
+    @model_validator(mode="after")
+    def _one_run_at_least(self) -> RunInfo:
+        if not self.runs:  # an older file: its one run is the whole record
+            self.runs = [
+                RunPart(
+                    started=self.started,
+                    ended=self.ended,
+                    status=self.status,
+                    summary=self.summary,
+                    verdict=self.verdict,
+                    stopped_by=self.stopped_by,
+                    steps=self.steps,
+                    tokens=self.tokens,
+                    cost_usd=self.cost_usd,
+                    first_seq=self.first_seq,
+                    last_seq=self.last_seq,
+                )
+            ]
+        return self
+
+    @property
+    def current(self) -> RunPart:
+        return self.runs[-1]
+
+    def begin(self, started: float, answer: str) -> RunPart:
+        """A new run of the task (after an answer or an update); the title stays."""
+        part = RunPart(run=self.current.run + 1, started=started, answer=answer)
+        self.runs.append(part)
+        self.pid = None
+        self.ended, self.status, self.summary = None, "running", ""
+        self.verdict, self.stopped_by = None, None
+        return part
+
+    def total(self) -> None:
+        """Bring the task's totals and latest ending in line with its runs."""
+        last = self.current
+        self.steps = sum(r.steps for r in self.runs)
+        self.tokens = sum((r.tokens for r in self.runs), Usage())
+        self.cost_usd = round(sum(r.cost_usd for r in self.runs), 10)
+        self.status, self.summary, self.ended = last.status, last.summary, last.ended
+        self.verdict, self.stopped_by = last.verdict, last.stopped_by
+        self.started = self.runs[0].started
+        self.first_seq, self.last_seq = self.runs[0].first_seq, last.last_seq
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ending(self) -> str:
+        """How the latest run ended, in words (see :func:`ending_text`)."""
+        return ending_text(self.status, self.summary, self.verdict, self.stopped_by)
+
+    def save(self, folder: Path) -> None:
+        from jarvis.fsutil import atomic_write_text
+
+        derived = {"folder": True, "ending": True, "runs": {"__all__": {"ending"}}}
+        text = self.model_dump_json(indent=2, exclude=derived)  # type: ignore[arg-type]
+        atomic_write_text(folder / RUN_FILE, text + "\n")
+
+    @classmethod
+    def load(cls, folder: Path) -> RunInfo:
+        """Raises OSError or ValueError (pydantic's ValidationError is one)."""
+        data = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"{folder / RUN_FILE} does not hold an object")
+        return cls.model_validate(data)
+
+
+def ending_text(status: str, summary: str, verdict: Verdict | None, stopped_by: str | None) -> str:
+    """How a run ended, in words: finished with the summary and the verification, failed
+    with the reason, cancelled with who stopped it, needs you with the question."""
+    if status == "finished":
+        check = ""
+        if verdict is not None:
+            check = f" (verified: {verdict.reason})" if verdict.done else " (not verified)"
+        return f"finished: {summary}{check}".strip()
+    if status == "failed":
+        return f"failed: {summary or 'no reason given'}"
+    if status == "cancelled":
+        return f"cancelled by {stopped_by or 'the user'}"
+    if status == "needs_user":
+        return f"needs you: {summary or '(no question)'}"
+    return status
+
+
+def event_usage(event: Any) -> Usage:
+    """The tokens a ``StepFinished`` or ``TaskFinished`` event (or its journal line) names."""
+    get = event.get if isinstance(event, dict) else lambda k, d=0: getattr(event, k, d)
+    return Usage(
+        input_tokens=int(get("input_tokens", 0) or 0),
+        output_tokens=int(get("output_tokens", 0) or 0),
+        cache_read_tokens=int(get("cache_read_tokens", 0) or 0),
+    )
+
+
+def added_text(before: str, after: str) -> str:
+    """What a person added to a task between two runs (the answer or the update), without
+    the ``Update (m-...):`` labels the todo list writes around it."""
+    extra = after[len(before) :] if after.startswith(before) else after
+    return _UPDATE_LABEL.sub("", extra).strip()
