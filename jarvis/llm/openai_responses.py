@@ -21,8 +21,8 @@ from typing import Any
 
 import openai
 
-from jarvis.desktop.screen import Size
 from jarvis.events import EventBus
+from jarvis.geometry import Size
 from jarvis.llm.base import (
     NOT_RUN,
     AdapterBase,
