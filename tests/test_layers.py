@@ -40,7 +40,7 @@ BOTTOM = frozenset(
         "jarvis",  # the package itself: __version__
         "jarvis.geometry",
         "jarvis.events",
-        "jarvis.redaction",  # arrives with the redaction branch; allowed before it exists
+        "jarvis.redaction",
         "jarvis.logfile",
         "jarvis.fsutil",
         "jarvis.prompts",
@@ -66,17 +66,6 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "desktop": frozenset({"bottom", "config", "desktop"}),
     "llm": frozenset({"bottom", "section", "config", "llm"}),
 }
-
-# Until redaction has its own bottom-layer module (jarvis/redaction.py, made on another
-# branch), these two modules take it from jarvis.tools.audit. The allowance ends by
-# itself when jarvis/redaction.py exists: then the imports must go through it.
-UNTIL_REDACTION_MODULE = frozenset(
-    {
-        ("jarvis.logfile", "jarvis.tools.audit"),
-        ("jarvis.gateway.channels.email.settings", "jarvis.tools.audit"),
-    }
-)
-
 
 def layer_of(module: str) -> str:
     if module in BOTTOM:
@@ -128,7 +117,6 @@ def imported_modules(source: str, module: str, is_package: bool, root: Path = RO
 
 
 def upward_imports(root: Path = ROOT) -> list[str]:
-    redaction_exists = (root / "jarvis" / "redaction.py").is_file()
     wrong = []
     for path in sorted((root / "jarvis").rglob("*.py")):
         module = module_name(path, root)
@@ -138,8 +126,6 @@ def upward_imports(root: Path = ROOT) -> list[str]:
         source = path.read_text(encoding="utf-8")
         for target in sorted(imported_modules(source, module, path.name == "__init__.py", root)):
             if layer_of(target) in MAY_IMPORT[layer]:
-                continue
-            if not redaction_exists and (module, target) in UNTIL_REDACTION_MODULE:
                 continue
             wrong.append(f"{module} ({layer}) imports {target} ({layer_of(target)})")
     return wrong
@@ -159,8 +145,8 @@ def test_every_layer_named_in_the_rule_exists() -> None:
     # every settings module is a section, so config's imports stay checked
     settings_modules = {m for m in modules if m.rsplit(".", 1)[-1].endswith("settings")}
     assert settings_modules <= SECTIONS
-    # the rule names only modules that exist (redaction may still be on its way)
-    assert (BOTTOM | SECTIONS) - {"jarvis.redaction"} <= modules
+    # the rule names only modules that exist
+    assert BOTTOM | SECTIONS <= modules
 
 
 @pytest.mark.parametrize(
