@@ -67,6 +67,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "llm": frozenset({"bottom", "section", "config", "llm"}),
 }
 
+
 def layer_of(module: str) -> str:
     if module in BOTTOM:
         return "bottom"
