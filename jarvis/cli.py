@@ -34,7 +34,7 @@ SUBCOMMAND_MODULES = (
     "jarvis.eval.commands",
     "jarvis.gateway.channels.email.commands",
     "jarvis.tui.commands",
-    "jarvis.llm.profiles.commands",
+    "jarvis.calibrate.commands",
 )
 
 

@@ -28,9 +28,10 @@ def check_display(settings: Settings) -> Check:
     if not os.environ.get("DISPLAY") and os.name == "posix" and not _is_macos():
         return Check("display", False, "DISPLAY is not set: run on a desktop or inside xvfb-run")
     from jarvis.desktop.screen import Screen
+    from jarvis.llm.profiles.select import screen_sizer
 
     try:
-        screen = Screen.from_settings(settings)
+        screen = Screen.from_settings(settings, screen_sizer(settings))
         try:
             obs = screen.capture()
         finally:

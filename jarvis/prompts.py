@@ -48,3 +48,9 @@ def fill(template: str, values: dict[str, object], name: str = "template") -> st
 def render(name: str, directory: Path = PROMPTS_DIR, **values: object) -> str:
     """Load ``prompts/NAME.md`` and fill it."""
     return fill(load(name, directory), values, name)
+
+
+def render_text(name: str, directory: Path = PROMPTS_DIR, **values: object) -> str:
+    """:func:`render` without the file's final newline: for a prompt that is a whole
+    system prompt or that other text is joined to."""
+    return render(name, directory, **values).removesuffix("\n")

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from jarvis.calibrate.calibrate import TARGETS, picture, radius
 from jarvis.cli import main
 from jarvis.desktop.screen import Size
-from jarvis.llm.profiles.calibrate import TARGETS, picture, radius
 from tests.agent_harness import TEST_KEY
 from tests.fake_model import FakeModel, RecordedRequest, Reply, call
 

@@ -4,7 +4,7 @@ Every profile runs on every screen of the fidelity matrix (tests/test_screen_geo
 and tests/test_input_fidelity.py: 4:3, 16:10, 16:9, the odd 1366x768, 21:9 3440x1440,
 portrait, and a HiDPI 2880x1800 panel whose logical size is 1440x900). The answer goes
 through the same functions the running agent uses: the profile's image rule, its grammar
-parser and :func:`jarvis.llm.profiles.coords.to_screen`.
+parser and :func:`jarvis.geometry.to_screen`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ import pytest
 
 from jarvis.config import ConfigError, load_settings
 from jarvis.desktop.screen import Size, model_to_screen
-from jarvis.llm.profiles import qwen_tool
-from jarvis.llm.profiles.catalog import PROFILES, choose_profile
-from jarvis.llm.profiles.coords import (
+from jarvis.geometry import (
     PIXELS,
     REL_999,
     REL_1000,
@@ -31,6 +29,8 @@ from jarvis.llm.profiles.coords import (
     to_tool_point,
     tool_grid,
 )
+from jarvis.llm.profiles import qwen_tool
+from jarvis.llm.profiles.catalog import PROFILES, choose_profile
 from jarvis.llm.profiles.grammars import parse_glm, parse_pyautogui, parse_uitars
 from jarvis.llm.profiles.select import geometry
 from jarvis.llm.types import ToolCall

@@ -18,8 +18,8 @@ import pytest
 from PIL import Image
 
 from jarvis.desktop.screen import Size
+from jarvis.geometry import from_screen
 from jarvis.llm.profiles.catalog import PROFILES
-from jarvis.llm.profiles.coords import from_screen
 from jarvis.llm.profiles.select import geometry
 from tests.agent_harness import agent_settings, run_agent
 from tests.fake_model import FakeModel, Reply, call

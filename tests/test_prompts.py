@@ -40,3 +40,74 @@ def test_system_prompt_marks_screen_text_untrusted() -> None:
     text = prompts.load("system").lower()
     assert "untrusted" in text
     assert "not instructions" in text
+
+
+# --------------------------------------------------------- prompts are files, none inline
+
+ROOT = Path(__file__).resolve().parent.parent
+# the modules whose system prompts moved to prompts/ (issue 23, point 8)
+PROMPT_USERS = (
+    "jarvis/agent/brain.py",
+    "jarvis/gateway/router.py",
+    "jarvis/runs/reground.py",
+    "jarvis/llm/text_mode.py",
+)
+LONG_TEXT = 200
+
+
+def inline_prompt_text(source: str) -> list[str]:
+    """String literals (docstrings aside) that read like a prompt: ones that address the
+    model ("You ...") or run past LONG_TEXT characters."""
+    import ast
+
+    tree = ast.parse(source)
+    docstrings = {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            continue
+        if id(node) in docstrings:
+            continue
+        text = node.value.strip()
+        if text.startswith("You ") or len(text) > LONG_TEXT:
+            found.append(text[:80])
+    return found
+
+
+@pytest.mark.parametrize("module", PROMPT_USERS)
+def test_no_prompt_text_inline(module: str) -> None:
+    assert inline_prompt_text((ROOT / module).read_text(encoding="utf-8")) == []
+
+
+def test_the_inline_check_sees_a_system_prompt() -> None:
+    source = (
+        '"""Docstrings may say anything: You do this."""\n'
+        'def f():\n    return g(system="You locate things. Answer with JSON.")\n'
+    )
+    assert inline_prompt_text(source) == ["You locate things. Answer with JSON."]
+    assert inline_prompt_text(f"X = {'x' * (LONG_TEXT + 1)!r}\n") == ["x" * 80]
+
+
+@pytest.mark.parametrize(
+    "name", ["verify_system", "skill_system", "merge_system", "reground_system", "tools_text"]
+)
+def test_system_prompt_files_render_without_a_trailing_newline(name: str) -> None:
+    values = {"open": "<tool_call>", "close": "</tool_call>"} if name == "tools_text" else {}
+    text = prompts.render_text(name, **values)
+    assert text and not text.endswith("\n")
+    assert text == prompts.render(name, **values).rstrip("\n")
+
+
+def test_every_prompt_file_is_shipped() -> None:
+    """pyproject's data-files glob covers every file in prompts/ (an installed Jarvis
+    finds them through jarvis.shipped)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    data_files = project["tool"]["setuptools"]["data-files"]["share/jarvis/prompts"]
+    shipped = {p for pattern in data_files for p in ROOT.glob(pattern)}
+    assert sorted((ROOT / "prompts").iterdir()) == sorted(shipped)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jarvis.desktop.screen import (
+from jarvis.geometry import (
     Size,
     contains_point,
     fit_size,

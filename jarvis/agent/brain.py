@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from jarvis import prompts
 from jarvis.agent.context import (
+    ContextPolicy,
     FrozenHeader,
     Turn,
     build_messages,
@@ -17,7 +18,7 @@ from jarvis.config import Settings
 from jarvis.desktop.screen import Observation, Screen
 from jarvis.events import EventBus, ModelTextDelta, ToolCallStreaming, VerificationFinished
 from jarvis.llm.base import OnEvent, Provider, complete
-from jarvis.llm.profiles.select import active_profile, context_policy, system_prompt
+from jarvis.llm.profiles.select import active_profile, system_prompt
 from jarvis.llm.types import (
     ImagePart,
     LLMRequest,
@@ -68,6 +69,13 @@ class Verdict:
     done: bool
     reason: str
     response: LLMResponse | None = None
+
+
+def context_policy(settings: Settings) -> ContextPolicy:
+    """The context policy of a run: the ``context_policy`` setting, K from
+    ``keep_screenshots`` and C from the profile (``stable`` only)."""
+    chunk = active_profile(settings).profile.chunk if settings.context_policy == "stable" else 0
+    return ContextPolicy(settings.context_policy, settings.keep_screenshots, chunk)
 
 
 def image_of(observation: Observation) -> ImagePart:
@@ -173,7 +181,7 @@ class Brain:
         observation = await self.perceive()
         text = prompts.render("verify", task=task, summary=summary or "(no summary)")
         request = self._request(
-            "You verify computer tasks from screenshots. Answer only with JSON.",
+            prompts.render_text("verify_system"),
             [Message.user(image_of(observation), text)],
             [],
         )
@@ -186,9 +194,7 @@ class Brain:
         """A short procedure of how a verified task was done, written by the model (its
         ``text``; the response carries the usage)."""
         text = prompts.render("skill", task=task, steps="\n".join(steps) or "(no steps)")
-        request = self._request(
-            "You write short, general procedures for computer tasks.", [Message.user(text)], []
-        )
+        request = self._request(prompts.render_text("skill_system"), [Message.user(text)], [])
         return await complete(self.provider, request)
 
     def _request(self, system: str, messages: list[Message], tools: list[ToolSpec]) -> LLMRequest:

@@ -22,6 +22,7 @@ from jarvis.llm.base import Provider
 from jarvis.llm.computer_tool import zoom_enabled
 from jarvis.llm.factory import make_provider
 from jarvis.llm.openai_actions import deny_unattended
+from jarvis.llm.profiles.select import screen_sizer
 from jarvis.memory.embedding import EmbeddingUnavailable
 from jarvis.memory.long_term import LongTermMemory
 from jarvis.memory.recall import MemoryBridge
@@ -73,7 +74,7 @@ async def build_agent(
             register_zoom_tool(registry)  # Claude's computer_20251124 `zoom` action
         if long_term is None and settings.long_term_memory:
             long_term = await open_long_term(settings, stack, registry)
-        screen = Screen.from_settings(settings)
+        screen = Screen.from_settings(settings, screen_sizer(settings))
         stack.callback(screen.close)
         agent = _assemble(settings, bus, provider, registry, screen, long_term, todos)
         if settings.runs.record_steps:  # steps/NNNN/ beside the run's journal

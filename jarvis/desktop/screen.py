@@ -14,7 +14,8 @@ All mappings use the pixel-centre convention: pixel ``i`` of an axis of ``n``
 pixels covers ``[i, i+1)`` and is represented by its centre ``i + 0.5``, so
 ``dst = floor((src + 0.5) * n_dst / n_src)``. This keeps corners on corners,
 maps the last pixel inside, and round-trips exactly whenever the target axis is
-at least as long as the source one. The arithmetic is integer-only.
+at least as long as the source one. The arithmetic is integer-only and lives in
+:mod:`jarvis.geometry`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from PIL import Image
 
+from jarvis.geometry import Size, contains_point, fit_size, model_to_screen, screen_to_model
+
 if TYPE_CHECKING:
     from jarvis.config import Settings
 
@@ -39,95 +42,6 @@ ImageFormat = Literal["jpeg", "png"]
 MEDIA_TYPES: dict[str, str] = {"jpeg": "image/jpeg", "png": "image/png"}
 _RESIZE_STRIPES = 2  # Pillow releases the GIL while resampling: two stripes use two cores
 _RESAMPLE = Image.Resampling.BOX
-
-
-@dataclass(frozen=True)
-class Size:
-    width: int
-    height: int
-
-    def __post_init__(self) -> None:
-        if self.width < 1 or self.height < 1:
-            raise ValueError(f"a size must be positive, got {self.width}x{self.height}")
-
-    def __str__(self) -> str:
-        return f"{self.width}x{self.height}"
-
-    @classmethod
-    def parse(cls, text: str) -> Size:
-        """``"1920x1080"`` -> Size(1920, 1080)."""
-        width, _, height = text.lower().partition("x")
-        return cls(int(width), int(height))
-
-
-# ---------------------------------------------------------------- pure arithmetic
-
-
-def fit_size(screen: Size, max_side: int) -> Size:
-    """The largest size with ``screen``'s aspect whose longest side is at most ``max_side``."""
-    if max_side < 1:
-        raise ValueError(f"max_side must be positive, got {max_side}")
-    longest = max(screen.width, screen.height)
-    if longest <= max_side:
-        return screen
-    return Size(
-        max(1, (screen.width * max_side * 2 + longest) // (2 * longest)),
-        max(1, (screen.height * max_side * 2 + longest) // (2 * longest)),
-    )
-
-
-def map_axis(value: int, src: int, dst: int) -> int:
-    """Map pixel ``value`` of an axis of ``src`` pixels onto one of ``dst`` pixels."""
-    return min(dst - 1, max(0, ((2 * value + 1) * dst) // (2 * src)))
-
-
-def contains_point(x: int, y: int, size: Size) -> bool:
-    return 0 <= x < size.width and 0 <= y < size.height
-
-
-def model_to_screen(
-    x: int, y: int, model: Size, screen: Size, origin: tuple[int, int] = (0, 0)
-) -> tuple[int, int]:
-    """A model-space pixel to the absolute screen pixel whose centre it covers.
-
-    Raises ValueError for a point outside the model image (check with
-    :func:`contains_point` to turn it into a tool error first).
-    """
-    if not contains_point(x, y, model):
-        raise ValueError(f"({x}, {y}) is outside the {model} screenshot")
-    return (
-        origin[0] + map_axis(x, model.width, screen.width),
-        origin[1] + map_axis(y, model.height, screen.height),
-    )
-
-
-def screen_to_model(
-    x: int, y: int, model: Size, screen: Size, origin: tuple[int, int] = (0, 0)
-) -> tuple[int, int]:
-    """An absolute screen pixel to the model-space pixel that shows it."""
-    rx, ry = x - origin[0], y - origin[1]
-    if not contains_point(rx, ry, screen):
-        raise ValueError(f"({x}, {y}) is outside the {screen} monitor at {origin}")
-    return map_axis(rx, screen.width, model.width), map_axis(ry, screen.height, model.height)
-
-
-def hidpi_factor(physical: Size, logical: Size) -> float:
-    """Physical pixels per logical unit (1.0 on a plain display, 2.0 on Retina)."""
-    return physical.width / logical.width
-
-
-def physical_to_logical(x: int, y: int, physical: Size, logical: Size) -> tuple[int, int]:
-    """A captured pixel to the logical (input) coordinate that covers it."""
-    if not contains_point(x, y, physical):
-        raise ValueError(f"({x}, {y}) is outside the {physical} capture")
-    return map_axis(x, physical.width, logical.width), map_axis(y, physical.height, logical.height)
-
-
-def logical_to_physical(x: int, y: int, physical: Size, logical: Size) -> tuple[int, int]:
-    """A logical (input) coordinate to the captured pixel at the centre of its area."""
-    if not contains_point(x, y, logical):
-        raise ValueError(f"({x}, {y}) is outside the {logical} logical screen")
-    return map_axis(x, logical.width, physical.width), map_axis(y, logical.height, physical.height)
 
 
 # ------------------------------------------------------------------ image work
@@ -269,15 +183,17 @@ class Screen:
         old.close()
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Screen:
-        from jarvis.llm.profiles.select import screen_sizer
-
+    def from_settings(
+        cls, settings: Settings, sizer: Callable[[Size], tuple[Size, Size]] | None = None
+    ) -> Screen:
+        """The screen the settings describe; ``sizer`` is the model profile's sizing rule
+        (:func:`jarvis.llm.profiles.select.screen_sizer`), given by the caller."""
         return cls(
             monitor=settings.monitor,
             max_side=settings.max_side,
             image_format=settings.image_format,
             jpeg_quality=settings.jpeg_quality,
-            sizer=screen_sizer(settings),
+            sizer=sizer,
         )
 
     @property

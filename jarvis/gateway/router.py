@@ -38,7 +38,6 @@ log = logging.getLogger(__name__)
 ANSWERS = "answers"
 """Header key of a message addressed to one task (``answers:T003``): it is merged into that
 task without asking the model (an answer to a ``call_user`` question, from the API)."""
-SYSTEM = "You route incoming messages onto a task list. Answer with one JSON object only."
 TITLE_MAX = 80
 EXCERPT_MAX = 300
 
@@ -163,7 +162,7 @@ class MessageRouter:
             text=message.text,
         )
         return LLMRequest(
-            system=SYSTEM,
+            system=prompts.render_text("merge_system"),
             messages=[ChatMessage.user(prompt)],
             max_tokens=self.max_tokens,
             temperature=None,

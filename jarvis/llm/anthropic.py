@@ -14,14 +14,14 @@ import logging
 import os
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 import anthropic
 
-from jarvis.events import EventBus
 from jarvis.llm.anthropic_wire import build_wire
 from jarvis.llm.base import (
     AdapterBase,
+    Connection,
     ProviderAuthError,
     ProviderError,
     StreamInterrupted,
@@ -33,7 +33,7 @@ from jarvis.llm.computer_tool import (
     COMPUTER_TOOL_NAME,
     computer_action_to_calls,
 )
-from jarvis.llm.retry import RetryPolicy, cause_text, error_text
+from jarvis.llm.retry import cause_text, error_text
 from jarvis.llm.types import (
     LLMRequest,
     LLMResponse,
@@ -228,36 +228,27 @@ class AnthropicProvider(AdapterBase):
 
     name = "anthropic"
 
+    _client: anthropic.AsyncAnthropic
+
     def __init__(
         self,
         model: str,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        bus: EventBus | None = None,
-        retry: RetryPolicy | None = None,
-        timeout_s: float = 120.0,
         native_computer_tool: bool = False,
         computer_tool_version: str | None = None,
+        **connection: Unpack[Connection],
     ) -> None:
-        super().__init__(model, bus=bus, retry=retry)
+        super().__init__(model, **connection)
         self.native_computer_tool = native_computer_tool
         self.computer_tool_version = computer_tool_version
+
+    def _connect(
+        self, api_key: str | None, base_url: str | None, timeout_s: float
+    ) -> anthropic.AsyncAnthropic:
         key, token = resolve_credentials(api_key)
-        self._client = anthropic.AsyncAnthropic(
-            api_key=key,
-            auth_token=token,
-            base_url=base_url,
-            timeout=timeout_s,
-            max_retries=0,  # our own loop retries, so it can report each retry
+        return anthropic.AsyncAnthropic(
+            api_key=key, auth_token=token, base_url=base_url, timeout=timeout_s, max_retries=0
         )
-
-    @property
-    def base_url(self) -> str:
-        return str(self._client.base_url)
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
     async def _attempt(self, request: LLMRequest) -> AsyncGenerator[StreamEvent, None]:
         wire = build_wire(

@@ -14,7 +14,7 @@ import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypedDict, Unpack, runtime_checkable
 
 from jarvis.events import EventBus, ModelRetry, ToolModeFallback
 from jarvis.llm import text_mode
@@ -162,20 +162,51 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
     return value, None
 
 
+DEFAULT_TIMEOUT_S = 120.0
+
+
+class Connection(TypedDict, total=False):
+    """How an adapter reaches its API; every adapter takes these keywords, and
+    :func:`jarvis.llm.factory.make_provider` gives them from the settings."""
+
+    api_key: str | None
+    base_url: str | None
+    bus: EventBus | None
+    retry: RetryPolicy | None
+    timeout_s: float
+
+
 class AdapterBase:
     """Shared behaviour of the provider adapters; subclasses implement ``_attempt``."""
 
     name = "base"
 
-    def __init__(
-        self, model: str, *, bus: EventBus | None = None, retry: RetryPolicy | None = None
-    ) -> None:
+    def __init__(self, model: str, **connection: Unpack[Connection]) -> None:
         self.model = model
-        self.bus = bus
-        self.retry = retry or RetryPolicy()
+        self.bus = connection.get("bus")
+        self.retry = connection.get("retry") or RetryPolicy()
         self.text_fallback = False  # auto mode fell back to text mode for this run
+        self._client = self._connect(
+            connection.get("api_key"),
+            connection.get("base_url"),
+            connection.get("timeout_s", DEFAULT_TIMEOUT_S),
+        )
+
+    @property
+    def base_url(self) -> str:
+        return str(self._client.base_url)
+
+    async def aclose(self) -> None:
+        """Release the HTTP client."""
+        await self._client.close()
 
     # --- to implement -------------------------------------------------------
+    def _connect(self, api_key: str | None, base_url: str | None, timeout_s: float) -> Any:
+        """The SDK client: the key (None: the SDK's environment variable; ProviderAuthError
+        when there is none), the base URL (None: the SDK's default or variable), the
+        per-request timeout, and no SDK retries (the retry loop here reports each one)."""
+        raise NotImplementedError
+
     def _attempt(self, request: LLMRequest) -> AsyncGenerator[StreamEvent, None]:
         """One HTTP call: native tools are sent iff ``request.tools`` is not empty.
 
@@ -183,9 +214,6 @@ class AdapterBase:
         off raises StreamInterrupted(retryable=True).
         """
         raise NotImplementedError
-
-    async def aclose(self) -> None:
-        """Release the HTTP client; adapters that hold one override this."""
 
     # --- the shared part ------------------------------------------------------
     def effective_mode(self, request: LLMRequest) -> str:

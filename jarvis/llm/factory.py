@@ -7,7 +7,7 @@ import logging
 from jarvis.config import Settings
 from jarvis.events import EventBus
 from jarvis.llm.anthropic import AnthropicProvider
-from jarvis.llm.base import AdapterBase
+from jarvis.llm.base import AdapterBase, Connection
 from jarvis.llm.openai import OpenAIProvider
 from jarvis.llm.openai_responses import OpenAIResponsesProvider
 from jarvis.llm.profiles.adapter import GRAMMAR_FORMATS, ProfileProvider
@@ -44,37 +44,25 @@ def make_provider(
         profile.action_format,
         profile.space.describe(),
     )
-    policy = retry or RetryPolicy(max_retries=settings.max_retries)
+    connection: Connection = {
+        "api_key": api_key,
+        "base_url": base_url,
+        "bus": bus,
+        "retry": retry or RetryPolicy(max_retries=settings.max_retries),
+        "timeout_s": settings.request_timeout_s,
+    }
     inner: AdapterBase
     if settings.provider == "anthropic":
         inner = AnthropicProvider(
             settings.model,
-            api_key=api_key,
-            base_url=base_url,
-            bus=bus,
-            retry=policy,
-            timeout_s=settings.request_timeout_s,
             native_computer_tool=settings.native_computer_tool,
             computer_tool_version=settings.computer_tool_version,
+            **connection,
         )
     elif profile.api == "openai-responses":
-        return OpenAIResponsesProvider(
-            settings.openai_model,
-            api_key=api_key,
-            base_url=base_url,
-            bus=bus,
-            retry=policy,
-            timeout_s=settings.request_timeout_s,
-        )
+        return OpenAIResponsesProvider(settings.openai_model, **connection)
     else:
-        inner = OpenAIProvider(
-            settings.openai_model,
-            api_key=api_key,
-            base_url=base_url,
-            bus=bus,
-            retry=policy,
-            timeout_s=settings.request_timeout_s,
-        )
+        inner = OpenAIProvider(settings.openai_model, **connection)
     if profile.action_format in GRAMMAR_FORMATS:
         return ProfileProvider(inner, profile)
     return inner

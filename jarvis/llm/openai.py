@@ -16,15 +16,15 @@ import os
 import uuid
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 from urllib.parse import urlparse
 
 import openai
 
-from jarvis.events import EventBus
 from jarvis.llm.base import (
     NOT_RUN,
     AdapterBase,
+    Connection,
     ProviderAuthError,
     ProviderError,
     StreamInterrupted,
@@ -32,7 +32,7 @@ from jarvis.llm.base import (
     parse_arguments,
     status_error,
 )
-from jarvis.llm.retry import RetryPolicy, cause_text, error_text
+from jarvis.llm.retry import cause_text, error_text
 from jarvis.llm.types import (
     ImagePart,
     LLMRequest,
@@ -297,29 +297,30 @@ def resolve_key(api_key: str | None) -> str:
     return key
 
 
+def openai_client(
+    api_key: str | None, base_url: str | None, timeout_s: float
+) -> openai.AsyncOpenAI:
+    """The client both OpenAI adapters use (chat completions and the Responses API)."""
+    return openai.AsyncOpenAI(
+        api_key=resolve_key(api_key), base_url=base_url, timeout=timeout_s, max_retries=0
+    )
+
+
 class OpenAIProvider(AdapterBase):
     """Chat completions via AsyncOpenAI; any OpenAI-compatible base URL."""
 
     name = "openai"
 
+    _client: openai.AsyncOpenAI
+
     def __init__(
         self,
         model: str,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        bus: EventBus | None = None,
-        retry: RetryPolicy | None = None,
-        timeout_s: float = 120.0,
         max_tokens_key: str | None = None,
+        **connection: Unpack[Connection],
     ) -> None:
-        super().__init__(model, bus=bus, retry=retry)
-        self._client = openai.AsyncOpenAI(
-            api_key=resolve_key(api_key),
-            base_url=base_url,
-            timeout=timeout_s,
-            max_retries=0,  # our own loop retries, so it can report each retry
-        )
+        super().__init__(model, **connection)
         # api.openai.com wants max_completion_tokens (newer models refuse max_tokens);
         # compatible servers widely know only max_tokens
         official = urlparse(self.base_url).hostname == "api.openai.com"
@@ -327,12 +328,10 @@ class OpenAIProvider(AdapterBase):
             "max_completion_tokens" if official else "max_tokens"
         )
 
-    @property
-    def base_url(self) -> str:
-        return str(self._client.base_url)
-
-    async def aclose(self) -> None:
-        await self._client.close()
+    def _connect(
+        self, api_key: str | None, base_url: str | None, timeout_s: float
+    ) -> openai.AsyncOpenAI:
+        return openai_client(api_key, base_url, timeout_s)
 
     async def _attempt(self, request: LLMRequest) -> AsyncGenerator[StreamEvent, None]:
         params = build_params(request, self.model, self.max_tokens_key)

@@ -5,7 +5,7 @@ A ``computer_call`` item carries one ``action`` (``computer_use_preview``) or a 
 ``actions`` (the GA ``computer`` tool, gpt-5.4): click, double_click, drag, keypress,
 move, screenshot, scroll, type, wait, with ``x``/``y`` in pixels of the screenshot sent
 (openai SDK: ``openai.types.responses.ResponseComputerToolCall``). Each action becomes our
-tool call; the points go through :func:`jarvis.llm.profiles.coords.to_tool_point`.
+tool call; the points go through :func:`jarvis.geometry.to_tool_point`.
 
 ``pending_safety_checks`` on a call must be approved before its actions run, and are then
 echoed back as ``acknowledged_safety_checks`` on the ``computer_call_output``. Approval is
@@ -22,8 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jarvis.desktop.screen import Size
-from jarvis.llm.profiles.coords import PIXELS, to_tool_point
+from jarvis.geometry import PIXELS, Size, to_tool_point
 
 COMPUTER = "computer"
 

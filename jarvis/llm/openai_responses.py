@@ -17,22 +17,22 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, Unpack
 
 import openai
 
-from jarvis.desktop.screen import Size
-from jarvis.events import EventBus
+from jarvis.geometry import Size
 from jarvis.llm.base import (
     NOT_RUN,
     AdapterBase,
+    Connection,
     ProviderError,
     connection_error,
     parse_arguments,
     status_error,
 )
 from jarvis.llm.computer_tool import COMPUTER_TOOL_NAMES, display_size
-from jarvis.llm.openai import KEY_ENV, URL_ENV, resolve_key
+from jarvis.llm.openai import KEY_ENV, URL_ENV, openai_client
 from jarvis.llm.openai_actions import (
     COMPUTER,
     Approver,
@@ -42,7 +42,7 @@ from jarvis.llm.openai_actions import (
     map_action,
     pending_checks,
 )
-from jarvis.llm.retry import RetryPolicy, error_text
+from jarvis.llm.retry import error_text
 from jarvis.llm.text_mode import call_events
 from jarvis.llm.types import (
     ImagePart,
@@ -315,29 +315,18 @@ class OpenAIResponsesProvider(AdapterBase):
 
     name = "openai"
 
+    _client: openai.AsyncOpenAI
+
     def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        bus: EventBus | None = None,
-        retry: RetryPolicy | None = None,
-        timeout_s: float = 120.0,
-        approve: Approver | None = None,
+        self, model: str, *, approve: Approver | None = None, **connection: Unpack[Connection]
     ) -> None:
-        super().__init__(model, bus=bus, retry=retry)
+        super().__init__(model, **connection)
         self.approve: Approver = approve or deny_unattended
-        self._client = openai.AsyncOpenAI(
-            api_key=resolve_key(api_key), base_url=base_url, timeout=timeout_s, max_retries=0
-        )
 
-    @property
-    def base_url(self) -> str:
-        return str(self._client.base_url)
-
-    async def aclose(self) -> None:
-        await self._client.close()
+    def _connect(
+        self, api_key: str | None, base_url: str | None, timeout_s: float
+    ) -> openai.AsyncOpenAI:
+        return openai_client(api_key, base_url, timeout_s)
 
     def effective_mode(self, request: LLMRequest) -> str:
         return "native"  # the computer tool has no text form

@@ -33,6 +33,7 @@ from collections.abc import AsyncGenerator, Iterable
 from contextlib import aclosing
 from typing import Any
 
+from jarvis import prompts
 from jarvis.llm.types import (
     LLMRequest,
     Message,
@@ -68,21 +69,7 @@ _DECODER = json.JSONDecoder()
 
 def render_tools_prompt(tools: list[ToolSpec]) -> str:
     """The system-prompt section that teaches the block protocol and lists the tools."""
-    lines = [
-        "# Tools",
-        "You act by calling tools. To call a tool, write a block like this in your reply:",
-        "",
-        OPEN + '{"name": "TOOL_NAME", "arguments": {"ARG": "VALUE"}}' + CLOSE,
-        "",
-        "Rules:",
-        '- One JSON object per block, with "name" and "arguments" (an object; {} if none).',
-        "- Write several blocks for several calls; they run in the order written.",
-        "- Results come back in the next user message as <tool_result> blocks.",
-        "  Never write <tool_result> blocks yourself; wait for them.",
-        "- Text outside the blocks is your reasoning; keep it short.",
-        "",
-        "Available tools:",
-    ]
+    lines = [prompts.render_text("tools_text", open=OPEN, close=CLOSE)]
     for tool in tools:
         schema = json.dumps(tool.parameters, ensure_ascii=False, separators=(",", ":"))
         lines += ["", f"## {tool.name}", tool.description.strip(), f"arguments schema: {schema}"]

@@ -72,7 +72,7 @@ class ModelRegrounder:
         buf = io.BytesIO()
         crop.save(buf, "PNG")
         request = LLMRequest(
-            system="You locate interface elements on screenshots. Answer only with a tool call.",
+            system=prompts.render_text("reground_system"),
             messages=[
                 Message.user(
                     ImagePart.from_bytes(observation.data, observation.media_type),

@@ -24,6 +24,7 @@ from jarvis.desktop.input import Input
 from jarvis.desktop.screen import Screen
 from jarvis.desktop.settle import Settler
 from jarvis.events import EventBus
+from jarvis.llm.profiles.select import screen_sizer
 from jarvis.runs.records import RunRecorder
 from jarvis.runs.replay import Regrounder, Replayer, ReplayOutcome, new_replay_id, write_replay_file
 from jarvis.runs.report import load_info, locate
@@ -64,7 +65,7 @@ async def replay_task(
         settings_hash=settings_digest(settings),
         secrets=known_secrets(settings),
     )
-    screen = Screen.from_settings(settings)
+    screen = Screen.from_settings(settings, screen_sizer(settings))
     stop = threading.Event()
     windows = Windows()
     recorder = RunRecorder.for_settings(settings, bus, screen.capture)

@@ -5,7 +5,7 @@ grammar's action space in the system prompt and the history written as the model
 it; the reply's text is parsed into our tool calls at its end. For Qwen's
 ``computer_use`` tool the request offers that one function in place of our mouse and
 keyboard tools, and its calls are mapped onto ours. Either way every point goes through
-:func:`jarvis.llm.profiles.coords.to_tool_point`, onto the grid the screen maps from.
+:func:`jarvis.geometry.to_tool_point`, onto the grid the screen maps from.
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from typing import Any
 
-from jarvis.desktop.screen import Size
+from jarvis.geometry import Size, to_tool_point, tool_grid
 from jarvis.llm.computer_tool import COMPUTER_TOOL_NAMES, display_size
 from jarvis.llm.profiles import qwen_tool
 from jarvis.llm.profiles.catalog import Profile
-from jarvis.llm.profiles.coords import to_tool_point, tool_grid
 from jarvis.llm.profiles.grammar_prompts import grammar_prompt
 from jarvis.llm.profiles.grammars import TEXT_GRAMMARS, Point
 from jarvis.llm.text_mode import call_events

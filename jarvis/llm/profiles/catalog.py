@@ -3,7 +3,7 @@
 A profile says how Jarvis talks to a model: which API (``api``), in which action format
 (``action_format``: Jarvis's own tools, a vendor's computer tool, or a named text
 grammar parsed by :mod:`jarvis.llm.profiles.grammars`), in which coordinate space
-(:class:`~jarvis.llm.profiles.coords.CoordSpace`), at which image size (``image``),
+(:class:`~jarvis.geometry.CoordSpace`), at which image size (``image``),
 what the prompt says about the resolution, and its history and sampling defaults.
 
 Choosing (:func:`choose_profile`): the ``model_profile`` setting first, then the
@@ -17,12 +17,13 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from jarvis.desktop.screen import Size, fit_size
-from jarvis.llm.profiles.coords import (
+from jarvis.geometry import (
     PIXELS,
     REL_1000,
     CoordSpace,
+    Size,
     anthropic_size,
+    fit_size,
     smart_size,
 )
 

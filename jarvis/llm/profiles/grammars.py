@@ -11,7 +11,7 @@
   into native tool calls.
 
 Calls are read with :mod:`ast` (never evaluated). Every point goes through
-:func:`jarvis.llm.profiles.coords.to_tool_point` via the ``Point`` mapper given in, so the
+:func:`jarvis.geometry.to_tool_point` via the ``Point`` mapper given in, so the
 calls carry points on the profile's tool grid. An action that cannot be run becomes a
 call with ``parse_error`` set, which the agent reports back to the model.
 """

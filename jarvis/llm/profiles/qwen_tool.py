@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jarvis.desktop.screen import Size
+from jarvis.geometry import Size
 from jarvis.llm.profiles.grammars import GrammarError, Point
 from jarvis.llm.types import ToolCall, ToolSpec
 

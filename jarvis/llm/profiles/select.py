@@ -8,10 +8,8 @@ from datetime import date
 from typing import TYPE_CHECKING
 
 from jarvis import prompts
-from jarvis.agent.context import ContextPolicy
-from jarvis.desktop.screen import Size
+from jarvis.geometry import Size, tool_grid
 from jarvis.llm.profiles.catalog import Choice, Profile, choose_profile
-from jarvis.llm.profiles.coords import tool_grid
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
@@ -43,13 +41,6 @@ def screen_sizer(settings: Settings) -> Callable[[Size], tuple[Size, Size]]:
         return geometry(profile, screen, settings)
 
     return sizer
-
-
-def context_policy(settings: Settings) -> ContextPolicy:
-    """The context policy of a run: the ``context_policy`` setting, K from
-    ``keep_screenshots`` and C from the profile (``stable`` only)."""
-    chunk = active_profile(settings).profile.chunk if settings.context_policy == "stable" else 0
-    return ContextPolicy(settings.context_policy, settings.keep_screenshots, chunk)
 
 
 def system_prompt(profile: Profile, image: Size, grid: Size) -> str:

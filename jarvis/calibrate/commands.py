@@ -1,5 +1,5 @@
 """`jarvis calibrate`: show the model one picture with known targets and say which
-coordinate convention its answers fit (:mod:`jarvis.llm.profiles.calibrate`).
+coordinate convention its answers fit (:mod:`jarvis.calibrate.calibrate`).
 
 Exit codes: 0 the answers fit the profile in use, 1 they fit another convention or none
 (the output says which profile would fit), 2 the model could not be asked.
@@ -13,11 +13,11 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
-from jarvis.desktop.screen import Size
+from jarvis.geometry import Size
 
 if TYPE_CHECKING:
+    from jarvis.calibrate.calibrate import Report
     from jarvis.config import Settings
-    from jarvis.llm.profiles.calibrate import Report
 
 log = logging.getLogger(__name__)
 EXIT_FITS, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
@@ -53,9 +53,9 @@ def screen_size(given: Size | None, settings: Settings) -> Size:
 
 
 def cmd_calibrate(args: argparse.Namespace, settings: Settings) -> int:
+    from jarvis.calibrate.calibrate import calibrate
     from jarvis.llm.base import ProviderError
     from jarvis.llm.factory import make_provider
-    from jarvis.llm.profiles.calibrate import calibrate
     from jarvis.llm.profiles.catalog import UnknownProfile, profile_by_name
     from jarvis.tools.computer import build_registry
 

@@ -1,5 +1,25 @@
-"""Coordinate spaces of vision models, and the one mapping from a model's answer to a pixel.
+"""Sizes and coordinates: pure arithmetic that the desktop and the model layers share.
 
+Nothing here touches a display or a model; ``jarvis.desktop`` and ``jarvis.llm`` both
+import this module, so neither has to import the other.
+
+Screen spaces:
+
+- *physical*: the pixels mss captures (on a HiDPI display, e.g. 2880x1800);
+- *logical*: the coordinates input uses (the same display as 1440x900 points);
+  mss reports a monitor's rectangle in logical units, so the ratio of the
+  captured image to that rectangle is the HiDPI factor;
+- *model*: the screenshot the model sees, the monitor scaled so that its longest
+  side is at most ``max_side`` (aspect kept, never upscaled; chosen from the
+  logical size, since a click cannot be finer than one logical pixel).
+
+All mappings between them use the pixel-centre convention: pixel ``i`` of an axis of
+``n`` pixels covers ``[i, i+1)`` and is represented by its centre ``i + 0.5``, so
+``dst = floor((src + 0.5) * n_dst / n_src)``. This keeps corners on corners, maps the
+last pixel inside, and round-trips exactly whenever the target axis is at least as long
+as the source one. The arithmetic is integer-only.
+
+Coordinate spaces of vision models, and the one mapping from a model's answer to a pixel.
 Open GUI models were trained on different conventions:
 
 - ``pixel``: pixels of the image as sent (Claude's computer tool, OpenAI's computer tool)
@@ -14,9 +34,9 @@ A point may also come as a box ``[x1, y1, x2, y2]``: a box means its centre.
 Tool calls carry points on a *tool grid*: the image's pixels for a pixel space, and a
 10000 x 10000 grid for a relative space.
 :func:`to_tool_point` maps an answer onto that grid and clamps it; the desktop layer then
-maps a grid point to the screen with :func:`jarvis.desktop.screen.model_to_screen` (the
-pixel-centre convention: relative value ``r`` lands on the screen pixel holding position
-``r / D`` of the axis, as the models' own code maps it back: ``x / 1000 * width``).
+maps a grid point to the screen with :func:`model_to_screen` (the pixel-centre
+convention: relative value ``r`` lands on the screen pixel holding position ``r / D`` of
+the axis, as the models' own code maps it back: ``x / 1000 * width``).
 :func:`to_screen` is that composition, the function every table test goes through, and
 the one path the running agent takes.
 """
@@ -28,7 +48,97 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from jarvis.desktop.screen import Size, fit_size, model_to_screen
+
+@dataclass(frozen=True)
+class Size:
+    width: int
+    height: int
+
+    def __post_init__(self) -> None:
+        if self.width < 1 or self.height < 1:
+            raise ValueError(f"a size must be positive, got {self.width}x{self.height}")
+
+    def __str__(self) -> str:
+        return f"{self.width}x{self.height}"
+
+    @classmethod
+    def parse(cls, text: str) -> Size:
+        """``"1920x1080"`` -> Size(1920, 1080)."""
+        width, _, height = text.lower().partition("x")
+        return cls(int(width), int(height))
+
+
+# ---------------------------------------------------------------- pure arithmetic
+
+
+def fit_size(screen: Size, max_side: int) -> Size:
+    """The largest size with ``screen``'s aspect whose longest side is at most ``max_side``."""
+    if max_side < 1:
+        raise ValueError(f"max_side must be positive, got {max_side}")
+    longest = max(screen.width, screen.height)
+    if longest <= max_side:
+        return screen
+    return Size(
+        max(1, (screen.width * max_side * 2 + longest) // (2 * longest)),
+        max(1, (screen.height * max_side * 2 + longest) // (2 * longest)),
+    )
+
+
+def map_axis(value: int, src: int, dst: int) -> int:
+    """Map pixel ``value`` of an axis of ``src`` pixels onto one of ``dst`` pixels."""
+    return min(dst - 1, max(0, ((2 * value + 1) * dst) // (2 * src)))
+
+
+def contains_point(x: int, y: int, size: Size) -> bool:
+    return 0 <= x < size.width and 0 <= y < size.height
+
+
+def model_to_screen(
+    x: int, y: int, model: Size, screen: Size, origin: tuple[int, int] = (0, 0)
+) -> tuple[int, int]:
+    """A model-space pixel to the absolute screen pixel whose centre it covers.
+
+    Raises ValueError for a point outside the model image (check with
+    :func:`contains_point` to turn it into a tool error first).
+    """
+    if not contains_point(x, y, model):
+        raise ValueError(f"({x}, {y}) is outside the {model} screenshot")
+    return (
+        origin[0] + map_axis(x, model.width, screen.width),
+        origin[1] + map_axis(y, model.height, screen.height),
+    )
+
+
+def screen_to_model(
+    x: int, y: int, model: Size, screen: Size, origin: tuple[int, int] = (0, 0)
+) -> tuple[int, int]:
+    """An absolute screen pixel to the model-space pixel that shows it."""
+    rx, ry = x - origin[0], y - origin[1]
+    if not contains_point(rx, ry, screen):
+        raise ValueError(f"({x}, {y}) is outside the {screen} monitor at {origin}")
+    return map_axis(rx, screen.width, model.width), map_axis(ry, screen.height, model.height)
+
+
+def hidpi_factor(physical: Size, logical: Size) -> float:
+    """Physical pixels per logical unit (1.0 on a plain display, 2.0 on Retina)."""
+    return physical.width / logical.width
+
+
+def physical_to_logical(x: int, y: int, physical: Size, logical: Size) -> tuple[int, int]:
+    """A captured pixel to the logical (input) coordinate that covers it."""
+    if not contains_point(x, y, physical):
+        raise ValueError(f"({x}, {y}) is outside the {physical} capture")
+    return map_axis(x, physical.width, logical.width), map_axis(y, physical.height, logical.height)
+
+
+def logical_to_physical(x: int, y: int, physical: Size, logical: Size) -> tuple[int, int]:
+    """A logical (input) coordinate to the captured pixel at the centre of its area."""
+    if not contains_point(x, y, logical):
+        raise ValueError(f"({x}, {y}) is outside the {logical} logical screen")
+    return map_axis(x, logical.width, physical.width), map_axis(y, logical.height, physical.height)
+
+
+# ------------------------------------------------------- model coordinate spaces
 
 REL_GRID = 10_000
 """Resolution of the tool grid of a relative space: fine enough that a grid cell's centre

@@ -19,17 +19,18 @@ from typing import TYPE_CHECKING, Any
 
 from PIL import Image, ImageDraw, ImageFont
 
-from jarvis.desktop.screen import Size, encode_image, resize_image
-from jarvis.llm.base import complete
-from jarvis.llm.profiles.catalog import PROFILES, Profile
-from jarvis.llm.profiles.coords import (
+from jarvis.desktop.screen import encode_image, resize_image
+from jarvis.geometry import (
     PIXELS,
     REL_1000,
     REL_GRID,
     REL_UNIT,
     CoordSpace,
+    Size,
     to_screen,
 )
+from jarvis.llm.base import complete
+from jarvis.llm.profiles.catalog import PROFILES, Profile
 from jarvis.llm.profiles.select import active_profile, geometry, system_prompt
 from jarvis.llm.types import ImagePart, LLMRequest, Message, TextPart, ToolSpec
 
