@@ -130,9 +130,7 @@ def legacy_warnings(used: Iterable[str]) -> list[str]:
     ]
 
 
-def may_approve(name: str, blocks: Mapping[str, ChannelSettings]) -> bool:
-    """Whether an answer to an approval may come by channel ``name``."""
-    if name in NEVER_APPROVE:
-        return False
-    block = blocks.get(name)
-    return block is None or block.may_approve is not False
+def refused_approvers(blocks: Mapping[str, ChannelSettings]) -> frozenset[str]:
+    """Channels by which no answer to an approval is taken: email, a2a and mcp, and every
+    channel whose ``may_approve`` is false."""
+    return NEVER_APPROVE | {name for name, b in blocks.items() if b.may_approve is False}
