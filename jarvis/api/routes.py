@@ -110,7 +110,7 @@ async def submit(body: MessageIn, d: D) -> Queued:
     """A message into the inbox; the router makes it a task (or merges it into one)."""
     try:
         message = await d.gateway.submit(
-            body.text, body.channel, priority=body.priority, reply_to=body.reply_to
+            body.text, body.channel, priority=body.priority, reply_to=body.reply_to, by_api=True
         )
     except ChannelRefused as exc:
         if exc.retry_after_s is None:

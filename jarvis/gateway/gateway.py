@@ -202,11 +202,13 @@ class Gateway:
         reply_to: str | None = None,
         meta: dict[str, str] | None = None,
         message_id: str | None = None,
+        by_api: bool = False,
     ) -> Message:
         """A message of ``channel`` into the inbox, routed at once. Raises
-        :class:`~jarvis.gateway.channels.registry.ChannelRefused` for an unknown channel or
-        one over its rate limit, ValueError for a message without text."""
-        self.channels.admit(channel)
+        :class:`~jarvis.gateway.channels.registry.ChannelRefused` for an unknown channel, one
+        over its rate limit, or (``by_api``) one that takes its messages itself; ValueError
+        for a message without text."""
+        self.channels.admit(channel, by_api=by_api)
         message = await asyncio.to_thread(
             self.queue.append,
             text,

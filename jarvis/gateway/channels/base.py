@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 ENTRY_POINT_GROUP = "jarvis.channels"
 BUILTIN = ("inbox", "tui", "web", "api", "email", "a2a", "mcp")
 """Channel names the gateway always knows (tui, web and api answer on the event stream)."""
+SELF_FED = frozenset({"inbox", "email"})
+"""Built-in channels that take their messages themselves (never through the control API)."""
 
 
 class ChannelHost(Protocol):

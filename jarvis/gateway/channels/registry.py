@@ -3,7 +3,9 @@ messages from, each channel's rate limit, and the replies handed to the channel 
 
 Names: the built-in ones (:data:`~jarvis.gateway.channels.base.BUILTIN`), every registered
 channel, and every ``channels.NAME`` block in settings (a bridge in another process that
-posts to the control API). A message of any other channel is refused.
+posts to the control API). A message of any other channel is refused, and so is one that
+comes through the control API in the name of a channel that takes its messages itself
+(inbox, email, a plugin): a client cannot pass a message off as a mail.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
 from jarvis.events import AgentWarning, Event, EventBus, ReplyReady
-from jarvis.gateway.channels.base import BUILTIN, ENTRY_POINT_GROUP, Channel, ChannelHost
+from jarvis.gateway.channels.base import (
+    BUILTIN,
+    ENTRY_POINT_GROUP,
+    SELF_FED,
+    Channel,
+    ChannelHost,
+)
 from jarvis.gateway.channels.settings import NAME
 
 if TYPE_CHECKING:
@@ -72,14 +80,17 @@ class Channels:
         named = [*BUILTIN, *self._channels, *self.settings.channels]
         return list(dict.fromkeys(named))
 
-    def admit(self, name: str) -> None:
+    def admit(self, name: str, *, by_api: bool = False) -> None:
         """Count one message of channel ``name``, or raise :class:`ChannelRefused` (unknown
-        channel, or over its ``channels.NAME.rate_limit``; then nothing is counted)."""
+        channel, ``by_api`` for a channel that takes its messages itself, or over its
+        ``channels.NAME.rate_limit``; then nothing is counted)."""
         if name not in self.names():
             raise ChannelRefused(
                 f"unknown channel {name!r}; known: {', '.join(self.names())} "
                 "(add a channels.NAME block in settings for a bridge)"
             )
+        if by_api and (name in SELF_FED or name in self._channels):
+            raise ChannelRefused(f"channel {name!r} takes its messages itself, not by the API")
         block = self.settings.channels.get(name)
         limit = block.rate_limit if block is not None else None
         if limit is None:
