@@ -54,10 +54,10 @@ from jarvis.gateway.channels.registry import Channels, load_plugins
 from jarvis.gateway.channels.settings import refused_approvers
 from jarvis.gateway.message_format import Message
 from jarvis.gateway.queue import MessageQueue
+from jarvis.gateway.router import Backoff
 from jarvis.gateway.serve_lock import ServeLock
 from jarvis.gateway.todos import Todo, TodoList, TodoState
 from jarvis.gateway.worker import AgentWorker, CachedTodos, RunRecord
-from jarvis.llm.base import ProviderError
 from jarvis.redaction import register_settings
 from jarvis.runs.journal import JournalWriter
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
@@ -139,8 +139,8 @@ class Gateway:
         self._books = asyncio.Lock()
         self._stop = asyncio.Event()
         self._work = asyncio.Event()
-        self._held: dict[str, tuple[float, float]] = {}
-        """Messages whose routing failed: id -> (when to try again, the last wait)."""
+        self._backoff = Backoff(self.options.routing_retry_s, ROUTING_RETRY_MAX_S)
+        """Messages whose routing failed wait in the inbox until tried again."""
         self._next_compress = 0.0
         self._arrived: asyncio.Event | None = None
         self.journal = JournalWriter.for_settings(settings, self.bus, channel=self._channel_of)
@@ -367,7 +367,7 @@ class Gateway:
         except Exception as exc:  # the boundary: the message waits in the inbox
             await self._routing_failed(message, exc)
             return False
-        self._held.pop(message.id, None)
+        self._backoff.routed(message.id)
         if routed.action != "existing":
             self.report.routed += 1
             log.info("message %s -> %s (%s)", message.id, routed.todo.id, routed.action)
@@ -375,17 +375,12 @@ class Gateway:
 
     async def _routing_failed(self, message: Message, exc: Exception) -> None:
         """Back to the inbox with a backoff, and said where a person sees it."""
-        from jarvis.gateway.router import RoutingError
+        from jarvis.gateway.router import failure_text
 
-        _, last = self._held.get(message.id, (0.0, 0.0))
-        wait = min(ROUTING_RETRY_MAX_S, last * 2 if last else self.options.routing_retry_s)
-        self._held[message.id] = (time.monotonic() + wait, wait)
-        if isinstance(exc, RoutingError | ProviderError):
-            error = str(exc)
-            log.error("message %s waits in the inbox: %s", message.id, error)
-        else:  # our bug: the traceback goes to the log
-            error = f"routing failed ({type(exc).__name__}: {exc})"
-            log.exception("message %s waits in the inbox: %s", message.id, error)
+        wait = self._backoff.failed(message.id)
+        error, bug = failure_text(exc)
+        # (a bug's traceback goes to the log; a provider's answer is one line)
+        log.error("message %s waits in the inbox: %s", message.id, error, exc_info=bug)
         try:
             await asyncio.to_thread(self.queue.release, message.id)
         except Exception:  # it stays in processing; recovery routes it at the next start
@@ -401,8 +396,7 @@ class Gateway:
         until their backoff is over."""
         routed = 0
         while not self.stopping:
-            now = time.monotonic()
-            held = {mid for mid, (until, _) in self._held.items() if until > now}
+            held = self._backoff.held()
             claimed = await asyncio.to_thread(self.queue.claim_next, held)
             if claimed is None:
                 break

@@ -22,6 +22,8 @@ import asyncio
 import json
 import logging
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -48,6 +50,41 @@ EXCERPT_MAX = 300
 
 class RoutingError(RuntimeError):
     """A message could not be routed and must wait; the message says why in one line."""
+
+
+class Backoff:
+    """Messages whose routing failed, each held back for a wait that doubles from
+    ``first_s`` up to ``max_s`` with every failure (a routed message is forgotten)."""
+
+    def __init__(
+        self, first_s: float, max_s: float = 300.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.first_s = first_s
+        self.max_s = max_s
+        self._clock = clock
+        self._held: dict[str, tuple[float, float]] = {}
+
+    def failed(self, message_id: str) -> float:
+        """Hold ``message_id`` back; returns for how long."""
+        last = self._held.get(message_id, (0.0, 0.0))[1]
+        wait = min(self.max_s, last * 2 if last else self.first_s)
+        self._held[message_id] = (self._clock() + wait, wait)
+        return wait
+
+    def routed(self, message_id: str) -> None:
+        self._held.pop(message_id, None)
+
+    def held(self) -> set[str]:
+        """The messages still waiting out their backoff."""
+        now = self._clock()
+        return {mid for mid, (until, _) in self._held.items() if until > now}
+
+
+def failure_text(exc: Exception) -> tuple[str, bool]:
+    """One line on why routing failed, and whether it is a bug (not a provider's answer)."""
+    if isinstance(exc, RoutingError | ProviderError):
+        return str(exc), False
+    return f"routing failed ({type(exc).__name__}: {exc})", True
 
 
 class MergeDecision(BaseModel):
