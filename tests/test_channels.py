@@ -305,7 +305,7 @@ async def test_a_router_auth_error_is_shown_and_the_message_waits_in_the_inbox(
     assert [m.id for m in gateway.queue.pending()] == [message.id]
     assert gateway.queue.processing() == [] and gateway.todos.all() == []
     [line] = [r for r in caplog.records if r.name == "jarvis.gateway.gateway"]
-    assert line.exc_info is None and "\n" not in line.getMessage()
+    assert not line.exc_info and "\n" not in line.getMessage()
     assert f"message {message.id} waits in the inbox" in line.getMessage()
     # the key is fixed: the next start routes the waiting message into a task and runs it
     refuse[0] = False
