@@ -169,7 +169,9 @@ async def _run_task(task: str, settings: Settings, yes: bool = False) -> int:
     from jarvis.safety.killswitch import kill_switch
 
     bus = EventBus()
-    approvals = ApprovalGate(settings.safety, ApprovalStore(bus), unattended=yes)
+    approvals = ApprovalGate(
+        settings.safety, ApprovalStore(bus), unattended=yes, channels=settings.channels
+    )
     reporter = ConsoleReporter(bus, settings)
     journal = JournalWriter.for_settings(settings, bus, channel="cli")
     try:

@@ -8,11 +8,12 @@ Nested fields take ``__`` in env names, e.g. ``JARVIS_TOOLS__DENY='["drag"]'``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -21,10 +22,18 @@ from pydantic_settings import (
 
 from jarvis.api.settings import ApiSettings
 from jarvis.gateway.channels.email.settings import EmailSettings
+from jarvis.gateway.channels.settings import (
+    ChannelSettings,
+    check_blocks,
+    fold_legacy,
+    legacy_warnings,
+)
 from jarvis.runs.settings import RunsSettings
 from jarvis.safety.settings import SafetySettings
 from jarvis.tools.toolbox_settings import ChannelPolicy, ToolboxSettings, default_channels
 from jarvis.tui.settings import TuiSettings
+
+log = logging.getLogger(__name__)
 
 SETTINGS_FILE = Path("config") / "settings.json"
 DEFAULT_DATA_DIR = Path("data")
@@ -54,8 +63,7 @@ class ToolPolicy(BaseModel):
     per_provider: dict[str, ToolPolicyOverride] = Field(default_factory=dict)
     per_channel: dict[str, ChannelPolicy] = Field(
         default_factory=default_channels,
-        description="narrower lists per channel (via: tui, email, api, inbox...); the email "
-        "default (no write_file, no web_fetch host) stays unless 'email' is set here",
+        description="deprecated: use channels.NAME.tools",
     )
     limits: dict[str, ToolLimit] = Field(default_factory=dict)
     timeout_s: float = Field(30.0, gt=0, description="ceiling for one tool call")
@@ -150,7 +158,8 @@ class Settings(BaseSettings):
     # run records and replay (jarvis/runs/settings.py)
     runs: RunsSettings = Field(default_factory=RunsSettings)
 
-    # channels
+    # channels: one policy block each (jarvis/gateway/channels/settings.py)
+    channels: dict[str, ChannelSettings] = Field(default_factory=dict)
     email: EmailSettings = Field(default_factory=EmailSettings)
 
     # the terminal cockpit (jarvis tui)
@@ -164,6 +173,37 @@ class Settings(BaseSettings):
 
             profile_by_name(value)  # raises naming the known profiles
         return value or None
+
+    @field_validator("channels")
+    @classmethod
+    def _channels_narrow(cls, blocks: dict[str, ChannelSettings]) -> dict[str, ChannelSettings]:
+        check_blocks(blocks)
+        return blocks
+
+    @model_validator(mode="after")
+    def _fold_old_channel_keys(self) -> Settings:
+        """The old per-channel keys, read for one release, go into ``channels``."""
+        self.channels = fold_legacy(
+            self.channels,
+            per_channel=self.tools.per_channel
+            if "per_channel" in self.tools.model_fields_set
+            else None,
+            approve_per_channel=self.safety.approve_per_channel,
+            unattended=self.safety.unattended,
+            private_display=self.safety.sandbox.channels,
+        )
+        return self
+
+    @property
+    def legacy_keys(self) -> list[str]:
+        """The old per-channel keys these settings still use."""
+        used = {
+            "tools.per_channel": "per_channel" in self.tools.model_fields_set,
+            "safety.approve_per_channel": bool(self.safety.approve_per_channel),
+            "safety.unattended": bool(self.safety.unattended),
+            "safety.sandbox.channels": bool(self.safety.sandbox.channels),
+        }
+        return [key for key, on in used.items() if on]
 
     @property
     def settings_file(self) -> Path:
@@ -252,6 +292,9 @@ def load_settings(data_dir: str | Path | None = None, **overrides: Any) -> Setti
     init = {k: v for k, v in overrides.items() if v is not None}
     init["data_dir"] = root
     try:
-        return _settings_class(file_values)(**init)
+        settings = _settings_class(file_values)(**init)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, "environment or command line")) from exc
+    for line in legacy_warnings(settings.legacy_keys):
+        log.warning("%s", line)
+    return settings

@@ -212,6 +212,17 @@ class MalformedEntry(Event):
     excerpt: str = ""
 
 
+class RoutingFailed(Event):
+    """A message could not be routed (the model refused the router's key, or a bug): it
+    waits in the inbox and is tried again in ``retry_in_s`` seconds."""
+
+    kind: Literal["routing_failed"] = "routing_failed"
+    message_id: str
+    channel: str
+    error: str
+    retry_in_s: float
+
+
 class ReplyReady(Event):
     """A task from a channel ended (or asks something): the channel answers whoever asked.
 

@@ -12,10 +12,16 @@ import pytest
 
 from jarvis.events import AgentWarning, EventBus, EventRecorder
 from jarvis.gateway.message_format import Message
-from jarvis.gateway.router import MessageRouter, Routed, derive_title, parse_decision
+from jarvis.gateway.router import (
+    MessageRouter,
+    Routed,
+    RoutingError,
+    derive_title,
+    parse_decision,
+)
 from jarvis.gateway.todos import TodoList
 from jarvis.llm.anthropic import AnthropicProvider
-from jarvis.llm.base import ProviderError
+from jarvis.llm.base import ProviderAuthError, ProviderError
 from jarvis.llm.retry import RetryPolicy
 from jarvis.llm.types import LLMRequest, LLMResponse, ResponseDone, StreamEvent, TextDelta
 from tests.fake_model import FakeModel, Reply
@@ -136,6 +142,26 @@ def test_model_errors_and_timeouts_become_new_tasks(todos: TodoList) -> None:
     assert len(recorder.of(AgentWarning)) == 2
     none = run(MessageRouter(todos, None).route(message("three", "m-c")))
     assert none.action == "new" and none.fallback == "no model configured"
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (ProviderAuthError("rejected the credentials (HTTP 401)", status=401), "HTTP 401"),
+        (ProviderError("model not found", status=404), "model not found"),
+        (KeyError("a bug in routing"), "a bug in routing"),
+    ],
+)
+def test_auth_errors_and_bugs_are_not_hidden_in_a_new_task(
+    todos: TodoList, error: Exception, said: str
+) -> None:
+    bus = EventBus()
+    recorder = EventRecorder(bus)
+    router = MessageRouter(todos, ScriptedModel(error), bus=bus)
+    raised = RoutingError if isinstance(error, ProviderError) else KeyError
+    with pytest.raises(raised, match=said):
+        run(router.route(message("one", "m-a")))
+    assert len(todos.all()) == 3 and recorder.of(AgentWarning) == []
 
 
 def test_routing_is_idempotent(todos: TodoList) -> None:

@@ -63,7 +63,9 @@ async def build_agent(
             provider = made
         registry = registry or build_registry(settings)
         if registry.approvals is None:  # risky calls wait for a person (safety.approve)
-            registry.approvals = approvals or ApprovalGate(settings.safety, ApprovalStore(bus))
+            registry.approvals = approvals or ApprovalGate(
+                settings.safety, ApprovalStore(bus), channels=settings.channels
+            )
         if route_safety_checks(provider, registry.approvals):  # OpenAI's, held the same way
             stack.callback(setattr, provider, "approve", deny_unattended)
         await open_toolbox(settings, registry, stack)  # files, web_fetch, skills, MCP

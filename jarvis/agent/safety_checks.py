@@ -6,7 +6,7 @@ actions may run only when a person acknowledged every check. :func:`approver` tu
 task's :class:`~jarvis.safety.approvals.ApprovalGate` into the provider's approver: each
 check becomes an approval request (with the screenshot) in the TUI and the web panel,
 answered like any held call. Unlike a held tool call it never runs unattended (``--yes``
-and ``safety.unattended`` do not apply) and "allow for this task" covers only that check:
+and ``channels.NAME.unattended`` do not apply) and "allow for this task" covers only that check:
 OpenAI asks a person to acknowledge each one. With nobody to ask it is denied at once.
 """
 

@@ -19,9 +19,14 @@ Errors are JSON ``{"detail": "..."}``: 401 no or wrong token, 403 refused, 404 u
 
 Endpoints (JSON unless said otherwise)::
 
-    POST /api/messages {text, channel: web|tui|api = api, priority?}
+    POST /api/messages {text, channel = api, priority?, reply_to?}
          -> 201 {message_id, channel, task_id: null}
-         the message goes into messages/inbox.md and through the router like any other
+         the message goes into messages/inbox.md and through the router like any other;
+         channel: tui, web, api, a2a, mcp, or a bridge's name (a ``channels.NAME`` block);
+         422 for an unknown one or one that takes its messages itself (inbox, email, a
+         ``jarvis.channels`` plugin), 429 (Retry-After) over its
+         ``channels.NAME.rate_limit``; the task's ``reply_ready`` event carries the channel
+         and ``reply_to``
     GET  /api/todos -> {todos: [Todo]}   (todos.md entries: id, title, status, priority,
          created, started, completed, source, message_ids, reply_to, parent, summary,
          notes, description)

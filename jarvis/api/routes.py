@@ -27,6 +27,7 @@ from jarvis.api.views import (
     task_view,
     todo_view,
 )
+from jarvis.gateway.channels.registry import ChannelRefused
 from jarvis.gateway.gateway import Gateway
 from jarvis.gateway.message_format import MAX_MESSAGE_CHARS
 from jarvis.gateway.router import ANSWERS
@@ -51,6 +52,7 @@ TaskId = Annotated[
 """A task id in a path: a longer one or one with other characters is a 422 (as a run
 folder's name it would be a 500)."""
 SEQ = re.compile(r"[0-9]{1,18}")
+REPLY_TO_MAX = 500
 
 
 @dataclass
@@ -81,8 +83,11 @@ router = APIRouter(prefix="/api")
 
 class MessageIn(BaseModel):
     text: str = Field(min_length=1, max_length=TEXT_MAX)
-    channel: Channel = "api"
+    channel: str = Field("api", pattern=r"^[a-z][a-z0-9_-]{0,39}$")
+    """Any channel the gateway knows (built in, a plugin, or a ``channels.NAME`` block)."""
     priority: int | Literal["high", "normal", "low"] | None = None
+    reply_to: str | None = Field(None, max_length=REPLY_TO_MAX)
+    """Where the channel answers (a bridge's chat or thread id); in the task's reply_ready."""
 
 
 class AnswerIn(BaseModel):
@@ -103,14 +108,17 @@ class TokenIn(BaseModel):
 @router.post("/messages", status_code=201)
 async def submit(body: MessageIn, d: D) -> Queued:
     """A message into the inbox; the router makes it a task (or merges it into one)."""
-    queue = d.gateway.queue
     try:
-        message = await asyncio.to_thread(
-            queue.append, body.text, "user", body.channel, body.priority
+        message = await d.gateway.submit(
+            body.text, body.channel, priority=body.priority, reply_to=body.reply_to, by_api=True
         )
+    except ChannelRefused as exc:
+        if exc.retry_after_s is None:
+            raise HTTPException(422, str(exc)) from exc
+        wait = str(max(1, round(exc.retry_after_s)))
+        raise HTTPException(429, str(exc), headers={"Retry-After": wait}) from exc
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from exc
-    d.gateway.notify()
     return Queued(message_id=message.id, channel=message.channel)
 
 

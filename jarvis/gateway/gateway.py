@@ -12,16 +12,21 @@ and writes who holds it into the file, so a second ``serve`` can say so.
 3. the other messages in ``processing.md`` are routed again; one that a task already names
    is left alone (routing is idempotent per message id), so no task is created twice.
 
-Then it runs on one asyncio loop: the inbox channel (drop files and edits of ``inbox.md``,
-watchdog with a periodic scan as fallback), the routing loop (claims inbox messages one at a
-time, most urgent first, and lets the :class:`MessageRouter` merge each into an open task or
-make a new one; without a reachable model a message becomes a new task) and the agent
-worker (:mod:`jarvis.gateway.worker`), which also answers the channels with ``ReplyReady``
-events. When idle, the worker repairs half-recorded endings and, with long-term memory on,
-runs the memory compressor every ``compress_every_s``.
+Then it runs on one asyncio loop: the channels (:mod:`jarvis.gateway.channels`: the inbox,
+with drop files and edits of ``inbox.md``; email when settings turn it on; every
+``jarvis.channels`` entry point), the routing loop (claims inbox messages one at a time,
+most urgent first, and lets the :class:`MessageRouter` merge each into an open task or make
+a new one; without a reachable model a message becomes a new task) and the agent worker
+(:mod:`jarvis.gateway.worker`), which answers with ``ReplyReady`` events that the channel
+registry hands to the channel that asked. A message the router cannot take (the model
+refuses its key, a bug) goes back to the inbox with a ``routing_failed`` event and is tried
+again after a backoff (doubling from ``routing_retry_s``). When idle, the worker repairs
+half-recorded endings and, with long-term memory on, runs the memory compressor every
+``compress_every_s``.
 
 Every task's events are journaled (:mod:`jarvis.runs.journal`, ``runs/DATE/TASK_ID/``);
 ``services`` (the HTTP control API, :mod:`jarvis.api`) run while the data dir is held.
+:meth:`Gateway.submit` takes a message of any known channel (within its rate limit);
 :meth:`Gateway.notify` routes a new inbox message at once; :meth:`Gateway.cancel_task` is a
 person's cancel.
 
@@ -44,9 +49,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jarvis.config import Settings
-from jarvis.events import EventBus
+from jarvis.events import EventBus, RoutingFailed
+from jarvis.gateway.channels.registry import Channels, load_plugins
+from jarvis.gateway.channels.settings import refused_approvers
 from jarvis.gateway.message_format import Message
 from jarvis.gateway.queue import MessageQueue
+from jarvis.gateway.router import Backoff
 from jarvis.gateway.serve_lock import ServeLock
 from jarvis.gateway.todos import Todo, TodoList, TodoState
 from jarvis.gateway.worker import AgentWorker, CachedTodos, RunRecord
@@ -65,6 +73,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+ROUTING_RETRY_MAX_S = 300.0
+
 
 # --- the daemon ---------------------------------------------------------------------
 @dataclass
@@ -79,6 +89,9 @@ class GatewayOptions:
     compress_every_s: float | None = 24 * 3600.0
     """Long-term memory compression interval; None or 0 never compresses."""
     router_timeout_s: float = 60.0
+    routing_retry_s: float = 5.0
+    """First wait before a message whose routing failed is tried again (doubling, at most
+    ``ROUTING_RETRY_MAX_S``)."""
     watch_interval_s: float = 1.0
     """How often a running task's status in todos.md is checked for a cancel."""
     handle_signals: bool = False
@@ -126,14 +139,17 @@ class Gateway:
         self._books = asyncio.Lock()
         self._stop = asyncio.Event()
         self._work = asyncio.Event()
-        self._retry: list[Message] = []
+        self._backoff = Backoff(self.options.routing_retry_s, ROUTING_RETRY_MAX_S)
+        """Messages whose routing failed wait in the inbox until tried again."""
         self._next_compress = 0.0
         self._arrived: asyncio.Event | None = None
         self.journal = JournalWriter.for_settings(settings, self.bus, channel=self._channel_of)
         """The run journal of every task this daemon runs (closed when :meth:`run` ends)."""
         self.services: list[Callable[[], AbstractAsyncContextManager[Any]]] = []
-        self.approvals = ApprovalStore(self.bus)
+        self.approvals = ApprovalStore(self.bus, refused_via=refused_approvers(settings.channels))
         """Risky calls waiting for a person; answered through the control API."""
+        self.channels = Channels(settings, self.bus)
+        """The registered channels, the names messages may come from, their rate limits."""
         """Started once the data dir is held, stopped when :meth:`run` ends (the HTTP API)."""
 
     @property
@@ -175,6 +191,36 @@ class Gateway:
         """A message was added to the inbox: route it now, not at the next scan."""
         if self._arrived is not None:
             self._arrived.set()
+
+    async def submit(
+        self,
+        text: str,
+        channel: str,
+        *,
+        sender: str = "user",
+        priority: int | str | None = None,
+        reply_to: str | None = None,
+        meta: dict[str, str] | None = None,
+        message_id: str | None = None,
+        by_api: bool = False,
+    ) -> Message:
+        """A message of ``channel`` into the inbox, routed at once. Raises
+        :class:`~jarvis.gateway.channels.registry.ChannelRefused` for an unknown channel, one
+        over its rate limit, or (``by_api``) one that takes its messages itself; ValueError
+        for a message without text."""
+        self.channels.admit(channel, by_api=by_api)
+        message = await asyncio.to_thread(
+            self.queue.append,
+            text,
+            sender,
+            channel,
+            priority,
+            reply_to=reply_to,
+            meta=meta,
+            message_id=message_id,
+        )
+        self.notify()
+        return message
 
     def _channel_of(self, todo_id: str) -> str | None:
         todo = self.cached.get(todo_id)
@@ -244,7 +290,9 @@ class Gateway:
                 registry=registry,
                 long_term=self._bridge,
                 todos=open_tasks,
-                approvals=ApprovalGate(self.settings.safety, self.approvals),
+                approvals=ApprovalGate(
+                    self.settings.safety, self.approvals, channels=self.settings.channels
+                ),
             )
         )
         stack.enter_context(kill_switch(self.settings, agent, asyncio.get_running_loop()))
@@ -316,24 +364,40 @@ class Gateway:
         try:
             async with self._books:
                 routed = await router.route(message)
-        except Exception:  # the boundary: the message stays in processing; tried again later
-            log.exception("could not route message %s; trying again later", message.id)
-            self._retry.append(message)
+        except Exception as exc:  # the boundary: the message waits in the inbox
+            await self._routing_failed(message, exc)
             return False
+        self._backoff.routed(message.id)
         if routed.action != "existing":
             self.report.routed += 1
             log.info("message %s -> %s (%s)", message.id, routed.todo.id, routed.action)
         return True
 
+    async def _routing_failed(self, message: Message, exc: Exception) -> None:
+        """Back to the inbox with a backoff, and said where a person sees it."""
+        from jarvis.gateway.router import failure_text
+
+        wait = self._backoff.failed(message.id)
+        error, bug = failure_text(exc)
+        # (a bug's traceback goes to the log; a provider's answer is one line)
+        log.error("message %s waits in the inbox: %s", message.id, error, exc_info=bug)
+        try:
+            await asyncio.to_thread(self.queue.release, message.id)
+        except Exception:  # it stays in processing; recovery routes it at the next start
+            log.exception("message %s could not go back to the inbox", message.id)
+        self.bus.emit(
+            RoutingFailed(
+                message_id=message.id, channel=message.channel, error=error, retry_in_s=wait
+            )
+        )
+
     async def _route_waiting(self, router: MessageRouter) -> int:
-        """Route earlier failures, then claim and route inbox messages one by one."""
+        """Claim and route inbox messages one by one; those whose routing failed wait
+        until their backoff is over."""
         routed = 0
-        retry, self._retry = self._retry, []
-        for message in retry:
-            if not self.stopping:
-                routed += await self._route(router, message)
         while not self.stopping:
-            claimed = await asyncio.to_thread(self.queue.claim_next)
+            held = self._backoff.held()
+            claimed = await asyncio.to_thread(self.queue.claim_next, held)
             if claimed is None:
                 break
             routed += await self._route(router, claimed)
@@ -349,30 +413,32 @@ class Gateway:
 
     # -- serving --
     async def _serve(self, channel: InboxChannel, router: MessageRouter) -> None:
-        await channel.start()
-        email = await self._start_email(channel)
-        self.ready.set()
-        routing = asyncio.create_task(self._route_forever(channel, router), name="router")
+        self._register(channel)
         try:
-            await self._work_forever()
+            await self.channels.start(self)
+            self.ready.set()
+            routing = asyncio.create_task(self._route_forever(channel, router), name="router")
+            try:
+                await self._work_forever()
+            finally:
+                routing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await routing
         finally:
-            routing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await routing
-            if email is not None:
-                await email.stop()
-            await channel.stop()
+            await self.channels.stop()
 
-    async def _start_email(self, inbox: InboxChannel) -> EmailChannel | None:
-        """The email channel, when settings turn it on (see jarvis/gateway/channels/email)."""
-        if not self.settings.email.enabled:
-            return None
-        from jarvis.gateway.channels.email.channel import EmailChannel
+    def _register(self, inbox: InboxChannel) -> None:
+        """The inbox, email when settings turn it on, and every installed plugin channel."""
+        self.channels.add(inbox)
+        if self.settings.email.enabled:
+            from jarvis.gateway.channels.email.channel import EmailChannel
 
-        email = EmailChannel(self.settings, self.queue, self.todos, self.bus, on_queued=inbox.wake)
-        self.email = email
-        await email.start()
-        return email
+            self.email = EmailChannel(
+                self.settings, self.queue, self.todos, self.bus, on_queued=inbox.wake
+            )
+            self.channels.add(self.email)
+        for plugin in load_plugins(self.settings, self.bus):
+            self.channels.add(plugin)
 
     async def _work_forever(self) -> None:
         assert self.worker is not None

@@ -12,7 +12,7 @@ A message with the same id but other content (an entry copied by hand) gets a ne
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
@@ -261,16 +261,17 @@ class MessageQueue:
                     return message
         return _Archive(self.archive_dir).find(message_id, since)
 
-    def claim_next(self) -> Message | None:
-        """Move the most urgent waiting message (oldest first among equals) to processing."""
-        claimed = self.claim(limit=1)
+    def claim_next(self, skip: Collection[str] = ()) -> Message | None:
+        """Move the most urgent waiting message (oldest first among equals), other than those
+        in ``skip``, to processing."""
+        claimed = self.claim(limit=1, skip=skip)
         return claimed[0] if claimed else None
 
     def claim_all(self) -> list[Message]:
         """Move every waiting message to processing, most urgent first."""
         return self.claim()
 
-    def claim(self, limit: int | None = None) -> list[Message]:
+    def claim(self, limit: int | None = None, skip: Collection[str] = ()) -> list[Message]:
         claimed: list[Message] = []
         with self.inbox_file.locked(), self.processing_file.locked():
 
@@ -278,7 +279,8 @@ class MessageQueue:
                 isnap, idoc, psnap, pdoc = self._both()
                 room = None if limit is None else limit - len(claimed)
                 waiting = sorted(
-                    enumerate(idoc.entries()), key=lambda p: (-(p[1].priority or 0), p[0])
+                    ((i, m) for i, m in enumerate(idoc.entries()) if m.id not in skip),
+                    key=lambda p: (-(p[1].priority or 0), p[0]),
                 )
                 chosen = [m for _, m in waiting][:room]
                 if chosen or pdoc.changed:
@@ -292,6 +294,26 @@ class MessageQueue:
 
             retrying(operation, "claiming messages")
         return claimed
+
+    def release(self, message_id: str) -> Message | None:
+        """Move a processing message back to the front of the inbox (its routing failed; it
+        waits there to be tried again). None when it is not in processing."""
+        released: list[Message] = []
+        with self.inbox_file.locked(), self.processing_file.locked():
+
+            def operation() -> None:
+                isnap, idoc, psnap, pdoc = self._both()
+                found = [m for m in pdoc.entries() if m.id == message_id]
+                released[:] = found[:1]
+                if not found:
+                    return
+                idoc.items.insert(0, found[0])
+                self.inbox_file.replace(isnap, render_messages(idoc))
+                pdoc.items = [i for i in pdoc.items if i is not found[0]]
+                self.processing_file.replace(psnap, render_messages(pdoc))
+
+            retrying(operation, "releasing a message")
+        return released[0] if released else None
 
     def archive(
         self,

@@ -5,9 +5,12 @@ The model decides with ``prompts/merge.md`` and answers with one JSON object::
     {"action": "merge", "task_id": "T003", "mode": "update" | "subtask", "text": "..."}
     {"action": "new", "title": "...", "priority": "high" | "normal" | "low" | <int>}
 
-Whatever goes wrong on the way (no provider, an error, a timeout, an answer that is not
-such an object, a merge into a task that is not open) ends in a new task, so a message is
-never lost to a routing failure. Routing is idempotent: a message already named by a task
+When the model cannot help at the moment (no provider, a timeout, an error that trying
+again may cure, an answer that is not such an object, a merge into a task that is not open)
+the message becomes a new task, with a warning. A failure a person must fix (the provider
+refuses the key, any other error that trying again does not cure) or a bug raises
+:class:`RoutingError`: the gateway puts the message back into the inbox and shows the error,
+rather than hiding it in a new task. Routing is idempotent: a message already named by a task
 is not routed again (recovery after a crash re-routes only what was not routed). A message
 addressed to a task (``answers:T003`` in its header: an answer sent through the API) is
 merged into that task without asking the model, if it is still open.
@@ -19,6 +22,8 @@ import asyncio
 import json
 import logging
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -29,7 +34,7 @@ from jarvis.events import AgentWarning, EventBus
 from jarvis.gateway.markdown import clean_line, format_priority, format_timestamp, parse_priority
 from jarvis.gateway.message_format import Message
 from jarvis.gateway.todos import Todo, TodoList, TodoState
-from jarvis.llm.base import Provider, complete
+from jarvis.llm.base import Provider, ProviderAuthError, ProviderError, complete
 from jarvis.llm.types import LLMRequest
 from jarvis.llm.types import Message as ChatMessage
 
@@ -40,6 +45,45 @@ ANSWERS = "answers"
 task without asking the model (an answer to a ``call_user`` question, from the API)."""
 TITLE_MAX = 80
 EXCERPT_MAX = 300
+
+
+class RoutingError(RuntimeError):
+    """A message could not be routed and must wait; the message says why in one line."""
+
+
+class Backoff:
+    """Messages whose routing failed, each held back for a wait that doubles from
+    ``first_s`` up to ``max_s`` with every failure (a routed message is forgotten)."""
+
+    def __init__(
+        self, first_s: float, max_s: float = 300.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.first_s = first_s
+        self.max_s = max_s
+        self._clock = clock
+        self._held: dict[str, tuple[float, float]] = {}
+
+    def failed(self, message_id: str) -> float:
+        """Hold ``message_id`` back; returns for how long."""
+        last = self._held.get(message_id, (0.0, 0.0))[1]
+        wait = min(self.max_s, last * 2 if last else self.first_s)
+        self._held[message_id] = (self._clock() + wait, wait)
+        return wait
+
+    def routed(self, message_id: str) -> None:
+        self._held.pop(message_id, None)
+
+    def held(self) -> set[str]:
+        """The messages still waiting out their backoff."""
+        now = self._clock()
+        return {mid for mid, (until, _) in self._held.items() if until > now}
+
+
+def failure_text(exc: Exception) -> tuple[str, bool]:
+    """One line on why routing failed, and whether it is a bug (not a provider's answer)."""
+    if isinstance(exc, RoutingError | ProviderError):
+        return str(exc), False
+    return f"routing failed ({type(exc).__name__}: {exc})", True
 
 
 class MergeDecision(BaseModel):
@@ -182,8 +226,12 @@ class MessageRouter:
                 response = await complete(self.provider, request)
         except TimeoutError:
             return self._fallback(message, f"the model did not answer within {self.timeout_s:g}s")
-        except Exception as exc:  # the boundary: any model failure becomes a new task
-            log.warning("routing %s without the model: %s", message.id, exc, exc_info=True)
+        except ProviderAuthError as exc:
+            raise RoutingError(f"the model refused the router: {exc}") from exc
+        except ProviderError as exc:
+            if not exc.retryable:
+                raise RoutingError(f"the model call failed: {exc}") from exc
+            log.warning("routing %s without the model: %s", message.id, exc)
             return self._fallback(message, f"the model call failed: {exc}")
         try:
             return parse_decision(response.text), None

@@ -87,7 +87,9 @@ async def replay_task(
             stop=stop,
         )
         registry = build_registry(settings)
-        registry.approvals = approvals or ApprovalGate(settings.safety, ApprovalStore(bus))
+        registry.approvals = approvals or ApprovalGate(
+            settings.safety, ApprovalStore(bus), channels=settings.channels
+        )
         replayer = Replayer(
             capture=screen.capture,
             settle=lambda: asyncio.to_thread(settler.wait, stop),

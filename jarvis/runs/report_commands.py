@@ -74,7 +74,9 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
 
     async def replay() -> ReplayOutcome:
         bus = EventBus()  # the gate `jarvis run` has: nobody to answer, so held is refused
-        gate = ApprovalGate(settings.safety, ApprovalStore(bus), unattended=args.yes)
+        gate = ApprovalGate(
+            settings.safety, ApprovalStore(bus), unattended=args.yes, channels=settings.channels
+        )
         return await replay_task(
             settings, args.task_id, use_model=args.use_model, bus=bus, approvals=gate, signals=True
         )

@@ -5,7 +5,8 @@ validated call. It asks :class:`~jarvis.safety.rules.RuleSet` whether the call i
 held; a held call is
 
 - run without asking when the task may run unattended (``jarvis run --yes``, or every
-  channel of the task is in ``safety.unattended``), never for a task from email;
+  channel of the task has ``channels.NAME.unattended``, formerly ``safety.unattended``),
+  never for a task from email;
 - refused at once when nobody can answer (no control API is serving approvals), except a
   ``call_user`` the model marked as risky, which then stops the task as a plain question;
 - otherwise put in the :class:`ApprovalStore` with an :class:`ApprovalRequested` event
@@ -15,7 +16,8 @@ held; a held call is
 
 A refusal is a sentence; the registry returns it to the model as -32006.
 Answers come only through :meth:`ApprovalStore.resolve`, which refuses any answer that
-says it came by email: a task from email can never be approved from email.
+says it came by a channel that may not approve (email, a2a and mcp always; others whose
+``channels.NAME.may_approve`` is false): a task from email can never be approved from email.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -37,9 +40,10 @@ from jarvis.events import (
     EventBus,
     TaskFinished,
 )
+from jarvis.gateway.channels.settings import ChannelSettings, fold_legacy
 from jarvis.redaction import known_secrets, redact, redact_value
 from jarvis.safety.rules import MODEL_MARKED, Held, RuleSet
-from jarvis.safety.settings import NEVER_UNATTENDED, SafetySettings
+from jarvis.safety.settings import NEVER_APPROVE, NEVER_UNATTENDED, SafetySettings
 
 if TYPE_CHECKING:
     from jarvis.tools.context import ToolContext
@@ -48,7 +52,7 @@ log = logging.getLogger(__name__)
 
 Decision = Literal["allow_once", "allow_task", "deny"]
 DECISIONS: tuple[Decision, ...] = ("allow_once", "allow_task", "deny")
-NEVER_APPROVE_VIA = frozenset({"email"})
+NEVER_APPROVE_VIA = NEVER_APPROVE
 MAX_NOTE = 2000
 
 
@@ -81,6 +85,9 @@ class ApprovalStore:
     bus: EventBus
     attended: bool = False
     """True once something can answer (the control API serves the approvals route)."""
+    refused_via: frozenset[str] = NEVER_APPROVE
+    """Channels by which no answer is taken (email, a2a, mcp, and those whose
+    ``channels.NAME.may_approve`` is false)."""
     _pending: dict[str, Pending] = field(default_factory=dict)
     _task_rules: dict[str, set[str]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -128,8 +135,9 @@ class ApprovalStore:
     def resolve(self, approval_id: str, decision: str, note: str = "", via: str = "api") -> None:
         """Answer a pending approval. Raises :class:`ApprovalError` (and changes nothing)
         for an unknown or answered id, a decision not in :data:`DECISIONS`, or an answer
-        that came by a channel that may never approve (email)."""
-        if via in NEVER_APPROVE_VIA:
+        that came by a channel that may not approve (email, a2a, mcp, and any whose
+        ``channels.NAME.may_approve`` is false)."""
+        if via in self.refused_via or via in NEVER_APPROVE:
             raise ApprovalError(f"approvals cannot be given by {via}; use the TUI or web panel")
         if decision not in DECISIONS:
             raise ApprovalError(f"decision must be one of {', '.join(DECISIONS)}, not {decision!r}")
@@ -166,12 +174,24 @@ class ApprovalGate:
         store: ApprovalStore,
         *,
         unattended: bool = False,
+        channels: Mapping[str, ChannelSettings] | None = None,
         clock: Any = time.time,
     ) -> None:
         self.settings = settings
         self.rules = RuleSet(settings.approve)
-        self.channel_rules = {c: RuleSet(r) for c, r in settings.approve_per_channel.items()}
+        blocks = fold_legacy(
+            channels or {},
+            approve_per_channel=settings.approve_per_channel,
+            unattended=settings.unattended,
+        )
+        self.channel_rules = {
+            name: RuleSet(block.approve)
+            for name, block in blocks.items()
+            if block.approve != block.approve.__class__()
+        }
         """More rules for the tasks of some channels (they narrow, never widen)."""
+        self.unattended_channels = frozenset(n for n, b in blocks.items() if b.unattended)
+        """Channels whose held calls run without asking (``channels.NAME.unattended``)."""
         self.store = store
         self.unattended = unattended
         """``jarvis run --yes``: held calls of tasks not from email run without asking."""
@@ -183,7 +203,7 @@ class ApprovalGate:
             return False
         if self.unattended:
             return True
-        return bool(channels) and all(c in self.settings.unattended for c in channels)
+        return bool(channels) and all(c in self.unattended_channels for c in channels)
 
     async def check(
         self, name: str, arguments: Any, context: ToolContext, call_id: str | None
@@ -196,7 +216,7 @@ class ApprovalGate:
         if self.store.allowed_for_task(context.task_id, held.rule):
             refusal = None
         elif self.runs_unattended(channels):
-            why = "--yes" if self.unattended else f"safety.unattended: {', '.join(channels)}"
+            why = "--yes" if self.unattended else self._unattended_key(channels)
             said = f"allowed without asking ({why}): {held.reason}"
             log.info("task %s: %s", context.task_id, said)
             secrets = known_secrets(context.settings)
@@ -222,9 +242,16 @@ class ApprovalGate:
             context.approved.add(call_id)
         return refusal
 
+    def _unattended_key(self, channels: tuple[str, ...]) -> str:
+        """The settings key that lets these channels' held calls run (the old one, while
+        settings still use it)."""
+        if all(c in self.settings.unattended for c in channels):
+            return f"safety.unattended: {', '.join(channels)}"
+        return ", ".join(f"channels.{c}.unattended" for c in channels)
+
     def held(self, name: str, arguments: Any, channels: tuple[str, ...]) -> Held | None:
         """Whether the call waits: the rules of ``safety.approve``, then those of each of
-        the task's channels in ``safety.approve_per_channel``."""
+        the task's channels in ``channels.NAME.approve``."""
         held = self.rules.held(name, arguments)
         if held is not None:
             return held

@@ -1,7 +1,8 @@
-"""A private display for the tasks of some channels (``safety.sandbox.channels``).
+"""A private display for the tasks of some channels (``channels.NAME.private_display``;
+formerly ``safety.sandbox.channels``, still read).
 
 `jarvis run --sandbox` and `jarvis serve --sandbox` put the whole process on a private
-display. With a channel in ``safety.sandbox.channels``, only its tasks go there: for
+display. With a channel's ``private_display`` on, only its tasks go there: for
 each such task a fresh :class:`~jarvis.safety.sandbox.Sandbox` (``safety.sandbox``'s
 size, window manager and apps) is started, this process's ``DISPLAY`` is pointed at it
 and the agent's screen and input move to it (:meth:`Screen.reopen`,
@@ -40,7 +41,8 @@ class PrivateDisplayError(RuntimeError):
 
 def sandboxed(settings: Settings, channels: Sequence[str]) -> list[str]:
     """The task's channels that ask for a private display."""
-    return [c for c in channels if c in settings.safety.sandbox.channels]
+    blocks = settings.channels
+    return [c for c in channels if (b := blocks.get(c)) is not None and b.private_display]
 
 
 @asynccontextmanager

@@ -9,6 +9,8 @@ from pydantic import BaseModel, Field, field_validator
 
 NEVER_UNATTENDED = frozenset({"email"})
 """Channels whose tasks are never approved without a person, whatever the settings say."""
+NEVER_APPROVE = frozenset({"email", "a2a", "mcp"})
+"""Channels by which no approval is ever answered, whatever the settings say."""
 
 DEFAULT_TEXT_PATTERNS = [
     r"\brm\s+(-[a-zA-Z]*\s+)*-[a-zA-Z]*[rRf]",  # rm -rf, rm -r, rm -f, rm -v -r
@@ -73,7 +75,8 @@ class ApprovalRules(BaseModel):
 
 class ChannelApprovalRules(ApprovalRules):
     """More calls that wait for a person when a task comes from one channel
-    (``safety.approve_per_channel.NAME``): added to ``safety.approve``, never removed."""
+    (``channels.NAME.approve``; before, ``safety.approve_per_channel.NAME``): added to
+    ``safety.approve``, never removed."""
 
     tools: list[str] = Field(default_factory=list, description="as in safety.approve")
     text_patterns: list[str] = Field(default_factory=list, description="as in safety.approve")
@@ -87,8 +90,7 @@ class SandboxSettings(BaseModel):
     enabled: bool = Field(False, description="run every `jarvis run` task on a private display")
     channels: list[str] = Field(
         default_factory=list,
-        description="channels (via: email, api, inbox, tui, web...) whose tasks `jarvis serve` "
-        "runs on a private display of their own, one per task",
+        description="deprecated: use channels.NAME.private_display",
     )
     size: str = Field("1280x800", pattern=r"^[1-9][0-9]{2,4}x[1-9][0-9]{2,4}$")
     window_manager: list[str] | None = Field(
@@ -110,13 +112,12 @@ class SafetySettings(BaseModel):
     approve: ApprovalRules = Field(default_factory=ApprovalRules)
     approve_per_channel: dict[str, ChannelApprovalRules] = Field(
         default_factory=dict,
-        description="channel (email, api, inbox...) -> more calls held for its tasks, e.g. "
-        "{'email': {'tools': ['write_file', 'click']}}",
+        description="deprecated: use channels.NAME.approve",
     )
     approval_timeout_s: float = Field(120.0, gt=0, description="unanswered means denied")
     unattended: list[str] = Field(
         default_factory=list,
-        description="channels whose held calls are approved without asking (never email)",
+        description="deprecated: use channels.NAME.unattended",
     )
     max_cost_usd: float | None = Field(None, gt=0, description="a task ends at this cost")
     max_tokens_total: int | None = Field(

@@ -125,7 +125,7 @@ def write_file(args: WriteFileArgs, ctx: ToolContext) -> dict[str, Any]:
     settings = ctx.settings.toolbox.workspace
     if settings.read_only:
         raise ToolFailure(NOT_ALLOWED, "the workspace is read-only (settings)")
-    if Policy(ctx.settings.tools).workspace_read_only(ctx.channels):
+    if Policy.for_settings(ctx.settings).workspace_read_only(ctx.channels):
         raise ToolFailure(
             NOT_ALLOWED, f"the workspace is read-only for tasks from channel '{ctx.channel}'"
         )

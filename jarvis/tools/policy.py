@@ -4,10 +4,11 @@ Allow and deny lists: a tool is offered when it is in the effective allow list
 (``None`` means every tool) and not in the effective deny list. A provider entry
 in ``per_provider`` overrides the global allow list when it sets one, and its
 deny list adds to the global one. A task's channels (the ``via:`` of its messages:
-tui, email, api, inbox...) narrow that further: each channel in ``per_channel``
-may only take tools away (its allow list is intersected, its deny list added), and a
-task from several channels gets the narrowest of them. ``email`` has a default entry
-(no ``write_file``, no ``web_fetch`` host, read-only workspace) unless settings name it.
+tui, email, api, inbox...) narrow that further: each channel's ``channels.NAME.tools``
+(formerly ``tools.per_channel.NAME``, still read) may only take tools away (its allow
+list is intersected, its deny list added), and a task from several channels gets the
+narrowest of them. ``email`` has a default entry (no ``write_file``, no ``web_fetch``
+host, read-only workspace) unless settings give it one.
 
 :meth:`Policy.deny_reason` is the one function that decides whether a call may run.
 
@@ -24,12 +25,17 @@ import asyncio
 import contextvars
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from jarvis.config import ToolLimit, ToolPolicy
 from jarvis.tools.toolbox_settings import ChannelPolicy, default_channels
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+    from jarvis.gateway.channels.settings import ChannelSettings
 
 Clock = Callable[[], float]
 
@@ -42,9 +48,21 @@ _held_locks: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
 class Policy:
     """Allow/deny decisions and timeouts for tool names."""
 
-    def __init__(self, policy: ToolPolicy) -> None:
+    def __init__(
+        self, policy: ToolPolicy, channels: Mapping[str, ChannelSettings] | None = None
+    ) -> None:
         self._policy = policy
-        self._channels: dict[str, ChannelPolicy] = {**default_channels(), **policy.per_channel}
+        blocks = {n: b.tools for n, b in (channels or {}).items() if b.tools is not None}
+        self._channels: dict[str, ChannelPolicy] = {
+            **default_channels(),
+            **policy.per_channel,
+            **blocks,
+        }
+
+    @classmethod
+    def for_settings(cls, settings: Settings) -> Policy:
+        """The policy of ``settings.tools`` narrowed by each ``channels.NAME.tools``."""
+        return cls(settings.tools, settings.channels)
 
     @property
     def timeout_s(self) -> float:

@@ -85,7 +85,7 @@ class ToolRegistry:
     def __init__(self, settings: Settings | None = None, *, clock: Clock = time.monotonic) -> None:
         tools_policy = settings.tools if settings is not None else ToolPolicy()
         self.settings = settings
-        self.policy = Policy(tools_policy)
+        self.policy = Policy(tools_policy, settings.channels if settings is not None else None)
         self.limiter = RateLimiter(tools_policy.limits, clock)
         self.audit = AuditLog(settings)
         self._tools: dict[str, Tool] = {}

@@ -1,5 +1,5 @@
-"""Settings of the tools beyond the desktop (``settings.toolbox``) and the per-channel policy
-(``settings.tools.per_channel``).
+"""Settings of the tools beyond the desktop (``settings.toolbox``) and a channel's tool lists
+(``settings.channels.NAME.tools``; formerly ``settings.tools.per_channel``).
 
 This module imports nothing from :mod:`jarvis.config`, which imports it.
 """

@@ -256,7 +256,7 @@ def register_web_tools(
 
     async def web_fetch(args: WebFetchArgs, ctx: ToolContext) -> dict[str, Any]:
         """Fetch a public web page (http/https) and return its title and readable text."""
-        hosts = Policy(ctx.settings.tools).web_hosts(ctx.channels)
+        hosts = Policy.for_settings(ctx.settings).web_hosts(ctx.channels)
         try:
             async with asyncio.timeout(settings.timeout_s):
                 return await fetcher.fetch(args.url, hosts, ", ".join(ctx.channels))

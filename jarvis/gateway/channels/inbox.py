@@ -22,6 +22,10 @@ in the inbox, processing or the archive.
 watchdog reports changes in the messages folder; a periodic scan covers file systems
 that send no events. Whoever waits on :attr:`InboxChannel.arrived` (or passes
 ``on_messages``) hears about every message that newly shows up in the inbox.
+
+It is a :class:`~jarvis.gateway.channels.base.Channel`: its reply is the message's entry in
+``messages/archive/DATE.md`` with the task's outcome, which the worker writes, so
+:meth:`InboxChannel.deliver` has nothing more to send.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
@@ -60,6 +64,10 @@ from jarvis.gateway.message_format import (
     normalize_key,
 )
 from jarvis.gateway.queue import MessageQueue
+
+if TYPE_CHECKING:
+    from jarvis.events import ReplyReady
+    from jarvis.gateway.channels.base import ChannelHost
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +176,7 @@ class InboxChannel:
         self._scan_lock = asyncio.Lock()
 
     # -- lifecycle --
-    async def start(self) -> None:
+    async def start(self, host: ChannelHost | None = None) -> None:
         self.drop_dir.mkdir(parents=True, exist_ok=True)
         loop = asyncio.get_running_loop()
         self._observer = await asyncio.to_thread(self._start_observer, loop)
@@ -185,6 +193,10 @@ class InboxChannel:
             observer, self._observer = self._observer, None
             observer.stop()
             await asyncio.to_thread(observer.join, 5.0)
+
+    async def deliver(self, reply: ReplyReady) -> None:
+        """Nothing to send: the worker archives the messages with the task's outcome."""
+        log.debug("task %s answered in the inbox archive (%s)", reply.task_id, reply.status)
 
     def _start_observer(self, loop: asyncio.AbstractEventLoop) -> BaseObserver | None:
         handler = _Wake(self, loop)

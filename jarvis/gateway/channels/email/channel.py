@@ -21,9 +21,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jarvis.config import Settings
-from jarvis.events import AgentWarning, Event, EventBus, ReplyReady
+from jarvis.events import AgentWarning, EventBus, ReplyReady
 from jarvis.gateway.channels.email.authenticate import DnsFunc
 from jarvis.gateway.channels.email.decide import Decision, decide
 from jarvis.gateway.channels.email.fetch import Fetched, Fetcher, Outcome, backoff_delay
@@ -36,6 +37,9 @@ from jarvis.gateway.channels.email.state import Confirmation, Ledger, MailboxSta
 from jarvis.gateway.queue import MessageQueue
 from jarvis.gateway.router import derive_title
 from jarvis.gateway.todos import TodoList, TodoState
+
+if TYPE_CHECKING:
+    from jarvis.gateway.channels.base import ChannelHost
 
 log = logging.getLogger(__name__)
 
@@ -105,11 +109,11 @@ class EmailChannel:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._sends: set[asyncio.Task[None]] = set()
-        self._unsubscribe: Callable[[], None] | None = None
 
     # -- lifecycle --
-    async def start(self) -> None:
-        """Start fetching; with unusable settings say why (a warning event) and stay off."""
+    async def start(self, host: ChannelHost | None = None) -> None:
+        """Start fetching; with unusable settings say why (a warning event) and stay off.
+        Replies come through :meth:`deliver` (the gateway's channel registry)."""
         problems = self.email.problems()
         if problems:
             message = "email channel off: " + "; ".join(problems)
@@ -117,14 +121,11 @@ class EmailChannel:
             self.bus.emit(AgentWarning(message=message))
             return
         self._loop = asyncio.get_running_loop()
-        self._unsubscribe = self.bus.subscribe(self._on_reply, ReplyReady)
         self._thread = threading.Thread(target=self.fetcher.run, name="email-fetch", daemon=True)
         self._thread.start()
 
     async def stop(self) -> None:
         self.fetcher.stop()
-        if self._unsubscribe is not None:
-            self._unsubscribe()
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join, self.email.timeout_s)
         if self._sends:
@@ -323,12 +324,16 @@ class EmailChannel:
                 await asyncio.sleep(backoff_delay(attempt))
         return sent_id
 
-    def _on_reply(self, event: Event) -> None:
-        if not isinstance(event, ReplyReady) or event.channel != CHANNEL or self._loop is None:
+    async def deliver(self, reply: ReplyReady) -> None:
+        """Answer on the mail threads of the task's messages (nothing when the channel is
+        off: its settings were unusable at start, which it said then)."""
+        if self._loop is None:
+            log.warning("email channel off: the reply of task %s is not sent", reply.task_id)
             return
-        task = self._loop.create_task(self._reply(event))
+        task = self._loop.create_task(self._reply(reply))
         self._sends.add(task)
         task.add_done_callback(self._sends.discard)
+        await asyncio.shield(task)
 
     async def _reply(self, event: ReplyReady) -> None:
         threads: dict[str, Thread] = {}
