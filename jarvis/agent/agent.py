@@ -283,7 +283,7 @@ class Agent:
         action = await self.cerebellum.act(calls, context, self._settle)
         results = action.results + [cutoff.not_run_result(limit) for _ in allowed[len(calls) :]]
         results += [
-            ToolResult.failure(-32006, "not run: the task's tool-call limit was reached")
+            ToolResult.not_run("the task's tool-call limit was reached")
             for _ in decision.tool_calls[len(allowed) :]
         ]
         all_failed = not any(r.ok for r in results)

@@ -10,14 +10,7 @@ from jarvis.desktop.settle import SettleResult
 from jarvis.llm.types import ToolCall, ToolSpec
 from jarvis.tools.context import ToolContext
 from jarvis.tools.registry import ToolRegistry
-from jarvis.tools.results import INTERNAL, ToolError, ToolResult
-
-# Tools that move no input, so there is nothing to wait for on screen afterwards.
-NO_SETTLE = frozenset(
-    {"wait", "screenshot", "finished", "call_user", "remember"}
-    | {"read_file", "write_file", "list_dir", "web_fetch"}
-)
-CONTROL = frozenset({"finished", "call_user"})
+from jarvis.tools.results import ToolResult
 
 Settle = Callable[[], Awaitable[SettleResult]]
 
@@ -37,10 +30,6 @@ class Action:
         return bool(self.results) and not any(r.ok for r in self.results)
 
 
-def not_run(reason: str) -> ToolResult:
-    return ToolResult(ok=False, error=ToolError(code=INTERNAL, message=f"not run: {reason}"))
-
-
 class Cerebellum:
     def __init__(self, registry: ToolRegistry, provider_name: str) -> None:
         self.registry = registry
@@ -52,7 +41,8 @@ class Cerebellum:
 
     async def act(self, calls: list[ToolCall], context: ToolContext, settle: Settle) -> Action:
         """Run calls in order. After a failure, a control tool or a `screenshot` (the model
-        asked to look before going on) the rest are not run.
+        asked to look before going on) the rest are not run. The screen settles after a
+        tool that says it needs that (:attr:`~jarvis.tools.tool.Tool.settles`).
 
         Every call gets a result, so the model sees what happened to each of them.
         """
@@ -60,20 +50,21 @@ class Cerebellum:
         stop_reason: str | None = None
         for call in calls:
             if stop_reason:
-                action.results.append(not_run(stop_reason))
+                action.results.append(ToolResult.not_run(stop_reason))
                 continue
+            tool = self.registry.get(call.name)  # before the call: an MCP tool may go meanwhile
             started = time.perf_counter()
             result = await self.registry.execute_call(call, context)
             action.act_ms += (time.perf_counter() - started) * 1000
             action.results.append(result)
             action.executed += 1
-            if result.ok and call.name not in NO_SETTLE:
+            if result.ok and tool is not None and tool.settles:
                 settled = await settle()
                 action.settle_ms += settled.waited_ms
                 action.settle_timeouts += int(settled.timed_out)
             if not result.ok:
                 stop_reason = f"an earlier call ({call.name}) failed"
-            elif call.name in CONTROL:
+            elif tool is not None and tool.control:
                 stop_reason = f"{call.name} ended this step"
             elif context.take_screenshot_request():
                 stop_reason = "you asked for a screenshot; decide again with the new one"

@@ -10,7 +10,7 @@ maximum is an error, so it grows once, not without bound).
 from __future__ import annotations
 
 from jarvis.llm.types import LLMResponse, ToolCall
-from jarvis.tools.results import INTERNAL, ToolResult
+from jarvis.tools.results import ToolResult
 
 CUT_OFF = "max_tokens"
 GROWTH = 2
@@ -35,10 +35,9 @@ def next_max_tokens(configured: int) -> int:
 
 
 def not_run_result(limit: int) -> ToolResult:
-    return ToolResult.failure(
-        INTERNAL,
-        f"not run: your reply was cut off at the output limit ({limit} tokens) while this "
-        "call was being written, so its arguments were incomplete",
+    return ToolResult.not_run(
+        f"your reply was cut off at the output limit ({limit} tokens) while this "
+        "call was being written, so its arguments were incomplete"
     )
 
 

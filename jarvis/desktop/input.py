@@ -28,7 +28,8 @@ How each primitive is delivered, and why:
   which method delivered how many characters; what did not arrive is an error.
   On other platforms ``auto`` uses ``pyautogui.write`` for ASCII and a pyperclip
   paste (ctrl+v, cmd+v on macOS) for the rest; ``pyautogui.write`` cannot type
-  non-ASCII text.
+  non-ASCII text. Neither can see whether the application took the text, so their
+  result says that delivery was not checked (:attr:`TypedText.unchecked`).
 
 Fail-safe (on by default, ``settings.failsafe``): if the pointer is in a corner of
 the screen and we did not put it there, the next action raises FailSafeError. A
@@ -85,6 +86,14 @@ TypeMethod = Literal["auto", "xdotool", "clipboard"]
 MAX_SCROLL = 100
 _MULTI_CLICK_S = 0.5  # GTK and Qt count clicks within 400 ms as one sequence, Chromium 500
 _DRAG_STEP_S = 0.005  # between drag steps: apps see each position
+_UNCHECKED_PASTE = (
+    "pasted with the system clipboard, which does not tell whether the application read it; "
+    "look at the screen to see whether the text arrived"
+)
+_UNCHECKED_KEYS = (
+    "typed as key events, which do not tell whether the application read them; "
+    "look at the screen to see whether the text arrived"
+)
 
 
 # ------------------------------------------------------------------ typing
@@ -99,6 +108,7 @@ class TypedText:
     chars: int
     target: str = ""  # the application typed into (its WM_CLASS), when known
     paste_key: str = ""  # for the clipboard method: the key that made the app paste
+    unchecked: str = ""  # why nothing could check that the text arrived; "" when it was checked
 
 
 def _is_control(char: str) -> bool:
@@ -345,9 +355,9 @@ class Input:
                 raise InputError(str(exc)) from exc
             if method == "write":
                 self.gui.write(text)
-            else:
-                self._type_pyperclip(text)
-            return TypedText(method, len(text))
+                return TypedText(method, len(text), unchecked=_UNCHECKED_KEYS)
+            self._type_pyperclip(text)
+            return TypedText(method, len(text), unchecked=_UNCHECKED_PASTE)
 
     def _choose_method(self, text: str) -> str:
         """``auto`` types keys wherever it can: they work in every application, while a

@@ -266,6 +266,8 @@ def type_(args: TypeArgs, ctx: ToolContext) -> dict[str, Any]:
         result["into"] = typed.target
     if typed.paste_key:
         result["paste_key"] = typed.paste_key
+    if typed.unchecked:  # sent, but nothing could tell whether it arrived: say so
+        result["delivery"] = f"not checked: {typed.unchecked}"
     return result
 
 
@@ -325,13 +327,13 @@ def register_computer_tools(registry: ToolRegistry) -> None:
         ("scroll", scroll, ScrollArgs),
         ("type", type_, TypeArgs),
     ):
-        registry.register(name, fn, model)
-    registry.register("hotkey", hotkey, HotkeyArgs, audit_fields=("keys",))
-    registry.register("press_key", press_key, PressKeyArgs, audit_fields=("key",))
+        registry.register(name, fn, model, moves_input=True)
+    registry.register("hotkey", hotkey, HotkeyArgs, audit_fields=("keys",), moves_input=True)
+    registry.register("press_key", press_key, PressKeyArgs, audit_fields=("key",), moves_input=True)
     registry.register("wait", wait, WaitArgs, timeout_s=MAX_WAIT_MS / 1000 + 5)
     registry.register("screenshot", screenshot, NoArgs)
-    registry.register("finished", finished, FinishedArgs)
-    registry.register("call_user", call_user, CallUserArgs)
+    registry.register("finished", finished, FinishedArgs, control=True)
+    registry.register("call_user", call_user, CallUserArgs, control=True)
 
 
 def build_registry(

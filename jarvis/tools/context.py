@@ -62,6 +62,9 @@ class TypedLike(Protocol):
     @property
     def paste_key(self) -> str: ...
 
+    @property
+    def unchecked(self) -> str: ...
+
 
 class InputLike(Protocol):
     """The part of ``jarvis.desktop.input.Input`` the tools use (real screen coordinates)."""

@@ -23,7 +23,8 @@ arguments validate against that tool's model for sample values of every
 parameter, every placeholder is a declared parameter and every parameter is
 used. A bad file raises :class:`PresetError` naming the file and the preset.
 Registered presets run their steps through the registry, so policy, limits,
-audit and events apply to each step; the first failed step stops the preset.
+audit and events apply to each step; the first failed step stops the preset. A preset
+moves input, needs the screen to settle or ends the step when one of its steps does.
 """
 
 from __future__ import annotations
@@ -288,7 +289,8 @@ def register_presets(registry: ToolRegistry, presets: Sequence[Preset]) -> list[
         if preset.name in registry:
             raise PresetError(f"{preset.where}: the name is already taken by a tool")
         check_preset(preset, registry)
-        timeout = sum(registry.timeout_for(t) for s in preset.steps if (t := registry.get(s.tool)))
+        steps = [t for s in preset.steps if (t := registry.get(s.tool)) is not None]
+        timeout = sum(registry.timeout_for(t) for t in steps)
         tools.append(
             registry.register(
                 preset.name,
@@ -297,6 +299,9 @@ def register_presets(registry: ToolRegistry, presets: Sequence[Preset]) -> list[
                 preset.description,
                 timeout_s=timeout,
                 requires=tuple(dict.fromkeys(s.tool for s in preset.steps)),
+                moves_input=any(t.moves_input for t in steps),
+                settles=any(t.settles for t in steps),
+                control=any(t.control for t in steps),
             )
         )
     return tools

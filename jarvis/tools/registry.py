@@ -105,8 +105,15 @@ class ToolRegistry:
         requires: Sequence[str] = (),
         audit_fields: Sequence[str] = (),
         origin: str = "builtin",
+        moves_input: bool = False,
+        settles: bool | None = None,
+        control: bool = False,
     ) -> Tool:
-        """Add a tool; its description defaults to the function's docstring."""
+        """Add a tool; its description defaults to the function's docstring.
+
+        ``moves_input``: it sends mouse or keyboard input; ``settles``: the screen must
+        settle after it (by default, when it moves input); ``control``: it ends the step
+        (``finished``, ``call_user``). See :class:`~jarvis.tools.tool.Tool`."""
         if name in self._tools:
             raise ValueError(f"tool '{name}' is already registered")
         if args_model.model_config.get("extra") != "forbid":
@@ -123,6 +130,9 @@ class ToolRegistry:
             requires=tuple(requires),
             audit_fields=frozenset(audit_fields) | literal_fields(args_model),
             origin=origin,
+            moves_input=moves_input,
+            settles=moves_input if settles is None else settles,
+            control=control,
         )
         self._tools[name] = tool
         return tool
@@ -289,7 +299,7 @@ class ToolRegistry:
         if self.approvals is not None:
             refusal = await self.approvals.check(name, arguments, context, current_call_id.get())
             if refusal is not None:
-                return ToolResult.failure(NOT_ALLOWED, refusal)
+                return ToolResult.not_run(refusal)
         decision = self.limiter.acquire(name)
         if decision is not None:
             return ToolResult.failure(RATE_LIMITED, decision.message)
@@ -307,6 +317,8 @@ class ToolRegistry:
                     work = asyncio.ensure_future(asyncio.to_thread(tool.fn, args, context))
                     data = await asyncio.shield(work)
         except ToolFailure as exc:
+            if exc.code == TIMEOUT:  # a tool's own time limit: it may have happened all the same
+                return ToolResult.timed_out(exc.message)
             return ToolResult.failure(exc.code, exc.message)
         except TimeoutError:
             if not scope.expired():
@@ -315,8 +327,8 @@ class ToolRegistry:
             log.warning("tool %s timed out after %.1fs", tool.name, timeout)
             if work is not None:
                 await _stop_thread(work, context, tool.name)
-            return ToolResult.failure(
-                TIMEOUT, f"'{tool.name}' did not finish within {timeout:g}s and was abandoned"
+            return ToolResult.timed_out(
+                f"'{tool.name}' did not finish within {timeout:g}s and was abandoned"
             )
         except Exception as exc:  # the boundary: a tool's bug becomes a result, logged
             log.exception("tool %s failed (task %s)", tool.name, context.task_id)

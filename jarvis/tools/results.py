@@ -1,4 +1,19 @@
-"""What a tool call ends with: a :class:`ToolResult`, and the error codes it may carry."""
+"""What a tool call ends with: a :class:`ToolResult`, and the error codes it may carry.
+
+Two kinds of failure say something about what happened on the desktop, so each has one
+constructor and one wording:
+
+- A call that was **not run** (:meth:`ToolResult.not_run`) carries :data:`NOT_RUN`, which
+  is :data:`NOT_ALLOWED` (-32006), wherever it was stopped: cut off by the end of its step
+  (an earlier call failed, a control tool or a screenshot ended the step), cut off by the
+  output limit while the model was writing it, over the task's tool-call limit, held for
+  approval and denied, unanswered or with nobody to answer. In every case Jarvis decided
+  not to run it and nothing of it happened, which is what -32006 says; -32005 would tell
+  the model that the tool itself broke. Its message starts with ``not run:``.
+- A call that **timed out** (:meth:`ToolResult.timed_out`, -32003) was started and then
+  abandoned: it may still have had its effect, in part or in full, and its message says so,
+  so the model looks before doing it again.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +30,13 @@ TIMEOUT = -32003
 RATE_LIMITED = -32004
 INTERNAL = -32005
 NOT_ALLOWED = -32006
+NOT_RUN = NOT_ALLOWED
+"""The code of every call that was not run (see the module docstring)."""
+
+NOT_RUN_PREFIX = "not run: "
+MAY_HAVE_HAPPENED = (
+    "it may still have happened, in part or in full: look at the result before doing it again"
+)
 
 
 class ToolError(BaseModel):
@@ -44,6 +66,19 @@ class ToolResult(BaseModel):
     @classmethod
     def failure(cls, code: int, message: str) -> ToolResult:
         return cls(ok=False, error=ToolError(code=code, message=message))
+
+    @classmethod
+    def not_run(cls, reason: str) -> ToolResult:
+        """A call Jarvis did not run, and why (a reason that already starts with
+        ``not run:`` is taken as it is)."""
+        message = reason if reason.startswith(NOT_RUN_PREFIX) else NOT_RUN_PREFIX + reason
+        return cls.failure(NOT_RUN, message)
+
+    @classmethod
+    def timed_out(cls, what: str) -> ToolResult:
+        """A call abandoned at its time limit: ``what`` says which limit; the message adds
+        that it may still have happened."""
+        return cls.failure(TIMEOUT, f"{what}; {MAY_HAVE_HAPPENED}")
 
     def to_content(self) -> str:
         """The JSON text sent back to the model."""

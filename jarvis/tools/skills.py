@@ -61,13 +61,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 class SkillToolInfo:
     name: str | None
     timeout_s: float | None
+    moves_input: bool = False
 
 
-def skill_tool(name: str | None = None, *, timeout_s: float | None = None) -> Callable[[F], F]:
-    """Mark a function ``fn(args: ArgsModel, ctx)`` as a tool (named after it by default)."""
+def skill_tool(
+    name: str | None = None, *, timeout_s: float | None = None, moves_input: bool = False
+) -> Callable[[F], F]:
+    """Mark a function ``fn(args: ArgsModel, ctx)`` as a tool (named after it by default).
+
+    ``moves_input``: the tool sends mouse or keyboard input (through ``ctx.input``), so the
+    screen is left to settle after it; a tool that does not is followed at once."""
 
     def mark(fn: F) -> F:
-        setattr(fn, _MARK, SkillToolInfo(name, timeout_s))
+        setattr(fn, _MARK, SkillToolInfo(name, timeout_s, moves_input))
         return fn
 
     return mark
@@ -79,6 +85,7 @@ class SkillTool:
     fn: Callable[..., Any]
     args_model: type[BaseModel]
     timeout_s: float | None
+    moves_input: bool = False
 
 
 @dataclass
@@ -133,7 +140,7 @@ def _tool(fn: Any, where: str) -> SkillTool:
         raise SkillError(f"{where}: {name}: its arguments model must set extra='forbid'")
     if not (inspect.getdoc(fn) or "").strip():
         raise SkillError(f"{where}: {name} needs a docstring (the model reads it)")
-    return SkillTool(name, fn, model, info.timeout_s)
+    return SkillTool(name, fn, model, info.timeout_s, info.moves_input)
 
 
 def import_file(path: Path) -> types.ModuleType:
@@ -257,7 +264,12 @@ class SkillManager:
                 source.error = f"{where}: tool '{tool.name}' is already defined ({existing.origin})"
                 continue
             self.registry.register(
-                tool.name, tool.fn, tool.args_model, timeout_s=tool.timeout_s, origin=origin
+                tool.name,
+                tool.fn,
+                tool.args_model,
+                timeout_s=tool.timeout_s,
+                origin=origin,
+                moves_input=tool.moves_input,
             )
             names.append(tool.name)
         return names

@@ -37,6 +37,12 @@ class Tool:
     """The arguments' JSON schema when the tool brings its own (no ``args_model``)."""
     origin: str = "builtin"
     """Where the tool comes from: builtin, ``mcp:SERVER``, ``skill:FILE``."""
+    moves_input: bool = False
+    """It sends mouse or keyboard input to the desktop."""
+    settles: bool = False
+    """The screen must settle after it before the next call (what moves input does)."""
+    control: bool = False
+    """It ends the step: the calls after it in the same reply are not run."""
 
     @property
     def is_async(self) -> bool:
