@@ -115,6 +115,31 @@ def test_a_paste_is_done_when_the_app_fetched_it_after_the_key(paste_app: PasteA
     assert selection("CLIPBOARD") == "held before ✓"
 
 
+@pytest.mark.parametrize("paste_app", ["stale"], indirect=True)
+def test_the_paste_off_x11_says_it_could_not_check_delivery(
+    paste_app: PasteApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Off X11 (macOS, Windows, Wayland) text goes through pyperclip and ctrl+v, or
+    pyautogui.write for ASCII, and nothing tells whether the application read it. The same
+    path runs here on Xvfb (``is_x11`` answers False, as it does there) into an app that
+    never takes a paste: the result says delivery was not checked, never a plain success."""
+    from jarvis.desktop import x11
+    from jarvis.tools.computer import build_registry
+
+    monkeypatch.setattr(x11, "is_x11", lambda: False)
+    set_clipboard("held before ✓")
+    settings = Settings(data_dir=tmp_path)
+    registry = build_registry(settings, presets=[])
+    ctx = ToolContext.for_task(settings, "t-off-x11", input=Input())
+    for text, method in (("never pasted 中", "pyperclip"), ("never typed", "write")):
+        result = asyncio.run(registry.execute("type", {"text": text}, ctx))
+        assert result.ok and result.data["method"] == method, result
+        delivery = result.data["delivery"]
+        assert delivery.startswith("not checked: ") and "whether the text arrived" in delivery
+    assert not any("pasted" in f for f in paste_app.seen(timeout=1)), "it never took a paste"
+    assert selection("CLIPBOARD") == "held before ✓"  # what the clipboard held is back
+
+
 @pytest.mark.parametrize("paste_app", ["frozen"], indirect=True)
 def test_keys_into_a_frozen_window_are_an_error_through_the_tool(
     paste_app: PasteApp, tmp_path: Path

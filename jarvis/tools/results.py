@@ -34,9 +34,7 @@ NOT_RUN = NOT_ALLOWED
 """The code of every call that was not run (see the module docstring)."""
 
 NOT_RUN_PREFIX = "not run: "
-MAY_HAVE_HAPPENED = (
-    "it may still have happened, in part or in full: look at the result before doing it again"
-)
+MAY_HAVE_HAPPENED = "it may still have happened, in part or in full: check before doing it again"
 
 
 class ToolError(BaseModel):
