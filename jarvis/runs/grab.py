@@ -34,7 +34,7 @@ class Grabber:
         self.where = where
 
     def _sct(self) -> Any:
-        name = self.where
+        name = self.where or XDisplay.from_env()  # None: follows a channel's private display
         sct = getattr(self._local, "sct", None)
         if sct is not None and getattr(self._local, "display", None) != name:
             with self._lock:

@@ -57,6 +57,7 @@ class Windows:
     def __init__(self, where: XDisplay | None = None) -> None:
         self._display: Any = None
         self._where = where
+        self._opened: XDisplay | None = None
         self._failed = False
         self._lock = threading.Lock()
 
@@ -68,12 +69,16 @@ class Windows:
                 self._where = where
 
     def _open(self) -> Any:
+        following = self._where is None and self._display is not None  # a channel's display
+        if following and XDisplay.from_env() != self._opened:
+            self._drop()
         if self._display is None and not self._failed:
             if self._where is None and not is_x11():
                 self._failed = True
                 return None
             try:
-                self._display = (self._where or XDisplay.from_env()).open()
+                self._opened = self._where or XDisplay.from_env()
+                self._display = self._opened.open()
             except Exception as exc:  # no server, no auth: the records say "unknown"
                 log.warning("window lookups are off: cannot open the X display: %s", exc)
                 self._failed = True
