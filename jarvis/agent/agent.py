@@ -71,6 +71,8 @@ class Agent:
         todos: Callable[[], str] | None = None,
         stop: threading.Event | None = None,
         recorder: StepHooks | None = None,
+        reopen_desktop: Callable[[], None] | None = None,
+        on_verified: Callable[[str, str], Awaitable[None]] | None = None,
     ) -> None:
         self.settings = settings
         self.brain = brain
@@ -87,10 +89,10 @@ class Agent:
         """Set on cancel: blocking work in threads (input, settle) checks it and stops."""
         self.recorder = recorder
         """Writes the run's steps/NNNN/ (jarvis.runs.records) from the loop's three hooks."""
-        self.reopen_desktop: Callable[[], None] | None = None
-        """Move the screen and input to the display ``DISPLAY`` names now (set by
+        self.reopen_desktop = reopen_desktop
+        """Move the screen and input to the display ``DISPLAY`` names now (given by
         build_agent): a channel with ``sandbox`` runs its tasks on a private display."""
-        self.on_verified: Callable[[str, str], Awaitable[None]] | None = None
+        self.on_verified = on_verified
         """Awaited with (task id, summary) as soon as a finish is verified, before the skill
         is distilled: the daemon writes the verdict here, so a crash after it loses nothing."""
 

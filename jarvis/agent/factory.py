@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -14,9 +13,8 @@ from jarvis.agent.cerebellum import Cerebellum
 from jarvis.agent.hippocampus import Hippocampus, LongTerm
 from jarvis.agent.safety_checks import route_safety_checks
 from jarvis.config import Settings
-from jarvis.desktop.input import Input
-from jarvis.desktop.screen import Screen
-from jarvis.desktop.settle import Settler
+from jarvis.desktop.desktop import Desktop
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus
 from jarvis.llm.base import Provider
 from jarvis.llm.computer_tool import zoom_enabled
@@ -26,7 +24,7 @@ from jarvis.llm.profiles.select import screen_sizer
 from jarvis.memory.embedding import EmbeddingUnavailable
 from jarvis.memory.long_term import LongTermMemory
 from jarvis.memory.recall import MemoryBridge
-from jarvis.runs.records import RunRecorder
+from jarvis.runs.records import RunRecorder, StepHooks
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
 from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext
@@ -76,13 +74,13 @@ async def build_agent(
             register_zoom_tool(registry)  # Claude's computer_20251124 `zoom` action
         if long_term is None and settings.long_term_memory:
             long_term = await open_long_term(settings, stack, registry)
-        screen = Screen.from_settings(settings, screen_sizer(settings))
-        stack.callback(screen.close)
-        agent = _assemble(settings, bus, provider, registry, screen, long_term, todos)
+        desktop = Desktop.open(settings, sizer=screen_sizer(settings))  # this process's display
+        stack.callback(desktop.close)
+        recorder = None
         if settings.runs.record_steps:  # steps/NNNN/ beside the run's journal
-            agent.recorder = RunRecorder.for_settings(settings, bus, screen.capture)
-            stack.callback(agent.recorder.close)
-        yield agent
+            recorder = RunRecorder.for_settings(settings, bus, desktop.screen.capture)
+            stack.callback(recorder.close)
+        yield agent_on(settings, bus, desktop, provider, registry, long_term, todos, recorder)
 
 
 async def open_long_term(
@@ -105,43 +103,45 @@ async def open_long_term(
     return bridge
 
 
-def _assemble(
+def agent_on(
     settings: Settings,
     bus: EventBus,
+    desktop: Desktop,
     provider: Provider,
     registry: ToolRegistry,
-    screen: Screen,
-    long_term: LongTerm | None,
-    todos: Callable[[], str] | None,
+    long_term: LongTerm | None = None,
+    todos: Callable[[], str] | None = None,
+    recorder: StepHooks | None = None,
 ) -> Agent:
-    stop = threading.Event()  # set by Agent.cancel: input and settle stop between pieces
-    input_ = Input.from_settings(settings, stop=stop)
+    """An Agent that works on ``desktop`` (its screen, input, settle and stop event)."""
 
     def context_for(task_id: str) -> ToolContext:
         return ToolContext.for_task(
             settings,
             task_id,
-            screen=screen,
-            input=input_,
+            screen=desktop.screen,
+            input=desktop.input,
             bus=bus,
             provider=provider.name,
-            stop=stop,
+            stop=desktop.stop,
         )
 
     def reopen_desktop() -> None:
-        screen.reopen()
-        input_.reopen()
+        """Onto the display the process's DISPLAY names now (a channel's private one)."""
+        where = XDisplay.from_env()
+        desktop.screen.reopen(where)
+        desktop.input.reopen(where)
 
-    agent = Agent(
+    return Agent(
         settings=settings,
-        brain=Brain(provider, screen, settings, bus),
+        brain=Brain(provider, desktop.screen, settings, bus),
         cerebellum=Cerebellum(registry, provider.name),
         hippocampus=Hippocampus(settings.data_dir, long_term),
-        settler=Settler(screen, settings),
+        settler=desktop.settler,
         context_factory=context_for,
         bus=bus,
         todos=todos,
-        stop=stop,
+        stop=desktop.stop,  # set by Agent.cancel: input and settle stop between pieces
+        recorder=recorder,
+        reopen_desktop=reopen_desktop,
     )
-    agent.reopen_desktop = reopen_desktop
-    return agent

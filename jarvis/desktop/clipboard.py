@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jarvis.desktop.x11 import X11Error, close_display, have
+from jarvis.desktop.x11 import X11Error, XDisplay, close_display, have
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +36,11 @@ class ClipboardContent:
     data: bytes
 
 
-def _xclip_out(selection: str, target: str, timeout: float) -> bytes | None:
+def _xclip_out(selection: str, target: str, timeout: float, where: XDisplay | None) -> bytes | None:
     try:
         done = subprocess.run(
             ["xclip", "-selection", selection.lower(), "-o", "-t", target],
+            env=where.env() if where is not None else None,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=timeout,
@@ -51,28 +52,35 @@ def _xclip_out(selection: str, target: str, timeout: float) -> bytes | None:
     return done.stdout if done.returncode == 0 else None
 
 
-def read_clipboard(timeout: float = 2.0, selection: str = "CLIPBOARD") -> ClipboardContent | None:
-    """The current contents of ``selection``, or None when it is empty or unreadable."""
+def read_clipboard(
+    timeout: float = 2.0, selection: str = "CLIPBOARD", where: XDisplay | None = None
+) -> ClipboardContent | None:
+    """The current contents of ``selection`` (on ``where``, default this process's
+    display), or None when it is empty or unreadable."""
     if not have("xclip"):
         raise X11Error("xclip is not installed (apt-get install xclip)")
-    listing = _xclip_out(selection, "TARGETS", timeout)
+    listing = _xclip_out(selection, "TARGETS", timeout, where)
     if listing is None:
         return None
     targets = [t for t in listing.decode(errors="replace").split() if t not in _META_TARGETS]
     if not targets:
         return None
     preferred = [t for t in CLIPBOARD_TEXT_TARGETS if t in targets] or targets
-    data = _xclip_out(selection, preferred[0], timeout)
+    data = _xclip_out(selection, preferred[0], timeout, where)
     return None if data is None else ClipboardContent(preferred[0], data)
 
 
 def write_clipboard(
-    content: ClipboardContent, timeout: float = 5.0, selection: str = "CLIPBOARD"
+    content: ClipboardContent,
+    timeout: float = 5.0,
+    selection: str = "CLIPBOARD",
+    where: XDisplay | None = None,
 ) -> None:
     """Hand ``content`` to a background xclip that serves it as the ``selection`` owner."""
     try:
         subprocess.run(
             ["xclip", "-selection", selection.lower(), "-t", content.target, "-i"],
+            env=where.env() if where is not None else None,
             input=content.data,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -142,40 +150,42 @@ class ClipboardPaster:
     empty if it was). Text longer than one X request is pasted in chunks.
     """
 
-    def __init__(self, timeout: float = 3.0, selection: str = "CLIPBOARD") -> None:
+    def __init__(
+        self, timeout: float = 3.0, selection: str = "CLIPBOARD", where: XDisplay | None = None
+    ) -> None:
         self.timeout = timeout
         self.selection = selection
+        self.where = where or XDisplay.from_env()
         self._previous: ClipboardContent | None = None
 
     def __enter__(self) -> ClipboardPaster:
-        self._previous = read_clipboard(selection=self.selection)
+        self._previous = read_clipboard(selection=self.selection, where=self.where)
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._previous is not None:
-            write_clipboard(self._previous, selection=self.selection)
-            _wait_for_owner(self.selection)
+            write_clipboard(self._previous, selection=self.selection, where=self.where)
+            _wait_for_owner(self.where, self.selection)
 
     def paste(self, text: str, press: Callable[[], None]) -> None:
         for chunk in utf8_chunks(text):
-            _PasteSession(self.selection, chunk.encode("utf-8", "surrogatepass")).run(
-                press, self.timeout
-            )
+            data = chunk.encode("utf-8", "surrogatepass")
+            _PasteSession(self.where, self.selection, data).run(press, self.timeout)
 
 
 class _PasteSession:
     """One chunk: own the selection, press, serve until fetched after the press."""
 
-    def __init__(self, selection: str, data: bytes) -> None:
+    def __init__(self, where: XDisplay, selection: str, data: bytes) -> None:
+        self.where = where
         self.selection_name = selection
         self.data = data
         self.held: list[Any] = []  # events read while waiting for a PropertyNotify
 
     def run(self, press: Callable[[], None], timeout: float) -> None:
         from Xlib import X, Xatom
-        from Xlib.display import Display
 
-        display = Display()
+        display = self.where.open()
         self.display = display
         try:
             atom = display.intern_atom
@@ -291,11 +301,9 @@ def _time_after(stamp: int, reference: int) -> bool:
     return ((stamp - reference) & 0xFFFFFFFF) < 0x80000000
 
 
-def _wait_for_owner(selection: str = "CLIPBOARD", timeout: float = 2.0) -> None:
+def _wait_for_owner(where: XDisplay, selection: str = "CLIPBOARD", timeout: float = 2.0) -> None:
     """Wait until some client owns ``selection`` (xclip takes it in its background process)."""
-    from Xlib.display import Display
-
-    display = Display()
+    display = where.open()
     try:
         atom = display.intern_atom(selection)
         deadline = time.monotonic() + timeout

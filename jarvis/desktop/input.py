@@ -3,12 +3,14 @@ screen pixels; every method blocks (callers run it in a worker thread).
 
 How each primitive is delivered, and why:
 
-- Mouse (click, double/right click, move, drag, scroll) goes through pyautogui
-  everywhere (XTEST on X11). pyautogui opens the display when it is imported, so
-  it is imported on first use. Its global PAUSE is set to 0 and its own fail-safe
-  is replaced by ours (below). Drag presses, moves in steps and releases, so the
-  target sees button-held motion and the release point. Scroll on X11 is buttons
-  4/5 (up/down) and 6/7 (left/right); on Windows horizontal scroll is shift+wheel.
+- Mouse (click, double/right click, move, drag, scroll) on X11 is XTEST through the
+  Input's own connection to its display (:class:`jarvis.desktop.pointer.XPointer`), so
+  two Inputs drive two displays from one process. Elsewhere it goes through pyautogui,
+  imported on first use (it opens the display on import), with its global PAUSE set to
+  0 and its own fail-safe replaced by ours (below). Drag presses, moves in steps and
+  releases, so the target sees button-held motion and the release point. Scroll on X11
+  is buttons 4/5 (up/down) and 6/7 (left/right); on Windows horizontal scroll is
+  shift+wheel.
 - Keys on X11 go through ``xdotool key``; a keysym missing from the keymap (F13-F24,
   a non-ASCII character) is first put on a spare keycode (see
   :class:`jarvis.desktop.x11.SpareKeycodes`), because xdotool's own remapping races
@@ -40,7 +42,6 @@ may still click a corner pixel.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import sys
 import threading
@@ -60,6 +61,7 @@ from jarvis.desktop.keys import (
     pyautogui_key,
 )
 from jarvis.desktop.keytyper import KeyTyper, split_for_keymap
+from jarvis.desktop.pointer import XPointer
 from jarvis.desktop.x11_focus import focused_client
 
 if TYPE_CHECKING:
@@ -126,25 +128,39 @@ class Input:
         failsafe: bool = True,
         type_method: TypeMethod = "auto",
         stop: threading.Event | None = None,
+        display: x11.XDisplay | None = None,
     ) -> None:
         """``stop``, once set, interrupts a running action between its pieces (typing
-        chunks, drag steps) and refuses new ones, until it is cleared."""
+        chunks, drag steps) and refuses new ones, until it is cleared. ``display`` is the
+        X display to act on (default: the one this process was started on)."""
         if type_method not in ("auto", "xdotool", "clipboard"):
             raise ValueError(f"unknown type_method {type_method!r}")
         self.failsafe = failsafe
         self.type_method: TypeMethod = type_method
-        self._x11 = x11.is_x11()
+        self._x11 = display is not None or x11.is_x11()
+        self.where = display or x11.XDisplay.from_env()
         self._pg: Any = None
+        self._pointer = XPointer(self.where)
         self._bounds: tuple[int, int, int, int] | None = None
         self._placed: tuple[int, int] | None = None  # where we last put the pointer
         self._last_press = 0.0  # monotonic time of our last button press
-        self._spare = x11.SpareKeycodes()
+        self._spare = x11.SpareKeycodes(self.where)
         self._lock = threading.RLock()
         self.stop = stop
 
     @classmethod
-    def from_settings(cls, settings: Settings, stop: threading.Event | None = None) -> Input:
-        return cls(failsafe=settings.failsafe, type_method=settings.type_method, stop=stop)
+    def from_settings(
+        cls,
+        settings: Settings,
+        stop: threading.Event | None = None,
+        display: x11.XDisplay | None = None,
+    ) -> Input:
+        return cls(
+            failsafe=settings.failsafe,
+            type_method=settings.type_method,
+            stop=stop,
+            display=display,
+        )
 
     # -- plumbing
 
@@ -161,20 +177,35 @@ class Input:
             self._pg = pyautogui
         return self._pg
 
-    def reopen(self) -> None:
-        """Move to the display ``DISPLAY`` names now (a task's private display, and back):
-        forget the old one's bounds, pointer and spare keycodes, and point pyautogui's
-        connection (opened once, at its import) at the new one. Between tasks only."""
+    @property
+    def mouse(self) -> Any:
+        """What moves the pointer: our XTEST pointer on X11, pyautogui elsewhere."""
+        return self._pointer if self._x11 else self.gui
+
+    def reopen(self, display: x11.XDisplay) -> None:
+        """Move to ``display`` (a task's private display, and back): forget the old one's
+        bounds, pointer and spare keycodes. Between tasks only."""
         with self._lock:
+            self._pointer.close()
+            self.where = display
+            self._pointer = XPointer(display)
             self._bounds = None
             self._placed = None
-            self._spare = x11.SpareKeycodes()
-            if self._x11 and "pyautogui" in sys.modules:  # imported: bound to the old one
-                _reconnect_pyautogui()
+            self._spare = x11.SpareKeycodes(display)
+
+    def close(self) -> None:
+        """Close the connection to the display (a later action opens a new one)."""
+        with self._lock:
+            self._pointer.close()
 
     def bounds(self) -> tuple[int, int, int, int]:
         """(left, top, right, bottom) of all monitors together, right/bottom exclusive."""
         if self._bounds is None:
+            if self._x11:  # the root window spans every monitor
+                with self._lock:
+                    root = self._pointer.display.screen()
+                    self._bounds = (0, 0, int(root.width_in_pixels), int(root.height_in_pixels))
+                return self._bounds
             import mss
 
             with mss.MSS() as sct:
@@ -211,7 +242,7 @@ class Input:
         self._placed = (x, y)
 
     def position(self) -> tuple[int, int]:
-        x, y = self.gui.position()
+        x, y = self.mouse.position()
         return int(x), int(y)
 
     # -- mouse
@@ -228,9 +259,9 @@ class Input:
             self._check_point(x, y)
             self._guard()
             self._outlast_click_sequence()
-            self.gui.moveTo(x, y)
+            self._pointer.moveTo(x, y)
             try:
-                x11.click_burst(button=1, count=2)
+                x11.click_burst(self._pointer.display, button=1, count=2)
             except x11.X11Error as exc:
                 raise InputError(str(exc)) from exc
             self._placed_at(x, y)
@@ -255,7 +286,7 @@ class Input:
         with self._lock:
             self._check_point(x, y)
             self._guard()
-            getattr(self.gui, action)(x, y, **kwargs)
+            getattr(self.mouse, action)(x, y, **kwargs)
             self._placed_at(x, y)
 
     def drag(self, x1: int, y1: int, x2: int, y2: int) -> None:
@@ -264,7 +295,7 @@ class Input:
             self._check_point(x1, y1)
             self._check_point(x2, y2)
             self._guard()
-            gui = self.gui
+            gui = self.mouse
             gui.moveTo(x1, y1)
             self._placed_at(x1, y1)
             gui.mouseDown(x1, y1, button="left")
@@ -294,7 +325,7 @@ class Input:
         with self._lock:
             self._check_point(x, y)
             self._guard()
-            gui = self.gui
+            gui = self.mouse
             sign = 1 if direction in ("up", "right") else -1
             if direction in ("up", "down"):
                 gui.scroll(sign * amount, x, y)
@@ -327,7 +358,7 @@ class Input:
 
     def _xdotool(self, *args: str, timeout: float = 10.0) -> None:
         try:
-            x11.xdotool(*args, timeout=timeout)
+            x11.xdotool(*args, timeout=timeout, where=self.where)
         except x11.X11Error as exc:
             raise InputError(str(exc)) from exc
 
@@ -379,11 +410,11 @@ class Input:
     def _type_pasted(self, text: str) -> TypedText:
         """Paste runs of text with the focused application's paste key; newlines and
         tabs are key presses. A paste the application did not fetch is an error."""
-        client = focused_client()
+        client = focused_client(self.where)
         route = PasteRoute.for_class(client.wm_class)
         chord = parse_chord(route.key)
         try:
-            with clipboard.ClipboardPaster(selection=route.selection) as paster:
+            with clipboard.ClipboardPaster(selection=route.selection, where=self.where) as paster:
                 for piece in re.split(r"([\n\t])", text):
                     if piece in ("\n", "\t"):
                         self._press([normalize_key(piece)])
@@ -414,20 +445,3 @@ class Input:
                     time.sleep(0.15)  # the OS pasteboard is read asynchronously by the app
         finally:
             pyperclip.copy(previous)
-
-
-def _reconnect_pyautogui() -> None:
-    """pyautogui's X11 backend keeps one Xlib connection in a module global, opened at its
-    import; replace it with one to the display ``DISPLAY`` names now."""
-    from pyautogui import _pyautogui_x11 as backend
-    from Xlib.display import Display
-
-    try:
-        fresh = Display(os.environ.get("DISPLAY"))
-    except Exception as exc:  # typed like every other failure to reach the display
-        raise InputError(f"cannot open the display {os.environ.get('DISPLAY')}: {exc!r}") from exc
-    old, backend._display = backend._display, fresh
-    try:
-        x11.close_display(old)
-    except Exception as exc:  # the old display may be gone already (a sandbox stopped)
-        log.debug("pyautogui's old display: %s", exc)

@@ -84,8 +84,9 @@ class KeyTyper:
     def type(self, text: str, between: Callable[[], None] | None = None) -> FocusedClient:
         """Type ``text`` at the keyboard focus; ``between`` (a callable) runs before each
         piece (the caller's stop and fail-safe checks). Returns the client typed into."""
-        client = focused_client()
-        keymap = x11.read_keymap()
+        where = self.spare.where
+        client = focused_client(where)
+        keymap = x11.read_keymap(where)
         keymapped = on_keymap(text, keymap)
         capacity = keymap.capacity()
         limit = max(1, capacity // 2)
@@ -106,28 +107,28 @@ class KeyTyper:
                 elif client.pings:
                     self._handshake(client)  # the client has seen (and asked for) the new map
             pending = pending or bool(missing)
-            self._type_piece(piece, delay)
+            self._type_piece(piece, delay, where)
         if client.pings:
             self._handshake(client)
         return client
 
     @staticmethod
-    def _type_piece(piece: str, delay: int) -> None:
+    def _type_piece(piece: str, delay: int, where: x11.XDisplay) -> None:
         """xdotool types a newline as the Linefeed keysym, which GTK text views ignore:
         newlines are Return key presses here."""
         for i, line in enumerate(piece.split("\n")):
             if i:
-                x11.xdotool("key", "Return")
+                x11.xdotool("key", "Return", where=where)
             if line:
                 timeout = 5 + len(line) * delay / 250
-                x11.xdotool("type", "--delay", str(delay), "--", line, timeout=timeout)
+                x11.xdotool("type", "--delay", str(delay), "--", line, timeout=timeout, where=where)
 
     def _handshake(self, client: FocusedClient) -> None:
         """Wait until ``client`` has handled every key sent so far (see the module doc)."""
         if not client.pings:
             time.sleep(_GRACE_S)
             return
-        answer = ping(client.toplevel, _PING_TIMEOUT_S)
+        answer = ping(client.toplevel, _PING_TIMEOUT_S, self.spare.where)
         if answer == "gone":  # the keys closed it (Return in a dialog): they were handled
             log.debug("the focused window went away while typing")
         elif answer == "silent":

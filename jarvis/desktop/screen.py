@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from PIL import Image
 
+from jarvis.desktop.x11 import XDisplay, connecting_with
 from jarvis.geometry import Size, contains_point, fit_size, model_to_screen, screen_to_model
 
 if TYPE_CHECKING:
@@ -121,10 +122,13 @@ class Observation:
     coordinates are relative puts them on a grid of their own; see jarvis.llm.profiles)."""
 
 
-def _mss_factory() -> Any:
+def mss_for(display: XDisplay | None) -> Any:
     import mss
 
-    return mss.MSS()
+    if display is None:
+        return mss.MSS()
+    with connecting_with(display.xauthority):
+        return mss.MSS(display=display.name)
 
 
 class Screen:
@@ -144,12 +148,14 @@ class Screen:
         jpeg_quality: int = 80,
         model_size: Size | None = None,
         sizer: Callable[[Size], tuple[Size, Size]] | None = None,
+        display: XDisplay | None = None,
     ) -> None:
         if image_format not in MEDIA_TYPES:
             raise ValueError(f"unknown image format {image_format!r} (jpeg or png)")
         import imagehash  # noqa: F401  (it loads scipy: here, not inside the first capture)
 
         self.monitor = monitor
+        self.display = display
         self._max_side = max_side
         self._model_override = model_size
         self._sizer = sizer
@@ -160,8 +166,8 @@ class Screen:
         self._pool_lock = threading.Lock()
 
     def _open(self) -> None:
-        """Connect to the display ``DISPLAY`` names now, and take its geometry."""
-        sct = _mss_factory()
+        """Connect to the display (``display``, else the process's), and take its geometry."""
+        sct = mss_for(self.display)
         monitors = sct.monitors
         if not 0 <= self.monitor < len(monitors):
             sct.close()
@@ -175,20 +181,26 @@ class Screen:
         if self._sizer is not None and self._model_override is None:
             self._model, self._image = self._sizer(self._size)
 
-    def reopen(self) -> None:
-        """Move to the display ``DISPLAY`` names now (a task's private display, and back),
-        with its size and model space; between tasks only, never during a capture."""
+    def reopen(self, display: XDisplay | None) -> None:
+        """Move to ``display`` (a task's private display, and back), with its size and
+        model space; between tasks only, never during a capture."""
         old = self._sct
+        self.display = display
         self._open()
         old.close()
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, sizer: Callable[[Size], tuple[Size, Size]] | None = None
+        cls,
+        settings: Settings,
+        sizer: Callable[[Size], tuple[Size, Size]] | None = None,
+        display: XDisplay | None = None,
     ) -> Screen:
-        """The screen the settings describe; ``sizer`` is the model profile's sizing rule
-        (:func:`jarvis.llm.profiles.select.screen_sizer`), given by the caller."""
+        """The screen the settings describe, on ``display``; ``sizer`` is the model
+        profile's sizing rule (:func:`jarvis.llm.profiles.select.screen_sizer`), given by
+        the caller."""
         return cls(
+            display=display,
             monitor=settings.monitor,
             max_side=settings.max_side,
             image_format=settings.image_format,

@@ -18,8 +18,10 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from collections import OrderedDict
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +37,65 @@ class X11Error(RuntimeError):
 def is_x11() -> bool:
     """True when this process talks to an X server (Linux or BSD with DISPLAY set)."""
     return bool(os.environ.get("DISPLAY")) and os.name == "posix" and os.uname().sysname != "Darwin"
+
+
+@dataclass(frozen=True)
+class XDisplay:
+    """Where an X display is: its name (``:3``) and the cookie file that opens it
+    (None: the one this process was started with). Passed to everything that talks
+    to the display, so that two displays can be driven from one process at once."""
+
+    name: str
+    xauthority: str | None = None
+
+    @classmethod
+    def from_env(cls) -> XDisplay:
+        """The display this process was started on (``DISPLAY``, ``XAUTHORITY``)."""
+        return cls(os.environ.get("DISPLAY", ""), os.environ.get("XAUTHORITY"))
+
+    def env(self) -> dict[str, str]:
+        """An environment for a child process that works on this display."""
+        extra = {"DISPLAY": self.name}
+        if self.xauthority is not None:
+            extra["XAUTHORITY"] = self.xauthority
+        return {**os.environ, **extra}
+
+    def open(self) -> Any:
+        """A new python-xlib connection to this display (close it with close_display)."""
+        return open_display(self.name, self.xauthority)
+
+
+_AUTH_LOCK = threading.Lock()
+
+
+@contextmanager
+def connecting_with(xauthority: str | None) -> Iterator[None]:
+    """While a connection is made: the cookie file ``xauthority`` names is the one the
+    client library reads (python-xlib and libxcb read ``$XAUTHORITY`` when they connect,
+    and take no file of their own). Connections are made one at a time under a lock; with
+    None, the process's own file is used and nothing changes."""
+    if xauthority is None:
+        yield
+        return
+    with _AUTH_LOCK:
+        saved = os.environ.get("XAUTHORITY")
+        os.environ["XAUTHORITY"] = xauthority
+        try:
+            yield
+        finally:
+            if saved is None:
+                os.environ.pop("XAUTHORITY", None)
+            else:
+                os.environ["XAUTHORITY"] = saved
+
+
+def open_display(name: str, xauthority: str | None = None) -> Any:
+    """Open a python-xlib connection to display ``name`` with the cookie in
+    ``xauthority`` (None: this process's). Every Xlib connection goes through here."""
+    from Xlib.display import Display
+
+    with connecting_with(xauthority):
+        return Display(name or None)
 
 
 def have(tool: str) -> bool:
@@ -57,11 +118,13 @@ def close_display(display: Any) -> None:
 # ------------------------------------------------------------------------ xdotool
 
 
-def xdotool(*args: str, timeout: float = 10.0) -> None:
-    """Run ``xdotool ARGS``; a failure is an X11Error with xdotool's message."""
+def xdotool(*args: str, timeout: float = 10.0, where: XDisplay | None = None) -> None:
+    """Run ``xdotool ARGS`` (on ``where``, else on this process's display); a failure is
+    an X11Error with xdotool's message."""
     try:
         done = subprocess.run(
             ["xdotool", *args],
+            env=where.env() if where is not None else None,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -80,27 +143,24 @@ def xdotool(*args: str, timeout: float = 10.0) -> None:
 _CLICK_GAP_MS = 12
 
 
-def click_burst(button: int, count: int) -> None:
+def click_burst(display: Any, button: int, count: int) -> None:
     """Press and release ``button`` ``count`` times where the pointer is, sent to the
     server in one write: pyautogui syncs after each event, and a process descheduled
     between two clicks for longer than the double-click time (400 ms in GTK) under
     load makes a double click two single clicks. The server spaces the events itself
     (XTEST's delay) by a few milliseconds: Chromium did not count a press stamped with
-    the same time as the previous release as a second click."""
+    the same time as the previous release as a second click. ``display`` is an open
+    python-xlib connection."""
     from Xlib import X
-    from Xlib.display import Display
     from Xlib.ext import xtest
 
-    try:
-        display = Display()
-    except Exception as exc:  # the display is gone or refuses us
-        raise X11Error(f"cannot open the display for a click: {exc!r}") from exc
     try:
         for i in range(count):
             xtest.fake_input(display, X.ButtonPress, button, time=_CLICK_GAP_MS if i else 0)
             xtest.fake_input(display, X.ButtonRelease, button, time=_CLICK_GAP_MS)
-    finally:
-        close_display(display)
+        display.sync()
+    except Exception as exc:  # the display is gone or refuses us
+        raise X11Error(f"the display took no click: {exc!r}") from exc
 
 
 def char_keysym(char: str) -> int:
@@ -203,10 +263,8 @@ def our_row(keysym: int) -> list[int]:
     return [keysym, keysym, _VOID, _VOID]
 
 
-def read_keymap() -> Keymap:
-    from Xlib.display import Display
-
-    display = Display()
+def read_keymap(where: XDisplay | None = None) -> Keymap:
+    display = (where or XDisplay.from_env()).open()
     try:
         return Keymap.read(display)
     finally:
@@ -225,19 +283,18 @@ class SpareKeycodes:
     Keycodes without keysyms have no physical key, so this changes no real key.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, where: XDisplay | None = None) -> None:
+        self.where = where or XDisplay.from_env()
         self._recent: OrderedDict[int, int] = OrderedDict()  # keycode -> keysym, newest last
 
     def mapped(self, keysyms: Collection[int]) -> bool:
         """True if every one of ``keysyms`` is on the keymap now (ours or the base map's)."""
-        return set(keysyms) <= read_keymap().keysyms()
+        return set(keysyms) <= read_keymap(self.where).keysyms()
 
     def ensure(self, keysyms: Collection[int]) -> bool:
         """Map the missing ``keysyms``; False (and no change) if too few keycodes are free."""
-        from Xlib.display import Display
-
         wanted = list(dict.fromkeys(keysyms))
-        display = Display()
+        display = self.where.open()
         try:
             keymap = Keymap.read(display)
             ours = keymap.ours()

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from jarvis.desktop.x11 import X11Error, close_display
+from jarvis.desktop.x11 import X11Error, XDisplay, close_display
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +65,12 @@ def _client_window(display: Any, toplevel: Any) -> Any:
     return toplevel
 
 
-def focused_client() -> FocusedClient:
-    """The client that receives key events now; NoFocusError if none does."""
+def focused_client(where: XDisplay | None = None) -> FocusedClient:
+    """The client that receives key events now on ``where`` (default: this process's
+    display); NoFocusError if none does."""
     from Xlib import X
-    from Xlib.display import Display
 
-    display = Display()
+    display = (where or XDisplay.from_env()).open()
     try:
         root = display.screen().root
         focus = display.get_input_focus().focus
@@ -105,16 +105,15 @@ def focused_client() -> FocusedClient:
 PingResult = Literal["answered", "gone", "silent"]
 
 
-def ping(toplevel: int, timeout: float = 2.0) -> PingResult:
+def ping(toplevel: int, timeout: float = 2.0, where: XDisplay | None = None) -> PingResult:
     """Send ``_NET_WM_PING`` to ``toplevel`` and wait for the answer: ``answered``;
     ``gone`` if the window was destroyed or unmapped (a dialog that typed Return
     closed has handled its keys); ``silent`` if it did not answer within ``timeout``."""
     from Xlib import X
     from Xlib import error as xerror
-    from Xlib.display import Display
     from Xlib.protocol import event as xevent
 
-    display = Display()
+    display = (where or XDisplay.from_env()).open()
     try:
         root = display.screen().root
         protocols = display.intern_atom("WM_PROTOCOLS")

@@ -4,30 +4,37 @@ Target crops are cut from the screen itself (not from the downscaled screenshot 
 saw), so a replay matches them pixel for pixel: a window that moved by 40 screen pixels
 moved by a whole number of pixels here, where the model's picture would have resampled it.
 One mss instance per thread (mss connections are not shared across threads), on the
-display ``DISPLAY`` names: a task on a private display gets a fresh one there.
+grabber's display: :meth:`Grabber.move_to` moves it (a task's private display, and back).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from typing import Any
 
 from PIL import Image
+
+from jarvis.desktop.screen import mss_for
+from jarvis.desktop.x11 import XDisplay
 
 Box = tuple[int, int, int, int]
 """left, top, right, bottom in absolute logical screen pixels."""
 
 
 class Grabber:
-    def __init__(self) -> None:
+    def __init__(self, where: XDisplay | None = None) -> None:
         self._local = threading.local()
         self._all: list[Any] = []
         self._lock = threading.Lock()
+        self.where = where
+
+    def move_to(self, where: XDisplay | None) -> None:
+        """Grab from ``where`` from now on."""
+        self.where = where
 
     def _sct(self) -> Any:
-        name = os.environ.get("DISPLAY")
+        name = self.where or XDisplay.from_env()  # None: follows a channel's private display
         sct = getattr(self._local, "sct", None)
         if sct is not None and getattr(self._local, "display", None) != name:
             with self._lock:
@@ -35,9 +42,7 @@ class Grabber:
             _close(sct)
             sct = None
         if sct is None:
-            import mss
-
-            sct = mss.MSS()
+            sct = mss_for(name)
             self._local.sct, self._local.display = sct, name
             with self._lock:
                 self._all.append(sct)

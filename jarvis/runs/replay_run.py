@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from jarvis.config import Settings
-from jarvis.desktop.input import Input
-from jarvis.desktop.screen import Screen
-from jarvis.desktop.settle import Settler
+from jarvis.desktop.desktop import Desktop
 from jarvis.events import EventBus
 from jarvis.llm.profiles.select import screen_sizer
 from jarvis.runs.records import RunRecorder
@@ -65,9 +62,9 @@ async def replay_task(
         settings_hash=settings_digest(settings),
         secrets=known_secrets(settings),
     )
-    screen = Screen.from_settings(settings, screen_sizer(settings))
-    stop = threading.Event()
-    windows = Windows()
+    desktop = Desktop.open(settings, sizer=screen_sizer(settings))
+    screen, stop = desktop.screen, desktop.stop
+    windows = Windows(desktop.where)
     recorder = RunRecorder.for_settings(settings, bus, screen.capture)
     provider = None
     try:
@@ -77,12 +74,12 @@ async def replay_task(
 
             provider = make_provider(settings, bus)
             regrounder = ModelRegrounder(provider, settings)
-        settler = Settler(screen, settings)
+        settler = desktop.settler
         context = ToolContext.for_task(
             settings,
             replay_id,
             screen=screen,
-            input=Input.from_settings(settings, stop=stop),
+            input=desktop.input,
             bus=bus,
             stop=stop,
         )
@@ -119,7 +116,7 @@ async def replay_task(
         recorder.close()
         journal.close()
         windows.close()
-        screen.close()
+        desktop.close()
 
 
 @contextmanager

@@ -14,11 +14,12 @@ pointer.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from typing import Any
 
 from pydantic import BaseModel
+
+from jarvis.desktop.x11 import XDisplay, is_x11
 
 log = logging.getLogger(__name__)
 
@@ -50,30 +51,34 @@ UNKNOWN = WindowInfo()
 
 
 class Windows:
-    """Window lookups on the X display ``DISPLAY`` names (lazy; thread-safe); it follows
-    ``DISPLAY`` when a task moves to a private display and back."""
+    """Window lookups on one X display (lazy; thread-safe): ``where``, default the one this
+    process was started on; :meth:`move_to` another (a task's private display, and back)."""
 
-    def __init__(self) -> None:
+    def __init__(self, where: XDisplay | None = None) -> None:
         self._display: Any = None
-        self._name: str | None = None
+        self._where = where
+        self._opened: XDisplay | None = None
         self._failed = False
         self._lock = threading.Lock()
 
-    def _open(self) -> Any:
-        name = os.environ.get("DISPLAY")
-        if name != self._name:  # another display now (or for the first time)
-            self._drop()
-            self._name = name
-        if self._display is None and not self._failed:
-            from jarvis.desktop.x11 import is_x11
+    def move_to(self, where: XDisplay | None) -> None:
+        """Look up windows on ``where`` from now on."""
+        with self._lock:
+            if where != self._where:
+                self._drop()
+                self._where = where
 
-            if not is_x11():
+    def _open(self) -> Any:
+        following = self._where is None and self._display is not None  # a channel's display
+        if following and XDisplay.from_env() != self._opened:
+            self._drop()
+        if self._display is None and not self._failed:
+            if self._where is None and not is_x11():
                 self._failed = True
                 return None
             try:
-                from Xlib import display
-
-                self._display = display.Display()
+                self._opened = self._where or XDisplay.from_env()
+                self._display = self._opened.open()
             except Exception as exc:  # no server, no auth: the records say "unknown"
                 log.warning("window lookups are off: cannot open the X display: %s", exc)
                 self._failed = True

@@ -1,0 +1,85 @@
+"""A desktop is an object you hold: one X display and everything that works on it.
+
+:class:`Desktop` is made for one display (:class:`~jarvis.desktop.x11.XDisplay`: its
+name and cookie file) and holds what the agent uses there: the screen (capture, its own
+mss connection), input (mouse through its own XTEST connection, keys and text through
+xdotool run on that display), settle, the clipboard (xclip run on that display) and the
+stop event that interrupts its input. Nothing here reads or changes the process's
+``DISPLAY``: the person's display, ``--sandbox``'s and a channel's private display are
+just other Desktops, and two of them can be driven from one process at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from jarvis.desktop.clipboard import ClipboardContent, read_clipboard, write_clipboard
+from jarvis.desktop.input import Input
+from jarvis.desktop.screen import Screen
+from jarvis.desktop.settle import Settler
+from jarvis.desktop.x11 import XDisplay
+from jarvis.geometry import Size
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+
+
+class Desktop:
+    """Screen, input and settle on one display; close it when done."""
+
+    def __init__(
+        self,
+        where: XDisplay,
+        screen: Screen,
+        input: Input,
+        settler: Settler,
+        stop: threading.Event,
+    ) -> None:
+        self.where = where
+        self.screen = screen
+        self.input = input
+        self.settler = settler
+        self.stop = stop
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings,
+        where: XDisplay | None = None,
+        stop: threading.Event | None = None,
+        sizer: Callable[[Size], tuple[Size, Size]] | None = None,
+    ) -> Desktop:
+        """The desktop on ``where`` (default: the display this process was started on),
+        set up from ``settings``; ``stop``, once set, interrupts its input and settle;
+        ``sizer`` is the model profile's sizing rule for the screen."""
+        where = where or XDisplay.from_env()
+        stop = stop or threading.Event()
+        screen = Screen.from_settings(settings, sizer, display=where)
+        try:
+            input_ = Input.from_settings(settings, stop=stop, display=where)
+        except BaseException:
+            screen.close()
+            raise
+        return cls(where, screen, input_, Settler(screen, settings), stop)
+
+    @property
+    def name(self) -> str:
+        return self.where.name
+
+    def read_clipboard(self, selection: str = "CLIPBOARD") -> ClipboardContent | None:
+        return read_clipboard(selection=selection, where=self.where)
+
+    def write_clipboard(self, content: ClipboardContent, selection: str = "CLIPBOARD") -> None:
+        write_clipboard(content, selection=selection, where=self.where)
+
+    def close(self) -> None:
+        self.input.close()
+        self.screen.close()
+
+    def __enter__(self) -> Desktop:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
