@@ -22,7 +22,8 @@ PACKAGE = ROOT / "jarvis"
 #
 #   bottom    pure helpers every layer may use: sizes and coordinates, events, prompt
 #             files, redaction, logging setup, file helpers, shipped data paths
-#   section   the settings sections config.py is made of (each package's settings.py),
+#   section   the settings sections config.py is made of (each package's settings.py;
+#             one may compose another),
 #             and the shipped model-profile catalog (the values model_profile may take:
 #             data over jarvis.geometry, checked when the settings load)
 #   config    jarvis/config.py: the one Settings object, passed down into everything
@@ -56,12 +57,14 @@ SECTIONS = frozenset(
         "jarvis.tui.settings",
         "jarvis.tools.toolbox_settings",
         "jarvis.gateway.channels.email.settings",
+        "jarvis.gateway.channels.settings",
         "jarvis.llm.profiles.catalog",
     }
 )
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "bottom": frozenset({"bottom"}),
-    "section": frozenset({"bottom"}),
+    # a section may build on another (channels.NAME holds the tool and approval rules)
+    "section": frozenset({"bottom", "section"}),
     "config": frozenset({"bottom", "section"}),
     "desktop": frozenset({"bottom", "config", "desktop"}),
     "llm": frozenset({"bottom", "section", "config", "llm"}),
