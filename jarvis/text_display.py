@@ -69,7 +69,9 @@ def shown_call(tool_name: str, arguments: Any) -> str:
     """One line: ``click(x=400, y=300)``, ``type(text="hello")``; long values and long
     calls are cut with an ellipsis, hidden characters spelled out."""
     if isinstance(arguments, dict):
-        inner = ", ".join(f"{key}={_cut(_json(value), _VALUE_LIMIT)}" for key, value in arguments.items())
+        inner = ", ".join(
+            f"{key}={_cut(_json(value), _VALUE_LIMIT)}" for key, value in arguments.items()
+        )
     else:
         inner = _cut(_json(arguments), _VALUE_LIMIT)
     return visible(_cut(f"{tool_name}({inner})", CALL_LIMIT))

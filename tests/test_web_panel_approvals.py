@@ -315,8 +315,15 @@ async def test_budget_line_shows_what_the_task_spent(
             hold.set()
             await until(lambda: journal_of(api, "task_finished"), 60)
             last = journal_of(api, "budget_used")[-1]
-            assert last["tokens"] == 2200
+            [end] = journal_of(api, "task_finished")
+            # the verification (12 + 7) and the skill (12 + 7) calls count in both lines
+            assert last["tokens"] == 2200 + 2 * 19 == end["input_tokens"] + end["output_tokens"]
+            assert last["cost_usd"] == pytest.approx(end["cost_usd"], abs=1e-6)
             await expect(page.locator("#budget-text")).to_have_text(budget_text(last))
+            await expect(page.locator("#usage")).to_have_text(
+                f"{last['tokens']} tokens ({end['input_tokens']} in, "
+                f"{end['output_tokens']} out) · ${end['cost_usd']:.4f}"
+            )
             await expect(page.locator("#live")).to_be_hidden()
             async with httpx.AsyncClient(base_url=api.base) as stranger:  # no token, no picture
                 assert (await stranger.get("/api/screen/live")).status_code == 401

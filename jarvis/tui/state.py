@@ -50,9 +50,7 @@ class ToolCall:
         """The arguments of a ``tool_call_started`` line, with the daemon's rendering (or
         the same rendering here, for a journal written before the daemon sent it)."""
         self.arguments = dict(line.get("arguments") or {})
-        self.shown_call = str(
-            line.get("shown_call") or shown_call(self.tool_name, self.arguments)
-        )
+        self.shown_call = str(line.get("shown_call") or shown_call(self.tool_name, self.arguments))
         self.shown_arguments = str(line.get("shown_arguments") or shown_arguments(self.arguments))
 
     def copy_text(self) -> str:
