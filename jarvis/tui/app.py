@@ -130,6 +130,8 @@ class JarvisApp(App[None]):
             self.lines_applied += 1
             self.show(change)
             kind = line.get("kind")
+            if kind == "verification_finished":  # its call's usage counts in the status
+                self.draw_status()
             if kind in APPROVAL_KINDS:
                 self.draw_status()
                 self.refresh_bindings()
