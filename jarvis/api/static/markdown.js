@@ -1,6 +1,6 @@
 // The model's thoughts as Markdown, as the TUI shows them: headings, paragraphs, lists,
 // fenced code, `code`, **strong**, *emphasis* and [links](https://...). Safe by
-// construction: it builds DOM nodes and sets only textContent (no innerHTML, so no HTML from
+// construction: it builds DOM nodes and sets only text (no HTML parsing at all, so no HTML from
 // the model is ever parsed), and a link is made only for an http(s) address.
 "use strict";
 
