@@ -89,7 +89,7 @@ async def test_cards_appear_while_the_model_streams_and_fill_in() -> None:
         backend.push(*lines[:5])  # ... up to tool_call_streaming of the first click
         await until(lambda: app.conversation.view_of("T010") and app.query(ToolCard), pilot)
         card = app.query_one(ToolCard)
-        assert card.has_class("running") and str(card.title).startswith("◌ click()")
+        assert card.has_class("running") and str(card.title).startswith("◌ click(…)")
         backend.push(lines[5])  # started: the arguments
         await until(lambda: "5000" in str(card.title), pilot)
         backend.push(lines[6])  # finished with an error: the card opens

@@ -42,8 +42,9 @@ ANSWERS = {"allow_once": "allowed once", "allow_task": "allowed for this task", 
 
 def call_text(approval: Approval) -> str:
     """The exact call: its tool and every argument, as JSON, as the daemon renders it
-    (characters that do not show spelled out, the same text as the web panel's)."""
-    return f"{approval.tool_name} {approval.shown_arguments}"
+    (characters that do not show spelled out, the web panel's text on one line)."""
+    lines = approval.shown_arguments.splitlines()  # JSON: newlines only between its parts
+    return f"{approval.tool_name} {' '.join(line.strip() for line in lines)}"
 
 
 def time_left(expires_at: float, now: float) -> str:
