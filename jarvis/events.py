@@ -12,7 +12,9 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
+
+from jarvis.text_display import shown_arguments, shown_call, visible
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,18 @@ class ToolCallStarted(Event):
     call_id: str
     tool_name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def shown_call(self) -> str:
+        """The call on one line as clients show it (:mod:`jarvis.text_display`)."""
+        return shown_call(self.tool_name, self.arguments)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def shown_arguments(self) -> str:
+        """The arguments as indented JSON, characters that do not show spelled out."""
+        return shown_arguments(self.arguments)
 
 
 class ToolCallStreaming(Event):
@@ -99,6 +113,11 @@ class VerificationFinished(Event):
     kind: Literal["verification_finished"] = "verification_finished"
     done: bool
     reason: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cost_usd: float = 0.0
+    """Of the verification call alone (the next step's totals include it)."""
 
 
 class AgentWarning(Event):
@@ -140,6 +159,24 @@ class ApprovalRequested(Event):
     """Path of the screen at the moment of the request, relative to the data dir."""
     expires_at: float
     """Unix time at which an unanswered request counts as denied."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def shown_call(self) -> str:
+        """The held call on one line as clients show it (:mod:`jarvis.text_display`)."""
+        return shown_call(self.tool_name, self.arguments)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def shown_arguments(self) -> str:
+        """The arguments as indented JSON, characters that do not show spelled out."""
+        return shown_arguments(self.arguments)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def shown_reason(self) -> str:
+        """Why the call is held, characters that do not show spelled out."""
+        return visible(self.reason)
 
 
 class ApprovalResolved(Event):

@@ -21,7 +21,7 @@ PACKAGE = ROOT / "jarvis"
 # Lowest first:
 #
 #   bottom    pure helpers every layer may use: sizes and coordinates, events, prompt
-#             files, redaction, logging setup, file helpers, shipped data paths
+#             files, redaction, text display, logging setup, file helpers, shipped data paths
 #   section   the settings sections config.py is made of (each package's settings.py;
 #             one may compose another),
 #             and the shipped model-profile catalog (the values model_profile may take:
@@ -42,6 +42,7 @@ BOTTOM = frozenset(
         "jarvis.geometry",
         "jarvis.events",
         "jarvis.redaction",
+        "jarvis.text_display",  # how hidden characters are shown; events render with it
         "jarvis.logfile",
         "jarvis.fsutil",
         "jarvis.prompts",

@@ -20,7 +20,7 @@ import pytest
 
 from jarvis.tools.registry import NOT_ALLOWED
 from tests.agent_harness import agent_settings, model_point
-from tests.api_harness import Api, scripted, serving_api, until
+from tests.api_harness import Api, is_skill, is_verify, scripted, serving_api, until
 from tests.approvals_harness import results_by_call
 from tests.fake_model import FakeModel, Reply, call
 from tests.test_web_panel import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
@@ -315,8 +315,18 @@ async def test_budget_line_shows_what_the_task_spent(
             hold.set()
             await until(lambda: journal_of(api, "task_finished"), 60)
             last = journal_of(api, "budget_used")[-1]
-            assert last["tokens"] == 2200
+            [end] = journal_of(api, "task_finished")
+            # the verification call (12 + 7 tokens; a skill call too, when one is learned)
+            # counts in both lines
+            after = sum(1 for r in fake_model.requests if is_verify(r) or is_skill(r))
+            assert after >= 1
+            assert last["tokens"] == 2200 + after * 19 == end["input_tokens"] + end["output_tokens"]
+            assert last["cost_usd"] == pytest.approx(end["cost_usd"], abs=1e-6)
             await expect(page.locator("#budget-text")).to_have_text(budget_text(last))
+            await expect(page.locator("#usage")).to_have_text(
+                f"{last['tokens']} tokens ({end['input_tokens']} in, "
+                f"{end['output_tokens']} out) · ${end['cost_usd']:.4f}"
+            )
             await expect(page.locator("#live")).to_be_hidden()
             async with httpx.AsyncClient(base_url=api.base) as stranger:  # no token, no picture
                 assert (await stranger.get("/api/screen/live")).status_code == 401
@@ -379,7 +389,7 @@ async def test_panel_page_keeps_its_strict_csp(
     assert csp["default-src"] == ["'none'"] and csp["img-src"] == ["'self'", "blob:"]
     html = page.text
     scripts = re.findall(r"<script\b[^>]*>", html)
-    assert len(scripts) == 4 and all('src="/static/' in tag for tag in scripts)
+    assert len(scripts) == 5 and all('src="/static/' in tag for tag in scripts)
     assert "<style" not in html and " style=" not in html
     assert re.search(r"<[^>]*\son\w+\s*=", html) is None  # no inline event handlers
     for script in static_dir().glob("*.js"):

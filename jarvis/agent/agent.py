@@ -316,6 +316,7 @@ class Agent:
             result = await self.brain.verify(state.task, control.text, state.task_id)
             if result.response is not None:
                 state.usage = state.usage + result.response.usage
+                self._budget_line(state)
             if result.done:
                 if self.on_verified is not None:
                     await self.on_verified(state.task_id, control.text)
@@ -346,6 +347,7 @@ class Agent:
         try:
             response = await self.brain.distill_skill(state.task, [h for _, h in state.history])
             state.usage = state.usage + response.usage
+            self._budget_line(state)
             await asyncio.to_thread(
                 self.hippocampus.store_skill, state.task, response.text.strip(), state.task_id
             )
@@ -411,17 +413,23 @@ class Agent:
                 screenshot=record.screenshot.path if record.screenshot else None,
             )
         )
-        if budget.has_budget(self.settings.safety):
-            used = self._spent(state)
-            self.bus.emit(
-                BudgetUsed(
-                    task_id=state.task_id,
-                    cost_usd=used.cost_usd,
-                    tokens=used.tokens,
-                    max_cost_usd=self.settings.safety.max_cost_usd,
-                    max_tokens=self.settings.safety.max_tokens_total,
-                )
+        self._budget_line(state)
+
+    def _budget_line(self, state: RunState) -> None:
+        """``budget_used`` after each step, and after the verification and skill calls
+        (which count in the budget as in the task's usage)."""
+        if not budget.has_budget(self.settings.safety):
+            return
+        used = self._spent(state)
+        self.bus.emit(
+            BudgetUsed(
+                task_id=state.task_id,
+                cost_usd=used.cost_usd,
+                tokens=used.tokens,
+                max_cost_usd=self.settings.safety.max_cost_usd,
+                max_tokens=self.settings.safety.max_tokens_total,
             )
+        )
 
     def _spent(self, state: RunState) -> budget.Spent:
         return budget.spent(state.usage, cost_usd(self.settings.active_model, state.usage))

@@ -18,6 +18,7 @@ from jarvis.config import Settings
 from jarvis.desktop.screen import Observation, Screen
 from jarvis.events import EventBus, ModelTextDelta, ToolCallStreaming, VerificationFinished
 from jarvis.llm.base import OnEvent, Provider, complete
+from jarvis.llm.pricing import cost_usd
 from jarvis.llm.profiles.select import active_profile, system_prompt
 from jarvis.llm.types import (
     ImagePart,
@@ -187,7 +188,18 @@ class Brain:
         )
         response = await complete(self.provider, request)
         done, reason = parse_verdict(response.text)
-        self.bus.emit(VerificationFinished(task_id=task_id, done=done, reason=reason))
+        usage = response.usage
+        self.bus.emit(
+            VerificationFinished(
+                task_id=task_id,
+                done=done,
+                reason=reason,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_tokens,
+                cost_usd=cost_usd(self.settings.active_model, usage),
+            )
+        )
         return Verdict(done=done, reason=reason, response=response)
 
     async def distill_skill(self, task: str, steps: list[str]) -> LLMResponse:

@@ -94,6 +94,8 @@ class ReplayOutcome:
     step_ms: list[float] = field(default_factory=list)
 
     def describe(self) -> str:
+        if self.total == 0 and self.stopped is None:
+            return f"replay {self.task_id} of {self.of}: the run has no actions, nothing to repeat"
         head = f"replay {self.task_id} of {self.of}: {self.done}/{self.total} actions repeated"
         return f"{head}; stopped: {self.stopped}" if self.stopped else f"{head}; done"
 
@@ -193,7 +195,11 @@ class Replayer:
         status = "failed" if outcome.stopped else "finished"
         if self.stopped_by is not None:
             status = "cancelled"
-        summary = outcome.stopped or f"repeated {outcome.done} actions of {of_task}"
+        summary = outcome.stopped or (
+            f"repeated {outcome.done} actions of {of_task}"
+            if outcome.total
+            else f"nothing to repeat: {of_task} has no actions"
+        )
         if self.recorder is not None:
             self.recorder.task_done(replay_id)
         self.bus.emit(

@@ -58,8 +58,8 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_FAILED
     path = write_report(folder, settings.data_dir, args.out)
     print(path)
-    if args.open:
-        webbrowser.open(path.resolve().as_uri())
+    if args.open and not webbrowser.open(path.resolve().as_uri()):
+        print(f"jarvis: no web browser found to open it; open {path} yourself", file=sys.stderr)
     return EXIT_OK
 
 

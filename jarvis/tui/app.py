@@ -109,8 +109,8 @@ class JarvisApp(App[None]):
         while True:
             try:
                 async for line in self.backend.events(self.cockpit.last_seq):
-                    if self.connection != "live":
-                        self.connection, failures = "live", 0
+                    if self.connection != self.connected_word:
+                        self.connection, failures = self.connected_word, 0
                         self._load_side()
                         self._check_approvals()
                     if line.get("kind") != "connected":
@@ -130,6 +130,8 @@ class JarvisApp(App[None]):
             self.lines_applied += 1
             self.show(change)
             kind = line.get("kind")
+            if kind == "verification_finished":  # its call's usage counts in the status
+                self.draw_status()
             if kind in APPROVAL_KINDS:
                 self.draw_status()
                 self.refresh_bindings()
@@ -262,6 +264,11 @@ class JarvisApp(App[None]):
         keys = self._keymap.get(binding_id)
         return keys or next(b.key for b in BINDINGS if b.id == binding_id)
 
+    @property
+    def connected_word(self) -> str:
+        """What the status line calls a working stream: a recording is not live."""
+        return "recorded, not live" if self.backend.recorded else "live"
+
     def draw_status(self) -> None:
         c = self.cockpit
         running = c.running
@@ -270,11 +277,14 @@ class JarvisApp(App[None]):
             task += f" · budget {budget}"  # the running task's first: the totals may be cut
         if waiting := len(c.open_approvals()):
             task += f" · ⚠ {waiting} approval{'s' if waiting > 1 else ''} waiting"
-        self.status.update(
-            f"{self.connection} · {self.backend.label} · {task} · "
-            f"tokens {c.input_tokens:,} in / {c.output_tokens:,} out · ${c.cost_usd:.4f}"
-        )
-        self.status.set_class(self.connection != "live", "offline")
+        usage = ""
+        if (shown := c.latest) is not None:  # one task's usage: the running one, or the last
+            usage = (
+                f" · {shown.task_id} tokens {shown.input_tokens:,} in / "
+                f"{shown.output_tokens:,} out · ${shown.cost_usd:.4f}"
+            )
+        self.status.update(f"{self.connection} · {self.backend.label} · {task}{usage}")
+        self.status.set_class(self.connection != self.connected_word, "offline")
 
     # --- commands out ----------------------------------------------------------------
     @on(Prompt.Submitted)
@@ -304,6 +314,12 @@ class JarvisApp(App[None]):
         self.notify(done, timeout=2)
 
     def action_cancel_task(self) -> None:
+        if self.screen.query(HelpPanel):  # Esc first closes the help (F1) it covers
+            self.action_hide_help_panel()
+            if self.cockpit.running is not None:
+                key = self.key_of("cancel")
+                self.notify(f"help closed; {key} again cancels the running task", timeout=3)
+            return
         running = self.cockpit.running
         if running is None:
             self.notify("no task is running", timeout=2)

@@ -12,9 +12,7 @@ Also here: the budget text for the status line (``budget_used``).
 
 from __future__ import annotations
 
-import json
 import time
-import unicodedata
 from typing import ClassVar
 
 from PIL import UnidentifiedImageError
@@ -42,22 +40,11 @@ OUTCOMES = {
 ANSWERS = {"allow_once": "allowed once", "allow_task": "allowed for this task", "deny": "denied"}
 
 
-def visible(text: str) -> str:
-    """``text`` with every character that does not show (controls, zero-width and other
-    format characters, unusual spaces) written as an escape, so the call on the card is the
-    call that runs."""
-    return "".join(f"\\u{ord(char):04x}" if _hidden(char) else char for char in text)
-
-
-def _hidden(char: str) -> bool:
-    category = unicodedata.category(char)
-    return category[0] == "C" or category in ("Zl", "Zp") or (category == "Zs" and char != " ")
-
-
 def call_text(approval: Approval) -> str:
-    """The exact call: its tool and every argument, as JSON."""
-    arguments = json.dumps(approval.arguments, ensure_ascii=False)
-    return f"{approval.tool_name} {visible(arguments)}"
+    """The exact call: its tool and every argument, as JSON, as the daemon renders it
+    (characters that do not show spelled out, the web panel's text on one line)."""
+    lines = approval.shown_arguments.splitlines()  # JSON: newlines only between its parts
+    return f"{approval.tool_name} {' '.join(line.strip() for line in lines)}"
 
 
 def time_left(expires_at: float, now: float) -> str:
@@ -166,7 +153,7 @@ class ApprovalCard(Vertical):
 
     def compose(self) -> ComposeResult:
         a = self.approval
-        title = f"⚠ Jarvis asks before this call: {escape(a.reason)}"
+        title = f"⚠ Jarvis asks before this call: {escape(a.shown_reason)}"
         yield Static(title, classes="approval-title")
         yield Static(call_text(a), classes="approval-call", markup=False)
         yield self.countdown

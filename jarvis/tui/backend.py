@@ -36,6 +36,8 @@ class Backend(Protocol):
     """What the footer says about where the cockpit is connected."""
     owns_gateway: bool
     """True when this TUI started the gateway itself (quitting stops it)."""
+    recorded: bool
+    """True for a recorded journal (``jarvis tui --replay``): nothing is live."""
 
     async def history(self, runs: int) -> list[dict[str, Any]]: ...
 
@@ -82,6 +84,7 @@ class ReplayBackend:
     """
 
     owns_gateway = False
+    recorded = False
 
     def __init__(
         self,
@@ -111,9 +114,14 @@ class ReplayBackend:
 
     @classmethod
     def from_file(cls, path: Path, **kwargs: Any) -> ReplayBackend:
-        """A recording: no daemon holds its requests, so none can be answered."""
+        """A recording: no daemon holds its requests, so none can be answered; the screen
+        is the run's last screenshot (see :func:`recorded_screen`)."""
+        lines = read_journal(path)
         kwargs.setdefault("pending", [])
-        return cls(read_journal(path), label=f"replay {path.name}", **kwargs)
+        kwargs.setdefault("screen", recorded_screen(path, lines))
+        backend = cls(lines, label=f"replay {path.name}", **kwargs)
+        backend.recorded = True
+        return backend
 
     def push(self, *lines: dict[str, Any]) -> None:
         for line in lines:
@@ -193,3 +201,26 @@ def unanswered(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
             ended = line.get("task_id")
             waiting = {k: v for k, v in waiting.items() if v.get("task_id") != ended}
     return list(waiting.values())
+
+
+def recorded_screen(journal: Path, lines: list[dict[str, Any]]) -> bytes | None:
+    """The last screenshot of a recorded run: the newest step's ``after.jpg`` (or
+    ``before.jpg``) beside a run's ``events.jsonl``, else the last ``step_finished``
+    screenshot under the data dir the journal sits in (``DATA/runs/DATE/TASK_ID/``)."""
+    folder = journal.parent
+    for step in sorted((folder / "steps").glob("[0-9]*"), reverse=True):
+        for name in ("after.jpg", "before.jpg"):
+            if (step / name).is_file():
+                return (step / name).read_bytes()
+    data_dir = folder.parents[2] if len(folder.parents) > 2 else folder
+    for line in reversed(lines):
+        shot = line.get("screenshot") if line.get("kind") == "step_finished" else None
+        if isinstance(shot, str) and shot and (found := _inside(data_dir, shot)) is not None:
+            return found.read_bytes()
+    return None
+
+
+def _inside(data_dir: Path, relative: str) -> Path | None:
+    """``data_dir / relative`` when that is a file inside ``data_dir``."""
+    path = (data_dir / relative).resolve()
+    return path if path.is_relative_to(data_dir.resolve()) and path.is_file() else None

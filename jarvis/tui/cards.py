@@ -44,13 +44,14 @@ def _short(value: Any, limit: int = 60) -> str:
 
 
 def card_title(call: ToolCall) -> str:
-    args = ", ".join(f"{k}={_short(v, 24)}" for k, v in call.arguments.items())
+    """``✓ click(x=400, y=300)  12 ms``: the call as the daemon renders it (the web panel
+    shows the same line); while the model still writes it, only the tool's name."""
     latency = f"  {call.latency_ms:.0f} ms" if call.latency_ms is not None else ""
-    return f"{MARKS[call.status]} {call.tool_name}({_short(args)}){latency}"
+    return f"{MARKS[call.status]} {call.shown_call or call.tool_name + '(…)'}{latency}"
 
 
 def card_body(call: ToolCall) -> str:
-    lines = [f"arguments: {json.dumps(call.arguments, ensure_ascii=False, indent=None)}"]
+    lines = [f"arguments: {call.shown_arguments or '(the model is writing them)'}"]
     if call.status == "error":
         lines.append(f"error {call.error_code}: {call.error_message}")
     elif call.status == "ok":

@@ -67,6 +67,7 @@ class ApiBackend:
         self.base_url = base_url.rstrip("/")
         self.label = label or f"serve at {self.base_url}"
         self.owns_gateway = owns_gateway
+        self.recorded = False
         self._client = httpx.AsyncClient(
             base_url=self.base_url,
             headers={"authorization": f"Bearer {token}"},

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from jarvis.text_display import shown_arguments, shown_call, visible
+
 CLICK_TOOLS = frozenset({"click", "double_click", "right_click", "mouse_move"})
 ENDED = frozenset({"finished", "failed", "needs_user", "cancelled"})
 
@@ -39,6 +41,17 @@ class ToolCall:
     error_message: str | None = None
     latency_ms: float | None = None
     data: Any = None
+    shown_call: str = ""
+    """The call on one line as the daemon renders it (``click(x=400, y=300)``)."""
+    shown_arguments: str = ""
+    """The arguments as the daemon renders them (hidden characters spelled out)."""
+
+    def take_arguments(self, line: dict[str, Any]) -> None:
+        """The arguments of a ``tool_call_started`` line, with the daemon's rendering (or
+        the same rendering here, for a journal written before the daemon sent it)."""
+        self.arguments = dict(line.get("arguments") or {})
+        self.shown_call = str(line.get("shown_call") or shown_call(self.tool_name, self.arguments))
+        self.shown_arguments = str(line.get("shown_arguments") or shown_arguments(self.arguments))
 
     def copy_text(self) -> str:
         """The card as plain text (what "copy a card" puts on the clipboard)."""
@@ -83,9 +96,17 @@ class Approval:
     """allow_once, allow_task, deny, timeout, cancelled or auto, once it is resolved."""
     note: str = ""
     by: str = ""
+    shown_arguments: str = ""
+    """The arguments as the daemon renders them (hidden characters spelled out)."""
+    shown_reason: str = ""
     gone: bool = False
     """The daemon no longer holds it, and no answer was journaled (it restarted, or the
     task ended): nothing can answer it any more."""
+
+    def __post_init__(self) -> None:
+        # a journal written before the daemon sent its rendering: the same rule, here
+        self.shown_arguments = self.shown_arguments or shown_arguments(self.arguments)
+        self.shown_reason = self.shown_reason or visible(self.reason)
 
     @property
     def open(self) -> bool:
@@ -178,9 +199,6 @@ NONE = Change("none")
 class Cockpit:
     runs: dict[str, TaskRun] = field(default_factory=dict)
     last_seq: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
     last_click: tuple[int, int] | None = None
     gaps: int = 0
     seen: set[int] = field(default_factory=set)
@@ -194,6 +212,13 @@ class Cockpit:
             if run.running:
                 return run
         return None
+
+    @property
+    def latest(self) -> TaskRun | None:
+        """The task whose usage the status line shows: the running one, else the newest."""
+        if (running := self.running) is not None:
+            return running
+        return max(self.runs.values(), key=lambda r: r.first_seq, default=None)
 
     @property
     def waiting(self) -> TaskRun | None:
@@ -282,14 +307,13 @@ def _call_streaming(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Cha
 
 
 def _call_started(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
-    arguments = line.get("arguments") or {}
     call = run.call(str(line.get("call_id")))
     if call is not None:  # its card appeared while the model wrote it
-        call.arguments = dict(arguments)
+        call.take_arguments(line)
         return Change("item_updated", run.task_id, run.items.index(call))
-    run.items.append(
-        ToolCall(str(line.get("call_id")), str(line.get("tool_name")), dict(arguments))
-    )
+    call = ToolCall(str(line.get("call_id")), str(line.get("tool_name")))
+    call.take_arguments(line)
+    run.items.append(call)
     return Change("item", run.task_id, len(run.items) - 1)
 
 
@@ -313,17 +337,18 @@ def _call_finished(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Chan
 
 
 def _step_finished(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
-    tokens_in, tokens_out = int(line.get("input_tokens") or 0), int(line.get("output_tokens") or 0)
-    run.input_tokens += tokens_in
-    run.output_tokens += tokens_out
-    run.cost_usd = run.earlier[2] + float(line.get("cost_usd") or 0.0)  # (the run's so far)
-    cockpit.input_tokens += tokens_in
-    cockpit.output_tokens += tokens_out
-    cockpit.cost_usd = sum(r.cost_usd for r in cockpit.runs.values())
+    """The step's own tokens; ``cost_usd`` is the run's so far (its verification included)."""
+    run.input_tokens += int(line.get("input_tokens") or 0)
+    run.output_tokens += int(line.get("output_tokens") or 0)
+    run.cost_usd = run.earlier[2] + float(line.get("cost_usd") or 0.0)
     return Change("totals", run.task_id)
 
 
 def _verification(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
+    """The verification call's own tokens and cost count in the run's usage."""
+    run.input_tokens += int(line.get("input_tokens") or 0)
+    run.output_tokens += int(line.get("output_tokens") or 0)
+    run.cost_usd += float(line.get("cost_usd") or 0.0)
     run.items.append(Verification(bool(line.get("done")), str(line.get("reason", ""))))
     return Change("item", run.task_id, len(run.items) - 1)
 
@@ -346,6 +371,8 @@ def _approval_requested(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) ->
         tool_name=str(line.get("tool_name") or ""),
         arguments=dict(line.get("arguments") or {}),
         reason=str(line.get("reason") or ""),
+        shown_arguments=str(line.get("shown_arguments") or ""),
+        shown_reason=str(line.get("shown_reason") or ""),
         channels=[str(c) for c in line.get("channels") or []],
         screenshot=line.get("screenshot") or None,
         expires_at=float(line.get("expires_at") or 0.0),
@@ -399,10 +426,6 @@ def _task_finished(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Chan
         run.input_tokens = run.earlier[0] + int(line.get("input_tokens") or 0)
         run.output_tokens = run.earlier[1] + int(line.get("output_tokens") or 0)
         run.cost_usd = run.earlier[2] + float(line.get("cost_usd") or 0.0)
-    if "input_tokens" in line or isinstance(tokens, dict):
-        cockpit.input_tokens = sum(r.input_tokens for r in cockpit.runs.values())
-        cockpit.output_tokens = sum(r.output_tokens for r in cockpit.runs.values())
-        cockpit.cost_usd = sum(r.cost_usd for r in cockpit.runs.values())
     return Change("ending", run.task_id)
 
 

@@ -3,7 +3,9 @@
 // every reconnect, from GET /api/approvals. `approval_resolved` (any decision) turns a card
 // into its outcome, which stays a moment and goes. The task's message keeps one line per
 // held call with its outcome. Every text from the model or the call goes in as textContent.
-// Uses $, api, postJSON, visible and currentStep from panel.js.
+// The reason and the arguments come rendered by the daemon (shown_reason, shown_arguments:
+// characters a person cannot see spelled out, the same text as the TUI's card).
+// Uses $, api, postJSON and currentStep from panel.js.
 "use strict";
 
 const Approvals = (() => {
@@ -47,10 +49,10 @@ const Approvals = (() => {
     root.dataset.state = "pending";
     const head = el("h3", "", "Jarvis waits for your approval");
     if (request.task_id) head.append(" ", el("span", "task", request.task_id));
-    const reason = el("p", "reason", visible(request.reason || ""));
+    const reason = el("p", "reason", request.shown_reason ?? request.reason ?? "");
     const call = el("p", "call", "call: ");
-    call.append(el("code", "tool", visible(request.tool_name || "")));
-    const args = el("pre", "args", visible(JSON.stringify(request.arguments || {}, null, 2)));
+    call.append(el("code", "tool", request.tool_name || ""));
+    const args = el("pre", "args", shownArguments(request));
     root.append(head, reason, call, args);
     if (request.screenshot) root.append(shot(id));
     else root.append(el("p", "muted", "No screenshot was taken."));
@@ -196,7 +198,8 @@ const Approvals = (() => {
   // The task's own message: a line per held call, completed by its outcome.
   function history(r) {
     if (r.kind === "approval_requested") {
-      const line = el("p", "held", `held for approval: ${r.tool_name}: ${r.reason}`);
+      const line = el("p", "held", `held for approval: ${r.shown_call || r.tool_name}: ` +
+                      `${r.shown_reason ?? r.reason}`);
       line.dataset.approval = r.approval_id;
       currentStep().el.append(line);
     } else if (r.kind === "approval_resolved") {

@@ -29,17 +29,35 @@ function emit(name, detail) {
   document.dispatchEvent(new CustomEvent(`jarvis:${name}`, { detail }));
 }
 
-// Characters a person cannot see (zero-width, bidi overrides, odd spaces, unassigned) are
-// written as \u{...} in a call's arguments, so `su\u{200b}do` cannot pass for harmless.
-const HIDDEN = /[\p{Cf}\p{Co}\p{Cn}\p{Zl}\p{Zp}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]/gu;
-function visible(text) {
-  return String(text).replace(HIDDEN, (c) => `\\u{${c.codePointAt(0).toString(16)}}`);
+// A call's arguments come rendered by the daemon (shown_call, shown_arguments: characters a
+// person cannot see spelled out as \u{...}, the same rule as the TUI's); a line journaled
+// before the daemon sent them falls back to plain JSON.
+function shownArguments(r) {
+  return r.shown_arguments ?? JSON.stringify(r.arguments || {}, null, 2);
 }
 
+class LoggedOut extends Error {}
+
+// Every request of the panel: a 401 (the session ended, the token changed) brings the
+// login box back with a word, and throws LoggedOut for the caller to stop quietly.
 async function api(path, options = {}) {
   const response = await fetch(path, { credentials: "same-origin", ...options });
-  if (response.status === 401) { showLogin(); throw new Error("not logged in"); }
+  if (response.status === 401) {
+    showLogin("You are logged out (the session ended or the token changed): log in again.");
+    throw new LoggedOut("not logged in");
+  }
   return response;
+}
+
+// An action from a button or form: a LoggedOut is already shown by the login box.
+function quietly(action) {
+  return async (...args) => {
+    try {
+      await action(...args);
+    } catch (err) {
+      if (!(err instanceof LoggedOut)) throw err;
+    }
+  };
 }
 
 async function postJSON(path, body) {
@@ -48,9 +66,12 @@ async function postJSON(path, body) {
 }
 
 // --- login ---------------------------------------------------------------------
-function showLogin() {
+function showLogin(why) {
+  if (state.source) { state.source.close(); state.source = null; }
   $("login").hidden = false;
   $("app").hidden = true;
+  $("login-why").textContent = why || "";
+  $("login-why").hidden = !why;
   setConn("logged out", "closed");
 }
 
@@ -77,8 +98,10 @@ function connect() {
   state.source = source;
   source.onopen = () => { setConn("live", "live"); emit("open"); };
   source.onerror = () => {
-    if (source.readyState === EventSource.CLOSED) {  // refused (e.g. restarted): start over
+    if (source.readyState === EventSource.CLOSED) {  // refused (restarted, or logged out)
       setConn("reconnecting…", "reconnecting");
+      // a 401 shows the login box (and closes the stream) instead of retrying forever
+      api("/api/health").catch(() => {});
       setTimeout(() => { if (state.source === source) connect(); }, 1500);
     } else {
       setConn("reconnecting…", "reconnecting");
@@ -160,17 +183,27 @@ function apply(r) {
       break;
     }
     case "step_started": stepOf(r.step); break;
-    case "model_text_delta": currentStep().thought.textContent += r.text; break;
+    case "model_text_delta": {
+      const step = currentStep();
+      step.source += r.text;
+      step.thought.replaceChildren(...Markdown.render(step.source));
+      break;
+    }
     case "tool_call_streaming": card(r.call_id, r.tool_name, "streaming"); break;
     case "tool_call_started": {
       const c = card(r.call_id, r.tool_name, "running");
       c.args = r.arguments || {};
-      c.body.textContent = `arguments: ${visible(JSON.stringify(c.args, null, 2))}`;
+      c.shown = shownArguments(r);
+      c.label.textContent = r.shown_call || r.tool_name;  // click(x=400, y=300), collapsed too
+      c.body.textContent = `arguments: ${c.shown}`;
       break;
     }
     case "tool_call_finished": finishCard(r); break;
     case "step_finished": finishStep(r); break;
     case "verification_finished":
+      view.input += r.input_tokens || 0;  // the verification call counts in the usage
+      view.output += r.output_tokens || 0;
+      view.cost += r.cost_usd || 0;
       $("verification").textContent = `${r.done ? "Passed" : "Failed"}: ${r.reason}`;
       $("verification").className = r.done ? "ok" : "error";
       break;
@@ -214,7 +247,7 @@ function stepOf(n) {
     thought.className = "thought";
     el.append(head, thought);
     $("message").append(el);
-    view.steps.set(n, { el, head, thought });
+    view.steps.set(n, { el, head, thought, source: "" });
   }
   view.step = view.steps.get(n);
   return view.step;
@@ -242,7 +275,7 @@ function card(callId, name, status) {
     summary.append(label, badge, latency);
     el.append(summary, body);
     currentStep().el.append(el);
-    c = { el, badge, latency, body, name, args: {} };
+    c = { el, label, badge, latency, body, name, args: {}, shown: "{}" };
     view.cards.set(callId, c);
   }
   setState(c, status);
@@ -259,7 +292,7 @@ function finishCard(r) {
   c.latency.textContent = `${Math.round(r.latency_ms || 0)} ms`;
   const result = r.ok ? `result: ${JSON.stringify(r.data, null, 2)}`
                       : `error ${r.error_code}: ${r.error_message}`;
-  c.body.textContent = `arguments: ${visible(JSON.stringify(c.args, null, 2))}\n${result}`;
+  c.body.textContent = `arguments: ${c.shown}\n${result}`;
   if (!r.ok) c.el.open = true;  // errors open, the rest collapsed
   if (r.ok && CLICKS.has(r.tool_name) && "x" in c.args) state.view.click = c.args;
 }
@@ -320,7 +353,7 @@ function renderControls() {
 }
 
 // --- todos -----------------------------------------------------------------------
-async function refreshTodos() {
+const refreshTodos = quietly(async () => {
   const response = await api("/api/todos");
   if (!response.ok) return;
   const { todos } = await response.json();
@@ -346,7 +379,7 @@ async function refreshTodos() {
   }
   markShown();
   renderControls();
-}
+});
 
 function markShown() {
   for (const li of $("todos").children) {
@@ -354,15 +387,15 @@ function markShown() {
   }
 }
 
-async function openTask(taskId) {
+const openTask = quietly(async (taskId) => {
   const response = await api(`/api/tasks/${encodeURIComponent(taskId)}`);
   if (!response.ok) return;
   const task = await response.json();
   show(task.task_id, task.events || [], task.todo);
-}
+});
 
 // --- actions -----------------------------------------------------------------------
-$("task-form").addEventListener("submit", async (event) => {
+$("task-form").addEventListener("submit", quietly(async (event) => {
   event.preventDefault();
   const text = $("task-input").value.trim();
   if (!text) return;
@@ -376,12 +409,15 @@ $("task-form").addEventListener("submit", async (event) => {
     } else {
       $("send-status").textContent = `Not sent: ${(await response.json()).detail}`;
     }
+  } catch (err) {
+    $("send-status").textContent = err instanceof LoggedOut ? "Not sent: you are logged out."
+                                                            : `Not sent: ${err.message}`;
   } finally {
     $("send").disabled = false;
   }
-});
+}));
 
-$("cancel").addEventListener("click", async () => {
+$("cancel").addEventListener("click", quietly(async () => {
   if (!state.view) return;
   $("cancel").disabled = true;
   try {
@@ -390,9 +426,9 @@ $("cancel").addEventListener("click", async () => {
   } finally {
     $("cancel").disabled = false;
   }
-});
+}));
 
-$("answer-form").addEventListener("submit", async (event) => {
+$("answer-form").addEventListener("submit", quietly(async (event) => {
   event.preventDefault();
   const text = $("answer-input").value.trim();
   if (!text || !state.view) return;
@@ -403,7 +439,17 @@ $("answer-form").addEventListener("submit", async (event) => {
     $("answer-box").hidden = true;
     setTimeout(refreshTodos, 300);
   }
-});
+}));
+
+// --- the screen picture, enlarged ---------------------------------------------------------
+function enlarge(img) {
+  if (!img.src) return;
+  $("zoom-img").src = img.src;
+  $("zoom-img").alt = `${img.alt}, enlarged`;
+  $("zoom").showModal();  // Esc, the close button or a click on the picture closes it
+}
+for (const id of ["shot-img", "live-img"]) $(id).addEventListener("click", () => enlarge($(id)));
+$("zoom").addEventListener("click", () => $("zoom").close());
 
 // --- start -----------------------------------------------------------------------------
 async function start() {
@@ -411,7 +457,8 @@ async function start() {
   try {
     health = await (await api("/api/health")).json();
   } catch {
-    return;  // the login form is shown
+    showLogin();  // not logged in yet (no word: nothing went wrong)
+    return;
   }
   $("app").hidden = false;
   emit("ready");
@@ -423,8 +470,9 @@ async function start() {
     taskId = runs.length ? runs[0].task_id : null;
   }
   if (taskId) await openTask(taskId);
+  if ($("app").hidden) return;  // logged out meanwhile
   connect();
   setInterval(refreshTodos, 3000);
 }
 
-document.addEventListener("DOMContentLoaded", start);  // after the other panel scripts
+document.addEventListener("DOMContentLoaded", quietly(start));  // after the other panel scripts
