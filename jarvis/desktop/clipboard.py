@@ -173,9 +173,10 @@ class _PasteSession:
 
     def run(self, press: Callable[[], None], timeout: float) -> None:
         from Xlib import X, Xatom
-        from Xlib.display import Display
 
-        display = Display()
+        from jarvis.desktop.xconnect import open_display
+
+        display = open_display()
         self.display = display
         try:
             atom = display.intern_atom
@@ -293,9 +294,9 @@ def _time_after(stamp: int, reference: int) -> bool:
 
 def _wait_for_owner(selection: str = "CLIPBOARD", timeout: float = 2.0) -> None:
     """Wait until some client owns ``selection`` (xclip takes it in its background process)."""
-    from Xlib.display import Display
+    from jarvis.desktop.xconnect import open_display
 
-    display = Display()
+    display = open_display()
     try:
         atom = display.intern_atom(selection)
         deadline = time.monotonic() + timeout

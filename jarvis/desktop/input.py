@@ -48,7 +48,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from jarvis.desktop import clipboard, x11
+from jarvis.desktop import clipboard, x11, xconnect
 from jarvis.desktop.clipboard import PasteRoute
 from jarvis.desktop.errors import FailSafeError, InputError, InputInterrupted
 from jarvis.desktop.keys import (
@@ -143,6 +143,7 @@ class Input:
         """The pyautogui module, imported on first use (it opens the display on import)."""
         if self._pg is None:
             try:
+                xconnect.allow_missing_xauthority()  # pyautogui connects at import
                 import pyautogui
             except Exception as exc:  # any failure to reach the display; re-raised typed
                 raise InputError(f"cannot open the display for input: {exc!r}") from exc
@@ -410,10 +411,9 @@ def _reconnect_pyautogui() -> None:
     """pyautogui's X11 backend keeps one Xlib connection in a module global, opened at its
     import; replace it with one to the display ``DISPLAY`` names now."""
     from pyautogui import _pyautogui_x11 as backend
-    from Xlib.display import Display
 
     try:
-        fresh = Display(os.environ.get("DISPLAY"))
+        fresh = xconnect.open_display(os.environ.get("DISPLAY"))
     except Exception as exc:  # typed like every other failure to reach the display
         raise InputError(f"cannot open the display {os.environ.get('DISPLAY')}: {exc!r}") from exc
     old, backend._display = backend._display, fresh

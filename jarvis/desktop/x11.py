@@ -88,11 +88,12 @@ def click_burst(button: int, count: int) -> None:
     (XTEST's delay) by a few milliseconds: Chromium did not count a press stamped with
     the same time as the previous release as a second click."""
     from Xlib import X
-    from Xlib.display import Display
     from Xlib.ext import xtest
 
+    from jarvis.desktop.xconnect import open_display
+
     try:
-        display = Display()
+        display = open_display()
     except Exception as exc:  # the display is gone or refuses us
         raise X11Error(f"cannot open the display for a click: {exc!r}") from exc
     try:
@@ -204,9 +205,9 @@ def our_row(keysym: int) -> list[int]:
 
 
 def read_keymap() -> Keymap:
-    from Xlib.display import Display
+    from jarvis.desktop.xconnect import open_display
 
-    display = Display()
+    display = open_display()
     try:
         return Keymap.read(display)
     finally:
@@ -234,10 +235,10 @@ class SpareKeycodes:
 
     def ensure(self, keysyms: Collection[int]) -> bool:
         """Map the missing ``keysyms``; False (and no change) if too few keycodes are free."""
-        from Xlib.display import Display
+        from jarvis.desktop.xconnect import open_display
 
         wanted = list(dict.fromkeys(keysyms))
-        display = Display()
+        display = open_display()
         try:
             keymap = Keymap.read(display)
             ours = keymap.ours()

@@ -68,9 +68,10 @@ def _client_window(display: Any, toplevel: Any) -> Any:
 def focused_client() -> FocusedClient:
     """The client that receives key events now; NoFocusError if none does."""
     from Xlib import X
-    from Xlib.display import Display
 
-    display = Display()
+    from jarvis.desktop.xconnect import open_display
+
+    display = open_display()
     try:
         root = display.screen().root
         focus = display.get_input_focus().focus
@@ -111,10 +112,11 @@ def ping(toplevel: int, timeout: float = 2.0) -> PingResult:
     closed has handled its keys); ``silent`` if it did not answer within ``timeout``."""
     from Xlib import X
     from Xlib import error as xerror
-    from Xlib.display import Display
     from Xlib.protocol import event as xevent
 
-    display = Display()
+    from jarvis.desktop.xconnect import open_display
+
+    display = open_display()
     try:
         root = display.screen().root
         protocols = display.intern_atom("WM_PROTOCOLS")

@@ -107,8 +107,6 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="run every task on a private virtual display (safety.sandbox)",
     )
-    serve.add_argument("--data-dir", help="data directory (default: $JARVIS_DATA_DIR or ./data)")
-    serve.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
     serve.set_defaults(handler=cmd_serve)
 
 

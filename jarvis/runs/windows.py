@@ -71,9 +71,9 @@ class Windows:
                 self._failed = True
                 return None
             try:
-                from Xlib import display
+                from jarvis.desktop.xconnect import open_display
 
-                self._display = display.Display()
+                self._display = open_display()
             except Exception as exc:  # no server, no auth: the records say "unknown"
                 log.warning("window lookups are off: cannot open the X display: %s", exc)
                 self._failed = True
