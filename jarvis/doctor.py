@@ -77,7 +77,7 @@ def check_provider(settings: Settings) -> Check:
     key_env, url_env = KEY_ENV[settings.provider], URL_ENV[settings.provider]
     if not os.environ.get(key_env):
         return Check("provider", False, f"{key_env} is not set (provider {settings.provider})")
-    problem = base_url_problem(settings)
+    problem = base_url_problem(settings.provider)
     if problem is not None:
         return Check("provider", False, problem)
     url = os.environ.get(url_env) or DEFAULT_URL[settings.provider]
@@ -237,7 +237,7 @@ def cannot_start(settings: Settings) -> str | None:
     key_env = KEY_ENV[settings.provider]
     if not os.environ.get(key_env):
         return f"jarvis: {key_env} is not set; export it (or pick --provider) and run again."
-    problem = base_url_problem(settings)
+    problem = base_url_problem(settings.provider)
     if problem is not None:
         return f"jarvis: {problem}"
     if not os.environ.get("DISPLAY") and sys.platform.startswith("linux"):
@@ -251,10 +251,12 @@ def cannot_start(settings: Settings) -> str | None:
     return None
 
 
-def base_url_problem(settings: Settings) -> str | None:
-    """Why the provider's base URL (``ANTHROPIC_BASE_URL``/``OPENAI_BASE_URL``) is not an
+def base_url_problem(provider: str) -> str | None:
+    """Why ``provider``'s base URL (``ANTHROPIC_BASE_URL``/``OPENAI_BASE_URL``) is not an
     http(s) URL, or None (also when it is unset: the SDK's default)."""
-    url_env = URL_ENV[settings.provider]
+    url_env = URL_ENV.get(provider)
+    if url_env is None:  # no model (the eval's oracle)
+        return None
     url = os.environ.get(url_env)
     if url is None:
         return None
