@@ -37,6 +37,7 @@ COMMANDS: dict[str, list[str]] = {
     "memory forget": ["memory", "forget", "m-1"],
     "memory compress": ["memory", "compress", "--dry-run"],
     "memory repair": ["memory", "repair"],
+    "memory check": ["memory", "check"],
     "inbox add": ["inbox", "add", "hello"],
     "inbox list": ["inbox", "list"],
     "serve": ["serve", "--http", "127.0.0.1:0"],
