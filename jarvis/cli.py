@@ -38,9 +38,46 @@ SUBCOMMAND_MODULES = (
 )
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-dir", help="data directory (default: $JARVIS_DATA_DIR or ./data)")
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
+DATA_DIR_HELP = "data directory (default: $JARVIS_DATA_DIR or ./data)"
+
+
+def _common(p: argparse.ArgumentParser, top: bool = False) -> None:
+    """``--data-dir`` and ``-v``. Below the top level their default is SUPPRESS: argparse
+    copies a sub-command's defaults over what was parsed before it, so ``jarvis --data-dir D
+    run`` would lose D otherwise."""
+    have = {a.dest: a for a in p._actions}
+    if "data_dir" not in have:
+        p.add_argument("--data-dir", default=None if top else argparse.SUPPRESS, help=DATA_DIR_HELP)
+    if "verbose" not in have:
+        p.add_argument(
+            "-v",
+            "--verbose",
+            action="store_true",
+            default=False if top else argparse.SUPPRESS,
+            help="debug logging to stderr",
+        )
+    if not top:
+        for action in p._actions:
+            if action.dest in ("data_dir", "verbose"):
+                action.default = argparse.SUPPRESS
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    return [
+        child
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for child in dict.fromkeys(action.choices.values())
+    ]
+
+
+def _everywhere(parser: argparse.ArgumentParser) -> None:
+    """Every command at every depth takes ``--data-dir`` and ``-v`` before or after itself
+    (the same way: SUPPRESS defaults), and names itself for its own usage message."""
+    for child in _subparsers(parser):
+        _common(child)
+        child.set_defaults(usage_parser=child)
+        _everywhere(child)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Jarvis, a desktop computer-use agent. It moves your real mouse and keyboard.",
     )
     parser.add_argument("--version", action="version", version=f"jarvis {__version__}")
+    _common(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = sub.add_parser("run", help="run one task in the foreground with live progress")
@@ -69,21 +107,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--max-tokens-budget", type=_positive_int, help="end the task at this many tokens"
     )
-    _common(run)
     run.set_defaults(handler=cmd_run)
 
     doctor = sub.add_parser("doctor", help="check display, input, model key and data dir")
     doctor.add_argument("--provider", choices=["anthropic", "openai"])
-    _common(doctor)
     doctor.set_defaults(handler=cmd_doctor)
 
     for name in SUBCOMMAND_MODULES:
         module = import_module(name)
         register: Callable[[argparse._SubParsersAction], None] = module.register
         register(sub)
-        for action in sub.choices.values():
-            if not any(a.dest == "data_dir" for a in action._actions):
-                _common(action)
+    _everywhere(parser)
     return parser
 
 
@@ -193,7 +227,10 @@ async def _run_task(task: str, settings: Settings, yes: bool = False) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the command they were given to, with its usage, not the top level's
+        usage: argparse.ArgumentParser = getattr(args, "usage_parser", parser)
+        usage.error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "handler", None):
         parser.print_help()
         return EXIT_USAGE

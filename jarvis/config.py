@@ -260,7 +260,15 @@ def read_settings_file(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+    except OSError as exc:  # a directory, no permission
+        raise ConfigError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ConfigError(f"{path}: saved as UTF-16; save it as UTF-8")
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"

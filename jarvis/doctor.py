@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import tempfile
 import time
@@ -15,6 +16,7 @@ from jarvis.config import Settings
 
 KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 URL_ENV = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
+DEFAULT_URL = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
 
 
 @dataclass
@@ -75,13 +77,13 @@ def check_provider(settings: Settings) -> Check:
     key_env, url_env = KEY_ENV[settings.provider], URL_ENV[settings.provider]
     if not os.environ.get(key_env):
         return Check("provider", False, f"{key_env} is not set (provider {settings.provider})")
-    url = os.environ.get(url_env)
-    if url:
-        parsed = urlparse(url)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            return Check("provider", False, f"{url_env} is not an http(s) URL: {url!r}")
-    else:
-        url = "the SDK default endpoint"
+    problem = base_url_problem(settings.provider)
+    if problem is not None:
+        return Check("provider", False, problem)
+    url = os.environ.get(url_env) or DEFAULT_URL[settings.provider]
+    problem = endpoint_problem(url)
+    if problem is not None:
+        return Check("provider", False, f"{settings.provider} at {url}: {problem}")
     from jarvis.llm.profiles.select import active_profile
 
     choice = active_profile(settings)
@@ -230,17 +232,79 @@ CHECKS: list[Callable[[Settings], Check]] = [
 
 
 def cannot_start(settings: Settings) -> str | None:
-    """The one line that says why a task cannot start (no key, no display, a bad presets
-    file), or None."""
+    """The one line that says why a task cannot start (no key, a base URL that is not one,
+    no display or none there, a bad presets file), or None."""
     key_env = KEY_ENV[settings.provider]
     if not os.environ.get(key_env):
         return f"jarvis: {key_env} is not set; export it (or pick --provider) and run again."
+    problem = base_url_problem(settings.provider)
+    if problem is not None:
+        return f"jarvis: {problem}"
     if not os.environ.get("DISPLAY") and sys.platform.startswith("linux"):
         return "jarvis: no display (DISPLAY is unset); run on a desktop or with `xvfb-run -a`."
     problem = presets_problem(settings)
     if problem is not None:
         return f"jarvis: {problem}"
+    problem = display_problem()
+    if problem is not None:
+        return f"jarvis: {problem}"
     return None
+
+
+def base_url_problem(provider: str) -> str | None:
+    """Why ``provider``'s base URL (``ANTHROPIC_BASE_URL``/``OPENAI_BASE_URL``) is not an
+    http(s) URL, or None (also when it is unset: the SDK's default)."""
+    url_env = URL_ENV.get(provider)
+    if url_env is None:  # no model (the eval's oracle)
+        return None
+    url = os.environ.get(url_env)
+    if url is None:
+        return None
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        return f"{url_env} is not an http(s) URL: {url!r} (write it as http://HOST:PORT/...)"
+    try:
+        parsed.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        return f"{url_env} has a port that is not a number: {url!r}"
+    return None
+
+
+def display_problem() -> str | None:
+    """Why the X display ``DISPLAY`` names cannot be reached (set, but no server there, or
+    the server refuses us), or None. Not on macOS or Windows, or with no DISPLAY."""
+    name = os.environ.get("DISPLAY")
+    if not name or not sys.platform.startswith("linux"):
+        return None
+    from Xlib.error import DisplayError
+
+    from jarvis.desktop.x11 import close_display
+    from jarvis.desktop.xconnect import open_display
+
+    try:
+        display = open_display(name)
+    except (DisplayError, OSError) as exc:  # DisplayConnectionError keeps the reason in msg
+        why = getattr(exc, "msg", None) or exc
+        return f"cannot connect to the X display {name} (DISPLAY): {why}; is an X server there?"
+    close_display(display)
+    return None
+
+
+def endpoint_problem(url: str, timeout: float = 3.0) -> str | None:
+    """Why a TCP connection to ``url``'s host and port cannot be made (refused, unknown
+    host, no answer within ``timeout``), or None."""
+    parsed = urlparse(url)
+    host = parsed.hostname or ""
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except socket.gaierror as exc:
+        return f"cannot resolve {host}: {exc.strerror}"
+    except TimeoutError:
+        return f"no answer from {host}:{port} within {timeout:.0f} s"
+    except OSError as exc:
+        return f"cannot connect to {host}:{port}: {exc.strerror or exc}"
 
 
 def run_checks(settings: Settings) -> list[Check]:

@@ -73,6 +73,7 @@ class OwnerLock:
         self.what = what
         self.wait_s = wait_s
         self._fd: int | None = None
+        self._holder: dict[str, Any] = {}
 
     def acquire(self) -> None:
         """Take the lock or raise :class:`LockHeld` naming who has it."""
@@ -98,10 +99,28 @@ class OwnerLock:
             "started": datetime.now().astimezone().isoformat(timespec="seconds"),
             "path": str(self.path.parent.resolve()),
         }
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(holder) + "\n").encode(), 0)
-        os.fsync(fd)
         self._fd = fd
+        self._holder = holder
+        self._write()
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def update(self, **fields: Any) -> None:
+        """Add ``fields`` to what the file says about the holder (``serve`` adds the address
+        its API listens on). Only while held."""
+        if self._fd is None:
+            raise RuntimeError(f"{self.path} is not held")
+        self._holder = {**self._holder, **fields}
+        self._write()
+
+    def _write(self) -> None:
+        assert self._fd is not None
+        data = (json.dumps(self._holder) + "\n").encode()
+        os.pwrite(self._fd, data, 0)  # then cut: a reader never finds the file empty
+        os.ftruncate(self._fd, len(data))
+        os.fsync(self._fd)
 
     def _held(self, holder: dict[str, Any] | None) -> LockHeld:
         return LockHeld(self.what, self.path, holder)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -59,8 +60,12 @@ def test_no_command_prints_usage_and_exits_2() -> None:
 
 
 def test_doctor_all_pass_on_virtual_display(xserver, tmp_path: Path) -> None:
-    env = {**xserver.env(), "ANTHROPIC_API_KEY": SECRET, "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
-    proc = jarvis("doctor", "--data-dir", str(tmp_path / "d"), env=env)
+    with socket.socket() as endpoint:  # doctor connects to the base URL: something listens
+        endpoint.bind(("127.0.0.1", 0))
+        endpoint.listen()
+        url = f"http://127.0.0.1:{endpoint.getsockname()[1]}"
+        env = {**xserver.env(), "ANTHROPIC_API_KEY": SECRET, "ANTHROPIC_BASE_URL": url}
+        proc = jarvis("doctor", "--data-dir", str(tmp_path / "d"), env=env)
     lines = proc.stdout.strip().splitlines()
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert [line.split()[0] for line in lines] == ["PASS"] * 8
@@ -70,8 +75,19 @@ def test_doctor_all_pass_on_virtual_display(xserver, tmp_path: Path) -> None:
     assert "embedding minilm-int8 loads offline (384 dimensions" in proc.stdout
     assert "open_app" in proc.stdout  # the shipped semantic presets
     assert "1920x1080" in proc.stdout
-    assert "http://127.0.0.1:9" in proc.stdout
+    assert url in proc.stdout
     assert SECRET not in proc.stdout + proc.stderr
+
+
+def test_doctor_fails_a_refused_endpoint(tmp_path: Path) -> None:
+    with socket.socket() as closed:  # a port nobody listens on
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    env = {"ANTHROPIC_API_KEY": SECRET, "ANTHROPIC_BASE_URL": url}
+    proc = jarvis("doctor", "--data-dir", str(tmp_path), env=env)
+    assert proc.returncode == 1
+    line = next(x for x in proc.stdout.splitlines() if x.split()[1] == "provider")
+    assert line.startswith("FAIL") and url in line and "Connection refused" in line
 
 
 def test_doctor_reports_each_failure(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,15 +9,15 @@ from typing import get_args
 
 import pytest
 
+from jarvis.cli import build_parser
 from jarvis.config import load_settings
-from jarvis.memory.commands import TYPES, register
+from jarvis.memory.commands import TYPES
 from jarvis.memory.long_term import MemoryType
 
 
 def jarvis(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     """Parse like `jarvis ...` and call the handler the way jarvis.cli does."""
-    parser = argparse.ArgumentParser(prog="jarvis")
-    register(parser.add_subparsers(dest="command"))
+    parser = build_parser()  # the real `jarvis` parser: --data-dir is the CLI's
     args = parser.parse_args(argv)
     code = args.handler(args, load_settings(args.data_dir))
     return code, capsys.readouterr().out
@@ -96,8 +95,7 @@ def test_usage_and_validation(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 def test_a_broken_embedding_setting_is_a_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    parser = argparse.ArgumentParser(prog="jarvis")
-    register(parser.add_subparsers(dest="command"))
+    parser = build_parser()  # the real `jarvis` parser: --data-dir is the CLI's
     args = parser.parse_args(["memory", "list"])
     settings = SimpleNamespace(data_dir=tmp_path, embedding="onnx-dir", embedding_model_dir=None)
     assert args.handler(args, settings) == 1

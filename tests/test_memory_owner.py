@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import subprocess
@@ -12,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import jarvis.memory.long_term as long_term
+from jarvis.cli import build_parser
 from jarvis.config import load_settings
-from jarvis.memory.commands import register
 from jarvis.memory.long_term import LongTermMemory, MemoryInUse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,8 +72,7 @@ def test_memory_cli_says_the_store_is_busy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(long_term, "OPEN_WAIT_S", 0.2)
-    parser = argparse.ArgumentParser(prog="jarvis")
-    register(parser.add_subparsers(dest="command"))
+    parser = build_parser()  # the real `jarvis` parser: --data-dir is the CLI's
     args = parser.parse_args(["memory", "add", "dark mode", "--data-dir", str(tmp_path)])
     code = args.handler(args, load_settings(args.data_dir))
     out = capsys.readouterr().out

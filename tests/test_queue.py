@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from datetime import datetime
 from pathlib import Path
 
@@ -10,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jarvis.cli import build_parser
 from jarvis.config import load_settings
 from jarvis.events import EventBus, EventRecorder, MalformedEntry
-from jarvis.gateway import commands
 from jarvis.gateway.markdown import ChangedOnDisk, Malformed, MarkdownFile
 from jarvis.gateway.message_format import (
     Message,
@@ -363,8 +362,7 @@ def test_invalid_utf8_is_kept_byte_for_byte(queue: MessageQueue) -> None:
 
 # --- CLI ----------------------------------------------------------------------------------
 def run_cli(argv: list[str], tmp_path: Path) -> int:
-    parser = argparse.ArgumentParser(prog="jarvis")
-    commands.register(parser.add_subparsers(dest="command"))
+    parser = build_parser()  # the real `jarvis` parser: --data-dir is the CLI's
     args = parser.parse_args(argv)
     return int(args.handler(args, load_settings(args.data_dir)))
 

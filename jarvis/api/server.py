@@ -103,6 +103,7 @@ class HttpService:
         task = asyncio.create_task(server.serve(sockets=sockets), name="http-api")
         try:
             await self._started(server, task)
+            self._record_where()
             self._say_where()
             yield self
         finally:
@@ -184,6 +185,16 @@ class HttpService:
         sock.listen(128)
         sock.setblocking(False)
         return sock
+
+    def _record_where(self) -> None:
+        """Name the address in ``DATA/serve.lock``: clients read it there (jarvis.discovery)."""
+        where: dict[str, str] = {}
+        if self.address is not None:
+            where["api"] = self.url
+        if self.unix_socket is not None:
+            where["api_socket"] = str(self.unix_socket.resolve())
+        if self.gateway.serve_lock.held:
+            self.gateway.serve_lock.update(**where)
 
     def _say_where(self) -> None:
         data = self.gateway.settings.data_dir

@@ -54,11 +54,16 @@ def screen_size(given: Size | None, settings: Settings) -> Size:
 
 def cmd_calibrate(args: argparse.Namespace, settings: Settings) -> int:
     from jarvis.calibrate.calibrate import calibrate
+    from jarvis.doctor import base_url_problem
     from jarvis.llm.base import ProviderError
     from jarvis.llm.factory import make_provider
     from jarvis.llm.profiles.catalog import UnknownProfile, profile_by_name
     from jarvis.tools.computer import build_registry
 
+    problem = base_url_problem(settings.provider)
+    if problem is not None:  # the model cannot be reached: said at once, not after retries
+        print(f"jarvis calibrate: {problem}")
+        return EXIT_ERROR
     if args.profile:
         try:
             profile_by_name(args.profile)

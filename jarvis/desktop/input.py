@@ -50,7 +50,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from jarvis.desktop import clipboard, x11
+from jarvis.desktop import clipboard, x11, xconnect
 from jarvis.desktop.clipboard import PasteRoute
 from jarvis.desktop.errors import FailSafeError, InputError, InputInterrupted
 from jarvis.desktop.keys import (
@@ -169,6 +169,7 @@ class Input:
         """The pyautogui module, imported on first use (it opens the display on import)."""
         if self._pg is None:
             try:
+                xconnect.allow_missing_xauthority()  # pyautogui connects at import
                 import pyautogui
             except Exception as exc:  # any failure to reach the display; re-raised typed
                 raise InputError(f"cannot open the display for input: {exc!r}") from exc

@@ -94,6 +94,9 @@ def open_display(name: str, xauthority: str | None = None) -> Any:
     ``xauthority`` (None: this process's). Every Xlib connection goes through here."""
     from Xlib.display import Display
 
+    from jarvis.desktop.xconnect import allow_missing_xauthority
+
+    allow_missing_xauthority()  # a server started without -auth and no ~/.Xauthority
     with connecting_with(xauthority):
         return Display(name or None)
 

@@ -39,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    from jarvis.doctor import base_url_problem
     from jarvis.eval.runner import RunResult, run_suite
     from jarvis.eval.suite import SuiteError, load_suite, resolve_suite
     from jarvis.eval.summary import summarize, write_html
@@ -53,6 +54,10 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         print(f"jarvis: {exc}", file=sys.stderr)
         return EXIT_USAGE
     provider = args.eval_provider or settings.provider
+    problem = base_url_problem(provider)
+    if problem is not None:  # refused at once, not after every task's retries
+        print(f"jarvis: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     if provider == "oracle":
         model = "oracle"
     elif args.eval_model:

@@ -23,17 +23,9 @@ def _priority(value: str) -> str:
     return value
 
 
-def _leaf_common(parser: argparse.ArgumentParser) -> None:
-    # SUPPRESS keeps a value given before the sub-command (`jarvis inbox --data-dir X add`).
-    parser.add_argument("--data-dir", default=argparse.SUPPRESS, help="data directory")
-    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
-
-
 def register(subparsers: Any) -> None:
     """Add the ``inbox`` command to the ``jarvis`` parser."""
     inbox = subparsers.add_parser("inbox", help="add messages for Jarvis, or list the queue")
-    inbox.add_argument("--data-dir", help="data directory (default: $JARVIS_DATA_DIR or ./data)")
-    inbox.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
     inbox.set_defaults(handler=lambda args, settings: _usage(inbox))
     actions = inbox.add_subparsers(dest="inbox_command", metavar="ACTION")
 
@@ -41,12 +33,10 @@ def register(subparsers: Any) -> None:
     add.add_argument("text", help="the message; '-' reads it from standard input")
     add.add_argument("--from", dest="sender", default="user", help="who sends it (default user)")
     add.add_argument("--priority", type=_priority, help="high, normal, low or an integer")
-    _leaf_common(add)
     add.set_defaults(handler=cmd_add)
 
     show = actions.add_parser("list", help="show waiting and in-progress messages")
     show.add_argument("--archive", metavar="DATE", help="show the archive of DATE (YYYY-MM-DD)")
-    _leaf_common(show)
     show.set_defaults(handler=cmd_list)
 
 

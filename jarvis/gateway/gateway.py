@@ -144,6 +144,9 @@ class Gateway:
         self._next_compress = 0.0
         self._arrived: asyncio.Event | None = None
         self.journal = JournalWriter.for_settings(settings, self.bus, channel=self._channel_of)
+        self.serve_lock = ServeLock(settings.data_dir)
+        """Held while :meth:`run` runs; the API records where it listens in it (clients
+        find the daemon through :mod:`jarvis.discovery`)."""
         """The run journal of every task this daemon runs (closed when :meth:`run` ends)."""
         self.services: list[Callable[[], AbstractAsyncContextManager[Any]]] = []
         self.approvals = ApprovalStore(self.bus, refused_via=refused_approvers(settings.channels))
@@ -167,7 +170,7 @@ class Gateway:
     async def run(self) -> GatewayReport:
         """Hold the lock, recover, then serve (or drain with ``once``). Raises ServeLockHeld."""
         try:
-            with ServeLock(self.settings.data_dir), self._signals():
+            with self.serve_lock, self._signals():
                 log.info("serving %s (pid %d)", self.settings.data_dir, os.getpid())
                 await self._run_locked()
         finally:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import sys
 from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,8 +109,6 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="run every task on a private virtual display (safety.sandbox)",
     )
-    serve.add_argument("--data-dir", help="data directory (default: $JARVIS_DATA_DIR or ./data)")
-    serve.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
     serve.set_defaults(handler=cmd_serve)
 
 
@@ -145,13 +145,7 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
     gateway = Gateway(settings, options=options)
     if not args.once:
         _add_api(gateway, args, settings)
-        print(
-            f"jarvis serve: pid {os.getpid()}, data {settings.data_dir}; waiting for messages "
-            "(drop .md files into messages/drop/ or use `jarvis inbox add`; Ctrl+C stops)",
-            flush=True,
-        )
-        if settings.email.enabled:
-            print(f"jarvis serve: reading mail for {settings.email.address}", flush=True)
+        gateway.services.append(lambda: _banner(settings))  # once the data dir is held
     try:
         report = await gateway.run()
     except (LockHeld, ApiUnavailable) as exc:  # the data dir or the port is taken
@@ -164,6 +158,19 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
     done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "none"
     print(f"jarvis serve: ran {len(report.runs)} task(s): {done}", flush=True)
     return EXIT_OK
+
+
+@contextlib.asynccontextmanager
+async def _banner(settings: Settings) -> AsyncIterator[None]:
+    """Say that the daemon is up: only once it holds the data dir and its API listens."""
+    print(
+        f"jarvis serve: pid {os.getpid()}, data {settings.data_dir}; waiting for messages "
+        "(drop .md files into messages/drop/ or use `jarvis inbox add`; Ctrl+C stops)",
+        flush=True,
+    )
+    if settings.email.enabled:
+        print(f"jarvis serve: reading mail for {settings.email.address}", flush=True)
+    yield
 
 
 def _add_api(gateway: Gateway, args: argparse.Namespace, settings: Settings) -> None:

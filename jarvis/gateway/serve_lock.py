@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from jarvis.discovery import LOCK_FILE
 from jarvis.owner_lock import LockHeld, OwnerLock, describe_holder
 
-LOCK_NAME = "serve.lock"
+LOCK_NAME = LOCK_FILE
 
 
 class ServeLockHeld(LockHeld):

@@ -13,7 +13,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
@@ -36,7 +36,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="long-term memory: add, search, list, forget, compress, repair, check",
         description="Long-term memory: preferences, skills and task history.",
     )
-    _options(memory, leaf=False)
     memory.set_defaults(handler=_usage(memory))
     sub = memory.add_subparsers(dest="memory_command", metavar="ACTION")
 
@@ -85,23 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _leaf(check, cmd_check)
 
 
-def _options(parser: argparse.ArgumentParser, leaf: bool) -> None:
-    """``--data-dir`` and ``-v`` before or after the action; a leaf keeps the parent's value."""
-    default: Any = argparse.SUPPRESS if leaf else None
-    parser.add_argument(
-        "--data-dir", default=default, help="data directory (default: $JARVIS_DATA_DIR or ./data)"
-    )
-    parser.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        default=argparse.SUPPRESS if leaf else False,
-        help="debug logging to stderr",
-    )
-
-
 def _leaf(parser: argparse.ArgumentParser, handler: Handler) -> None:
-    _options(parser, leaf=True)
     parser.set_defaults(handler=handler)
 
 

@@ -35,7 +35,6 @@ def register(subparsers: Any) -> None:
     show.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print the lines as they are"
     )
-    show.add_argument("--data-dir", default=argparse.SUPPRESS, help="data directory")
     runs.set_defaults(handler=cmd_runs)
 
 

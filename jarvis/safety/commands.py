@@ -1,70 +1,62 @@
 """`jarvis stop`: ask the running `jarvis serve` to cancel its task, through its API.
 
-It reads the daemon's token from ``DATA/config/api_token`` and posts
-``POST /api/stop {"by": "cli"}`` to the address in ``settings.api.http`` (default
-127.0.0.1:8765) or ``--url``. Exit codes: 0 a task is being stopped, 1 no task was
-running or the daemon could not be reached.
+It finds the daemon of the data dir the way every client does (:mod:`jarvis.discovery`:
+the address ``DATA/serve.lock`` names, the token in ``DATA/config/api_token``), or uses
+``--url``, and posts ``POST /api/stop {"by": "cli"}``. Exit codes: 0 a task is being
+stopped, 1 no task was running or the daemon could not be found or reached.
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
 
 EXIT_OK, EXIT_FAILED = 0, 1
-DEFAULT_ADDRESS = "127.0.0.1:8765"
-TOKEN_FILE = Path("config") / "api_token"
+FIND_WAIT_S = 2.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     stop = subparsers.add_parser(
         "stop", help="cancel the task `jarvis serve` is running (through its API)"
     )
-    stop.add_argument("--url", help="the daemon's API, e.g. http://127.0.0.1:8765")
+    stop.add_argument(
+        "--url", help="the daemon's API, e.g. http://127.0.0.1:8765 (default: from serve.lock)"
+    )
     stop.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for it")
     stop.set_defaults(handler=cmd_stop)
-
-
-def api_url(settings: Settings, given: str | None) -> str:
-    """``--url``, else ``settings.api.http`` (HOST:PORT), else 127.0.0.1:8765."""
-    if given:
-        return given.rstrip("/")
-    api = getattr(settings, "api", None)
-    spec = str(getattr(api, "http", "") or DEFAULT_ADDRESS)
-    if spec == "off":
-        raise ValueError("the daemon's HTTP API is off (api.http); give --url")
-    host, sep, port = spec.rpartition(":")
-    if not sep:
-        host, port = spec, "8765"
-    if spec.isdigit():
-        host, port = "", spec
-    host = host or "127.0.0.1"
-    if host in ("0.0.0.0", "::", "[::]"):
-        host = "127.0.0.1"
-    return f"http://{host}:{port}"
 
 
 def cmd_stop(args: argparse.Namespace, settings: Settings) -> int:
     import httpx
 
-    token_path = settings.data_dir / TOKEN_FILE
+    from jarvis.discovery import DaemonNotFound, find_daemon, read_token
+
+    transport: httpx.HTTPTransport | None = None
     try:
-        token = token_path.read_text(encoding="utf-8").strip()
-        url = api_url(settings, args.url)
-    except (OSError, ValueError) as exc:
-        print(f"jarvis stop: no running daemon's token ({exc}); is `jarvis serve` running?")
+        if args.url:
+            url, token = args.url.rstrip("/"), read_token(settings.data_dir)
+        else:
+            daemon = find_daemon(settings.data_dir, wait_s=FIND_WAIT_S)
+            if daemon is None:
+                print(f"jarvis stop: no `jarvis serve` is running for {settings.data_dir}")
+                return EXIT_FAILED
+            if daemon.url is None and daemon.socket is None:
+                print(f"jarvis stop: serve pid {daemon.pid} has not opened its API (yet)")
+                return EXIT_FAILED
+            url, token = daemon.base_url, daemon.token
+            if daemon.url is None:  # only a Unix socket
+                transport = httpx.HTTPTransport(uds=str(daemon.socket))
+    except DaemonNotFound as exc:
+        print(f"jarvis stop: {exc}")
         return EXIT_FAILED
     try:
-        response = httpx.post(
-            f"{url}/api/stop",
-            json={"by": "cli"},
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=args.timeout,
-        )
+        with httpx.Client(transport=transport, timeout=args.timeout) as client:
+            response = client.post(
+                f"{url}/api/stop", json={"by": "cli"}, headers={"Authorization": f"Bearer {token}"}
+            )
     except httpx.HTTPError as exc:
         print(f"jarvis stop: cannot reach the daemon at {url}: {exc}")
         return EXIT_FAILED

@@ -95,11 +95,12 @@ class KillSwitch:
 
     def start(self) -> KillSwitch:
         from Xlib import XK, X, error
-        from Xlib.display import Display
+
+        from jarvis.desktop.xconnect import open_display
 
         try:
             with _xauthority(self.xauthority):
-                display = Display(self.display_name)
+                display = open_display(self.display_name)
         except (error.DisplayError, error.ConnectionClosedError, OSError) as exc:
             raise KillSwitchError(f"kill hotkey: cannot open the X display: {exc}") from exc
         keycode = display.keysym_to_keycode(XK.string_to_keysym(self.keysym))
@@ -246,10 +247,11 @@ def release_held_keys(keep: set[str]) -> list[int]:
     ``keep`` (the person's chord): a typing process ended between a key's press and its
     release must not leave that key held. Returns the released keycodes."""
     from Xlib import XK, X
-    from Xlib.display import Display
     from Xlib.ext import xtest
 
-    display = Display()
+    from jarvis.desktop.xconnect import open_display
+
+    display = open_display()
     try:
         kept = {display.keysym_to_keycode(XK.string_to_keysym(k)) for k in keep}
         bitmap = display.query_keymap()

@@ -21,8 +21,6 @@ def register(subparsers: Any) -> None:
     sub = mcp.add_subparsers(dest="mcp_command", metavar="SUBCOMMAND")
     listing = sub.add_parser("list", help="start each server of config/mcp.json; show its tools")
     listing.add_argument("--json", action="store_true", help="one JSON object instead of text")
-    listing.add_argument("--data-dir", help="data directory (default: $JARVIS_DATA_DIR or ./data)")
-    listing.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
     listing.set_defaults(handler=cmd_mcp_list)
     mcp.set_defaults(handler=_usage(mcp))
 

@@ -289,7 +289,22 @@ class JarvisApp(App[None]):
     # --- commands out ----------------------------------------------------------------
     @on(Prompt.Submitted)
     def _send(self, event: Prompt.Submitted) -> None:
-        self._command("sent", self.backend.send(event.text))
+        self._send_task(event.text)
+
+    @work(group="commands")
+    async def _send_task(self, text: str) -> None:
+        try:
+            await self.backend.send(text)
+        except BackendError as exc:  # not sent: the text goes back into the prompt
+            self.prompt.restore(text)
+            self.notify(
+                f"{exc}\nYour text is back in the prompt.",
+                title="not sent",
+                severity="error",
+                markup=False,
+            )
+            return
+        self.notify("sent", timeout=2)
 
     @on(NeedsUser.Answered)
     def _answer(self, event: NeedsUser.Answered) -> None:

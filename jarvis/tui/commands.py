@@ -26,7 +26,9 @@ def register(subparsers: Any) -> None:
             "when none runs, starts the gateway itself and stops it on exit."
         ),
     )
-    tui.add_argument("--url", help="the API of a running serve (default: from the settings)")
+    tui.add_argument(
+        "--url", help="the API of a running serve (default: where DATA/serve.lock says it is)"
+    )
     tui.add_argument(
         "--no-start",
         action="store_true",
@@ -63,6 +65,8 @@ def _replay(path: Path, settings: Settings) -> int:
 
 
 def _live(args: argparse.Namespace, settings: Settings) -> int:
+    from httpx import AsyncHTTPTransport
+
     from jarvis.tui.app import JarvisApp
     from jarvis.tui.client import ApiBackend
     from jarvis.tui.launcher import LaunchError, find_serve, start_gateway, stop_gateway
@@ -78,7 +82,14 @@ def _live(args: argparse.Namespace, settings: Settings) -> int:
     except LaunchError as exc:
         print(f"jarvis: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    backend = ApiBackend(target.url, target.token, label=target.label, owns_gateway=target.owned)
+    transport = None if target.socket is None else AsyncHTTPTransport(uds=str(target.socket))
+    backend = ApiBackend(
+        target.url,
+        target.token,
+        label=target.label,
+        owns_gateway=target.owned,
+        transport=transport,
+    )
     try:
         JarvisApp(backend, settings.tui).run()
     finally:

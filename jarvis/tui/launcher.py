@@ -1,9 +1,8 @@
 """Find the ``jarvis serve`` that holds the data dir, or start the gateway for this TUI.
 
-A running daemon names itself in ``DATA/serve.lock`` (pid, host, command). When that
-process is alive, the TUI connects to its API at ``--url``, else the address of the
-``api.http`` setting (the one ``serve`` listens on), else ``tui.host``/``tui.port``,
-with the token from ``DATA/config/api_token``.
+A running daemon names itself and the address its API listens on in ``DATA/serve.lock``;
+the TUI finds it there like every client (:mod:`jarvis.discovery`), with the token from
+``DATA/config/api_token``. ``--url`` overrides the address.
 
 When no daemon holds the data dir, :func:`start_gateway` runs ``python -m jarvis serve
 --data-dir DATA --http 127.0.0.1:PORT`` (a free port) as a child in its own session, its
@@ -14,8 +13,6 @@ SIGKILL if it does not stop in time.
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import socket
 import subprocess
@@ -23,13 +20,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from jarvis.config import Settings
+from jarvis.discovery import TOKEN_FILE, DaemonNotFound, find_daemon, read_token
 
-TOKEN_FILE = Path("config") / "api_token"
+FIND_WAIT_S = 5.0
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
 
@@ -44,54 +41,30 @@ class Target:
     token: str
     label: str
     process: subprocess.Popen[bytes] | None = None
+    socket: Path | None = None
+    """The API's Unix socket, when the daemon has no TCP address (``url`` is then a name)."""
 
     @property
     def owned(self) -> bool:
         return self.process is not None
 
 
-def serve_holder(data_dir: Path) -> dict[str, Any] | None:
-    """Who holds ``DATA/serve.lock``, when that process is alive on this host."""
-    try:
-        holder = json.loads((data_dir / "serve.lock").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(holder, dict) or holder.get("host") not in (None, socket.gethostname()):
-        return None
-    try:
-        os.kill(int(holder["pid"]), 0)
-    except (KeyError, TypeError, ValueError, ProcessLookupError):
-        return None
-    except PermissionError:  # alive, another user's
-        pass
-    return holder
-
-
-def read_token(data_dir: Path) -> str:
-    path = data_dir / TOKEN_FILE
-    try:
-        return path.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise LaunchError(f"cannot read the API token {path}: {exc.strerror}") from None
-
-
-def api_url(settings: Settings) -> str:
-    """Where ``serve`` listens by the settings (``api.http``), else ``tui.host:tui.port``."""
-    spec = getattr(getattr(settings, "api", None), "http", None)
-    if isinstance(spec, str) and spec.strip().lower() != "off":
-        host, _, port = spec.strip().rpartition(":")
-        if port.isdigit():
-            return f"http://{host or '127.0.0.1'}:{port}"
-    return f"http://{settings.tui.host}:{settings.tui.port}"
-
-
 def find_serve(settings: Settings, url: str | None = None) -> Target | None:
-    holder = serve_holder(settings.data_dir)
-    if holder is None:
+    """The serve that holds the data dir (at ``url`` when given), or None when none runs."""
+    try:
+        daemon = find_daemon(settings.data_dir, wait_s=FIND_WAIT_S)
+    except DaemonNotFound as exc:
+        raise LaunchError(str(exc)) from None
+    if daemon is None:
         return None
-    where = url or api_url(settings)
-    label = f"serve pid {holder.get('pid')} at {where.removeprefix('http://')}"
-    return Target(where, read_token(settings.data_dir), label)
+    if url:
+        return Target(url.rstrip("/"), daemon.token, f"serve pid {daemon.pid} at {url}")
+    if daemon.url is None and daemon.socket is None:
+        raise LaunchError(
+            f"serve pid {daemon.pid} holds {settings.data_dir} but has no API open "
+            f"after {FIND_WAIT_S:.0f} s (--once, or --http off?); give --url"
+        )
+    return Target(daemon.base_url, daemon.token, daemon.label, socket=daemon.socket)
 
 
 def free_port() -> int:
@@ -118,7 +91,12 @@ def start_gateway(settings: Settings, extra_args: list[str] | None = None) -> Ta
     except LaunchError:
         stop_gateway(process)
         raise
-    return Target(url, read_token(data_dir), f"own gateway pid {process.pid}", process)
+    try:
+        token = read_token(data_dir)
+    except DaemonNotFound as exc:
+        stop_gateway(process)
+        raise LaunchError(str(exc)) from None
+    return Target(url, token, f"own gateway pid {process.pid}", process)
 
 
 def wait_ready(url: str, data_dir: Path, process: subprocess.Popen[bytes]) -> None:

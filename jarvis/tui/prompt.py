@@ -63,6 +63,12 @@ class Prompt(TextArea):
         self.clear()
         self.post_message(self.Submitted(text))
 
+    def restore(self, text: str) -> None:
+        """Put back ``text`` that could not be sent, before anything typed since."""
+        typed = self.text.strip()
+        self.load_text(f"{text}\n{typed}" if typed else text)
+        self.move_cursor(self.document.end)
+
     def _walk(self, step: int) -> bool:
         """Show the previous (-1) or next (+1) entry of the history; False at either end."""
         if not self.sent:

@@ -8,7 +8,8 @@ from pydantic import BaseModel, Field
 
 
 class TuiSettings(BaseModel):
-    """How ``jarvis tui`` looks, which keys it uses, and where it finds the daemon."""
+    """How ``jarvis tui`` looks and which keys it uses (it finds the daemon through
+    ``DATA/serve.lock``: :mod:`jarvis.discovery`)."""
 
     keys: dict[str, str] = Field(
         default_factory=dict,
@@ -19,8 +20,6 @@ class TuiSettings(BaseModel):
     )
     theme: str = "textual-dark"
     screen_panel: bool = Field(True, description="show the side panel with the screen")
-    host: str = Field("127.0.0.1", description="API host when serve.json names none")
-    port: int = Field(8765, ge=0, le=65535, description="API port when serve.json names none")
     stream_refresh_ms: int = Field(
         100, ge=10, le=1000, description="streamed thought text is redrawn at most this often"
     )

@@ -47,11 +47,6 @@ def register(subparsers: Any) -> None:
         help="check the mail only: no IMAP or SMTP login, no network",
     )
     test.add_argument("--json", action="store_true", help="print one JSON document")
-    test.add_argument(
-        "--data-dir",
-        default=argparse.SUPPRESS,  # so that `jarvis email --data-dir D test` keeps D
-        help="data directory (default: $JARVIS_DATA_DIR or ./data)",
-    )
     test.set_defaults(handler=cmd_test)
 
 
