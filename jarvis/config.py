@@ -100,6 +100,11 @@ class Settings(BaseSettings):
     model_profile: str | None = Field(
         None, description="model profile (jarvis.llm.profiles); None: chosen by model name"
     )
+    model_profiles: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="profiles added or overridden, keyed by name (fields as in the shipped "
+        "jarvis/llm/profiles/profiles.json, plus 'extends'); checked at start",
+    )
     computer_tool_version: Literal["computer_20250124", "computer_20251124"] | None = Field(
         None, description="Claude's computer tool version; None: by model (computer_tool.py)"
     )
@@ -167,11 +172,7 @@ class Settings(BaseSettings):
 
     @field_validator("model_profile")
     @classmethod
-    def _known_profile(cls, value: str | None) -> str | None:
-        if value:
-            from jarvis.llm.profiles.catalog import profile_by_name
-
-            profile_by_name(value)  # raises naming the known profiles
+    def _no_empty_profile(cls, value: str | None) -> str | None:
         return value or None
 
     @field_validator("channels")
@@ -204,6 +205,21 @@ class Settings(BaseSettings):
             "safety.sandbox.channels": bool(self.safety.sandbox.channels),
         }
         return [key for key, on in used.items() if on]
+
+    @model_validator(mode="after")
+    def _known_profiles(self) -> Settings:
+        """Every profile can be right, and ``model_profile`` names one (one line each)."""
+        from jarvis.llm.profiles.catalog import catalog, profile_by_name
+
+        profiles = catalog(self.model_profiles, self.profiles_dir)
+        if self.model_profile:
+            profile_by_name(self.model_profile, profiles)  # raises naming the known ones
+        return self
+
+    @property
+    def profiles_dir(self) -> Path:
+        """Where a profile's relative ``prompt_file`` is read from."""
+        return self.data_dir / SETTINGS_FILE.parent
 
     @property
     def settings_file(self) -> Path:

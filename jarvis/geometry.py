@@ -158,6 +158,9 @@ class CoordSpace:
     kind: Literal["pixel", "relative"]
     denominator: float = 0.0
     box: bool = False
+    resize: tuple[int, int, int] | None = None
+    """For pixels of the model's own resized image: (factor, min_pixels, max_pixels) of the
+    ``smart_resize`` the serving side applies to the image sent."""
 
     def __post_init__(self) -> None:
         if self.kind == "relative" and self.denominator <= 0:
@@ -165,6 +168,12 @@ class CoordSpace:
 
     def describe(self) -> str:
         shape = "box centre" if self.box else "point"
+        if self.kind == "pixel" and self.resize:
+            factor, low, high = self.resize
+            return (
+                f"pixels of the model's resized image (factor {factor}, "
+                f"{low}..{high} pixels) ({shape})"
+            )
         if self.kind == "pixel":
             return f"pixels of the image as sent ({shape})"
         return f"relative 0..{self.denominator:g} ({shape})"
@@ -178,6 +187,9 @@ REL_UNIT = CoordSpace("relative", 1)
 
 def tool_grid(space: CoordSpace, image: Size) -> Size:
     """The grid tool calls carry points on, for answers in ``space`` about ``image``."""
+    if space.kind == "pixel" and space.resize:
+        factor, low, high = space.resize
+        return smart_size(image, factor, high, low)
     if space.kind == "pixel":
         return image
     return Size(REL_GRID, REL_GRID)
@@ -196,21 +208,40 @@ def _clamp(value: int, size: int) -> int:
     return min(size - 1, max(0, value))
 
 
+class OffScreen(ValueError):
+    """An answer outside the picture: the one out-of-screen rule (see :func:`to_tool_point`)."""
+
+
 def to_tool_point(point: Sequence[float], space: CoordSpace, image: Size) -> tuple[int, int]:
     """A model's answer (point or box, in ``space``) as a point on :func:`tool_grid`.
 
     Pixels round to the nearest pixel; a relative value ``r`` on scale ``D`` becomes grid
-    cell ``floor(r * G / D)``. Out-of-range answers
-    are clamped to the edge (models answer 1000 on a 0..1000 scale for the last column).
+    cell ``floor(r * G / D)``.
+
+    The out-of-screen rule, the same for every profile: a pixel answer must round into
+    ``0..W-1`` x ``0..H-1`` of its image (the pixel indices, as Jarvis's own tools say),
+    a relative answer must lie in ``0..D`` on both axes (``D`` itself is the far edge, the
+    last pixel, as the models' own ``x / D * width`` puts it). Anything else raises
+    :class:`OffScreen` naming the range; the call fails and the model sees why. Nothing
+    is clamped from outside the picture onto its edge.
     """
     x, y = centre(point)
     if not (math.isfinite(x) and math.isfinite(y)):
         raise ValueError(f"coordinates must be finite numbers, got {list(point)!r}")
     grid = tool_grid(space, image)
     if space.kind == "pixel":
-        return _clamp(math.floor(x + 0.5), grid.width), _clamp(math.floor(y + 0.5), grid.height)
-    scale_x = grid.width / space.denominator
-    scale_y = grid.height / space.denominator
+        px, py = math.floor(x + 0.5), math.floor(y + 0.5)
+        if not contains_point(px, py, grid):
+            raise OffScreen(
+                f"({x:g}, {y:g}) is outside the {grid} picture: x must be in "
+                f"0..{grid.width - 1} and y in 0..{grid.height - 1}"
+            )
+        return px, py
+    d = space.denominator
+    if not (0 <= x <= d and 0 <= y <= d):
+        raise OffScreen(f"({x:g}, {y:g}) is outside the picture: x and y must be in 0..{d:g}")
+    scale_x = grid.width / d
+    scale_y = grid.height / d
     # a tiny epsilon keeps exact grid values (r * G / D integral) from flooring one low
     gx = math.floor(x * scale_x + 1e-9)
     gy = math.floor(y * scale_y + 1e-9)
@@ -224,7 +255,8 @@ def to_screen(
     screen: Size,
     origin: tuple[int, int] = (0, 0),
 ) -> tuple[int, int]:
-    """The absolute logical screen pixel a model's answer means (clamped to the monitor)."""
+    """The absolute logical screen pixel a model's answer means (:class:`OffScreen` when it
+    is outside the picture)."""
     grid = tool_grid(space, image)
     gx, gy = to_tool_point(point, space, image)
     return model_to_screen(gx, gy, grid, screen, origin)
@@ -236,9 +268,10 @@ def from_screen(x: int, y: int, space: CoordSpace, image: Size, screen: Size) ->
     Pixels: the image pixel showing it; relative: the value of that pixel's centre.
     """
     if space.kind == "pixel":
+        grid = tool_grid(space, image)
         return [
-            math.floor((x + 0.5) * image.width / screen.width),
-            math.floor((y + 0.5) * image.height / screen.height),
+            math.floor((x + 0.5) * grid.width / screen.width),
+            math.floor((y + 0.5) * grid.height / screen.height),
         ]
     d = space.denominator
     return [(x + 0.5) * d / screen.width, (y + 0.5) * d / screen.height]

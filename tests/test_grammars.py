@@ -106,8 +106,8 @@ def test_glm(text: str, expected: list) -> None:
     assert pairs(parse_glm(text, point)) == expected
 
 
-def test_glm_without_box_tokens_is_an_error() -> None:
-    calls = parse_glm("I would click at [10, 20].", point)
+def test_glm_without_any_action_is_an_error() -> None:
+    calls = parse_glm("I am not sure what to do here.", point)
     assert calls[0].parse_error is not None and "begin_of_box" in calls[0].parse_error
 
 

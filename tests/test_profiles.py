@@ -18,6 +18,7 @@ from jarvis.config import ConfigError, load_settings
 from jarvis.desktop.screen import Size, model_to_screen
 from jarvis.geometry import (
     PIXELS,
+    OffScreen,
     REL_999,
     REL_1000,
     REL_UNIT,
@@ -57,22 +58,32 @@ def settings(tmp_path_factory: pytest.TempPathFactory):
 
 def answer_text(profile: str, point: list[float]) -> str:
     """A perfect answer in the profile's own format, as the model writes it."""
-    x, y = (round(v) if profile != "showui" else v for v in point)
-    if profile == "ui-tars-1.5":
+    x, y = point
+    fmt = PROFILES[profile].action_format
+    if fmt == "uitars":
         return f"Thought: the box is there.\nAction: click(start_box='({x},{y})')"
-    if profile == "glm-4.5v":
+    if fmt == "glm":
         return f"I click it. <|begin_of_box|>left_click(start_box='[{x},{y}]')<|end_of_box|>"
-    if profile == "opencua":
+    if fmt == "pyautogui":
         return f"## Thought\nclick it\n```python\npyautogui.click(x={x}, y={y})\n```"
     return ""
 
 
 def parse(profile: str, text: str, point) -> list[ToolCall]:
-    if profile == "ui-tars-1.5":
+    fmt = PROFILES[profile].action_format
+    if fmt == "uitars":
         return parse_uitars(text, point)
-    if profile == "glm-4.5v":
+    if fmt == "glm":
         return parse_glm(text, point)
     return parse_pyautogui(text, point)
+
+
+def as_written(profile: str, raw: list[float]) -> list[float]:
+    """What the model writes: whole numbers, or four decimals on a 0..1 scale."""
+    space = PROFILES[profile].space
+    if space.kind == "relative" and space.denominator == 1:
+        return [round(v, 4) for v in raw]
+    return [round(v) for v in raw]
 
 
 def run_answer(profile_name: str, screen: Size, target: tuple[int, int], settings) -> tuple:
@@ -80,7 +91,7 @@ def run_answer(profile_name: str, screen: Size, target: tuple[int, int], setting
     profile = PROFILES[profile_name]
     grid, image = geometry(profile, screen, settings)
     raw = from_screen(*target, profile.space, image, screen)
-    rounded = [round(v) for v in raw]  # models answer whole numbers
+    rounded = as_written(profile_name, raw)
 
     def point(values):
         return to_tool_point(values, profile.space, image)
@@ -108,6 +119,8 @@ def bound(profile_name: str, screen: Size, image: Size) -> int:
     space = PROFILES[profile_name].space
     if space.kind == "pixel":
         unit = max(screen.width / image.width, screen.height / image.height)
+    elif space.denominator == 1:
+        unit = max(screen.width, screen.height) / 10_000  # four decimals
     else:
         unit = max(screen.width, screen.height) / space.denominator
     return max(1, math.ceil(unit))
@@ -202,16 +215,34 @@ def test_documented_text_cases(profile, screen, text, expected, settings) -> Non
     [
         (REL_UNIT, [0.5, 0.5], "1920x1080", (960, 540)),  # ShowUI / Aguvis 0..1
         (REL_UNIT, [1.0, 1.0], "1920x1080", (1919, 1079)),
-        (REL_UNIT, [-0.2, 1.7], "1024x768", (0, 767)),  # clamped
         (REL_999, [500, 500], "1920x1080", (961, 540)),  # a 0..999 scale: 500/999
-        (REL_1000, [1200, -5], "1280x800", (1279, 0)),  # clamped
-        (PIXELS, [1365.6, 766.4], "1920x1080", (1919, 1077)),  # float pixels round
+        (REL_999, [999, 999], "1920x1080", (1919, 1079)),  # the far edge: the last pixel
+        (REL_1000, [1000, 0], "1280x800", (1279, 0)),
+        (PIXELS, [1365.4, 766.4], "1920x1080", (1919, 1077)),  # float pixels round
     ],
 )
-def test_spaces_and_clamping(space, answer, screen, expected) -> None:
+def test_spaces_and_edges(space, answer, screen, expected) -> None:
     size = S(screen)
     image = anthropic_size(size)
     assert to_screen(answer, space, image, size) == expected
+
+
+# the one out-of-screen rule: outside the picture is refused, never clamped onto its edge
+@pytest.mark.parametrize(
+    ("space", "answer"),
+    [
+        (REL_UNIT, [-0.2, 0.5]),
+        (REL_UNIT, [0.5, 1.7]),
+        (REL_999, [1000, 10]),
+        (REL_1000, [1200, 5]),
+        (REL_1000, [5, -5]),
+        (PIXELS, [1365.6, 10]),  # rounds to 1366 on a 1366-wide picture
+        (PIXELS, [-1, 10]),
+    ],
+)
+def test_out_of_screen_answers_are_refused(space, answer) -> None:
+    with pytest.raises(OffScreen, match="outside the"):
+        to_screen(answer, space, S("1366x768"), S("1920x1080"))
 
 
 def test_box_answers_mean_their_centre_and_bad_points_raise() -> None:

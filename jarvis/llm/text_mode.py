@@ -9,7 +9,11 @@ because models drift: the same JSON inside a ```tool_call or ```json fence (or a
 bare ``` fence, or a fence around ``<tool_call>`` blocks), a bare JSON object in the
 text whose "name" is an offered tool (or that has "arguments"), a list of call objects
 in one block, "tool" for "name" and "parameters"/"args"/"input" for "arguments", and
-arguments given as a JSON string. Broken JSON inside a ``<tool_call>`` block or a
+arguments given as a JSON string, and Python-literal dicts (single quotes, True/None)
+where JSON fails. Reasoning is never parsed: a ``<think>...</think>`` block stays text,
+and a reply that closes a ``</think>`` no ``<think>`` opened (templates that open it in
+the prompt) has its calls read only after it, so a call drafted while thinking never
+runs. Broken JSON inside a ``<tool_call>`` block or a
 tool_call fence gives a ToolCall with ``parse_error`` set, never an exception; broken
 bare JSON stays text.
 
@@ -26,6 +30,7 @@ anything that may start a block until it knows, so the streamed text equals
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import uuid
@@ -57,10 +62,11 @@ FENCE = "```"
 _CALL_FENCES = frozenset({"tool_call", "tool", "tool_calls"})
 _ARG_KEYS = ("arguments", "parameters", "args", "input")
 _CANDIDATE = re.compile(r"[<`{]")
-_BARE_START = re.compile(r'\{\s*"(?:name|tool)"\s*:')
+_BARE_START = re.compile(r"""\{\s*["'](?:name|tool)["']\s*:""")
 _BARE_PREFIX = re.compile(
-    r'\{\s*(?:"(?:n(?:a(?:m(?:e(?:"\s*)?)?)?)?|t(?:o(?:o(?:l(?:"\s*)?)?)?)?)?)?'
+    r"""\{\s*(?:["'](?:n(?:a(?:m(?:e(?:["']\s*)?)?)?)?|t(?:o(?:o(?:l(?:["']\s*)?)?)?)?)?)?"""
 )
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 _NAME_GUESS = re.compile(r'"(?:name|tool)"\s*:\s*"([^"\\]{1,100})"')
 _DECODER = json.JSONDecoder()
 
@@ -158,11 +164,51 @@ def _broken(name: str, error: str) -> ToolCall:
     return ToolCall(id=_new_id(), name=name or "unknown", parse_error=error)
 
 
+_PYTHONIC = re.compile(r"'|\b(?:True|False|None)\b")
+
+
+def _literal(text: str) -> Any:
+    """A Python-literal value (``{'name': 'click', ...}``), never evaluated; ValueError if
+    not, or if it has neither a single quote nor True/False/None (then it is broken JSON)."""
+    if not _PYTHONIC.search(text):
+        raise ValueError("not a Python literal")
+    try:
+        return ast.literal_eval(text.strip())
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _literal_end(buf: str, i: int) -> int | None:
+    """The end of the brace-balanced object starting at ``buf[i]``, or None if it is open."""
+    depth, quote = 0, ""
+    for j in range(i, len(buf)):
+        ch = buf[j]
+        if quote:
+            if ch == quote and buf[j - 1] != "\\":
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    return None
+
+
 def _calls_from_json(text: str, known: frozenset[str]) -> list[ToolCall]:
     """The calls in a block that must hold calls; broken JSON gives one call with parse_error."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
+        try:
+            value = _literal(text)
+        except ValueError:
+            pass
+        else:
+            items = value if isinstance(value, list) else [value]
+            return [c for c in (_call_from(i, False, known) for i in items) if c is not None]
         guess = _NAME_GUESS.search(text)
         snippet = text.strip()[:200]
         return [
@@ -230,9 +276,15 @@ def _bare(
     try:
         value, end = _DECODER.raw_decode(buf, i)
     except json.JSONDecodeError:
-        if not final:
-            raise _Wait from None
-        return None
+        literal_end = _literal_end(buf, i)
+        if literal_end is None:
+            if not final:
+                raise _Wait from None
+            return None
+        try:
+            value, end = _literal(buf[i:literal_end]), literal_end
+        except ValueError:
+            return None
     call = _call_from(value, True, known)
     return (end, [call]) if call is not None else None
 
@@ -242,6 +294,14 @@ def _block_at(
 ) -> tuple[int, str, list[ToolCall]] | None:
     """(end, visible text, calls) for a block starting at ``i``, or None if none starts here."""
     rest = buf[i : i + len(OPEN)]
+    if buf.startswith(THINK_OPEN, i):  # reasoning stays text: nothing in it runs
+        close = buf.find(THINK_CLOSE, i)
+        if close < 0 and not final:
+            raise _Wait
+        end = len(buf) if close < 0 else close + len(THINK_CLOSE)
+        return end, buf[i:end], []
+    if not final and len(rest) < len(THINK_OPEN) and THINK_OPEN.startswith(rest):
+        raise _Wait
     if buf.startswith(OPEN, i):
         end, calls = _tool_call_block(buf, i, final, known)
         return end, "", calls
@@ -287,10 +347,34 @@ def scan(buf: str, final: bool, known: frozenset[str]) -> tuple[str, list[ToolCa
     return "".join(out), calls, pos
 
 
+def _after_unopened_think(text: str) -> int:
+    """Where the answer starts when the reply closes a ``</think>`` no ``<think>`` opened."""
+    close = text.find(THINK_CLOSE)
+    if close >= 0 and THINK_OPEN not in text[:close]:
+        return close + len(THINK_CLOSE)
+    return 0
+
+
 def parse_tool_calls(text: str, known_tools: Iterable[str] = ()) -> tuple[str, list[ToolCall]]:
     """(text without call blocks, calls) for a whole reply."""
-    visible, calls, _ = scan(text, True, frozenset(known_tools))
-    return visible, calls
+    start = _after_unopened_think(text)
+    visible, calls, _ = scan(text[start:], True, frozenset(known_tools))
+    return text[:start] + visible, calls
+
+
+STRAY_CALL_ERROR = (
+    "this reply wrote a tool call as text, and nothing was run: call the tool itself "
+    "(native tool calling is in use)"
+)
+
+
+def stray_calls(text: str, tools: Iterable[str], run: bool) -> list[ToolCall]:
+    """Tool calls written as text in a native-mode reply: the calls themselves (``run``), or
+    one failed call per call telling the model to call the tool natively (never dropped)."""
+    _, calls = parse_tool_calls(text, tools)
+    if run:
+        return calls
+    return [ToolCall(id=c.id, name=c.name, parse_error=STRAY_CALL_ERROR) for c in calls]
 
 
 class BlockFilter:
@@ -335,21 +419,19 @@ async def parse_stream(
     """Turn a plain-text stream into one with tool calls parsed from the block protocol."""
     filt = BlockFilter(t.name for t in tools)
     shown: list[str] = []
-    calls: list[ToolCall] = []
+    raw: list[str] = []
 
     def pending(visible: str) -> list[StreamEvent]:
-        out: list[StreamEvent] = []
-        if visible:
-            shown.append(visible)
-            out.append(TextDelta(text=visible))
-        for call in filt.take_calls():
-            calls.append(call)
-            out.extend(call_events(call))
-        return out
+        filt.take_calls()  # calls are decided on the whole reply (reasoning may close late)
+        if not visible:
+            return []
+        shown.append(visible)
+        return [TextDelta(text=visible)]
 
     async with aclosing(events) as stream:
         async for event in stream:
             if isinstance(event, TextDelta):
+                raw.append(event.text)
                 for out in pending(filt.feed(event.text) if tools else event.text):
                     yield out
             elif isinstance(event, UsageSoFar):
@@ -357,6 +439,10 @@ async def parse_stream(
             elif isinstance(event, ResponseDone):
                 for out in pending(filt.flush() if tools else ""):
                     yield out
+                calls = parse_tool_calls("".join(raw), (t.name for t in tools))[1] if tools else []
+                for call in calls:
+                    for out in call_events(call):
+                        yield out
                 text = "".join(shown).strip()
                 response = event.response.model_copy(
                     update={"text": text, "tool_calls": calls, "tool_mode": "text"}

@@ -10,6 +10,12 @@
   (``{"action": "left_click", "coordinate": [x, y]}``), which vLLM's hermes parser turns
   into native tool calls.
 
+What serving stacks do to the text is undone first (:func:`clean_reply`): reasoning
+(``<think>...</think>``, or a reply that starts inside it and only closes it) is dropped,
+so a call written while thinking never runs; full-width punctuation outside quotes
+(``Action：``, ``（x，y）``) reads as ASCII; GLM's box tokens may be stripped (vLLM's
+default ``skip_special_tokens``), and then the calls are read from the answer itself.
+
 Calls are read with :mod:`ast` (never evaluated). Every point goes through
 :func:`jarvis.geometry.to_tool_point` via the ``Point`` mapper given in, so the
 calls carry points on the profile's tool grid. An action that cannot be run becomes a
@@ -30,6 +36,39 @@ Point = Callable[[Sequence[float]], tuple[int, int]]
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _BOX = re.compile(r"<\|begin_of_box\|>(.*?)<\|end_of_box\|>", re.S)
 _ACTION = re.compile(r"^\s*Action\s*:\s*", re.M)
+_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.S)
+_ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.S)
+_FULL_WIDTH = str.maketrans({"（": "(", "）": ")", "，": ",", "：": ":", "［": "[", "］": "]"})
+
+
+def strip_reasoning(text: str) -> str:
+    """The reply without its reasoning: ``<think>...</think>`` blocks, and everything up to
+    a ``</think>`` that no ``<think>`` opened (chat templates that open it in the prompt)."""
+    close = text.find("</think>")
+    if close >= 0 and "<think>" not in text[:close]:
+        text = text[close + len("</think>") :]
+    return _THINK.sub("", text)
+
+
+def ascii_punctuation(text: str) -> str:
+    """Full-width brackets, commas and colons outside quoted strings as ASCII ones."""
+    out: list[str] = []
+    quote = ""
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = ""
+            out.append(ch)
+        elif ch in "'\"":
+            quote = ch
+            out.append(ch)
+        else:
+            out.append(ch.translate(_FULL_WIDTH))
+    return "".join(out)
+
+
+def clean_reply(text: str) -> str:
+    return ascii_punctuation(strip_reasoning(text))
 
 
 class GrammarError(ValueError):
@@ -168,7 +207,9 @@ def _split_calls(text: str) -> list[str]:
 
 
 def parse_uitars(text: str, point: Point) -> list[ToolCall]:
-    """Tool calls from a UI-TARS reply (the text after the last ``Action:``)."""
+    """Tool calls from a UI-TARS reply (the text after the last ``Action:``; ``Thought:``,
+    ``Reflection:`` and ``Action_Summary:`` before it are the model's notes)."""
+    text = clean_reply(text)
     found = list(_ACTION.finditer(text))
     if not found:
         return _to_calls(
@@ -179,16 +220,37 @@ def parse_uitars(text: str, point: Point) -> list[ToolCall]:
         try:
             name, kwargs, _ = _parse_call(source)
             out += _to_calls(call_action(name, kwargs, point))
-        except GrammarError as exc:
+        except (GrammarError, ValueError) as exc:
             out += _to_calls(str(exc))
     return out or _to_calls("the Action line holds no call")
 
 
+_GLM_ACTIONS = re.compile(
+    r"\b(?:left_click|right_click|left_double|double_click|click|hover|left_drag|drag|"
+    r"scroll|type|key|hotkey|wait|done|finished|fail|call_user)\s*\(",
+)
+
+
+def _glm_parts(text: str) -> list[str]:
+    """The action texts of a GLM reply: inside box tokens, or, with the tokens stripped by
+    the server, the calls (or a bare ``[x,y]`` box) of the answer."""
+    boxed = _BOX.findall(text)
+    if boxed:
+        return [b.strip() for b in boxed]
+    answer = _ANSWER.findall(text)
+    body = "\n".join(answer) if answer else text
+    starts = [m.start() for m in _GLM_ACTIONS.finditer(body)]
+    if starts:
+        return [c for c in _split_calls(body[starts[0] :]) if _GLM_ACTIONS.match(c)]
+    bare = re.search(r"\[\[?\s*-?\d[^\[\]]*\]\]?", body)
+    return [bare.group(0)] if bare else []
+
+
 def parse_glm(text: str, point: Point) -> list[ToolCall]:
-    """Tool calls from a GLM-4.5V reply: calls (or a bare box) inside box tokens."""
+    """Tool calls from a GLM-4.5V reply: calls (or a bare box) inside box tokens, or the
+    same without the tokens (vLLM strips special tokens by default)."""
     out: list[ToolCall] = []
-    for inner in _BOX.findall(text):
-        inner = inner.strip()
+    for inner in _glm_parts(clean_reply(text)):
         try:
             if inner.startswith("["):
                 x, y = _point_of(inner, point, "box")
@@ -199,7 +261,7 @@ def parse_glm(text: str, point: Point) -> list[ToolCall]:
                 if args and "start_box" not in kwargs:
                     kwargs["start_box"] = args[0]
                 out += _to_calls(call_action(name, kwargs, point))
-        except GrammarError as exc:
+        except (GrammarError, ValueError) as exc:
             out += _to_calls(str(exc))
     return out or _to_calls(
         "no action found: write it inside <|begin_of_box|>...<|end_of_box|>, "
@@ -268,6 +330,7 @@ def _pyautogui_action(
 
 def parse_pyautogui(text: str, point: Point) -> list[ToolCall]:
     """Tool calls from OpenCUA's pyautogui code (in a ```python fence or bare)."""
+    text = clean_reply(text)
     fenced = re.findall(r"```(?:python)?\s*\n(.*?)```", text, re.S)
     code = "\n".join(fenced) if fenced else text
     out: list[ToolCall] = []
@@ -278,7 +341,7 @@ def parse_pyautogui(text: str, point: Point) -> list[ToolCall]:
         try:
             name, kwargs, args = _parse_call(source)
             out += _to_calls(_pyautogui_action(name, kwargs, args, point, pos))
-        except GrammarError as exc:
+        except (GrammarError, ValueError) as exc:
             out += _to_calls(str(exc))
     return out or _to_calls("no pyautogui call found in the reply")
 

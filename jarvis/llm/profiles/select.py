@@ -9,15 +9,20 @@ from typing import TYPE_CHECKING
 
 from jarvis import prompts
 from jarvis.geometry import Size, tool_grid
-from jarvis.llm.profiles.catalog import Choice, Profile, choose_profile
+from jarvis.llm.profiles.catalog import Choice, Profile, catalog, choose_profile
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
 
 
+def profiles_of(settings: Settings) -> dict[str, Profile]:
+    """The shipped profiles with the ``model_profiles`` setting applied."""
+    return catalog(settings.model_profiles, settings.profiles_dir)
+
+
 def active_profile(settings: Settings) -> Choice:
     """The profile for the configured provider's model (``model_profile`` first)."""
-    return choose_profile(settings.active_model, settings.model_profile)
+    return choose_profile(settings.active_model, settings.model_profile, profiles_of(settings))
 
 
 def uses_native_tool(profile: Profile, settings: Settings) -> bool:
