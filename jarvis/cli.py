@@ -35,6 +35,7 @@ SUBCOMMAND_MODULES = (
     "jarvis.gateway.channels.email.commands",
     "jarvis.tui.commands",
     "jarvis.calibrate.commands",
+    "jarvis.calibrate.profiles_commands",
 )
 
 

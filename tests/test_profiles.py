@@ -18,10 +18,10 @@ from jarvis.config import ConfigError, load_settings
 from jarvis.desktop.screen import Size, model_to_screen
 from jarvis.geometry import (
     PIXELS,
-    OffScreen,
     REL_999,
     REL_1000,
     REL_UNIT,
+    OffScreen,
     anthropic_size,
     from_screen,
     smart_resize,

@@ -5,14 +5,18 @@ at known places, sent exactly as a task's screenshot would be (the profile's ima
 prompt and action format), and asked to click each one in turn. Each answer is taken back
 to the number the model wrote (the inverse of the profile's mapping onto the tool grid),
 then read under every convention Jarvis knows: pixels of the image sent, relative
-0..1000, relative 0..1, and pixels of the full screen (a model that ignores the resize).
+0..1000, 0..999 and 0..1, and pixels of the full screen (a model that ignores the resize).
+Answers keep their fractions (a 0..1 answer is never truncated to 0); a reading outside
+the picture is no fit.
 The convention whose reading lands nearest the circles (median distance, in screen
 pixels) is the one the model uses; it fits when that is inside the circles' radius.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -22,16 +26,18 @@ from PIL import Image, ImageDraw, ImageFont
 from jarvis.desktop.screen import encode_image, resize_image
 from jarvis.geometry import (
     PIXELS,
+    REL_999,
     REL_1000,
     REL_GRID,
     REL_UNIT,
     CoordSpace,
+    OffScreen,
     Size,
     to_screen,
 )
 from jarvis.llm.base import complete
-from jarvis.llm.profiles.catalog import PROFILES, Profile
-from jarvis.llm.profiles.select import active_profile, geometry, system_prompt
+from jarvis.llm.profiles.catalog import MAPPED_FORMATS, Profile, build_catalog
+from jarvis.llm.profiles.select import active_profile, geometry, profiles_of, system_prompt
 from jarvis.llm.types import ImagePart, LLMRequest, Message, TextPart, ToolSpec
 
 if TYPE_CHECKING:
@@ -70,14 +76,22 @@ class Convention:
     of_screen: bool = False
     """The numbers are pixels of the full screen, not of the image sent."""
 
-    def read(self, raw: tuple[float, float], image: Size, screen: Size) -> tuple[int, int]:
-        return to_screen(list(raw), self.space, screen if self.of_screen else image, screen)
+    coordinates: str = "pixels"
+    """The profile field value for this convention."""
+
+    def read(self, raw: tuple[float, float], image: Size, screen: Size) -> tuple[int, int] | None:
+        """The screen pixel the answer means under this convention (None: off the picture)."""
+        try:
+            return to_screen(list(raw), self.space, screen if self.of_screen else image, screen)
+        except OffScreen:
+            return None
 
 
 CONVENTIONS = (
     Convention("pixels of the image sent", PIXELS),
-    Convention("relative 0..1000", REL_1000),
-    Convention("relative 0..1", REL_UNIT),
+    Convention("relative 0..1000", REL_1000, coordinates="0..1000"),
+    Convention("relative 0..999", REL_999, coordinates="0..999"),
+    Convention("relative 0..1", REL_UNIT, coordinates="0..1"),
     Convention("pixels of the full screen", PIXELS, of_screen=True),
 )
 
@@ -99,29 +113,32 @@ def radius(screen: Size) -> int:
     return max(8, round(min(screen.width, screen.height) * 0.03))
 
 
-def raw_answer(point: tuple[int, int], space: CoordSpace, grid: Size) -> tuple[float, float]:
+def raw_answer(point: tuple[float, float], space: CoordSpace, grid: Size) -> tuple[float, float]:
     """The number the model wrote, from the point the profile mapped it to on the tool grid
     (pixels are exact; a relative value to within half a grid cell)."""
     if space.kind == "pixel":
-        return float(point[0]), float(point[1])
+        return float(point[0]), float(point[1])  # fractions kept: 0.12 stays 0.12
     d = space.denominator
     return (point[0] + 0.5) * d / REL_GRID, (point[1] + 0.5) * d / REL_GRID
 
 
-def _point(arguments: dict[str, Any]) -> tuple[int, int] | None:
-    """The click's point, or None when it has none a click could use."""
+def _point(arguments: dict[str, Any]) -> tuple[float, float] | None:
+    """The click's point as written (fractions kept), or None when it has none."""
     try:
         x, y = arguments["x"], arguments["y"]
         if isinstance(x, bool) or isinstance(y, bool):
             return None
-        return int(x), int(y)
+        fx, fy = float(x), float(y)
     except (KeyError, TypeError, ValueError, OverflowError):
         return None
+    return (fx, fy) if math.isfinite(fx) and math.isfinite(fy) else None
 
 
 @dataclass
 class Report:
     profile: Profile
+    model: str
+    catalog: dict[str, Profile]
     screen: Size
     image: Size
     radius: int
@@ -162,6 +179,7 @@ class Report:
             "best": self.best,
             "fitting": self.fitting,
             "fits": self.fits,
+            "suggestion": None if self.fits else suggestion(self),
         }
 
     def lines(self) -> list[str]:
@@ -189,13 +207,40 @@ def same_scale(a: CoordSpace, b: CoordSpace) -> bool:
     return (a.kind, a.denominator) == (b.kind, b.denominator)
 
 
-def suggest(report: Report) -> str:
-    """Which shipped profiles use the convention the answers fit."""
+def suggestion(report: Report) -> dict[str, Any] | None:
+    """What to set for the convention the answers fit: ``model_profile`` (profiles with
+    it) and a ``model_profiles`` entry to paste (checked to load), or None when no
+    convention fits."""
     best = next((c for c in CONVENTIONS if c.name == report.best), None)
     if best is None or best.of_screen or report.best not in report.fitting:
+        return None
+    same = [p.name for p in report.catalog.values() if same_scale(p.space, best.space)]
+    base = report.profile
+    if best.coordinates != "pixels" and base.action_format not in MAPPED_FORMATS:
+        base = report.catalog["qwen3-vl"]  # Jarvis maps its computer_use calls' points
+    name = re.sub(r"[^a-z0-9.-]+", "-", report.model.lower()).strip("-") or "my-model"
+    entry = {
+        "extends": base.name,
+        "patterns": [f"^{re.escape(report.model.lower())}$"],
+        "coordinates": best.coordinates,
+    }
+    build_catalog({name: entry})  # a suggestion that would be refused is a bug here
+    return {"model_profile": same, "model_profiles": {name: entry}}
+
+
+def suggest(report: Report) -> str:
+    """The suggestion in words, with the entry to paste into settings.json."""
+    found = suggestion(report)
+    if found is None:
         return "Check how the server resizes images and the model card's convention."
-    same = [p.name for p in PROFILES.values() if same_scale(p.space, best.space)]
-    return f"Set model_profile to one with that convention: {', '.join(same) or 'none ships'}."
+    named = ", ".join(found["model_profile"])
+    entry = json.dumps({"model_profiles": found["model_profiles"]})
+    lead = (
+        f"Set model_profile to one with that convention ({named}), or paste"
+        if named
+        else ("No profile ships with it; paste")
+    )
+    return f"{lead} into settings.json: {entry}"
 
 
 async def calibrate(
@@ -204,9 +249,10 @@ async def calibrate(
     """Ask the model for each target and read its answers under every convention."""
     profile = active_profile(settings).profile
     grid, image = geometry(profile, screen, settings)
+    known = profiles_of(settings)
     sent = resize_image(picture(screen), image, None)  # as a task's screenshot is resized
     part = ImagePart.from_bytes(encode_image(sent, "png"), "image/png")
-    report = Report(profile, screen, image, radius(screen))
+    report = Report(profile, settings.active_model, known, screen, image, radius(screen))
     offered = [t for t in tools if t.name in (*POINT_TOOLS, "finished", "call_user")]
     system = system_prompt(profile, image, grid)
     for t in TARGETS:
@@ -230,7 +276,9 @@ async def calibrate(
     if points:
         for c in CONVENTIONS:
             distances = [
-                math.dist(c.read(raw, image, screen), t.centre(screen))
+                math.inf
+                if (at := c.read(raw, image, screen)) is None
+                else math.dist(at, t.centre(screen))
                 for t in TARGETS
                 if (raw := points.get(t.label)) is not None
             ]

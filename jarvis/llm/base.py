@@ -186,6 +186,9 @@ class AdapterBase:
         self.bus = connection.get("bus")
         self.retry = connection.get("retry") or RetryPolicy()
         self.text_fallback = False  # auto mode fell back to text mode for this run
+        self.text_tool_calls = "report"
+        """A call written as text in a native-mode reply: "run" it (the profile says the
+        model does that) or "report" it to the model as a failed call; never dropped."""
         self._client = self._connect(
             connection.get("api_key"),
             connection.get("base_url"),
@@ -227,6 +230,10 @@ class AdapterBase:
             try:
                 async with aclosing(self._retrying(self._native_request(request))) as events:
                     async for event in events:
+                        if isinstance(event, ResponseDone) and request.tools:
+                            for extra in self._stray_calls(event, request):
+                                yield extra
+                            continue
                         yield event
                 return
             except ToolsUnsupported as exc:
@@ -236,6 +243,28 @@ class AdapterBase:
         async with aclosing(self._retrying(request, text=True)) as events:
             async for event in events:
                 yield event
+
+    def _stray_calls(self, done: ResponseDone, request: LLMRequest) -> list[StreamEvent]:
+        """The reply's end, with tool calls it wrote as text (and no native ones) run or
+        reported, as ``text_tool_calls`` says."""
+        response = done.response
+        if response.tool_calls or not response.text:
+            return [done]
+        names = [t.name for t in request.tools]
+        calls = text_mode.stray_calls(response.text, names, self.text_tool_calls == "run")
+        if not calls:
+            return [done]
+        log.warning(
+            "the model wrote %d tool call(s) as text in a native-mode reply: %s",
+            len(calls),
+            "running them" if self.text_tool_calls == "run" else "reporting them to it",
+        )
+        events: list[StreamEvent] = [e for c in calls for e in text_mode.call_events(c)]
+        update: dict[str, Any] = {"tool_calls": calls}
+        if response.stop_reason in ("end_turn", "stop", "stop_sequence"):
+            update["stop_reason"] = "tool_use"
+        events.append(ResponseDone(response=response.model_copy(update=update)))
+        return events
 
     def _fall_back(self, exc: ToolsUnsupported) -> None:
         self.text_fallback = True

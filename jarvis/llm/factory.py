@@ -60,9 +60,12 @@ def make_provider(
             **connection,
         )
     elif profile.api == "openai-responses":
-        return OpenAIResponsesProvider(settings.openai_model, **connection)
+        responses = OpenAIResponsesProvider(settings.openai_model, **connection)
+        responses.text_tool_calls = profile.text_tool_calls
+        return responses
     else:
         inner = OpenAIProvider(settings.openai_model, **connection)
+    inner.text_tool_calls = profile.text_tool_calls
     if profile.action_format in GRAMMAR_FORMATS:
         return ProfileProvider(inner, profile)
     return inner

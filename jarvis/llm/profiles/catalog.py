@@ -104,7 +104,9 @@ class ProfileSpec(BaseModel):
             try:
                 re.compile(pattern)
             except re.error as exc:
-                raise ValueError(f"patterns: {pattern!r} is not a regular expression: {exc}")
+                raise ValueError(
+                    f"patterns: {pattern!r} is not a regular expression: {exc}"
+                ) from None
         if self.coordinates != "pixels" and self.action_format not in MAPPED_FORMATS:
             raise ValueError(
                 f"coordinates: {self.coordinates!r} with action_format {self.action_format!r}, "
@@ -182,7 +184,9 @@ def coord_space(spec: ProfileSpec) -> CoordSpace:
         return CoordSpace("pixel", box=spec.box)
     if spec.coordinates == "resized-pixels":
         img = spec.image
-        return CoordSpace("pixel", box=spec.box, resize=(img.factor, img.min_pixels, img.max_pixels))
+        return CoordSpace(
+            "pixel", box=spec.box, resize=(img.factor, img.min_pixels, img.max_pixels)
+        )
     return CoordSpace("relative", float(spec.coordinates.split("..")[1]), box=spec.box)
 
 
