@@ -58,6 +58,7 @@ def cmd_calibrate(args: argparse.Namespace, settings: Settings) -> int:
     from jarvis.llm.base import ProviderError
     from jarvis.llm.factory import make_provider
     from jarvis.llm.profiles.catalog import UnknownProfile, profile_by_name
+    from jarvis.llm.profiles.select import profiles_of
     from jarvis.tools.computer import build_registry
 
     problem = base_url_problem(settings.provider)
@@ -66,7 +67,7 @@ def cmd_calibrate(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_ERROR
     if args.profile:
         try:
-            profile_by_name(args.profile)
+            profile_by_name(args.profile, profiles_of(settings))
         except UnknownProfile as exc:
             print(f"jarvis calibrate: {exc}")
             return EXIT_ERROR
