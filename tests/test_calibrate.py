@@ -211,3 +211,48 @@ def test_the_picture_has_each_circle_where_it_says() -> None:
         x, y = t.centre(screen)
         assert image.getpixel((x - r // 2, y)) == t.rgb  # inside, off the label
         assert image.getpixel((x + r + 3, y)) != t.rgb  # outside
+
+
+REL_999: Answer = lambda c, im: [round(c[0] / im.width * 999, 2), round(c[1] / im.height * 999, 2)]  # noqa: E731
+REL_1000_F: Answer = lambda c, im: [
+    round(c[0] / im.width * 1000, 2),
+    round(c[1] / im.height * 1000, 2),
+]  # noqa: E731
+REL_UNIT: Answer = lambda c, im: [round(c[0] / im.width, 4), round(c[1] / im.height, 4)]  # noqa: E731
+
+
+@pytest.mark.parametrize(
+    ("answer", "space", "coordinates"),
+    [
+        (PIXELS, "pixels of the image sent", None),
+        (REL_1000_F, "relative 0..1000", "0..1000"),
+        (REL_999, "relative 0..999", "0..999"),
+        (REL_UNIT, "relative 0..1", "0..1"),  # used to be truncated to 0
+    ],
+)
+def test_calibrate_names_every_space(
+    answer: Answer, space: str, coordinates: str | None,
+    fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Any,
+) -> None:  # fmt: skip
+    fake_model.set_default(looking_model(answer, click))
+    code, report = run_cli(
+        fake_model, monkeypatch, tmp_path, capsys,
+        "--provider", "openai", "--model", "acme-vl", "--screen", "3440x1440",
+    )  # fmt: skip
+    assert report["best"] == space, report
+    if coordinates is None:
+        assert code == 0 and report["suggestion"] is None
+        return
+    assert code == 1
+    entry = report["suggestion"]["model_profiles"]["acme-vl"]
+    assert entry["coordinates"] == coordinates and entry["patterns"] == ["^acme\\-vl$"]
+    # the entry pasted into settings.json loads, and is then the profile in use and fits
+    config = tmp_path / "data" / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "settings.json").write_text(
+        json.dumps({"model_profiles": report["suggestion"]["model_profiles"]})
+    )
+    assert (
+        main(["profiles", "show", "acme-vl", "--json", "--data-dir", str(tmp_path / "data")]) == 0
+    )
+    assert json.loads(capsys.readouterr().out)["coordinates"] == coordinates
