@@ -213,12 +213,16 @@ def test_the_picture_has_each_circle_where_it_says() -> None:
         assert image.getpixel((x + r + 3, y)) != t.rgb  # outside
 
 
-REL_999: Answer = lambda c, im: [round(c[0] / im.width * 999, 2), round(c[1] / im.height * 999, 2)]  # noqa: E731
-REL_1000_F: Answer = lambda c, im: [
-    round(c[0] / im.width * 1000, 2),
-    round(c[1] / im.height * 1000, 2),
-]  # noqa: E731
-REL_UNIT: Answer = lambda c, im: [round(c[0] / im.width, 4), round(c[1] / im.height, 4)]  # noqa: E731
+def scaled(d: float, places: int) -> Answer:
+    """Answers on a 0..d scale, written to ``places`` decimals."""
+
+    def answer(c: tuple[float, float], im: Image.Image) -> list[float]:
+        return [round(c[0] / im.width * d, places), round(c[1] / im.height * d, places)]
+
+    return answer
+
+
+REL_999, REL_1000_F, REL_UNIT = scaled(999, 2), scaled(1000, 2), scaled(1, 4)
 
 
 @pytest.mark.parametrize(

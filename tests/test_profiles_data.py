@@ -1,3 +1,4 @@
+# ruff: noqa: E501
 """Profiles as data: the shipped file, ``model_profiles`` overrides, the `jarvis profiles`
 commands, and what real serving stacks do to answers (tokens stripped, reasoning before
 the action, full-width punctuation, several actions), per profile, to screen pixels."""
@@ -31,7 +32,7 @@ def expected(screen: str, fx: float, fy: float) -> tuple[int, int]:
 
 
 # (profile, answer with {x} {y} in its own units, what the serving stack did to it)
-REAL = [
+REAL = [  # one answer per line: the table reads better than wrapped strings
     ("glm-4.5v", "<think>left_click(start_box='[1,1]')</think><answer>left_click(start_box='[{x},{y}]')</answer>", "vLLM: box tokens stripped, reasoning kept"),
     ("glm-4.5v", "I click it. <|begin_of_box|>left_click(start_box='[{x},{y}]')<|end_of_box|>", "tokens present"),
     ("glm-4.5v", "[[{x},{y},{x},{y}]]", "vLLM: a bare box, tokens stripped"),
@@ -80,7 +81,10 @@ def test_real_answers_land_within_1px(profile, template, why, screen, tmp_path, 
 
 
 def test_several_actions_in_one_answer(tmp_path, capsys) -> None:
-    text = "Thought: x\nAction: click(start_box='(10,20)')\n\ntype(content='hi\\n')\n\nhotkey(key='ctrl s')"
+    text = (
+        "Thought: x\nAction: click(start_box='(10,20)')\n\ntype(content='hi\\n')"
+        "\n\nhotkey(key='ctrl s')"
+    )
     data = profiles_test(tmp_path, capsys, "ui-tars-1.5", "1920x1080", text)
     assert [a["tool"] for a in data["actions"]] == ["click", "type", "press_key", "hotkey"]
 
@@ -111,7 +115,7 @@ def test_list_and_show_with_a_settings_override(tmp_path, capsys) -> None:
     }}))  # fmt: skip
     assert main(["profiles", "list", "--json", "--data-dir", str(tmp_path / "data")]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
-    assert list(rows)[0] == "my-qwen" and rows["my-qwen"]["from"] == "settings"
+    assert next(iter(rows)) == "my-qwen" and rows["my-qwen"]["from"] == "settings"
     assert rows["qwen3-vl"]["from"] == "shipped + settings"
     assert rows["my-qwen"]["coordinates"] == "0..999"
     assert (
@@ -146,7 +150,7 @@ def test_a_wrong_override_names_the_field(tmp_path: Path) -> None:
     config.mkdir()
     (config / "settings.json").write_text('{"model_profiles": {"x": {"coordinates": "0..1"}}}')
     with pytest.raises(
-        ConfigError, match="model_profiles.x: coordinates: '0..1' with action_format 'tools'"
+        ConfigError, match=r"model_profiles\.x: coordinates: '0\.\.1' with action_format 'tools'"
     ):
         load_settings(tmp_path)
 

@@ -176,7 +176,7 @@ def cmd_test(args: argparse.Namespace, settings: Settings) -> int:
     screen: Size = args.screen
     _, image = geometry(profile, screen, settings)
     calls = parse_answer(profile, args.answer, screen, settings)
-    actions = []
+    actions: list[dict[str, Any]] = []
     for call in calls:
         if call.parse_error:
             actions.append({"tool": call.name, "error": call.parse_error})
