@@ -13,7 +13,14 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -206,9 +213,21 @@ class Settings(BaseSettings):
         }
         return [key for key, on in used.items() if on]
 
+    @field_validator("model_profiles")
+    @classmethod
+    def _profiles_can_be_right(
+        cls, value: dict[str, dict[str, Any]], info: ValidationInfo
+    ) -> dict[str, dict[str, Any]]:
+        """Every profile can be right (else one line naming the profile and the field)."""
+        from jarvis.llm.profiles.catalog import catalog
+
+        data_dir = info.data.get("data_dir") or DEFAULT_DATA_DIR
+        catalog(value, Path(data_dir) / SETTINGS_FILE.parent)
+        return value
+
     @model_validator(mode="after")
     def _known_profiles(self) -> Settings:
-        """Every profile can be right, and ``model_profile`` names one (one line each)."""
+        """``model_profile`` names a profile, shipped or from ``model_profiles``."""
         from jarvis.llm.profiles.catalog import catalog, profile_by_name
 
         profiles = catalog(self.model_profiles, self.profiles_dir)
@@ -298,7 +317,8 @@ def _describe(exc: ValidationError, source: str) -> str:
     lines = []
     for err in exc.errors():
         field = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        lines.append(f"{source}: field '{field}': {err['msg']}")
+        message = str(err["msg"]).removeprefix("Value error, ")
+        lines.append(f"{source}: field '{field}': {message}")
     return "; ".join(lines)
 
 

@@ -33,10 +33,10 @@ A point may also come as a box ``[x1, y1, x2, y2]``: a box means its centre.
 
 Tool calls carry points on a *tool grid*: the image's pixels for a pixel space, and a
 10000 x 10000 grid for a relative space.
-:func:`to_tool_point` maps an answer onto that grid and clamps it; the desktop layer then
-maps a grid point to the screen with :func:`model_to_screen` (the pixel-centre
-convention: relative value ``r`` lands on the screen pixel holding position ``r / D`` of
-the axis, as the models' own code maps it back: ``x / 1000 * width``).
+:func:`to_tool_point` maps an answer onto that grid (refusing one outside the picture);
+the desktop layer then maps a grid point to the screen with :func:`model_to_screen` (the
+pixel-centre convention: relative value ``r`` lands on the screen pixel holding position
+``r / D`` of the axis, as the models' own code maps it back: ``x / 1000 * width``).
 :func:`to_screen` is that composition, the function every table test goes through, and
 the one path the running agent takes.
 """

@@ -168,3 +168,68 @@ def test_text_calls_in_a_native_reply_are_run_or_reported() -> None:
     )
     assert parse_tool_calls(thinking + text, ["click"])[1][0].arguments == {"x": 3, "y": 4}
     assert len(parse_tool_calls(thinking + text, ["click"])[1]) == 1
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 1000])
+async def test_a_streamed_thinking_reply_runs_only_the_call_after_its_reasoning(size: int) -> None:
+    """Qwen3 "Thinking" in text mode: the template opens <think>, the reply only closes it;
+    a call drafted inside the reasoning must not run, however the stream is chunked."""
+    from jarvis.llm.text_mode import parse_stream
+    from jarvis.llm.types import LLMResponse, ResponseDone, TextDelta, ToolCallDone, ToolSpec
+
+    reply = (
+        'maybe <tool_call>{"name": "click", "arguments": {"x": 1, "y": 1}}</tool_call> no.'
+        '</think>The OK button. <tool_call>{"name": "click", "arguments": {"x": 7, "y": 8}}'
+        "</tool_call>"
+    )
+
+    async def events():
+        for i in range(0, len(reply), size):
+            yield TextDelta(text=reply[i : i + size])
+        yield ResponseDone(response=LLMResponse(stop_reason="end_turn"))
+
+    tools = [ToolSpec(name="click", description="click", parameters={"type": "object"})]
+    seen = [e async for e in parse_stream(events(), tools)]
+    done = [e.call for e in seen if isinstance(e, ToolCallDone)]
+    final = seen[-1].response
+    assert [c.arguments for c in done] == [{"x": 7, "y": 8}]
+    assert [c.arguments for c in final.tool_calls] == [{"x": 7, "y": 8}]
+    assert final.stop_reason == "tool_use"
+
+
+@pytest.mark.parametrize(("setting", "expected"), [("report", STRAY_CALL_ERROR), ("run", None)])
+async def test_a_call_left_as_text_in_a_native_reply_is_never_dropped(
+    setting: str, expected: str | None, fake_model, monkeypatch, tmp_path: Path
+) -> None:
+    """Through the real openai SDK: a server without a tool parser leaves the call in the
+    text; the profile's ``text_tool_calls`` says whether it runs or goes back as an error."""
+    from jarvis.llm.base import complete
+    from jarvis.llm.factory import make_provider
+    from jarvis.llm.types import LLMRequest, Message, ToolSpec
+    from tests.agent_harness import agent_settings
+    from tests.fake_model import Reply
+
+    config = tmp_path / "data" / "config"
+    config.mkdir(parents=True)
+    override = {"generic": {"text_tool_calls": setting}}
+    (config / "settings.json").write_text(json.dumps({"model_profiles": override}))
+    settings = agent_settings(tmp_path, fake_model, monkeypatch, "openai", openai_model="gpt-4o")
+    fake_model.script(
+        Reply(
+            text='Clicking. <tool_call>{"name": "click", "arguments": {"x": 3, "y": 4}}</tool_call>'
+        )
+    )
+    provider = make_provider(settings)
+    try:
+        tools = [ToolSpec(name="click", description="click", parameters={"type": "object"})]
+        request = LLMRequest(
+            system="s", messages=[Message.user("go")], tools=tools, tool_mode="native"
+        )
+        response = await complete(provider, request)
+    finally:
+        await provider.aclose()
+    assert fake_model.requests[0].tool_names == ["click"]  # native tools were offered
+    assert [c.name for c in response.tool_calls] == ["click"]
+    assert response.tool_calls[0].parse_error == expected
+    if expected is None:
+        assert response.tool_calls[0].arguments == {"x": 3, "y": 4}

@@ -30,7 +30,6 @@ anything that may start a block until it knows, so the streamed text equals
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import uuid
@@ -39,6 +38,8 @@ from contextlib import aclosing
 from typing import Any
 
 from jarvis import prompts
+from jarvis.llm.pyliteral import literal as _literal
+from jarvis.llm.pyliteral import literal_end as _literal_end
 from jarvis.llm.types import (
     LLMRequest,
     Message,
@@ -162,39 +163,6 @@ def _call_from(obj: Any, loose: bool, known: frozenset[str]) -> ToolCall | None:
 
 def _broken(name: str, error: str) -> ToolCall:
     return ToolCall(id=_new_id(), name=name or "unknown", parse_error=error)
-
-
-_PYTHONIC = re.compile(r"'|\b(?:True|False|None)\b")
-
-
-def _literal(text: str) -> Any:
-    """A Python-literal value (``{'name': 'click', ...}``), never evaluated; ValueError if
-    not, or if it has neither a single quote nor True/False/None (then it is broken JSON)."""
-    if not _PYTHONIC.search(text):
-        raise ValueError("not a Python literal")
-    try:
-        return ast.literal_eval(text.strip())
-    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError) as exc:
-        raise ValueError(str(exc)) from None
-
-
-def _literal_end(buf: str, i: int) -> int | None:
-    """The end of the brace-balanced object starting at ``buf[i]``, or None if it is open."""
-    depth, quote = 0, ""
-    for j in range(i, len(buf)):
-        ch = buf[j]
-        if quote:
-            if ch == quote and buf[j - 1] != "\\":
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-    return None
 
 
 def _calls_from_json(text: str, known: frozenset[str]) -> list[ToolCall]:
