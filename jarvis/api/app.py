@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from jarvis import __version__
+from jarvis.a2a.mount import mount_a2a
 from jarvis.api.approvals import mount_safety, stop_running
 from jarvis.api.auth import Guard
 from jarvis.api.routes import Daemon, router, set_cookie
@@ -54,6 +55,7 @@ def create_app(daemon: Daemon, allowed_hosts: frozenset[str]) -> Guard:
     app.state.daemon = daemon
     app.include_router(router)
     mount_safety(app, daemon.gateway.approvals, functools.partial(stop_running, daemon.gateway))
+    mount_a2a(app, daemon.gateway)
     panel = static_dir()
     app.mount("/static", StaticFiles(directory=panel), name="static")
 

@@ -13,7 +13,8 @@ refuses the key, any other error that trying again does not cure) or a bug raise
 rather than hiding it in a new task. Routing is idempotent: a message already named by a task
 is not routed again (recovery after a crash re-routes only what was not routed). A message
 addressed to a task (``answers:T003`` in its header: an answer sent through the API) is
-merged into that task without asking the model, if it is still open.
+merged into that task without asking the model, if it is still open. A message marked
+``new_task`` (an A2A message: every one is its own task) becomes a new task without asking.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ from jarvis.llm.types import Message as ChatMessage
 log = logging.getLogger(__name__)
 
 ANSWERS = "answers"
+NEW_TASK = "new_task"
+"""A message whose meta has this key becomes its own task, with no merge decision (A2A)."""
 """Header key of a message addressed to one task (``answers:T003``): it is merged into that
 task without asking the model (an answer to a ``call_user`` question, from the API)."""
 TITLE_MAX = 80
@@ -192,6 +195,9 @@ class MessageRouter:
             answered = await asyncio.to_thread(self._answer, message, message.meta[ANSWERS])
             if answered is not None:
                 return answered
+        if message.meta.get(NEW_TASK):
+            todo = await asyncio.to_thread(self._new_task, message, NewDecision(action="new"))
+            return Routed(todo, "new")
         open_tasks = await asyncio.to_thread(self.todos.open_tasks)
         decision, fallback = await self.decide(message, open_tasks)
         return await asyncio.to_thread(self._apply, message, decision, open_tasks, fallback)
