@@ -262,7 +262,9 @@ class JarvisHandler(RequestHandler):
                             event, records[seen:]
                         ):
                             return
-                if todo is not None and todo.status in ("completed", "failed", "cancelled"):
+                ended = todo is not None and todo.status in ("completed", "failed", "cancelled")
+                if ended and not records:  # it never ran: no journal to say so
+                    assert todo is not None
                     yield await self._ending(task_id, context_id, todo, records)
                     return
                 await wake.wait()

@@ -111,7 +111,7 @@ class Mapper:
     def _text(self, record: dict[str, Any], kind: Any) -> str | None:
         if kind == "task_started":
             run = record.get("run")
-            return f"run {run} started" if run else "started"
+            return f"run {run} started" if run and run > 1 else "started"
         if kind == "step_started":
             self.calls = []
             return f"step {record.get('step')}"
