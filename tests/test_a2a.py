@@ -12,7 +12,6 @@ from typing import Any
 import httpx
 import pytest
 from a2a.client import A2AClientError
-from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
 from a2a.client.card_resolver import parse_agent_card
 from a2a.types import (
     CancelTaskRequest,
@@ -21,6 +20,7 @@ from a2a.types import (
     ListTasksRequest,
     SubscribeToTaskRequest,
 )
+from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
 
 from tests.a2a_harness import S, Seen, a2a_client, request, take
 from tests.agent_harness import agent_settings
