@@ -130,7 +130,7 @@ async def submit(body: MessageIn, d: D) -> Queued:
 
 @router.get("/todos")
 async def todos(d: D) -> Todos:
-    items = await d.service.todos()
+    items = await d.service.tasks()
     return Todos(todos=[TodoView.model_validate(todo_view(t)) for t in items])
 
 
@@ -230,7 +230,8 @@ async def runs(d: D, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> Runs:
     return Runs(runs=await d.service.runs(limit))
 
 
-IMAGE: dict[str, Any] = {"content": {media: {} for media in sorted(set(IMAGE_SUFFIXES.values()))}}
+BINARY = {"schema": {"type": "string", "format": "binary"}}
+IMAGE: dict[str, Any] = {"content": {m: BINARY for m in sorted(set(IMAGE_SUFFIXES.values()))}}
 """The 200 of a route that answers with a stored screenshot (PNG or JPEG)."""
 
 
@@ -255,7 +256,7 @@ async def screen_latest(d: D) -> FileResponse:
 
 
 @router.get(
-    "/screen/live", response_class=Response, responses={200: {"content": {"image/jpeg": {}}}}
+    "/screen/live", response_class=Response, responses={200: {"content": {"image/jpeg": BINARY}}}
 )
 async def screen_live(d: D) -> Response:
     """The daemon's display now (the one the agent works on; the private one under

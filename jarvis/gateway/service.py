@@ -151,7 +151,8 @@ class DaemonService:
         """Call ``listener`` with every journal line once written; returns an unsubscribe."""
         return self._gateway.journal.listen(listener)
 
-    async def todos(self) -> list[Todo]:
+    async def tasks(self) -> list[Todo]:
+        """Every task in todos.md, in file order."""
         return await asyncio.to_thread(self._gateway.todos.all)
 
     async def task(self, task_id: str) -> TaskRecord | None:
