@@ -30,6 +30,24 @@ async def wait_event(recorder: EventRecorder, kind: type, count: int = 1) -> Any
     return recorder.of(kind)[count - 1]
 
 
+@dataclass
+class _Desk:
+    """The daemon's side of the safety routes, for an agent run without a gateway: the real
+    approval store, and a stop button that only records who pressed it."""
+
+    store: ApprovalStore
+    stop: Callable[[str], Any]
+
+    def attend(self) -> None:
+        self.store.attended = True
+
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        return self.store.pending()
+
+    def approve(self, approval_id: str, decision: str, note: str, by: str) -> None:
+        self.store.resolve(approval_id, decision, note, via=by)
+
+
 class ApiServer:
     """The safety routes on a real uvicorn in a thread, on a free loopback port."""
 
@@ -47,7 +65,7 @@ class ApiServer:
                     return JSONResponse({"detail": "unauthorized"}, status_code=401)
                 return await call_next(request)
 
-        mount_safety(app, store, self._stop)
+        mount_safety(app, _Desk(store, self._stop))
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"

@@ -1,8 +1,8 @@
 """The daemon as A2A sees it: submit, answer, cancel, and read tasks and their journal.
 
-One small interface over the gateway's public methods, so the A2A handler never touches
-the gateway itself; when the daemon's service facade is the one way in, only this module
-changes.
+One small interface over the daemon's service facade
+(:class:`~jarvis.gateway.service.DaemonService`), the same one the control API's routes
+call: A2A never touches the gateway itself.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from jarvis.config import Settings
-from jarvis.events import Event, ReplyReady
-from jarvis.gateway.gateway import Gateway
+from jarvis.events import Event
 from jarvis.gateway.message_format import Message
 from jarvis.gateway.router import ANSWERS, NEW_TASK
+from jarvis.gateway.service import DaemonService
 from jarvis.gateway.todos import Todo
 from jarvis.runs.journal import Listener
 from jarvis.runs.reader import find_run, read_events
@@ -27,45 +27,45 @@ CHANNEL = "a2a"
 class A2ADaemon:
     """What the A2A handler may do with the daemon (see the module doc)."""
 
-    def __init__(self, gateway: Gateway) -> None:
-        self._gateway = gateway
+    def __init__(self, service: DaemonService) -> None:
+        self._service = service
 
     @property
     def settings(self) -> Settings:
-        return self._gateway.settings
+        return self._service.settings
 
     @property
     def data_dir(self) -> Path:
-        return self._gateway.settings.data_dir
+        return self._service.data_dir
 
     async def submit(self, text: str, context_id: str) -> str:
         """A new task of the a2a channel (never merged); its message id. Raises
         ChannelRefused (rate limit) or ValueError (no text)."""
-        message = await self._gateway.submit(
-            text, CHANNEL, reply_to=context_id, meta={NEW_TASK: "yes"}, by_api=True
+        sent = await self._service.submit(
+            text, CHANNEL, reply_to=context_id, meta={NEW_TASK: "yes"}
         )
-        return message.id
+        return sent.message_id
 
     async def answer(self, todo_id: str, text: str, context_id: str) -> str:
         """A message addressed to an open task (its ``call_user`` answer): the router
         merges it into the task."""
-        message = await self._gateway.submit(
-            text, CHANNEL, reply_to=context_id, meta={ANSWERS: todo_id}, by_api=True
+        sent = await self._service.submit(
+            text, CHANNEL, reply_to=context_id, meta={ANSWERS: todo_id}
         )
-        return message.id
+        return sent.message_id
 
     async def cancel(self, todo_id: str) -> Todo:
         """Cancel an open task (KeyError: none; TodoState: it has ended)."""
-        return await self._gateway.cancel_task(todo_id, CHANNEL)
+        return await self._service.cancel(todo_id, CHANNEL)
 
     async def message(self, message_id: str) -> Message | None:
-        return await asyncio.to_thread(self._gateway.queue.find, message_id)
+        return await self._service.message(message_id)
 
     async def todo_of(self, message_id: str) -> Todo | None:
-        return await asyncio.to_thread(self._gateway.todos.find_by_message, message_id)
+        return await self._service.task_of_message(message_id)
 
     async def todos(self) -> list[Todo]:
-        return await asyncio.to_thread(self._gateway.todos.all)
+        return await self._service.tasks()
 
     async def journal(self, todo_id: str) -> list[dict[str, Any]]:
         """The task's journal lines (empty before it first ran)."""
@@ -80,9 +80,9 @@ class A2ADaemon:
 
     def listen(self, listener: Listener) -> Callable[[], None]:
         """Every journal line once written (called in the writer's thread)."""
-        return self._gateway.journal.listen(listener)
+        return self._service.listen(listener)
 
     def on_reply(self, handler: Callable[[Event], None]) -> Callable[[], None]:
         """Every ``reply_ready`` event (a task ended or asks), journaled or not: a task
         cancelled before it ran has no journal."""
-        return self._gateway.bus.subscribe(handler, ReplyReady)
+        return self._service.on_reply(handler)

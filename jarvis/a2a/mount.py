@@ -16,13 +16,13 @@ from fastapi.responses import JSONResponse
 from jarvis.a2a.card import RPC_PATH, agent_card
 from jarvis.a2a.daemon import A2ADaemon
 from jarvis.a2a.handler import JarvisHandler
-from jarvis.gateway.gateway import Gateway
+from jarvis.gateway.service import DaemonService
 
 CARD_PATH = AGENT_CARD_WELL_KNOWN_PATH
 
 
-def mount_a2a(app: FastAPI, gateway: Gateway) -> JarvisHandler:
-    daemon = A2ADaemon(gateway)
+def mount_a2a(app: FastAPI, service: DaemonService) -> JarvisHandler:
+    daemon = A2ADaemon(service)
     handler = JarvisHandler(daemon)
 
     @app.get(CARD_PATH, include_in_schema=False)

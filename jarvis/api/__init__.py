@@ -59,7 +59,8 @@ Endpoints (JSON unless said otherwise)::
     POST /api/stop {by: cli|web|tui|api = api} -> 202 {stopping: bool, by}
          cancels the running task now, recorded in task_finished's ``stopped_by``
     POST /api/login {token} -> 204 + cookie;  POST /api/logout -> 204
-    GET  /docs, /openapi.json   OpenAPI (behind the token too)
+    GET  /docs, /openapi.json   OpenAPI (behind the token too): every route's response
+         model or media type; /docs is Swagger UI from ``static/swagger/`` (no CDN)
 
 The event stream, ``GET /api/events``: each event is one journal line
 (:mod:`jarvis.runs.journal`)::
@@ -86,8 +87,10 @@ every ``api.heartbeat_s`` when idle. The agent never waits for a client.
 
 Modules: :mod:`~jarvis.api.settings` (``api`` settings, ``--http`` parsing),
 :mod:`~jarvis.api.auth`, :mod:`~jarvis.api.stream` (hub and SSE),
-:mod:`~jarvis.api.routes`, :mod:`~jarvis.api.views`, :mod:`~jarvis.api.live`,
-:mod:`~jarvis.api.app`, :mod:`~jarvis.api.server` (uvicorn in the gateway's loop);
+:mod:`~jarvis.api.routes`, :mod:`~jarvis.api.models` (response bodies),
+:mod:`~jarvis.api.views`, :mod:`~jarvis.api.live`, :mod:`~jarvis.api.app`,
+:mod:`~jarvis.api.server` (uvicorn in the gateway's loop). The routes reach the daemon only
+through its service, :class:`jarvis.gateway.service.DaemonService`;
 ``static/`` is the panel (``panel.js``, with ``approvals.js``, ``budget.js`` and ``live.js``
 following the stream through DOM events).
 """

@@ -1,18 +1,19 @@
-"""The FastAPI app: the guard in front, the ``/api`` routes, the login link, the web panel."""
+"""The FastAPI app: the guard in front, the ``/api`` routes, the login link, the web panel,
+and the API's docs at ``/docs`` (Swagger UI from ``static/swagger/``, no CDN)."""
 
 from __future__ import annotations
 
-import functools
 from importlib import resources
 from pathlib import Path
 
 from fastapi import FastAPI, Request, Response
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from jarvis import __version__
 from jarvis.a2a.mount import mount_a2a
-from jarvis.api.approvals import mount_safety, stop_running
+from jarvis.api.approvals import mount_safety
 from jarvis.api.auth import Guard
 from jarvis.api.routes import Daemon, router, set_cookie
 
@@ -30,6 +31,8 @@ LOGIN_FAILED = """<!doctype html><meta charset="utf-8"><title>Jarvis: login</tit
 <p>This login link was already used, or it is wrong. Open the panel and paste the token from
 <code>DATA/config/api_token</code>, or restart <code>jarvis serve</code> for a new link.</p>
 <p><a href="/">Open the panel</a></p>"""
+SWAGGER = "/static/swagger"
+"""swagger-ui-dist's files in the package (static/swagger/SOURCE.txt says which)."""
 NO_TELEMETRY = {
     "tracing": False,
     "metrics": False,
@@ -51,13 +54,27 @@ def create_app(daemon: Daemon, allowed_hosts: frozenset[str]) -> Guard:
         description="The daemon's tasks, events and controls. Auth: Bearer token from "
         "DATA/config/api_token. Events: GET /api/events (Server-Sent Events).",
         telemetry=NO_TELEMETRY,  # type: ignore[arg-type]
+        docs_url=None,  # served below from the package's own copy of Swagger UI
+        redoc_url=None,  # ReDoc would come from a CDN
     )
     app.state.daemon = daemon
     app.include_router(router)
-    mount_safety(app, daemon.gateway.approvals, functools.partial(stop_running, daemon.gateway))
-    mount_a2a(app, daemon.gateway)
+    mount_safety(app, daemon.service)
+    mount_a2a(app, daemon.service)
     panel = static_dir()
     app.mount("/static", StaticFiles(directory=panel), name="static")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        """Swagger UI for ``/openapi.json``; every file it loads is served from here."""
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title=f"{app.title}: docs",
+            swagger_js_url=f"{SWAGGER}/swagger-ui-bundle.js",
+            swagger_css_url=f"{SWAGGER}/swagger-ui.css",
+            swagger_favicon_url=f"{SWAGGER}/favicon-32x32.png",
+            swagger_ui_parameters={"validatorUrl": None},  # no online validator badge
+        )
 
     @app.get("/", include_in_schema=False)
     async def index() -> Response:

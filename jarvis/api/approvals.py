@@ -8,29 +8,36 @@
   button, the TUI's Esc), recorded with who stopped it.
 
 The app factory mounts them with :func:`mount_safety`, inside the same auth guard as every
-other route. Answers through here are the only way to approve; nothing here accepts one
-that says it came by email.
+other route; they call the daemon's service (:class:`Safety`). Answers through here are the
+only way to approve; nothing here accepts one that says it came by email.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from jarvis.safety.approvals import MAX_NOTE, ApprovalError, ApprovalStore
+from jarvis.api.models import ApprovalAnswered, Approvals, Stopping
+from jarvis.safety.approvals import MAX_NOTE, ApprovalError
 
-if TYPE_CHECKING:
-    from jarvis.gateway.gateway import Gateway
-
-StopFn = Callable[[str], Awaitable[bool]]
-"""Cancel the running task, recorded as stopped by the argument; False when none runs."""
-
-log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api", tags=["safety"])
+
+
+class Safety(Protocol):
+    """What these routes need of the daemon (:class:`jarvis.gateway.service.DaemonService`)."""
+
+    def attend(self) -> None:
+        """Someone can answer approvals from now on."""
+
+    def pending_approvals(self) -> list[dict[str, Any]]: ...
+
+    def approve(self, approval_id: str, decision: str, note: str, by: str) -> None:
+        """Raises ApprovalError for an unknown or answered id."""
+
+    async def stop(self, by: str) -> bool:
+        """Cancel the running task, recorded as stopped by ``by``; False when none runs."""
 
 
 class ApprovalAnswer(BaseModel):
@@ -48,61 +55,38 @@ class StopIn(BaseModel):
     by: Literal["cli", "web", "tui", "api"] = "api"
 
 
-def _store(request: Request) -> ApprovalStore:
-    store: ApprovalStore = request.app.state.approvals
-    return store
+def _safety(request: Request) -> Safety:
+    safety: Safety = request.app.state.safety
+    return safety
 
 
-def _stop(request: Request) -> StopFn:
-    stop: StopFn = request.app.state.stop_task
-    return stop
-
-
-Store = Annotated[ApprovalStore, Depends(_store)]
+S = Annotated[Safety, Depends(_safety)]
 
 
 @router.get("/approvals")
-async def pending(store: Store) -> dict[str, list[dict[str, Any]]]:
+async def pending(safety: S) -> Approvals:
     """The calls waiting for an answer, oldest first."""
-    return {"pending": store.pending()}
+    return Approvals.model_validate({"pending": safety.pending_approvals()})
 
 
 @router.post("/approvals/{approval_id}")
-async def answer(approval_id: str, body: ApprovalAnswer, store: Store) -> dict[str, str]:
+async def answer(approval_id: str, body: ApprovalAnswer, safety: S) -> ApprovalAnswered:
     """Allow once, allow for the rest of the task, or deny with a note."""
     try:
-        store.resolve(approval_id, body.decision, body.note, via=body.by)
+        safety.approve(approval_id, body.decision, body.note, body.by)
     except ApprovalError as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from exc
-    return {"approval_id": approval_id, "decision": body.decision}
+    return ApprovalAnswered(approval_id=approval_id, decision=body.decision)
 
 
 @router.post("/stop", status_code=202)
-async def stop(body: StopIn, request: Request) -> dict[str, Any]:
+async def stop(body: StopIn, safety: S) -> Stopping:
     """Cancel the running task (the same path as the kill switch and Ctrl+C)."""
-    return {"stopping": await _stop(request)(body.by), "by": body.by}
+    return Stopping(stopping=await safety.stop(body.by), by=body.by)
 
 
-async def stop_running(gateway: Gateway, by: str) -> bool:
-    """Cancel the daemon's running task, recorded as stopped by ``by``; then mark it
-    cancelled the way a person's cancel does. False when no task runs."""
-    worker = gateway.worker
-    current = worker.current if worker is not None else None
-    if worker is None or current is None:
-        return False
-    worker.agent.cancel(by)  # the first cancel names the brake
-    from jarvis.gateway.todos import TodoState
-
-    try:
-        await gateway.cancel_task(current)
-    except (KeyError, TodoState) as exc:  # it ended meanwhile
-        log.info("stop: task %s: %s", current, exc)
-    return True
-
-
-def mount_safety(app: FastAPI, store: ApprovalStore, stop_task: StopFn) -> None:
+def mount_safety(app: FastAPI, safety: Safety) -> None:
     """Add the safety routes to ``app``; from now on held calls wait for an answer here."""
-    app.state.approvals = store
-    app.state.stop_task = stop_task
+    app.state.safety = safety
     app.include_router(router)
-    store.attended = True
+    safety.attend()

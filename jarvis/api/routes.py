@@ -6,6 +6,7 @@ import asyncio
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Header, HTTPException, Query, Request, Response
@@ -16,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from jarvis import __version__
 from jarvis.api.auth import COOKIE, LoginCodes, cookie_value
 from jarvis.api.live import LiveScreen, NoDisplay
+from jarvis.api.models import Cancelled, Health, Runs, Todos, TodoView
 from jarvis.api.stream import EventHub, event_stream
 from jarvis.api.views import (
     IMAGE_SUFFIXES,
@@ -28,11 +30,9 @@ from jarvis.api.views import (
     todo_view,
 )
 from jarvis.gateway.channels.registry import ChannelRefused
-from jarvis.gateway.gateway import Gateway
 from jarvis.gateway.message_format import MAX_MESSAGE_CHARS
-from jarvis.gateway.router import ANSWERS
+from jarvis.gateway.service import DaemonService, Submitted, TaskRecord
 from jarvis.gateway.todos import TodoState
-from jarvis.runs.reader import RunInfo, find_run, list_runs, load_run, read_events
 
 COOKIE_MAX_AGE_S = 30 * 24 * 3600
 Channel = Literal["web", "tui", "api"]
@@ -57,10 +57,10 @@ REPLY_TO_MAX = 500
 
 @dataclass
 class Daemon:
-    """What the routes work with: the gateway (inbox, todos, cancel), the event hub, the
-    token, the login codes and the live screen."""
+    """What the routes work with: the daemon's service (every operation on tasks), the
+    event hub, the token, the login codes and the live screen."""
 
-    gateway: Gateway
+    service: DaemonService
     hub: EventHub
     token: str
     codes: LoginCodes
@@ -68,8 +68,8 @@ class Daemon:
     live: LiveScreen = field(default_factory=LiveScreen)
 
     @property
-    def data_dir(self) -> Any:
-        return self.gateway.settings.data_dir
+    def data_dir(self) -> Path:
+        return self.service.data_dir
 
 
 def daemon(request: Request) -> Daemon:
@@ -100,6 +100,12 @@ class Queued(BaseModel):
     channel: str
     task_id: str | None = None
 
+    @classmethod
+    def of(cls, submitted: Submitted) -> Queued:
+        return cls(
+            message_id=submitted.message_id, channel=submitted.channel, task_id=submitted.task_id
+        )
+
 
 class TokenIn(BaseModel):
     token: str = Field(max_length=512)
@@ -109,8 +115,8 @@ class TokenIn(BaseModel):
 async def submit(body: MessageIn, d: D) -> Queued:
     """A message into the inbox; the router makes it a task (or merges it into one)."""
     try:
-        message = await d.gateway.submit(
-            body.text, body.channel, priority=body.priority, reply_to=body.reply_to, by_api=True
+        submitted = await d.service.submit(
+            body.text, body.channel, priority=body.priority, reply_to=body.reply_to
         )
     except ChannelRefused as exc:
         if exc.retry_after_s is None:
@@ -119,50 +125,38 @@ async def submit(body: MessageIn, d: D) -> Queued:
         raise HTTPException(429, str(exc), headers={"Retry-After": wait}) from exc
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from exc
-    return Queued(message_id=message.id, channel=message.channel)
+    return Queued.of(submitted)
 
 
 @router.get("/todos")
-async def todos(d: D) -> dict[str, list[dict[str, Any]]]:
-    items = await asyncio.to_thread(d.gateway.todos.all)
-    return {"todos": [todo_view(t) for t in items]}
+async def todos(d: D) -> Todos:
+    items = await d.service.tasks()
+    return Todos(todos=[TodoView.model_validate(todo_view(t)) for t in items])
 
 
 @router.get("/tasks/{task_id}")
 async def task(task_id: TaskId, d: D, events: bool = True) -> TaskView:
     """The todo, its latest run, its steps and (``events=false`` leaves them out) its
     journal lines."""
-    return await asyncio.to_thread(_task_view, d, task_id, events)
-
-
-def _task_view(d: Daemon, task_id: str, with_events: bool) -> TaskView:
-    todo = _todo(d, task_id)
-    folder = find_run(d.data_dir, todo.id if todo else task_id)
-    if todo is None and folder is None:
+    record = await d.service.task(task_id)
+    if record is None:
         raise HTTPException(404, f"no task {task_id}")
-    run: RunInfo | None = None
-    records: list[dict[str, Any]] = []
-    if folder is not None:
-        run = load_run(d.data_dir, folder)
-        records = list(read_events(folder / "events.jsonl"))
+    return _task_view(record, events)
+
+
+def _task_view(record: TaskRecord, with_events: bool) -> TaskView:
+    records = record.events
     steps, verdict = steps_of(records)
     view = TaskView(
-        task_id=todo.id if todo else task_id,
-        todo=todo_view(todo) if todo else None,
-        run=run,
+        task_id=record.task_id,
+        todo=TodoView.model_validate(todo_view(record.todo)) if record.todo else None,
+        run=record.run,
         steps=steps,
         verification=verdict,
         last_seq=records[-1]["seq"] if records else 0,
         events=records if with_events else None,
     )
     return task_view(view)
-
-
-def _todo(d: Daemon, task_id: str) -> Any:
-    try:
-        return d.gateway.todos.get(task_id)
-    except (KeyError, ValueError):
-        return None
 
 
 class CancelIn(BaseModel):
@@ -175,42 +169,38 @@ class CancelIn(BaseModel):
 @router.post("/tasks/{task_id}/cancel", status_code=202)
 async def cancel(
     task_id: TaskId, d: D, body: Annotated[CancelIn | None, Body()] = None
-) -> dict[str, str]:
+) -> Cancelled:
     """A person's cancel: the task ends ``cancelled`` (a running one stops within a moment),
     recorded as stopped by ``by`` (the TUI's Esc sends tui, the web panel's button web)."""
     by = (body or CancelIn()).by
     try:
-        todo = await d.gateway.cancel_task(task_id, by)
+        todo = await d.service.cancel(task_id, by)
     except KeyError:
         raise HTTPException(404, f"no task {task_id}") from None
     except TodoState as exc:
         raise HTTPException(409, str(exc)) from exc
-    return {"task_id": todo.id, "status": todo.status}
+    return Cancelled(task_id=todo.id, status=todo.status)
 
 
 @router.post("/tasks/{task_id}/answer", status_code=202)
 async def answer(task_id: TaskId, body: AnswerIn, d: D) -> Queued:
     """An answer to a task (its ``call_user`` question): a message addressed to it."""
-    todo = await asyncio.to_thread(_todo, d, task_id)
-    if todo is None:
-        raise HTTPException(404, f"no task {task_id}")
-    if not todo.is_open:
-        raise HTTPException(409, f"{todo.id} is {todo.status}; it takes no answer")
     try:
-        message = await asyncio.to_thread(
-            d.gateway.queue.append,
-            body.text,
-            "user",
-            body.channel,
-            meta={ANSWERS: todo.id},
-        )
+        submitted = await d.service.answer(task_id, body.text, body.channel)
+    except KeyError:
+        raise HTTPException(404, f"no task {task_id}") from None
+    except TodoState as exc:
+        raise HTTPException(409, str(exc)) from exc
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from exc
-    d.gateway.notify()
-    return Queued(message_id=message.id, channel=message.channel, task_id=todo.id)
+    return Queued.of(submitted)
 
 
-@router.get("/events")
+@router.get(
+    "/events",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "Server-Sent Events"}},
+)
 async def events(
     d: D,
     after: Annotated[int | None, Query(ge=0)] = None,
@@ -236,11 +226,16 @@ def event_seq(header: str) -> int:
 
 
 @router.get("/runs")
-async def runs(d: D, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> dict[str, list[RunInfo]]:
-    return {"runs": await asyncio.to_thread(list_runs, d.data_dir, limit)}
+async def runs(d: D, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> Runs:
+    return Runs(runs=await d.service.runs(limit))
 
 
-@router.get("/screenshots/{path:path}")
+BINARY = {"schema": {"type": "string", "format": "binary"}}
+IMAGE: dict[str, Any] = {"content": {m: BINARY for m in sorted(set(IMAGE_SUFFIXES.values()))}}
+"""The 200 of a route that answers with a stored screenshot (PNG or JPEG)."""
+
+
+@router.get("/screenshots/{path:path}", response_class=FileResponse, responses={200: IMAGE})
 async def screenshot(path: str, d: D) -> FileResponse:
     """A stored screenshot, ``path`` relative to ``memory/screenshots/``; anything that
     leaves that folder is 404."""
@@ -250,27 +245,24 @@ async def screenshot(path: str, d: D) -> FileResponse:
     return _image(found)
 
 
-@router.get("/screen/latest")
+@router.get("/screen/latest", response_class=FileResponse, responses={200: IMAGE})
 async def screen_latest(d: D) -> FileResponse:
     """The screenshot of the running (or last) task's latest step."""
-    task_id = d.gateway.journal.current or _newest_task(d)
-    records = []
-    if task_id is not None:
-        folder = find_run(d.data_dir, task_id)
-        if folder is not None:
-            records = await asyncio.to_thread(lambda: list(read_events(folder / "events.jsonl")))
+    records = await d.service.latest_events()
     found = await asyncio.to_thread(latest_screenshot, d.data_dir, records)
     if found is None:
         raise HTTPException(404, "no screenshot yet")
     return _image(found)
 
 
-@router.get("/screen/live", response_class=Response)
+@router.get(
+    "/screen/live", response_class=Response, responses={200: {"content": {"image/jpeg": BINARY}}}
+)
 async def screen_live(d: D) -> Response:
     """The daemon's display now (the one the agent works on; the private one under
     ``serve --sandbox``) as JPEG, scaled like the model's screenshots. 503 when no display
     can be captured."""
-    settings = d.gateway.settings
+    settings = d.service.settings
     try:
         data = await d.live.frame(settings.monitor, settings.max_side)
     except NoDisplay as exc:
@@ -278,7 +270,9 @@ async def screen_live(d: D) -> Response:
     return Response(data, media_type="image/jpeg", headers={"cache-control": "no-store"})
 
 
-@router.get("/approvals/{approval_id}/screenshot")
+@router.get(
+    "/approvals/{approval_id}/screenshot", response_class=FileResponse, responses={200: IMAGE}
+)
 async def approval_shot(approval_id: str, d: D) -> FileResponse:
     """The screen at the moment of an approval request (its event's ``screenshot``); 404
     for an id the gate does not make, or a file that is not plainly in ``approvals/``."""
@@ -288,26 +282,21 @@ async def approval_shot(approval_id: str, d: D) -> FileResponse:
     return _image(found)
 
 
-def _newest_task(d: Daemon) -> str | None:
-    newest = list_runs(d.data_dir, limit=1)
-    return newest[0].task_id if newest else None
-
-
-def _image(path: Any) -> FileResponse:
+def _image(path: Path) -> FileResponse:
     media = IMAGE_SUFFIXES[path.suffix.lower()]
     return FileResponse(path, media_type=media, headers={"cache-control": "no-store"})
 
 
 @router.get("/health")
-async def health(d: D) -> dict[str, Any]:
-    return {
-        "status": "ok",
-        "version": __version__,
-        "pid": os.getpid(),
-        "ready": d.gateway.ready.is_set(),
-        "running": d.gateway.journal.current,
-        "last_seq": max(d.hub.last_seq, d.gateway.journal.last_seq),
-    }
+async def health(d: D) -> Health:
+    state = d.service.state()
+    return Health(
+        version=__version__,
+        pid=os.getpid(),
+        ready=state.ready,
+        running=state.running,
+        last_seq=max(d.hub.last_seq, state.last_seq),
+    )
 
 
 @router.post("/login", status_code=204)

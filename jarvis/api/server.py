@@ -27,6 +27,7 @@ from jarvis.api.routes import Daemon
 from jarvis.api.settings import HttpAddress
 from jarvis.api.stream import EventHub
 from jarvis.gateway.gateway import Gateway
+from jarvis.gateway.service import DaemonService
 from jarvis.redaction import register
 
 log = logging.getLogger(__name__)
@@ -81,10 +82,11 @@ class HttpService:
             raise ApiUnavailable(f"no API token: {exc}") from exc
         register(token)  # a token quoted anywhere (a task, an error) is redacted
         sockets = self._bind()
-        hub = EventHub(self.gateway.journal, asyncio.get_running_loop(), settings.api.queue_size)
+        service = DaemonService(self.gateway)
+        hub = EventHub(service, asyncio.get_running_loop(), settings.api.queue_size)
         codes = LoginCodes()
         self.login_code = codes.issue()
-        self.daemon = Daemon(self.gateway, hub, token, codes, settings.api.heartbeat_s)
+        self.daemon = Daemon(service, hub, token, codes, settings.api.heartbeat_s)
         hosts = allowed_hosts(
             self.address.host if self.address else "127.0.0.1",
             self.port,

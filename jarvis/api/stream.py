@@ -1,6 +1,6 @@
 """The live event stream: journal lines fanned out to SSE clients that never hold up the agent.
 
-:class:`EventHub` listens to the :class:`~jarvis.runs.journal.JournalWriter`: each line,
+:class:`EventHub` listens to the daemon's journal (through its service): each line,
 once on disk, is encoded as one SSE frame (once, for all clients) and put into every
 subscriber's bounded queue. Nothing waits: a subscriber whose queue is full is marked
 overflowed and its queue dropped; its stream then sends a ``gap`` event and reads what it
@@ -16,10 +16,13 @@ import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jarvis.runs.journal import JournalLine, JournalWriter
+from jarvis.runs.journal import JournalLine
 from jarvis.runs.reader import events_after, newest_seq_on_disk, run_events
+
+if TYPE_CHECKING:
+    from jarvis.gateway.service import DaemonService
 
 RETRY_MS = 1000
 """What the browser waits before it reconnects by itself."""
@@ -75,17 +78,17 @@ class Subscriber:
 class EventHub:
     """Fans journal lines out to subscribers on the event loop (see the module doc)."""
 
-    def __init__(self, journal: JournalWriter, loop: asyncio.AbstractEventLoop, size: int) -> None:
-        self.journal = journal
+    def __init__(self, service: DaemonService, loop: asyncio.AbstractEventLoop, size: int) -> None:
+        self.service = service
         self.loop = loop
         self.size = size
         self.subscribers: set[Subscriber] = set()
-        self.last_seq = newest_seq_on_disk(journal.data_dir / "runs")
+        self.last_seq = newest_seq_on_disk(service.data_dir / "runs")
         """The newest seq known: on disk at the start, then each line delivered."""
         self._loop_thread = threading.get_ident()
         self._scheduled = 0
         self.closed = False
-        self._unlisten: Callable[[], None] = journal.listen(self._on_line)
+        self._unlisten: Callable[[], None] = service.listen(self._on_line)
 
     def close(self) -> None:
         self._unlisten()
@@ -135,8 +138,9 @@ async def event_stream(
     try:
         yield f"retry: {RETRY_MS}\n\n".encode()
         if after is None:
-            last = max(hub.last_seq, hub.journal.last_seq)
-            task = hub.journal.current
+            state = hub.service.state()
+            last = max(hub.last_seq, state.last_seq)
+            task = state.running
             history = await asyncio.to_thread(run_events, data_dir, task) if task else []
         else:
             last = after

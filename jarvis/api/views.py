@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from jarvis.api.models import TodoView
 from jarvis.gateway.todos import Todo
 from jarvis.redaction import redact_value
 from jarvis.runs.reader import RunInfo
@@ -53,7 +54,7 @@ class TaskView(BaseModel):
     run, its steps, and (unless asked not to) the run's journal lines."""
 
     task_id: str
-    todo: dict[str, Any] | None = None
+    todo: TodoView | None = None
     run: RunInfo | None = None
     steps: list[StepView] = Field(default_factory=list)
     verification: dict[str, Any] | None = None

@@ -1,0 +1,81 @@
+"""The response bodies of the ``/api`` routes, so ``/openapi.json`` names their shapes
+(the wire format itself is in :mod:`jarvis.api`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from jarvis.events import ApprovalRequested
+from jarvis.gateway.todo_format import TodoStatus
+from jarvis.runs.run_info import RunInfo
+
+
+class TodoView(BaseModel):
+    """A ``todos.md`` entry, with known secrets blanked."""
+
+    id: str
+    title: str
+    status: TodoStatus
+    priority: int = 0
+    created: datetime
+    started: datetime | None = None
+    completed: datetime | None = None
+    source: str | None = None
+    message_ids: list[str] = Field(default_factory=list)
+    reply_to: str | None = None
+    parent: str | None = None
+    summary: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    description: str = ""
+
+
+class Todos(BaseModel):
+    todos: list[TodoView]
+
+
+class Cancelled(BaseModel):
+    task_id: str
+    status: TodoStatus
+    """``cancelled``."""
+
+
+class Runs(BaseModel):
+    runs: list[RunInfo]
+    """Newest first."""
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+    version: str
+    pid: int
+    ready: bool
+    """Recovered and serving."""
+    running: str | None
+    """The task the agent works on now."""
+    last_seq: int
+    """The newest journal seq: ``GET /api/events?after=`` it is "from now on"."""
+
+
+class PendingApproval(ApprovalRequested):
+    """An ``approval_requested`` event still waiting for its answer."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Approvals(BaseModel):
+    pending: list[PendingApproval]
+    """Oldest first."""
+
+
+class ApprovalAnswered(BaseModel):
+    approval_id: str
+    decision: Literal["allow_once", "allow_task", "deny"]
+
+
+class Stopping(BaseModel):
+    stopping: bool
+    """False when no task was running."""
+    by: Literal["cli", "web", "tui", "api"]
