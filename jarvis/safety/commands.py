@@ -50,7 +50,7 @@ def cmd_stop(args: argparse.Namespace, settings: Settings) -> int:
             if daemon.url is None:  # only a Unix socket
                 transport = httpx.HTTPTransport(uds=str(daemon.socket))
     except DaemonNotFound as exc:
-        print(f"jarvis stop: {exc}")
+        print(f"jarvis stop: {exc}; is `jarvis serve` running?")
         return EXIT_FAILED
     try:
         with httpx.Client(transport=transport, timeout=args.timeout) as client:
