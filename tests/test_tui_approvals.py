@@ -115,7 +115,7 @@ async def test_a_live_request_shows_the_exact_call_rings_and_takes_the_focus() -
         await until(lambda: app.focused is card, pilot)
         text = card_text(card)
         assert "Jarvis asks before this call: the text to type contains 'rm -rf'" in text
-        assert 'type { "text": "sudo rm -rf /tmp/x" }' in text  # the web panel's, on one line
+        assert 'type {"text": "sudo rm -rf /tmp/x"}' in text  # the daemon's JSON, on one line
         assert "1:05 left, then no answer counts as a denial" in text
         assert [b.id for b in card.query(Button)] == ["allow_once", "allow_task", "deny"]
         assert card.query(Input)
@@ -400,11 +400,11 @@ def test_no_budget_without_budget_lines() -> None:
 
 def test_the_call_shows_characters_that_do_not_show() -> None:
     sneaky = Approval("a-1", "c-1", "type", {"text": "su\u200bdo\u00a0ls\u202e"})
-    assert call_text(sneaky) == 'type { "text": "su\\u{200b}do\\u{a0}ls\\u{202e}" }'
+    assert call_text(sneaky) == 'type {"text": "su\\u{200b}do\\u{a0}ls\\u{202e}"}'
     astral = Approval("a-3", "c-3", "type", {"text": "x\U000e0001y\U0001d173"})
-    assert call_text(astral) == 'type { "text": "x\\u{e0001}y\\u{1d173}" }'  # not \\ue0001
+    assert call_text(astral) == 'type {"text": "x\\u{e0001}y\\u{1d173}"}'  # not \\ue0001
     plain = Approval("a-2", "c-2", "hotkey", {"keys": "alt+f4"})
-    assert call_text(plain) == 'hotkey { "keys": "alt+f4" }'
+    assert call_text(plain) == 'hotkey {"keys": "alt+f4"}'
 
 
 def test_time_left() -> None:

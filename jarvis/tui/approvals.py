@@ -43,8 +43,12 @@ ANSWERS = {"allow_once": "allowed once", "allow_task": "allowed for this task", 
 def call_text(approval: Approval) -> str:
     """The exact call: its tool and every argument, as JSON, as the daemon renders it
     (characters that do not show spelled out, the web panel's text on one line)."""
-    lines = approval.shown_arguments.splitlines()  # JSON: newlines only between its parts
-    return f"{approval.tool_name} {' '.join(line.strip() for line in lines)}"
+    text = ""
+    for line in approval.shown_arguments.splitlines():  # JSON: newlines only between parts
+        part = line.strip()
+        tight = not text or text.endswith(("{", "[")) or part.startswith(("}", "]"))
+        text += part if tight else f" {part}"
+    return f"{approval.tool_name} {text}"
 
 
 def time_left(expires_at: float, now: float) -> str:
