@@ -69,7 +69,7 @@ class Daemon:
     """The display the agent works on now (the gateway says which)."""
 
     def __post_init__(self) -> None:
-        self.live = LiveScreen(self.gateway.display_now)
+        self.live = LiveScreen(lambda: self.gateway.display_now())
 
     @property
     def data_dir(self) -> Path:
