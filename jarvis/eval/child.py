@@ -1,9 +1,9 @@
 """One eval task's agent, in its own process on the task's display.
 
 Every task runs in a fresh process whose agent's Desktop is made for the task's display
-(given in its environment: ``DISPLAY``, ``XAUTHORITY``, read once here). The runner forks it from a forkserver that
-has imported the agent already (:func:`run_in_process`), which saves seconds of imports
-per task; it can also run on its own::
+(``DISPLAY`` and ``XAUTHORITY`` of the environment the runner gives it). The runner forks
+it from a forkserver that has imported the agent already (:func:`run_in_process`), which
+saves seconds of imports per task; it can also run on its own::
 
     python -m jarvis.eval.child '{"task_file": ..., "task_id": ..., "data_dir": ...,
                                   "provider": "oracle", "model": null, "delay_s": 0}'
