@@ -66,10 +66,10 @@ class Daemon:
     codes: LoginCodes
     heartbeat_s: float = 15.0
     live: LiveScreen = field(init=False)
-    """The display the agent works on now (the gateway says which)."""
+    """The display the agent works on now (the service says which)."""
 
     def __post_init__(self) -> None:
-        self.live = LiveScreen(lambda: self.gateway.display_now())
+        self.live = LiveScreen(self.service.display_now)
 
     @property
     def data_dir(self) -> Path:
