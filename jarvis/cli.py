@@ -9,10 +9,14 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
+from typing import TYPE_CHECKING
 
 from jarvis import __version__
 from jarvis.config import ConfigError, Settings, load_settings
 from jarvis.logfile import setup_logging
+
+if TYPE_CHECKING:
+    from jarvis.desktop.x11 import XDisplay
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NEEDS_USER, EXIT_CANCELLED = 0, 1, 2, 3, 130
 STATUS_EXIT = {
@@ -173,29 +177,41 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    from jarvis.desktop.x11 import XDisplay
+
+    person = XDisplay.from_env()  # read once here; the agent's Desktop is made for a display
     if not (args.sandbox or settings.safety.sandbox.enabled):
-        return _run_here(args, settings)
+        return _run_here(args, settings, person, person)
     from jarvis.safety.sandbox import sandboxed
 
-    return sandboxed(settings, lambda: _run_here(args, settings))
+    return sandboxed(settings, lambda box: _run_here(args, settings, box, person))
 
 
-def _run_here(args: argparse.Namespace, settings: Settings) -> int:
+def _run_here(
+    args: argparse.Namespace, settings: Settings, where: XDisplay, person: XDisplay
+) -> int:
+    """The task on the display ``where``; the kill switch on the person's display."""
     from jarvis.doctor import cannot_start
     from jarvis.owner_lock import LockHeld
 
-    problem = cannot_start(settings)
+    problem = cannot_start(settings, where)
     if problem is not None:
         print(problem)
         return EXIT_FAILED
     try:
-        return asyncio.run(_run_task(args.task, settings, args.yes))
+        return asyncio.run(_run_task(args.task, settings, args.yes, where, person))
     except LockHeld as exc:  # memory in use elsewhere (a missing model only turns it off)
         print(f"jarvis: {exc}", file=sys.stderr)
         return EXIT_FAILED
 
 
-async def _run_task(task: str, settings: Settings, yes: bool = False) -> int:
+async def _run_task(
+    task: str,
+    settings: Settings,
+    yes: bool = False,
+    where: XDisplay | None = None,
+    person: XDisplay | None = None,
+) -> int:
     from jarvis.agent.factory import build_agent
     from jarvis.console import ConsoleReporter
     from jarvis.events import EventBus
@@ -210,12 +226,12 @@ async def _run_task(task: str, settings: Settings, yes: bool = False) -> int:
     reporter = ConsoleReporter(bus, settings)
     journal = JournalWriter.for_settings(settings, bus, channel="cli")
     try:
-        async with build_agent(settings, bus, approvals=approvals) as agent:
+        async with build_agent(settings, bus, approvals=approvals, where=where) as agent:
             loop = asyncio.get_running_loop()
             loop.add_signal_handler(signal.SIGINT, agent.cancel, "ctrl+c")
             loop.add_signal_handler(signal.SIGTERM, agent.cancel, "signal")
             try:
-                with kill_switch(settings, agent, loop):
+                with kill_switch(settings, agent, loop, person or where, lambda: where):
                     outcome = await agent.run(task)
             finally:
                 loop.remove_signal_handler(signal.SIGINT)

@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from jarvis.config import Settings
+from jarvis.desktop.x11 import XDisplay
 
 KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 URL_ENV = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
@@ -27,7 +28,7 @@ class Check:
 
 
 def check_display(settings: Settings) -> Check:
-    if not os.environ.get("DISPLAY") and os.name == "posix" and not _is_macos():
+    if not XDisplay.from_env().name and os.name == "posix" and not _is_macos():
         return Check("display", False, "DISPLAY is not set: run on a desktop or inside xvfb-run")
     from jarvis.desktop.screen import Screen
     from jarvis.llm.profiles.select import screen_sizer
@@ -51,7 +52,7 @@ def check_display(settings: Settings) -> Check:
 
 def check_input(settings: Settings) -> Check:
     """Move the pointer one pixel and back (on a real desktop too: it is one pixel)."""
-    display = os.environ.get("DISPLAY", "")
+    display = XDisplay.from_env().name
     if not display:
         return Check("input", False, "no display to send input to")
     from jarvis.desktop.input import Input
@@ -231,21 +232,23 @@ CHECKS: list[Callable[[Settings], Check]] = [
 ]
 
 
-def cannot_start(settings: Settings) -> str | None:
-    """The one line that says why a task cannot start (no key, a base URL that is not one,
-    no display or none there, a bad presets file), or None."""
+def cannot_start(settings: Settings, where: XDisplay | None = None) -> str | None:
+    """The one line that says why a task cannot start on ``where`` (default: the display
+    this process was started on): no key, a base URL that is not one, no display or none
+    there, a bad presets file; or None."""
     key_env = KEY_ENV[settings.provider]
     if not os.environ.get(key_env):
         return f"jarvis: {key_env} is not set; export it (or pick --provider) and run again."
     problem = base_url_problem(settings.provider)
     if problem is not None:
         return f"jarvis: {problem}"
-    if not os.environ.get("DISPLAY") and sys.platform.startswith("linux"):
+    where = where or XDisplay.from_env()
+    if not where.name and sys.platform.startswith("linux"):
         return "jarvis: no display (DISPLAY is unset); run on a desktop or with `xvfb-run -a`."
     problem = presets_problem(settings)
     if problem is not None:
         return f"jarvis: {problem}"
-    problem = display_problem()
+    problem = display_problem(where)
     if problem is not None:
         return f"jarvis: {problem}"
     return None
@@ -270,19 +273,18 @@ def base_url_problem(provider: str) -> str | None:
     return None
 
 
-def display_problem() -> str | None:
-    """Why the X display ``DISPLAY`` names cannot be reached (set, but no server there, or
-    the server refuses us), or None. Not on macOS or Windows, or with no DISPLAY."""
-    name = os.environ.get("DISPLAY")
+def display_problem(where: XDisplay) -> str | None:
+    """Why the X display ``where`` cannot be reached (named, but no server there, or the
+    server refuses us), or None. Not on macOS or Windows, or with no display named."""
+    name = where.name
     if not name or not sys.platform.startswith("linux"):
         return None
     from Xlib.error import DisplayError
 
     from jarvis.desktop.x11 import close_display
-    from jarvis.desktop.xconnect import open_display
 
     try:
-        display = open_display(name)
+        display = where.open()
     except (DisplayError, OSError) as exc:  # DisplayConnectionError keeps the reason in msg
         why = getattr(exc, "msg", None) or exc
         return f"cannot connect to the X display {name} (DISPLAY): {why}; is an X server there?"

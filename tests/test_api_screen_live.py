@@ -1,6 +1,6 @@
 """``GET /api/screen/live`` on a real uvicorn against real Xvfb displays: the JPEG shows what
 is on the display now (a coloured window drawn by a child process, found at its place in
-the scaled picture), follows it when it changes, follows the process's DISPLAY (as under
+the scaled picture), follows it when it changes, follows the agent's desktop (as under
 ``serve --sandbox``), needs the token, and says so with a 503 when there is no display.
 
 Also ``GET /api/approvals/{id}/screenshot``: only ids the gate makes, only regular files
@@ -23,6 +23,7 @@ import pytest
 from PIL import Image
 
 from jarvis.desktop.screen import Size, fit_size
+from jarvis.desktop.x11 import XDisplay
 from tests.agent_harness import agent_settings
 from tests.api_harness import Api, serving_api
 from tests.fake_model import FakeModel
@@ -159,26 +160,29 @@ async def test_live_screen_shows_the_display_now_and_follows_it(
             assert refused.headers["content-type"] == "application/json"
 
 
-async def test_live_screen_is_the_display_of_the_process(
+async def test_live_screen_is_the_display_of_the_agents_desktop(
     tmp_path: Path, fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """As under `serve --sandbox`: the process's DISPLAY names another (private) display,
-    and that is what the live picture shows; without a display it is a 503 that says so."""
+    """As under `serve --sandbox` or a channel's private display: the daemon says the agent
+    works on another (private) display, and that is what the live picture shows; without
+    a display it is a 503 that says so. The process's DISPLAY is not what it follows."""
     settings = agent_settings(tmp_path, fake_model, monkeypatch)
     async with serving_api(settings) as api, api.client() as client:
+        gateway = api.gateway
+        now = {"where": gateway.display_now()}
+        monkeypatch.setattr(gateway, "display_now", lambda: now["where"])
         with start_xvfb(800, 600) as private:
             env = {**os.environ, **private.env()}
-            with painted((0, 0, 800, 600), GREEN, env), monkeypatch.context() as patch:
-                patch.setenv("DISPLAY", private.display)
-                patch.setenv("XAUTHORITY", private.xauthority)
+            with painted((0, 0, 800, 600), GREEN, env):
+                now["where"] = XDisplay(private.display, private.xauthority)
                 image = await frame_until(client, lambda im: near(im.getpixel((400, 300)), GREEN))
                 assert image.size == (800, 600)  # its own size, not the session's 1920x1080
                 gone = private.display
-        with monkeypatch.context() as patch:
-            patch.setenv("DISPLAY", gone)  # that Xvfb has stopped
-            await no_display(client, gone)
-            patch.delenv("DISPLAY")
-            await no_display(client, "DISPLAY is not set")
+        now["where"] = XDisplay(gone)  # that Xvfb has stopped
+        await no_display(client, gone)
+        now["where"] = XDisplay("")
+        await no_display(client, "DISPLAY is not set")
+        now["where"] = XDisplay.from_env()
         await live_frame(client)  # the session's display again
 
 

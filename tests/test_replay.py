@@ -18,11 +18,11 @@ import pytest
 from jarvis.cli import main
 from jarvis.config import Settings
 from jarvis.desktop.screen import Size, fit_size, screen_to_model
+from jarvis.desktop.windows import Windows
 from jarvis.events import ApprovalRequested, Event, EventBus
 from jarvis.runs.replay_run import replay_task
 from jarvis.runs.report import locate
 from jarvis.runs.step_file import load_steps
-from jarvis.runs.windows import Windows
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
 from tests.agent_harness import TEST_KEY, agent_settings, model_point
 from tests.fake_model import FakeModel, Reply, call

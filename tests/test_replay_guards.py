@@ -10,10 +10,10 @@ import pytest
 from PIL import Image
 
 from jarvis.desktop.screen import Observation, Size
+from jarvis.desktop.windows import UNKNOWN, WindowInfo
 from jarvis.events import EventBus
 from jarvis.runs.replay import Replayer, Stop
 from jarvis.runs.step_file import CallFile, Monitor, StepFile
-from jarvis.runs.windows import UNKNOWN, WindowInfo
 
 EDITOR = WindowInfo(id=5, title="notes.txt - Mousepad", wm_class="Mousepad")
 TERMINAL = WindowInfo(id=9, title="Terminal", wm_class="XTerm")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from PIL import Image
 
+from jarvis.desktop.windows import WindowInfo
 from jarvis.runs.report import render
 from jarvis.runs.step_file import CallFile, Monitor, StepFile
-from jarvis.runs.windows import WindowInfo
 
 
 class Tags(HTMLParser):

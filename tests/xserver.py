@@ -18,10 +18,11 @@ second display size, run the work in a child process with ``env=server.env()``
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from jarvis.safety.sandbox import Sandbox, environment
+from jarvis.safety.sandbox import Sandbox
 from jarvis.safety.settings import SandboxSettings
 
 DEFAULT_SIZE = (1920, 1080)
@@ -35,6 +36,22 @@ class Xvfb(Sandbox):
 
     def __init__(self, width: int = DEFAULT_SIZE[0], height: int = DEFAULT_SIZE[1]) -> None:
         super().__init__(SandboxSettings(size=f"{width}x{height}", window_manager=None))
+
+
+@contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in this process's environment until the block ends (the test process's
+    start-up display); then what was there before (set or unset) is put back."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 @contextmanager

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Protocol
 
 from jarvis.agent import cutoff
 from jarvis.agent.brain import Brain, Decision, ThinkContext
@@ -55,7 +56,16 @@ from jarvis.safety.channel_display import PrivateDisplayError, display_for
 from jarvis.tools.context import ToolContext, current_context
 from jarvis.tools.results import ToolResult
 
+if TYPE_CHECKING:
+    from jarvis.desktop.desktop import Desktop
+
 log = logging.getLogger(__name__)
+
+
+class ContextFactory(Protocol):
+    """The tool context of one task, with its channels (they choose the channel policy)."""
+
+    def __call__(self, task_id: str, channels: tuple[str, ...] = ()) -> ToolContext: ...
 
 
 class Agent:
@@ -66,12 +76,12 @@ class Agent:
         cerebellum: Cerebellum,
         hippocampus: Hippocampus,
         settler: Settler,
-        context_factory: Callable[[str], ToolContext],
+        context_factory: ContextFactory,
         bus: EventBus,
         todos: Callable[[], str] | None = None,
         stop: threading.Event | None = None,
         recorder: StepHooks | None = None,
-        reopen_desktop: Callable[[], None] | None = None,
+        desktop: Desktop | None = None,
         on_verified: Callable[[str, str], Awaitable[None]] | None = None,
     ) -> None:
         self.settings = settings
@@ -89,9 +99,9 @@ class Agent:
         """Set on cancel: blocking work in threads (input, settle) checks it and stops."""
         self.recorder = recorder
         """Writes the run's steps/NNNN/ (jarvis.runs.records) from the loop's three hooks."""
-        self.reopen_desktop = reopen_desktop
-        """Move the screen and input to the display ``DISPLAY`` names now (given by
-        build_agent): a channel with ``sandbox`` runs its tasks on a private display."""
+        self.desktop = desktop
+        """The desktop the screen and input work on (given by build_agent); a task from a
+        channel with ``private_display`` moves it to a private display for its run."""
         self.on_verified = on_verified
         """Awaited with (task id, summary) as soon as a finish is verified, before the skill
         is distilled: the daemon writes the verdict here, so a crash after it loses nothing."""
@@ -134,7 +144,7 @@ class Agent:
 
     async def _on_its_display(self, state: RunState) -> TaskOutcome:
         """The task on its desktop: a private display when its channel asks for one."""
-        async with display_for(self.settings, state.channels, self.reopen_desktop):
+        async with display_for(self.settings, state.channels, self.desktop):
             return await self._loop(state)
 
     def _finish(self, outcome: TaskOutcome) -> None:
@@ -174,8 +184,7 @@ class Agent:
 
     async def _loop(self, state: RunState) -> TaskOutcome:
         state.memories = await asyncio.to_thread(self.hippocampus.recall, state.task)
-        context = self.context_factory(state.task_id)
-        context.channels = state.channels
+        context = self.context_factory(state.task_id, state.channels)
         current = current_context.set(context)  # for a provider that must ask a person
         s = self.settings
         try:
@@ -228,6 +237,36 @@ class Agent:
         record: StepRecord,
         timings: dict[str, float],
     ) -> None:
+        """One step's phases: think (the model's decision), act on its calls, record."""
+        thought = await self._think(state, context, observation, record, timings)
+        if thought is None:
+            return
+        decision, cut_at = thought
+        if not decision.tool_calls:
+            self._no_tool_called(state, decision, record, timings)
+            return
+        verdict = state.stall.check(observation.phash, decision.tool_calls)
+        results = await self._act(state, context, decision, cut_at, record, timings)
+        self._remember_turn(state, decision, results, record)
+        self._record(state, record)
+        if not any(r.ok for r in results):
+            self._count_failure(state, "every tool call of the step failed")
+        else:
+            state.failures = 0
+        await self._after_action(state, context, verdict)
+        await self._refresh_memories(state, decision.thought)
+
+    async def _think(
+        self,
+        state: RunState,
+        context: ToolContext,
+        observation: Observation,
+        record: StepRecord,
+        timings: dict[str, float],
+    ) -> tuple[Decision, int | None] | None:
+        """The model's decision for this step, its usage counted, and the output limit it
+        was cut off at (None: not cut off); None when the model call failed (the step is
+        recorded as failed and counted)."""
         s = self.settings
         state.notes.extend(wrap_up_notes(state, s))
         near = budget.wrap_up_note(self._spent(state), s.safety)
@@ -254,7 +293,7 @@ class Agent:
             record.timings_ms = timings
             self._record(state, record)
             self._count_failure(state, f"the model call failed: {exc}")
-            return
+            return None
         timings["model"] = _ms(started)
         state.usage = state.usage + decision.response.usage
         limit, cut = state.max_tokens or s.max_tokens, cutoff.is_cut_off(decision.response)
@@ -263,46 +302,52 @@ class Agent:
             state.notes.append(cutoff.note(decision.response, limit, state.max_tokens))
         record.thought, record.reflection = decision.thought, decision.reflection
         record.usage = decision.response.usage.model_copy()
+        return decision, limit if cut else None
 
-        if not decision.tool_calls:
-            timings["act"] = timings["settle"] = 0.0
-            record.result, record.timings_ms = "failed", timings
-            self._remember_turn(state, decision, [], record)
-            self._record(state, record)
-            state.notes.append(
-                "Your last reply called no tool. Act with a tool, or call `finished` if the task "
-                "is done, or `call_user` if you need the user."
-            )
-            self._count_failure(state, "the model replied without calling a tool")
-            return
+    def _no_tool_called(
+        self, state: RunState, decision: Decision, record: StepRecord, timings: dict[str, float]
+    ) -> None:
+        timings["act"] = timings["settle"] = 0.0
+        record.result, record.timings_ms = "failed", timings
+        self._remember_turn(state, decision, [], record)
+        self._record(state, record)
+        state.notes.append(
+            "Your last reply called no tool. Act with a tool, or call `finished` if the task "
+            "is done, or `call_user` if you need the user."
+        )
+        self._count_failure(state, "the model replied without calling a tool")
 
-        verdict = state.stall.check(observation.phash, decision.tool_calls)
-        allowed = decision.tool_calls[: max(0, s.max_tool_calls - state.tool_calls)]
-        calls = cutoff.runnable(allowed) if cut else allowed  # a call cut short never runs
+    async def _act(
+        self,
+        state: RunState,
+        context: ToolContext,
+        decision: Decision,
+        cut_at: int | None,
+        record: StepRecord,
+        timings: dict[str, float],
+    ) -> list[ToolResult]:
+        """Run the decision's calls within the task's limits (a reply cut off at ``cut_at``
+        tokens runs only its whole calls); a result for every call (the ones not run say
+        why), written into ``record``."""
+        allowed = decision.tool_calls[: max(0, self.settings.max_tool_calls - state.tool_calls)]
+        calls = allowed if cut_at is None else cutoff.runnable(allowed)  # cut short: not run
         record.tool_calls = [
             ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in decision.tool_calls
         ]
         action = await self.cerebellum.act(calls, context, self._settle)
-        results = action.results + [cutoff.not_run_result(limit) for _ in allowed[len(calls) :]]
+        results = action.results + [
+            cutoff.not_run_result(cut_at or 0) for _ in allowed[len(calls) :]
+        ]
         results += [
             ToolResult.not_run("the task's tool-call limit was reached")
             for _ in decision.tool_calls[len(allowed) :]
         ]
-        all_failed = not any(r.ok for r in results)
         state.tool_calls += action.executed
         timings["act"], timings["settle"] = action.act_ms, action.settle_ms
         record.results = [_result_record(r) for r in results]
-        record.result = "failed" if all_failed else "success"
+        record.result = "success" if any(r.ok for r in results) else "failed"
         record.timings_ms = timings
-        self._remember_turn(state, decision, results, record)
-        self._record(state, record)
-
-        if all_failed:
-            self._count_failure(state, "every tool call of the step failed")
-        else:
-            state.failures = 0
-        await self._after_action(state, context, verdict)
-        await self._refresh_memories(state, decision.thought)
+        return results
 
     async def _after_action(self, state: RunState, context: ToolContext, verdict: str) -> None:
         control = context.take_control()

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from jarvis.agent.agent import Agent
 from jarvis.agent.brain import Brain
 from jarvis.agent.cerebellum import Cerebellum
 from jarvis.agent.hippocampus import Hippocampus, LongTerm
-from jarvis.agent.safety_checks import route_safety_checks
+from jarvis.agent.safety_checks import approver, route_safety_checks
 from jarvis.config import Settings
 from jarvis.desktop.desktop import Desktop
 from jarvis.desktop.x11 import XDisplay
@@ -46,26 +46,31 @@ async def build_agent(
     long_term: LongTerm | None = None,
     todos: Callable[[], str] | None = None,
     approvals: ApprovalGate | None = None,
+    where: XDisplay | None = None,
+    on_verified: Callable[[str, str], Awaitable[None]] | None = None,
 ) -> AsyncIterator[Agent]:
-    """An Agent wired to the real desktop; closes the screen, memory and provider afterwards.
+    """An Agent wired to the desktop on ``where`` (default: the display this process was
+    started on); closes the desktop, memory and provider afterwards.
 
-    With ``settings.long_term_memory`` and no ``long_term`` given, the on-disk vector
-    memory is opened and the `remember` tool is offered (when its embedding model cannot
-    load, the task runs without long-term memory and the log says so once). The tools beyond
-    the desktop (workspace files, web_fetch, skills, MCP servers) are opened on the registry too.
+    Risky calls wait at ``approvals`` (default: a gate nobody answers but the API); a
+    ``registry`` handed in brings its own gate. With ``settings.long_term_memory`` and no
+    ``long_term`` given, the on-disk vector memory is opened and the `remember` tool is
+    offered (when its embedding model cannot load, the task runs without long-term memory
+    and the log says so once). The tools beyond the desktop (workspace files, web_fetch,
+    skills, MCP servers) are opened on the registry too. ``on_verified`` is awaited when a
+    finish is verified (see :class:`Agent`).
     """
     async with AsyncExitStack() as stack:
+        gate = approvals or ApprovalGate(
+            settings.safety, ApprovalStore(bus), channels=settings.channels
+        )
         if provider is None:  # ours to close; a provider handed in stays the caller's
-            made = make_provider(settings, bus)
+            made = make_provider(settings, bus, approve=approver(gate))
             stack.push_async_callback(made.aclose)
             provider = made
-        registry = registry or build_registry(settings)
-        if registry.approvals is None:  # risky calls wait for a person (safety.approve)
-            registry.approvals = approvals or ApprovalGate(
-                settings.safety, ApprovalStore(bus), channels=settings.channels
-            )
-        if route_safety_checks(provider, registry.approvals):  # OpenAI's, held the same way
+        elif route_safety_checks(provider, gate):  # a caller's OpenAI provider, given back
             stack.callback(setattr, provider, "approve", deny_unattended)
+        registry = registry or build_registry(settings, approvals=gate)
         await open_toolbox(settings, registry, stack)  # files, web_fetch, skills, MCP
         zoom = zoom_enabled(
             settings.model, settings.native_computer_tool, settings.computer_tool_version
@@ -74,13 +79,15 @@ async def build_agent(
             register_zoom_tool(registry)  # Claude's computer_20251124 `zoom` action
         if long_term is None and settings.long_term_memory:
             long_term = await open_long_term(settings, stack, registry)
-        desktop = Desktop.open(settings, sizer=screen_sizer(settings))  # this process's display
+        desktop = Desktop.open(settings, where, sizer=screen_sizer(settings))
         stack.callback(desktop.close)
         recorder = None
         if settings.runs.record_steps:  # steps/NNNN/ beside the run's journal
-            recorder = RunRecorder.for_settings(settings, bus, desktop.screen.capture)
+            recorder = RunRecorder.for_settings(settings, bus, desktop)
             stack.callback(recorder.close)
-        yield agent_on(settings, bus, desktop, provider, registry, long_term, todos, recorder)
+        yield agent_on(
+            settings, bus, desktop, provider, registry, long_term, todos, recorder, on_verified
+        )
 
 
 async def open_long_term(
@@ -112,10 +119,11 @@ def agent_on(
     long_term: LongTerm | None = None,
     todos: Callable[[], str] | None = None,
     recorder: StepHooks | None = None,
+    on_verified: Callable[[str, str], Awaitable[None]] | None = None,
 ) -> Agent:
     """An Agent that works on ``desktop`` (its screen, input, settle and stop event)."""
 
-    def context_for(task_id: str) -> ToolContext:
+    def context_for(task_id: str, channels: tuple[str, ...] = ()) -> ToolContext:
         return ToolContext.for_task(
             settings,
             task_id,
@@ -124,13 +132,8 @@ def agent_on(
             bus=bus,
             provider=provider.name,
             stop=desktop.stop,
+            channels=channels,
         )
-
-    def reopen_desktop() -> None:
-        """Onto the display the process's DISPLAY names now (a channel's private one)."""
-        where = XDisplay.from_env()
-        desktop.screen.reopen(where)
-        desktop.input.reopen(where)
 
     return Agent(
         settings=settings,
@@ -143,5 +146,6 @@ def agent_on(
         todos=todos,
         stop=desktop.stop,  # set by Agent.cancel: input and settle stop between pieces
         recorder=recorder,
-        reopen_desktop=reopen_desktop,
+        desktop=desktop,
+        on_verified=on_verified,
     )

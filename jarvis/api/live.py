@@ -1,8 +1,8 @@
 """``GET /api/screen/live``: the daemon's display as it is now, as JPEG.
 
-The display is the daemon process's own (``DISPLAY``, ``XAUTHORITY``): the one the agent
-works on. Under ``jarvis serve --sandbox`` that is the private display, since the sandbox
-points this process's ``DISPLAY`` at it before anything else starts.
+The display is the one the agent's desktop is on now, as the daemon says
+(:meth:`Gateway.display_now`): under ``jarvis serve --sandbox`` the private display, and
+during a task from a channel with a private display, that one.
 
 Each capture opens its own :class:`~jarvis.desktop.screen.Screen` (so its own mss, which is
 bound to the thread that made it) in a worker thread, grabs the monitor the agent uses and
@@ -14,9 +14,11 @@ several open panels cost no more than one.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from jarvis.desktop.x11 import XDisplay
 
 LIVE_JPEG_QUALITY = 70
 FRESH_S = 0.25
@@ -26,34 +28,42 @@ class NoDisplay(RuntimeError):
     """No display can be captured; the message says why."""
 
 
-def capture_jpeg(monitor: int, max_side: int, quality: int = LIVE_JPEG_QUALITY) -> bytes:
-    """The monitor of this process's display now, scaled to ``max_side``, as JPEG bytes.
+def capture_jpeg(
+    where: XDisplay, monitor: int, max_side: int, quality: int = LIVE_JPEG_QUALITY
+) -> bytes:
+    """The monitor of the display ``where`` now, scaled to ``max_side``, as JPEG bytes.
     Raises :class:`NoDisplay` when there is no display to capture."""
     from mss.exception import ScreenShotError
 
     from jarvis.desktop.screen import Screen
 
     try:
-        with Screen(monitor=monitor, max_side=max_side, jpeg_quality=quality) as screen:
+        if not where.name:
+            raise ValueError("no display is given")
+        with Screen(
+            monitor=monitor, max_side=max_side, jpeg_quality=quality, display=where
+        ) as screen:
             return screen.encoded()
     except (ScreenShotError, ValueError) as exc:
-        shown = os.environ.get("DISPLAY") or "DISPLAY is not set"
+        shown = where.name or "DISPLAY is not set"
         raise NoDisplay(f"no display to capture ({shown}): {exc}") from exc
 
 
 @dataclass
 class LiveScreen:
-    """One capture at a time, and a frame shared by callers that ask within ``fresh_s``."""
+    """One capture at a time of the display ``where()`` names now, and a frame shared by
+    callers that ask within ``fresh_s``."""
 
+    where: Callable[[], XDisplay]
     fresh_s: float = FRESH_S
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    _last: tuple[float, str | None, bytes] | None = None
+    _last: tuple[float, XDisplay, bytes] | None = None
     """(when, of which display, the frame): a task that moved to a private display since
     gets a frame of that one."""
 
     async def frame(self, monitor: int, max_side: int) -> bytes:
         async with self._lock:
-            last, display = self._last, os.environ.get("DISPLAY")
+            last, display = self._last, self.where()
             if (
                 last is not None
                 and last[1] == display
@@ -61,6 +71,6 @@ class LiveScreen:
             ):
                 return last[2]
             self._last = None
-            data = await asyncio.to_thread(capture_jpeg, monitor, max_side)
+            data = await asyncio.to_thread(capture_jpeg, display, monitor, max_side)
             self._last = (time.monotonic(), display, data)
             return data

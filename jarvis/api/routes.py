@@ -65,7 +65,11 @@ class Daemon:
     token: str
     codes: LoginCodes
     heartbeat_s: float = 15.0
-    live: LiveScreen = field(default_factory=LiveScreen)
+    live: LiveScreen = field(init=False)
+    """The display the agent works on now (the service says which)."""
+
+    def __post_init__(self) -> None:
+        self.live = LiveScreen(self.service.display_now)
 
     @property
     def data_dir(self) -> Path:

@@ -43,10 +43,10 @@ def screen_size(given: Size | None, settings: Settings) -> Size:
     if given is not None:
         return given
     try:
-        from jarvis.desktop.screen import Screen
+        from jarvis.desktop.desktop import Desktop
 
-        with Screen.from_settings(settings) as screen:
-            return screen.size
+        with Desktop.open(settings) as desktop:  # the same desktop the agent gets
+            return desktop.screen.size
     except Exception as exc:  # no display: the picture is synthetic, any size will do
         log.info("calibrate: no display (%s); using %s", exc, FALLBACK_SCREEN)
         return FALLBACK_SCREEN

@@ -3,10 +3,15 @@
 :class:`Desktop` is made for one display (:class:`~jarvis.desktop.x11.XDisplay`: its
 name and cookie file) and holds what the agent uses there: the screen (capture, its own
 mss connection), input (mouse through its own XTEST connection, keys and text through
-xdotool run on that display), settle, the clipboard (xclip run on that display) and the
+xdotool run on that display), settle, window lookups (its own python-xlib connection),
+the clipboard (xclip run on that display), the kill-switch grab on that display and the
 stop event that interrupts its input. Nothing here reads or changes the process's
 ``DISPLAY``: the person's display, ``--sandbox``'s and a channel's private display are
 just other Desktops, and two of them can be driven from one process at once.
+
+:meth:`Desktop.move_to` moves one onto another display between tasks (a channel's
+private display, and back); what follows it (the live screen, a recorder's crops) reads
+:attr:`Desktop.where` or is told through :meth:`Desktop.on_move`.
 """
 
 from __future__ import annotations
@@ -16,9 +21,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from jarvis.desktop.clipboard import ClipboardContent, read_clipboard, write_clipboard
+from jarvis.desktop.hotkey import KillSwitch
 from jarvis.desktop.input import Input
 from jarvis.desktop.screen import Screen
 from jarvis.desktop.settle import Settler
+from jarvis.desktop.windows import Windows
 from jarvis.desktop.x11 import XDisplay
 from jarvis.geometry import Size
 
@@ -36,12 +43,15 @@ class Desktop:
         input: Input,
         settler: Settler,
         stop: threading.Event,
+        windows: Windows | None = None,
     ) -> None:
         self.where = where
         self.screen = screen
         self.input = input
         self.settler = settler
         self.stop = stop
+        self.windows = windows or Windows(where)
+        self._followers: list[Callable[[XDisplay], None]] = []
 
     @classmethod
     def open(
@@ -68,6 +78,25 @@ class Desktop:
     def name(self) -> str:
         return self.where.name
 
+    def on_move(self, follow: Callable[[XDisplay], None]) -> None:
+        """Call ``follow`` with the new display each time this desktop moves."""
+        self._followers.append(follow)
+
+    def move_to(self, where: XDisplay) -> None:
+        """Move the screen, input and window lookups to ``where`` (a task's private display,
+        and back), then tell the followers; between tasks only."""
+        self.screen.reopen(where)
+        self.input.reopen(where)
+        self.windows.move_to(where)
+        self.where = where
+        for follow in self._followers:
+            follow(where)
+
+    def kill_switch(self, chord: str, on_press: Callable[[], None]) -> KillSwitch:
+        """A grab of ``chord`` on this desktop's display (start it, or use it as a context
+        manager) that calls ``on_press`` in its own thread on each press."""
+        return KillSwitch(chord, on_press, self.where)
+
     def read_clipboard(self, selection: str = "CLIPBOARD") -> ClipboardContent | None:
         return read_clipboard(selection=selection, where=self.where)
 
@@ -75,6 +104,7 @@ class Desktop:
         write_clipboard(content, selection=selection, where=self.where)
 
     def close(self) -> None:
+        self.windows.close()
         self.input.close()
         self.screen.close()
 

@@ -34,11 +34,6 @@ class X11Error(RuntimeError):
     """An X11 helper (Xvfb, xdotool, xclip) failed; the message says which and why."""
 
 
-def is_x11() -> bool:
-    """True when this process talks to an X server (Linux or BSD with DISPLAY set)."""
-    return bool(os.environ.get("DISPLAY")) and os.name == "posix" and os.uname().sysname != "Darwin"
-
-
 @dataclass(frozen=True)
 class XDisplay:
     """Where an X display is: its name (``:3``) and the cookie file that opens it
@@ -50,7 +45,9 @@ class XDisplay:
 
     @classmethod
     def from_env(cls) -> XDisplay:
-        """The display this process was started on (``DISPLAY``, ``XAUTHORITY``)."""
+        """The display this process was started on (``DISPLAY``, ``XAUTHORITY``): the one
+        place that reads them. Start-up (the CLI, the daemon, the eval child) calls it once
+        and passes the display down; nothing writes ``DISPLAY``."""
         return cls(os.environ.get("DISPLAY", ""), os.environ.get("XAUTHORITY"))
 
     def env(self) -> dict[str, str]:
@@ -63,6 +60,13 @@ class XDisplay:
     def open(self) -> Any:
         """A new python-xlib connection to this display (close it with close_display)."""
         return open_display(self.name, self.xauthority)
+
+
+def is_x11(where: XDisplay | None = None) -> bool:
+    """True when ``where`` (default: the display this process was started on) is an X
+    display to talk to (Linux or BSD, a display name given)."""
+    name = (where or XDisplay.from_env()).name
+    return bool(name) and os.name == "posix" and os.uname().sysname != "Darwin"
 
 
 _AUTH_LOCK = threading.Lock()

@@ -1,9 +1,9 @@
 """One eval task's agent, in its own process on the task's display.
 
-pyautogui binds to the display it sees first and never lets go, so every task runs in a
-fresh process with the task's ``DISPLAY``. The runner forks it from a forkserver that
-has imported the agent already (:func:`run_in_process`), which saves seconds of imports
-per task; it can also run on its own::
+Every task runs in a fresh process whose agent's Desktop is made for the task's display
+(``DISPLAY`` and ``XAUTHORITY`` of the environment the runner gives it). The runner forks
+it from a forkserver that has imported the agent already (:func:`run_in_process`), which
+saves seconds of imports per task; it can also run on its own::
 
     python -m jarvis.eval.child '{"task_file": ..., "task_id": ..., "data_dir": ...,
                                   "provider": "oracle", "model": null, "delay_s": 0}'
@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 
-async def run_child(spec: dict[str, Any]) -> dict[str, Any]:
+async def run_child(spec: dict[str, Any], where: Any = None) -> dict[str, Any]:
+    """The task of ``spec`` on the display ``where`` (an XDisplay; default: this process's)."""
     from jarvis.agent.factory import build_agent
     from jarvis.config import load_settings
     from jarvis.eval.oracle import OracleProvider
@@ -57,7 +58,7 @@ async def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         journal = JournalWriter.for_settings(settings, bus, channel="eval")
     try:
-        async with build_agent(settings, bus, provider=oracle) as agent:
+        async with build_agent(settings, bus, provider=oracle, where=where) as agent:
             outcome = await agent.run(task.task, task_id=spec["task_id"])
     finally:
         journal.close()
@@ -69,9 +70,14 @@ def run_in_process(spec: dict[str, Any], env: dict[str, str], conn: Any) -> None
     import os
     import traceback
 
-    os.environ.update(env)
+    from jarvis.desktop.x11 import XDisplay
+
+    where = XDisplay(env.get("DISPLAY", ""), env.get("XAUTHORITY"))
+    for key, value in env.items():  # WORK, SUITE: the task's; the display goes to its Desktop
+        if key not in ("DISPLAY", "XAUTHORITY"):
+            os.environ[key] = value
     try:
-        conn.send({"outcome": asyncio.run(run_child(spec))})
+        conn.send({"outcome": asyncio.run(run_child(spec, where))})
     except BaseException as exc:  # the parent reports it as the run's failure
         conn.send({"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()})
     finally:

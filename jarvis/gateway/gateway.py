@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jarvis.config import Settings
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus, RoutingFailed
 from jarvis.gateway.channels.registry import Channels, load_plugins
 from jarvis.gateway.channels.settings import refused_approvers
@@ -63,6 +64,7 @@ from jarvis.runs.journal import JournalWriter
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
 
 if TYPE_CHECKING:
+    from jarvis.desktop.desktop import Desktop
     from jarvis.gateway.channels.email.channel import EmailChannel
     from jarvis.gateway.channels.inbox import InboxChannel
     from jarvis.gateway.router import MessageRouter
@@ -119,7 +121,12 @@ class Gateway:
         *,
         options: GatewayOptions | None = None,
         provider: Provider | None = None,
+        where: XDisplay | None = None,
+        person: XDisplay | None = None,
     ) -> None:
+        """``where``: the display the agent works on (default: the one this process was
+        started on; ``serve --sandbox``'s private one); ``person``: the person's, where the
+        kill switch is grabbed (default: ``where``)."""
         self.settings = settings
         register_settings(settings)  # todos, the archive and the API redact them too
         self.bus = bus or EventBus()
@@ -134,6 +141,10 @@ class Gateway:
         self.ready = asyncio.Event()
         """Set once recovered and watching (or draining, with ``once``)."""
         self._provider = provider
+        self.display = where or XDisplay.from_env()
+        self.person = person or self.display
+        self.desktop: Desktop | None = None
+        """The agent's desktop once assembled; a task may move it to a private display."""
         self._memory: LongTermMemory | None = None
         self._bridge: MemoryBridge | None = None
         self._books = asyncio.Lock()
@@ -158,6 +169,15 @@ class Gateway:
     @property
     def stopping(self) -> bool:
         return self._stop.is_set()
+
+    def display_now(self) -> XDisplay:
+        """The display the agent works on now (a task's private display while it runs)."""
+        return self.desktop.where if self.desktop is not None else self.display
+
+    async def _verified(self, task_id: str, summary: str) -> None:
+        """The agent's ``on_verified``: the worker writes the verdict at once."""
+        if self.worker is not None:
+            await self.worker.verified(task_id, summary)
 
     def stop(self) -> None:
         """Cancel the running task (it goes back to pending) and return from :meth:`run`."""
@@ -271,16 +291,18 @@ class Gateway:
     async def _assemble(self, stack: AsyncExitStack) -> MessageRouter:
         """The provider (shared by router and agent), memory, agent, router and worker."""
         from jarvis.agent.factory import build_agent
+        from jarvis.agent.safety_checks import approver
         from jarvis.gateway.router import MessageRouter, describe_tasks
         from jarvis.llm.factory import make_provider
         from jarvis.safety.killswitch import kill_switch
 
+        gate = ApprovalGate(self.settings.safety, self.approvals, channels=self.settings.channels)
         provider = self._provider
         if provider is None:
-            made = make_provider(self.settings, self.bus)
+            made = make_provider(self.settings, self.bus, approve=approver(gate))
             stack.push_async_callback(made.aclose)
             provider = made
-        registry = await self._open_memory(stack)
+        registry = await self._open_memory(stack, gate)
 
         def open_tasks() -> str:
             return describe_tasks([t for t in self.cached.all() if t.is_open])
@@ -293,12 +315,15 @@ class Gateway:
                 registry=registry,
                 long_term=self._bridge,
                 todos=open_tasks,
-                approvals=ApprovalGate(
-                    self.settings.safety, self.approvals, channels=self.settings.channels
-                ),
+                approvals=gate,
+                where=self.display,
+                on_verified=self._verified,
             )
         )
-        stack.enter_context(kill_switch(self.settings, agent, asyncio.get_running_loop()))
+        self.desktop = agent.desktop
+        stack.callback(setattr, self, "desktop", None)
+        loop = asyncio.get_running_loop()
+        stack.enter_context(kill_switch(self.settings, agent, loop, self.person, self.display_now))
         self.worker = AgentWorker(
             agent,
             self.todos,
@@ -314,14 +339,14 @@ class Gateway:
             self.todos, provider, timeout_s=self.options.router_timeout_s, bus=self.bus
         )
 
-    async def _open_memory(self, stack: AsyncExitStack) -> ToolRegistry | None:
+    async def _open_memory(self, stack: AsyncExitStack, gate: ApprovalGate) -> ToolRegistry | None:
         """With long-term memory on, open it here (the compressor needs the store too)."""
         if not self.settings.long_term_memory:
             return None
         from jarvis.agent.factory import open_long_term
         from jarvis.tools.computer import build_registry
 
-        registry = build_registry(self.settings)
+        registry = build_registry(self.settings, approvals=gate)
         self._bridge = await open_long_term(self.settings, stack, registry)
         if self._bridge is None:  # the model cannot load: said once; tasks run without it
             self.settings = self.settings.model_copy(update={"long_term_memory": False})

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from jarvis.config import Settings
 
 if TYPE_CHECKING:
+    from jarvis.desktop.x11 import XDisplay
     from jarvis.gateway.gateway import Gateway
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -113,24 +114,32 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from jarvis.desktop.x11 import XDisplay
+
+    person = XDisplay.from_env()  # read once here; the daemon's Desktop is made for a display
     if args.sandbox or settings.safety.sandbox.enabled:
         from jarvis.safety.sandbox import sandboxed
 
-        return sandboxed(settings, lambda: _serve_here(args, settings))
-    return _serve_here(args, settings)
+        return sandboxed(settings, lambda box: _serve_here(args, settings, box, person))
+    return _serve_here(args, settings, person, person)
 
 
-def _serve_here(args: argparse.Namespace, settings: Settings) -> int:
+def _serve_here(
+    args: argparse.Namespace, settings: Settings, where: XDisplay, person: XDisplay
+) -> int:
+    """The daemon with its agent on the display ``where``, the kill switch on ``person``."""
     from jarvis.doctor import cannot_start
 
-    problem = cannot_start(settings)
+    problem = cannot_start(settings, where)
     if problem is not None:
         print(problem)
         return EXIT_FAILED
-    return asyncio.run(_serve(args, settings))
+    return asyncio.run(_serve(args, settings, where, person))
 
 
-async def _serve(args: argparse.Namespace, settings: Settings) -> int:
+async def _serve(
+    args: argparse.Namespace, settings: Settings, where: XDisplay, person: XDisplay
+) -> int:
     from jarvis.api.server import ApiUnavailable
     from jarvis.gateway.gateway import Gateway, GatewayOptions
     from jarvis.owner_lock import LockHeld
@@ -142,7 +151,7 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
         compress_every_s=args.compress_every * 3600.0,
         handle_signals=True,
     )
-    gateway = Gateway(settings, options=options)
+    gateway = Gateway(settings, options=options, where=where, person=person)
     if not args.once:
         _add_api(gateway, args, settings)
         gateway.services.append(lambda: _banner(settings))  # once the data dir is held

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import Event, ReplyReady
 from jarvis.gateway.router import ANSWERS
 from jarvis.gateway.todos import Todo, TodoState
@@ -78,6 +79,11 @@ class DaemonService:
     @property
     def data_dir(self) -> Path:
         return self._gateway.settings.data_dir
+
+    def display_now(self) -> XDisplay:
+        """The display the agent works on now (a task's private display while it runs):
+        what the live screen shows."""
+        return self._gateway.display_now()
 
     # -- messages and tasks --
     async def submit(

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -60,9 +59,6 @@ CANCEL_RETRY_S = 0.1
 
 class Runner(Protocol):
     """What the worker needs from :class:`jarvis.agent.agent.Agent`."""
-
-    on_verified: Callable[[str, str], Awaitable[None]] | None
-    """Awaited with (task id, summary) when a finish is verified, before the run ends."""
 
     async def run(
         self, task: str, task_id: str | None = None, channels: tuple[str, ...] = ()
@@ -119,7 +115,7 @@ class _Ran:
     stopped: bool = False
     by_person: bool = False
     committed: str | None = None
-    """The summary written as ``completed`` when the verification passed (see _verified)."""
+    """The summary written as ``completed`` when the verification passed (see verified)."""
 
 
 class AgentWorker:
@@ -148,7 +144,6 @@ class AgentWorker:
         self._stop = asyncio.Event()
         self._seen: list[str] = []
         self._committed: str | None = None
-        agent.on_verified = self._verified
 
     @property
     def stopping(self) -> bool:
@@ -235,10 +230,11 @@ class AgentWorker:
         return ran
 
     # -- the verdict, written as soon as it is known --
-    async def _verified(self, task_id: str, summary: str) -> None:
+    async def verified(self, task_id: str, summary: str) -> None:
         """Commit ``completed`` when the verification passes, before the agent returns
         (it may still distill a skill with one more model call): a crash after the verdict
-        does not run the task again. The agent awaits this, so the order is certain."""
+        does not run the task again. The agent awaits this (its ``on_verified``, given
+        when it is built), so the order is certain."""
         if task_id != self.current:
             return
         try:

@@ -9,6 +9,7 @@ from jarvis.events import EventBus
 from jarvis.llm.anthropic import AnthropicProvider
 from jarvis.llm.base import AdapterBase, Connection
 from jarvis.llm.openai import OpenAIProvider
+from jarvis.llm.openai_actions import Approver
 from jarvis.llm.openai_responses import OpenAIResponsesProvider
 from jarvis.llm.profiles.adapter import GRAMMAR_FORMATS, ProfileProvider
 from jarvis.llm.profiles.select import active_profile
@@ -24,12 +25,14 @@ def make_provider(
     api_key: str | None = None,
     base_url: str | None = None,
     retry: RetryPolicy | None = None,
+    approve: Approver | None = None,
 ) -> AdapterBase | ProfileProvider:
     """The provider ``settings.provider`` names, with its model, timeout and retries,
     speaking the model profile's action format (said in the log at the start of a run).
 
     Keys and base URLs come from the SDKs' env vars (ANTHROPIC_API_KEY,
-    ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL) unless given here.
+    ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL) unless given here. ``approve``
+    answers OpenAI's safety checks (default: nobody is there, they are denied).
     Raises ProviderAuthError when there is no key, naming the variable to set.
     """
     choice = active_profile(settings)
@@ -60,7 +63,7 @@ def make_provider(
             **connection,
         )
     elif profile.api == "openai-responses":
-        responses = OpenAIResponsesProvider(settings.openai_model, **connection)
+        responses = OpenAIResponsesProvider(settings.openai_model, approve=approve, **connection)
         responses.text_tool_calls = profile.text_tool_calls
         return responses
     else:

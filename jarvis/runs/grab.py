@@ -34,7 +34,7 @@ class Grabber:
         self.where = where
 
     def _sct(self) -> Any:
-        name = self.where or XDisplay.from_env()  # None: follows a channel's private display
+        name = self.where  # None: the display this process was started on
         sct = getattr(self._local, "sct", None)
         if sct is not None and getattr(self._local, "display", None) != name:
             with self._lock:

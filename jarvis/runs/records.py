@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from PIL import Image
 
 from jarvis.desktop.screen import Observation, encode_image, model_to_screen, phash_hex
+from jarvis.desktop.windows import Windows
 from jarvis.events import Event, EventBus, TaskStarted, ToolCallFinished, ToolCallStarted
 from jarvis.fsutil import atomic_write_bytes
 from jarvis.llm.pricing import cost_usd
@@ -47,10 +48,10 @@ from jarvis.runs.step_file import (
     call_points,
     step_folder,
 )
-from jarvis.runs.windows import Windows
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
+    from jarvis.desktop.desktop import Desktop
     from jarvis.memory.short_term import StepRecord
 
 log = logging.getLogger(__name__)
@@ -151,12 +152,11 @@ class RunRecorder:
         self._unsubscribe = bus.subscribe(self._on_event)
 
     @classmethod
-    def for_settings(
-        cls,
-        settings: Settings,
-        bus: EventBus,
-        capture: Callable[[], Observation] | None = None,
-    ) -> RunRecorder:
+    def for_settings(cls, settings: Settings, bus: EventBus, desktop: Desktop) -> RunRecorder:
+        """The recorder of the steps done on ``desktop``: its screen, its window lookups and
+        crops from its display, following it when it moves (a task's private display)."""
+        grabber = Grabber(desktop.where)
+        desktop.on_move(grabber.move_to)
         return cls(
             settings.data_dir,
             bus,
@@ -164,7 +164,9 @@ class RunRecorder:
             monitor=settings.monitor,
             crop_px=settings.runs.crop_px,
             redactor=Redactor(known_secrets(settings), settings.runs.secret_patterns),
-            capture=capture,
+            capture=desktop.screen.capture,
+            windows=desktop.windows,
+            grabber=grabber,
         )
 
     # -- hooks the agent calls --

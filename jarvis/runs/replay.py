@@ -38,6 +38,7 @@ from typing import Any, Protocol
 from PIL import Image
 
 from jarvis.desktop.screen import Observation
+from jarvis.desktop.windows import Windows
 from jarvis.events import EventBus, StepFinished, StepStarted, TaskFinished, TaskStarted
 from jarvis.fsutil import atomic_write_text
 from jarvis.memory.short_term import ErrorRecord, ResultRecord, StepRecord, ToolCallRecord
@@ -52,7 +53,6 @@ from jarvis.runs.matching import (
 )
 from jarvis.runs.records import RunRecorder
 from jarvis.runs.step_file import KEY_TOOLS, POINTER_TOOLS, CallFile, StepFile, load_steps
-from jarvis.runs.windows import Windows
 from jarvis.tools.context import ToolContext
 from jarvis.tools.registry import ToolRegistry
 

@@ -20,12 +20,12 @@ from pathlib import Path
 
 from jarvis.config import Settings
 from jarvis.desktop.desktop import Desktop
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus
 from jarvis.llm.profiles.select import screen_sizer
 from jarvis.runs.records import RunRecorder
 from jarvis.runs.replay import Regrounder, Replayer, ReplayOutcome, new_replay_id, write_replay_file
 from jarvis.runs.report import load_info, locate
-from jarvis.runs.windows import Windows
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
 from jarvis.safety.killswitch import Brakeable, kill_switch
 from jarvis.tools.computer import build_registry
@@ -41,8 +41,10 @@ async def replay_task(
     regrounder: Regrounder | None = None,
     approvals: ApprovalGate | None = None,
     signals: bool = False,
+    where: XDisplay | None = None,
 ) -> ReplayOutcome:
-    """Replay the latest run of ``task_id`` on this display (RunNotFound when none).
+    """Replay the latest run of ``task_id`` on the display ``where`` (default: the one this
+    process was started on; RunNotFound when there is no run).
 
     ``approvals`` is the gate held calls wait at (default: `jarvis run`'s, with nobody to
     answer); ``signals`` makes Ctrl+C and SIGTERM cancel the replay (the command line)."""
@@ -62,10 +64,9 @@ async def replay_task(
         settings_hash=settings_digest(settings),
         secrets=known_secrets(settings),
     )
-    desktop = Desktop.open(settings, sizer=screen_sizer(settings))
+    desktop = Desktop.open(settings, where, sizer=screen_sizer(settings))
     screen, stop = desktop.screen, desktop.stop
-    windows = Windows(desktop.where)
-    recorder = RunRecorder.for_settings(settings, bus, screen.capture)
+    recorder = RunRecorder.for_settings(settings, bus, desktop)
     provider = None
     try:
         if use_model and regrounder is None:
@@ -83,10 +84,10 @@ async def replay_task(
             bus=bus,
             stop=stop,
         )
-        registry = build_registry(settings)
-        registry.approvals = approvals or ApprovalGate(
+        gate = approvals or ApprovalGate(
             settings.safety, ApprovalStore(bus), channels=settings.channels
         )
+        registry = build_registry(settings, approvals=gate)
         replayer = Replayer(
             capture=screen.capture,
             settle=lambda: asyncio.to_thread(settler.wait, stop),
@@ -94,7 +95,7 @@ async def replay_task(
             context=context,
             bus=bus,
             recorder=recorder,
-            windows=windows,
+            windows=desktop.windows,
             phash_bits=settings.runs.replay_phash_distance,
             match_score=settings.runs.replay_match_score,
             search_px=settings.runs.replay_search_px,
@@ -102,7 +103,8 @@ async def replay_task(
             stop=stop,
         )
         loop = asyncio.get_running_loop()
-        with kill_switch(settings, replayer, loop), _signals(replayer, loop, signals):
+        brake = kill_switch(settings, replayer, loop, desktop.where, lambda: desktop.where)
+        with brake, _signals(replayer, loop, signals):
             outcome = await replayer.run(
                 original, info.task_id if info else task_id, info.task if info else ""
             )
@@ -115,7 +117,6 @@ async def replay_task(
             await provider.aclose()
         recorder.close()
         journal.close()
-        windows.close()
         desktop.close()
 
 

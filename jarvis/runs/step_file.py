@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
+from jarvis.desktop.windows import WindowInfo
 from jarvis.llm.types import Usage
 from jarvis.runs.run_info import usage_of
-from jarvis.runs.windows import WindowInfo
 
 STEP_FILE = "step.json"
 STEPS_DIR = "steps"

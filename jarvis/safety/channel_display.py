@@ -4,14 +4,15 @@ formerly ``safety.sandbox.channels``, still read).
 `jarvis run --sandbox` and `jarvis serve --sandbox` put the whole process on a private
 display. With a channel's ``private_display`` on, only its tasks go there: for
 each such task a fresh :class:`~jarvis.safety.sandbox.Sandbox` (``safety.sandbox``'s
-size, window manager and apps) is started, this process's ``DISPLAY`` is pointed at it
-and the agent's screen and input move to it (:meth:`Screen.reopen`,
-:meth:`Input.reopen`); when the task ends they move back and the display and everything
-on it are stopped. Tasks from other channels run on the person's display as before.
+size, window manager and apps) is started and the agent's
+:class:`~jarvis.desktop.desktop.Desktop` moves to it (:meth:`Desktop.move_to`: screen,
+input, window lookups, and the recorder's crops with it); when the task ends it moves
+back and the display and everything on it are stopped. Tasks from other channels run on
+the person's display as before. This process's ``DISPLAY`` is never changed.
 
 The daemon runs one task at a time, so the switch is safe between tasks; the control
-API's live screen follows ``DISPLAY`` and shows the private display while such a task
-runs. It fails closed: when the display cannot be started, or the desktop cannot move to
+API's live screen follows the agent's desktop and shows the private display while such
+a task runs. It fails closed: when the display cannot be started, or the desktop cannot move to
 it, the task fails with the reason and never touches the person's display.
 """
 
@@ -23,16 +24,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from jarvis.desktop.x11 import X11Error
-from jarvis.safety.sandbox import Sandbox, pointed_at
+from jarvis.desktop.x11 import X11Error, XDisplay
+from jarvis.safety.sandbox import Sandbox
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
+    from jarvis.desktop.desktop import Desktop
 
 log = logging.getLogger(__name__)
-
-Reopen = Callable[[], None]
-"""Move the agent's screen and input to the display ``DISPLAY`` names now."""
 
 
 class PrivateDisplayError(RuntimeError):
@@ -47,16 +46,16 @@ def sandboxed(settings: Settings, channels: Sequence[str]) -> list[str]:
 
 @asynccontextmanager
 async def display_for(
-    settings: Settings, channels: Sequence[str], reopen: Reopen | None
+    settings: Settings, channels: Sequence[str], desktop: Desktop | None
 ) -> AsyncIterator[str | None]:
-    """Inside, the task's desktop: a private display (its name) when one of ``channels``
-    asks for it, else the current one (None)."""
+    """Inside, the task's desktop: ``desktop`` moved to a private display (its name is
+    given) when one of ``channels`` asks for it, else where it is (None)."""
     wanted = sandboxed(settings, channels)
     if not wanted:
         yield None
         return
     which = ", ".join(wanted)
-    if reopen is None:
+    if desktop is None:
         raise PrivateDisplayError(
             f"tasks from {which} run on a private display, and this agent cannot move there"
         )
@@ -66,23 +65,23 @@ async def display_for(
     except (X11Error, OSError) as exc:
         raise PrivateDisplayError(f"the private display for tasks from {which}: {exc}") from exc
     log.info("a task from %s runs on the private display %s", which, box.display)
+    home = desktop.where
     try:
-        with pointed_at(box):
-            try:
-                await asyncio.to_thread(reopen)
-            except Exception as exc:
-                raise PrivateDisplayError(
-                    f"the desktop could not move to the private display {box.display}: {exc}"
-                ) from exc
-            yield box.display
+        try:
+            await asyncio.to_thread(desktop.move_to, box.where)
+        except Exception as exc:
+            raise PrivateDisplayError(
+                f"the desktop could not move to the private display {box.display}: {exc}"
+            ) from exc
+        yield box.display
     finally:
-        await _to_the_end(_back(reopen, box))
+        await _to_the_end(_back(desktop, home, box))
 
 
-async def _back(reopen: Reopen, box: Sandbox) -> None:
+async def _back(desktop: Desktop, home: XDisplay, box: Sandbox) -> None:
     """Back to the person's display, then stop the private one and all on it."""
     try:
-        await asyncio.to_thread(reopen)
+        await asyncio.to_thread(desktop.move_to, home)
     except Exception:
         log.exception("the desktop could not move back from %s", box.display)
     await asyncio.to_thread(box.stop)

@@ -1,13 +1,13 @@
 """The kill switch: a global hotkey, grabbed on the X server, that cancels the running task.
 
-:class:`KillSwitch` opens its own X connection, puts a passive grab on the root window
-for the chord (``safety.kill_hotkey``, default ctrl+alt+escape) in every combination
-with NumLock and CapsLock, and waits for it in a thread. Because the grab is the X
-server's, it fires wherever the focus is, even while the agent types. On a press it
-calls ``on_press`` in that thread; :func:`agent_brake` makes that the agent's cancel path:
-raise the stop event (input stops before its next piece), end the agent's own xdotool
-processes that are typing right now, and cancel the task on its loop, recorded as
-stopped by the hotkey. The daemon keeps running.
+:class:`~jarvis.desktop.hotkey.KillSwitch` grabs the chord (``safety.kill_hotkey``,
+default ctrl+alt+escape) on one display: the person's, given at start-up (under
+``--sandbox`` the agent works on another display, and the grab stays on the person's).
+Because the grab is the X server's, it fires wherever the focus is, even while the agent
+types. On a press it calls ``on_press`` in its thread; :func:`agent_brake` makes that the
+agent's cancel path: raise the stop event (input stops before its next piece), end the
+agent's own xdotool processes that are typing right now, and cancel the task on its loop,
+recorded as stopped by the hotkey. The daemon keeps running.
 """
 
 from __future__ import annotations
@@ -16,16 +16,23 @@ import asyncio
 import contextlib
 import logging
 import os
-import select
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from jarvis.desktop import x11
-from jarvis.desktop.keys import MODIFIERS, UnknownKeyError, parse_chord
+from jarvis.desktop.hotkey import (
+    LOCK_VARIANTS,
+    KillSwitch,
+    KillSwitchError,
+    chord_grab,
+)
+from jarvis.desktop.keys import MODIFIERS, parse_chord
+
+__all__ = ["LOCK_VARIANTS", "KillSwitch", "KillSwitchError", "chord_grab", "kill_switch"]
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
@@ -40,158 +47,7 @@ class Brakeable(Protocol):
 
 
 log = logging.getLogger(__name__)
-
-# X modifier masks: Shift, Lock (CapsLock), Control, Mod1 (Alt), Mod2 (NumLock), Mod4 (Super)
-_MASKS = {"shift": 1 << 0, "ctrl": 1 << 2, "alt": 1 << 3, "super": 1 << 6}
-_LOCK, _NUMLOCK = 1 << 1, 1 << 4
-LOCK_VARIANTS = (0, _LOCK, _NUMLOCK, _LOCK | _NUMLOCK)
 STOPPED_BY = "hotkey"
-
-
-class KillSwitchError(RuntimeError):
-    """The hotkey could not be grabbed (bad chord, no display, another client holds it)."""
-
-
-def chord_grab(chord: str) -> tuple[int, str]:
-    """``"ctrl+alt+escape"`` -> (the modifier mask, the X keysym name of the one other key).
-
-    Raises KillSwitchError unless the chord is modifiers plus exactly one key.
-    """
-    try:
-        keys = parse_chord(chord)
-    except UnknownKeyError as exc:
-        raise KillSwitchError(f"kill hotkey {chord!r}: {exc}") from exc
-    mods = [k for k in keys if k in MODIFIERS]
-    others = [k for k in keys if k not in MODIFIERS]
-    if len(others) != 1:
-        raise KillSwitchError(f"kill hotkey {chord!r}: give modifiers and exactly one other key")
-    mask = 0
-    for mod in mods:
-        mask |= _MASKS[mod]
-    return mask, x11.keysym_name(others[0])
-
-
-class KillSwitch:
-    """Grab ``chord`` on the X display named by ``display`` (default ``$DISPLAY``) and call
-    ``on_press`` (in the listener thread) each time it is pressed."""
-
-    def __init__(
-        self,
-        chord: str,
-        on_press: Callable[[], None],
-        display: str | None = None,
-        xauthority: str | None = None,
-    ) -> None:
-        self.chord = chord
-        self.xauthority = xauthority
-        self.mask, self.keysym = chord_grab(chord)
-        self.on_press = on_press
-        self.display_name = display
-        self._display: Any = None
-        self._keycode = 0
-        self._thread: threading.Thread | None = None
-        self._wake_r, self._wake_w = -1, -1
-        self.presses = 0
-
-    def start(self) -> KillSwitch:
-        from Xlib import XK, X, error
-
-        from jarvis.desktop.xconnect import open_display
-
-        try:
-            with _xauthority(self.xauthority):
-                display = open_display(self.display_name)
-        except (error.DisplayError, error.ConnectionClosedError, OSError) as exc:
-            raise KillSwitchError(f"kill hotkey: cannot open the X display: {exc}") from exc
-        keycode = display.keysym_to_keycode(XK.string_to_keysym(self.keysym))
-        if not keycode:
-            display.close()
-            raise KillSwitchError(f"kill hotkey {self.chord!r}: no key for {self.keysym}")
-        root = display.screen().root
-        catch = error.CatchError(error.BadAccess)
-        for extra in LOCK_VARIANTS:
-            root.grab_key(
-                keycode, self.mask | extra, False, X.GrabModeAsync, X.GrabModeAsync, onerror=catch
-            )
-        display.sync()
-        if catch.get_error() is not None:
-            display.close()
-            raise KillSwitchError(
-                f"kill hotkey {self.chord!r} is already grabbed by another program; "
-                "choose another with safety.kill_hotkey"
-            )
-        self._display, self._keycode = display, keycode
-        self._wake_r, self._wake_w = os.pipe()
-        self._thread = threading.Thread(target=self._listen, name="kill-switch", daemon=True)
-        self._thread.start()
-        log.info("kill switch: %s grabbed on %s", self.chord, display.get_display_name())
-        return self
-
-    def _listen(self) -> None:
-        from Xlib import X
-
-        display = self._display
-        fd = display.fileno()
-        while True:
-            while display.pending_events():
-                event = display.next_event()
-                if event.type == X.KeyPress and event.detail == self._keycode:
-                    self.presses += 1
-                    try:
-                        self.on_press()
-                    except Exception:  # the switch must survive a broken callback
-                        log.exception("kill switch: the stop callback failed")
-            readable, _, _ = select.select([fd, self._wake_r], [], [])
-            if self._wake_r in readable:
-                return
-
-    def stop(self) -> None:
-        if self._thread is None:
-            return
-        os.write(self._wake_w, b"x")
-        self._thread.join(timeout=5)
-        self._thread = None
-        with contextlib.suppress(Exception):  # the display may be gone already
-            root = self._display.screen().root
-            for extra in LOCK_VARIANTS:
-                root.ungrab_key(self._keycode, self.mask | extra)
-            self._display.sync()
-        x11.close_display(self._display)
-        for fd in (self._wake_r, self._wake_w):
-            os.close(fd)
-
-    def __enter__(self) -> KillSwitch:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-@contextlib.contextmanager
-def _xauthority(path: str | None) -> Iterator[None]:
-    """python-xlib reads the cookie file named by $XAUTHORITY when it connects."""
-    if path is None:
-        yield
-        return
-    saved = os.environ.get("XAUTHORITY")
-    os.environ["XAUTHORITY"] = path
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("XAUTHORITY", None)
-        else:
-            os.environ["XAUTHORITY"] = saved
-
-
-def _user_display() -> dict[str, str]:
-    """The person's display: the one a sandbox saved aside, else this process's."""
-    from jarvis.safety.sandbox import USER_DISPLAY_ENV
-
-    if os.environ.get(USER_DISPLAY_ENV["DISPLAY"]):
-        pairs = USER_DISPLAY_ENV.items()
-        return {k: v for k, saved in pairs if (v := os.environ.get(saved))}
-    return {k: v for k in ("DISPLAY", "XAUTHORITY") if (v := os.environ.get(k))}
 
 
 def end_own_xdotool() -> list[int]:
@@ -242,16 +98,15 @@ _CHORD_KEYSYMS = {
 }
 
 
-def release_held_keys(keep: set[str]) -> list[int]:
-    """Release every key still down on this process's display except the keysyms in
-    ``keep`` (the person's chord): a typing process ended between a key's press and its
-    release must not leave that key held. Returns the released keycodes."""
+def release_held_keys(keep: set[str], where: x11.XDisplay | None = None) -> list[int]:
+    """Release every key still down on ``where`` (default: the display this process was
+    started on) except the keysyms in ``keep`` (the person's chord): a typing process
+    ended between a key's press and its release must not leave that key held. Returns
+    the released keycodes."""
     from Xlib import XK, X
     from Xlib.ext import xtest
 
-    from jarvis.desktop.xconnect import open_display
-
-    display = open_display()
+    display = (where or x11.XDisplay.from_env()).open()
     try:
         kept = {display.keysym_to_keycode(XK.string_to_keysym(k)) for k in keep}
         bitmap = display.query_keymap()
@@ -275,9 +130,14 @@ def chord_keysyms(chord: str) -> set[str]:
 
 
 def agent_brake(
-    agent: Brakeable, loop: asyncio.AbstractEventLoop, by: str = STOPPED_BY, chord: str = ""
+    agent: Brakeable,
+    loop: asyncio.AbstractEventLoop,
+    by: str = STOPPED_BY,
+    chord: str = "",
+    typing_on: Callable[[], x11.XDisplay | None] = lambda: None,
 ) -> Callable[[], None]:
-    """The callback that stops ``agent`` from any thread: input first, then the task."""
+    """The callback that stops ``agent`` from any thread: input first, then the task;
+    ``typing_on`` says on which display the agent types now (its keys are released there)."""
 
     def press() -> None:
         log.warning("kill switch pressed: cancelling the running task")
@@ -287,7 +147,7 @@ def agent_brake(
         if typing:
             _wait_ended(typing)
             try:
-                release_held_keys(keep)
+                release_held_keys(keep, typing_on())
             except Exception as exc:  # the task is cancelled either way
                 log.warning("kill switch: could not release held keys: %s", exc)
 
@@ -300,24 +160,21 @@ def kill_switch(
     settings: Settings,
     agent: Brakeable,
     loop: asyncio.AbstractEventLoop,
-    user_display: dict[str, str] | None = None,
+    where: x11.XDisplay | None = None,
+    typing_on: Callable[[], x11.XDisplay | None] = lambda: None,
 ) -> Iterator[None]:
     """While inside, the configured hotkey cancels ``agent``'s task. It is grabbed on the
-    person's display: ``user_display`` (DISPLAY, XAUTHORITY) when the task runs in a
-    sandbox, else this process's. Without a hotkey or a display it does nothing; a grab
-    that fails is logged (the other brakes still work)."""
+    person's display ``where`` (default: the one this process was started on), also when
+    the task works on a private display (``typing_on`` names that one). Without a hotkey or
+    a display it does nothing; a grab that fails is logged (the other brakes still work)."""
     chord = settings.safety.kill_hotkey
-    where = user_display or _user_display()
-    if not chord or not where.get("DISPLAY") or not x11.is_x11():
+    where = where or x11.XDisplay.from_env()
+    if not chord or not x11.is_x11(where):
         yield
         return
+    brake = agent_brake(agent, loop, chord=chord, typing_on=typing_on)
     try:
-        switch = KillSwitch(
-            chord,
-            agent_brake(agent, loop, chord=chord),
-            where["DISPLAY"],
-            where.get("XAUTHORITY"),
-        ).start()
+        switch = KillSwitch(chord, brake, where).start()
     except KillSwitchError as exc:
         log.warning("%s", exc)
         yield

@@ -5,12 +5,11 @@
 its own MIT-MAGIC-COOKIE, so only holders of the cookie can connect; then a light window
 manager (``safety.sandbox.window_manager``, default matchbox-window-manager, skipped
 with a warning when it is not installed) and the applications of ``safety.sandbox.apps``.
-``env()`` is what a process needs to work on it (``DISPLAY``, ``XAUTHORITY``). ``stop()``
-ends every process it started (each in its own process group) and removes the cookie.
-
-pyautogui and mss bind to the display they see when first used, so the caller points
-``DISPLAY`` at the sandbox *before* anything imports them (:func:`use_sandbox` does that
-for this process and restores it afterwards).
+``where`` is the display (name and cookie file) a :class:`~jarvis.desktop.desktop.Desktop`
+is opened on; ``env()`` is what a child process needs to work on it (``DISPLAY``,
+``XAUTHORITY``). ``stop()`` ends every process it started (each in its own process group)
+and removes the cookie. This process's own ``DISPLAY`` is never changed: the agent gets a
+Desktop on the sandbox, the kill switch stays on the person's display.
 """
 
 from __future__ import annotations
@@ -27,11 +26,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from jarvis.desktop.x11 import X11Error
+from jarvis.desktop.x11 import X11Error, XDisplay
 from jarvis.safety.settings import SandboxSettings
 
 if TYPE_CHECKING:
@@ -41,8 +40,6 @@ log = logging.getLogger(__name__)
 
 _FAMILY_LOCAL, _FAMILY_WILD = 256, 0xFFFF
 STOP_WAIT_S = 5.0
-USER_DISPLAY_ENV = {"DISPLAY": "JARVIS_USER_DISPLAY", "XAUTHORITY": "JARVIS_USER_XAUTHORITY"}
-"""Where :func:`use_sandbox` keeps the person's own display while the task uses its own."""
 
 
 def xauth_entries(number: str, cookie: bytes) -> bytes:
@@ -93,6 +90,11 @@ class Sandbox:
 
     def env(self) -> dict[str, str]:
         return {"DISPLAY": self.display, "XAUTHORITY": self.xauthority}
+
+    @property
+    def where(self) -> XDisplay:
+        """The display, for a Desktop on it (once started)."""
+        return XDisplay(self.display, self.xauthority)
 
     def start(self) -> Sandbox:
         if shutil.which("Xvfb") is None:
@@ -225,51 +227,13 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
             continue
 
 
-@contextlib.contextmanager
-def environment(values: dict[str, str]) -> Iterator[None]:
-    """``values`` in this process's environment until the block ends; then what was
-    there before (set or unset) is put back."""
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
+def sandboxed(settings: Settings, body: Callable[[XDisplay], int]) -> int:
+    """Run a command's ``body`` with the private display it is to work on (``jarvis run``
+    and ``jarvis serve`` with ``--sandbox``); 1 when the display cannot be started."""
     try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-@contextlib.contextmanager
-def pointed_at(box: Sandbox) -> Iterator[Sandbox]:
-    """Point this process's ``DISPLAY``/``XAUTHORITY`` at ``box`` until the block ends;
-    the person's are kept in ``JARVIS_USER_DISPLAY``/``JARVIS_USER_XAUTHORITY`` for the
-    kill switch (unless an outer sandbox keeps them already)."""
-    kept = {
-        saved_as: value
-        for name, saved_as in USER_DISPLAY_ENV.items()
-        if (value := os.environ.get(name)) is not None and os.environ.get(saved_as) is None
-    }
-    with environment({**kept, **box.env()}):
-        yield box
-
-
-@contextlib.contextmanager
-def use_sandbox(settings: SandboxSettings) -> Iterator[Sandbox]:
-    """Start a sandbox and point this process at it until the block ends
-    (:func:`pointed_at`); import nothing that opens the display before entering."""
-    with Sandbox(settings) as box, pointed_at(box):
-        yield box
-
-
-def sandboxed(settings: Settings, body: Callable[[], int]) -> int:
-    """Run a command's ``body`` with this process on a private display (``jarvis run`` and
-    ``jarvis serve`` with ``--sandbox``); 1 when the display cannot be started."""
-    try:
-        with use_sandbox(settings.safety.sandbox) as box:  # before pyautogui sees DISPLAY
+        with Sandbox(settings.safety.sandbox) as box:
             print(f"jarvis: running on the private display {box.display}", file=sys.stderr)
-            return body()
+            return body(box.where)
     except X11Error as exc:
         print(f"jarvis: {exc}", file=sys.stderr)
         return 1

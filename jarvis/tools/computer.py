@@ -14,7 +14,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
 
@@ -31,6 +31,9 @@ from jarvis.tools.context import InputLike, ScreenLike, ToolContext
 from jarvis.tools.presets import Preset, load_default_presets, load_presets, register_presets
 from jarvis.tools.registry import ToolRegistry, current_call_id
 from jarvis.tools.results import INTERNAL, INVALID_PARAMS, ToolFailure
+
+if TYPE_CHECKING:
+    from jarvis.safety.approvals import ApprovalGate
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -337,15 +340,17 @@ def register_computer_tools(registry: ToolRegistry) -> None:
 
 
 def build_registry(
-    settings: Settings, presets: Path | Sequence[Preset] | None = None
+    settings: Settings,
+    presets: Path | Sequence[Preset] | None = None,
+    approvals: ApprovalGate | None = None,
 ) -> ToolRegistry:
-    """The 13 desktop tools plus semantic presets.
+    """The 13 desktop tools plus semantic presets; ``approvals`` holds risky calls.
 
     ``presets``: ``None`` loads the configured or default presets file (see
     :func:`jarvis.tools.presets.load_default_presets`); a path loads that file; a list
     registers those presets (``[]`` for none). A bad preset raises ``PresetError``.
     """
-    registry = ToolRegistry(settings)
+    registry = ToolRegistry(settings, approvals=approvals)
     register_computer_tools(registry)
     if presets is None:
         register_presets(registry, load_default_presets(settings))

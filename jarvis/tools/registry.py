@@ -82,7 +82,13 @@ current_call_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 class ToolRegistry:
     """The tools one agent may call, with policy, limits, audit and events."""
 
-    def __init__(self, settings: Settings | None = None, *, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        clock: Clock = time.monotonic,
+        approvals: ApprovalGate | None = None,
+    ) -> None:
         tools_policy = settings.tools if settings is not None else ToolPolicy()
         self.settings = settings
         self.policy = Policy(tools_policy, settings.channels if settings is not None else None)
@@ -90,7 +96,7 @@ class ToolRegistry:
         self.audit = AuditLog(settings)
         self._tools: dict[str, Tool] = {}
         self._locks = TaskLocks()
-        self.approvals: ApprovalGate | None = None
+        self.approvals = approvals
         """Holds risky calls until a person answers (jarvis/safety/approvals.py)."""
 
     # --- registration ------------------------------------------------------

@@ -56,12 +56,15 @@ class Windows:
 
     def __init__(self, where: XDisplay | None = None) -> None:
         self._display: Any = None
-        self._where = where
-        self._opened: XDisplay | None = None
+        self._where = where or XDisplay.from_env()
         self._failed = False
         self._lock = threading.Lock()
 
-    def move_to(self, where: XDisplay | None) -> None:
+    @property
+    def where(self) -> XDisplay:
+        return self._where
+
+    def move_to(self, where: XDisplay) -> None:
         """Look up windows on ``where`` from now on."""
         with self._lock:
             if where != self._where:
@@ -69,16 +72,12 @@ class Windows:
                 self._where = where
 
     def _open(self) -> Any:
-        following = self._where is None and self._display is not None  # a channel's display
-        if following and XDisplay.from_env() != self._opened:
-            self._drop()
         if self._display is None and not self._failed:
-            if self._where is None and not is_x11():
+            if not is_x11(self._where):
                 self._failed = True
                 return None
             try:
-                self._opened = self._where or XDisplay.from_env()
-                self._display = self._opened.open()
+                self._display = self._where.open()
             except Exception as exc:  # no server, no auth: the records say "unknown"
                 log.warning("window lookups are off: cannot open the X display: %s", exc)
                 self._failed = True
