@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 SETTINGS_FILE = Path("config") / "settings.json"
 DEFAULT_DATA_DIR = Path("data")
 
-ProviderName = Literal["anthropic", "openai"]
+ProviderName = Literal["anthropic", "openai", "gemini"]
 ToolMode = Literal["native", "text", "auto"]
 
 
@@ -100,6 +100,10 @@ class Settings(BaseSettings):
     provider: ProviderName = "anthropic"
     model: str = "claude-sonnet-4-6"
     openai_model: str = "gpt-4.1"
+    gemini_model: str = Field(
+        "gemini-2.5-computer-use-preview-10-2025",
+        description="the model when provider is gemini (key: GEMINI_API_KEY)",
+    )
     max_tokens: int = Field(4096, ge=64)
     temperature: float | None = None
     tool_mode: ToolMode = "auto"
@@ -246,6 +250,8 @@ class Settings(BaseSettings):
 
     @property
     def active_model(self) -> str:
+        if self.provider == "gemini":
+            return self.gemini_model
         return self.model if self.provider == "anthropic" else self.openai_model
 
 

@@ -133,7 +133,7 @@ def test_list_and_show_with_a_settings_override(tmp_path, capsys) -> None:
 @pytest.mark.parametrize(
     ("model", "expected"),
     [
-        ("gemini-2.5-computer-use-preview-10-2025", "generic"),  # not OpenAI's tool
+        ("gemini-2.5-computer-use-preview-10-2025", "gemini-computer-use"),  # not OpenAI's tool
         ("computer-use-preview", "openai-computer"),
         ("xlangai/OpenCUA-Qwen2-7B", "opencua-qwen2"),  # answers 0..1, not pixels
         ("xlangai/OpenCUA-7B", "opencua"),

@@ -1,4 +1,5 @@
-"""OpenAI's pending safety checks, held for a person through the approvals.
+"""OpenAI's pending safety checks and Gemini's safety decisions, held for a person
+through the approvals.
 
 The Responses API's ``computer`` tool can attach ``pending_safety_checks`` to a call
 (malicious instructions on the page, an irrelevant domain, a sensitive domain). The call's
@@ -8,10 +9,13 @@ check becomes an approval request (with the screenshot) in the TUI and the web p
 answered like any held call. Unlike a held tool call it never runs unattended (``--yes``
 and ``channels.NAME.unattended`` do not apply) and "allow for this task" covers only that check:
 OpenAI asks a person to acknowledge each one. With nobody to ask it is denied at once.
+Gemini's ``safety_decision: require_confirmation`` on a computer-use call goes the same
+way (:mod:`jarvis.llm.gemini_wire`).
 """
 
 from __future__ import annotations
 
+from jarvis.llm.gemini import GeminiProvider
 from jarvis.llm.openai_actions import Approver, SafetyCheck, deny_unattended
 from jarvis.llm.openai_responses import OpenAIResponsesProvider
 from jarvis.safety.approvals import ApprovalGate
@@ -27,7 +31,8 @@ def approver(gate: ApprovalGate) -> Approver:
         if context is None:  # a model call outside a task: nobody to ask about it
             return "no task is running to ask about it"
         code = check.code or "unnamed"
-        held = Held(f"openai:{code}:{check.id}", f"OpenAI's safety check {code}")
+        vendor = check.vendor
+        held = Held(f"{vendor.lower()}:{code}:{check.id}", f"{vendor}'s safety check {code}")
         arguments = {
             "safety_check": {"id": check.id, "code": check.code, "message": check.message},
             "actions": list(check.actions),
@@ -41,9 +46,11 @@ def approver(gate: ApprovalGate) -> Approver:
 
 
 def route_safety_checks(provider: object, gate: ApprovalGate) -> bool:
-    """Give ``provider`` the gate as its approver when it has OpenAI's default (nobody
-    there); True when it did. An approver set by the caller stays."""
-    if isinstance(provider, OpenAIResponsesProvider) and provider.approve is deny_unattended:
+    """Give ``provider`` (OpenAI's computer tool, Gemini's computer use) the gate as its
+    approver when it has the default (nobody there); True when it did. An approver set by
+    the caller stays."""
+    vendor_tool = (OpenAIResponsesProvider, GeminiProvider)
+    if isinstance(provider, vendor_tool) and provider.approve is deny_unattended:
         provider.approve = approver(gate)
         return True
     return False

@@ -8,6 +8,7 @@ from jarvis.config import Settings
 from jarvis.events import EventBus
 from jarvis.llm.anthropic import AnthropicProvider
 from jarvis.llm.base import AdapterBase, Connection
+from jarvis.llm.gemini import GeminiProvider
 from jarvis.llm.openai import OpenAIProvider
 from jarvis.llm.openai_actions import Approver
 from jarvis.llm.openai_responses import OpenAIResponsesProvider
@@ -31,8 +32,11 @@ def make_provider(
     speaking the model profile's action format (said in the log at the start of a run).
 
     Keys and base URLs come from the SDKs' env vars (ANTHROPIC_API_KEY,
-    ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL) unless given here. ``approve``
-    answers OpenAI's safety checks (default: nobody is there, they are denied).
+    ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL, GEMINI_API_KEY, GEMINI_BASE_URL)
+    unless given here. Gemini's computer-use profile (api ``gemini``) or ``provider:
+    "gemini"`` speaks the Gemini API; its computer-use tool only with that profile.
+    ``approve`` answers OpenAI's safety checks and Gemini's safety decisions (default:
+    nobody is there, they are denied).
     Raises ProviderAuthError when there is no key, naming the variable to set.
     """
     choice = active_profile(settings)
@@ -62,6 +66,16 @@ def make_provider(
             computer_tool_version=settings.computer_tool_version,
             **connection,
         )
+    elif profile.api == "gemini" or settings.provider == "gemini":
+        gemini = GeminiProvider(
+            settings.active_model,
+            computer_use=profile.action_format == "gemini-computer",
+            space=profile.space,
+            approve=approve,
+            **connection,
+        )
+        gemini.text_tool_calls = profile.text_tool_calls
+        return gemini
     elif profile.api == "openai-responses":
         responses = OpenAIResponsesProvider(settings.openai_model, approve=approve, **connection)
         responses.text_tool_calls = profile.text_tool_calls

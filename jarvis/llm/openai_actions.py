@@ -36,10 +36,12 @@ class SafetyCheck:
     message: str
     call_id: str
     actions: tuple[str, ...]
+    vendor: str = "OpenAI"
+    """Whose check it is: OpenAI's pending safety check, or Gemini's safety decision."""
 
     def describe(self) -> str:
         return (
-            f"OpenAI safety check {self.code or 'unnamed'} on {', '.join(self.actions)}: "
+            f"{self.vendor} safety check {self.code or 'unnamed'} on {', '.join(self.actions)}: "
             f"{self.message or '(no details)'}"
         )
 

@@ -31,15 +31,27 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from jarvis.geometry import CoordSpace, Size, anthropic_size, fit_size, smart_size
 
-Api = Literal["anthropic", "openai-chat", "openai-responses"]
+Api = Literal["anthropic", "openai-chat", "openai-responses", "gemini"]
 ActionFormat = Literal[
-    "tools", "claude-computer", "openai-computer", "qwen-computer-use", "uitars", "glm", "pyautogui"
+    "tools",
+    "claude-computer",
+    "openai-computer",
+    "gemini-computer",
+    "qwen-computer-use",
+    "uitars",
+    "glm",
+    "pyautogui",
 ]
 Coordinates = Literal["pixels", "resized-pixels", "0..1000", "0..999", "0..1"]
-MAPPED_FORMATS = frozenset({"qwen-computer-use", "uitars", "glm", "pyautogui"})
+MAPPED_FORMATS = frozenset({"qwen-computer-use", "uitars", "glm", "pyautogui", "gemini-computer"})
 """Formats whose points Jarvis maps itself, so any coordinate space works with them; the
-others (Jarvis's tools, the vendors' computer tools) carry pixels of the screenshot."""
-VENDOR_API = {"claude-computer": "anthropic", "openai-computer": "openai-responses"}
+others (Jarvis's tools, Claude's and OpenAI's computer tools) carry pixels of the
+screenshot. Gemini's computer use answers on a normalised grid that Jarvis maps."""
+VENDOR_API = {
+    "claude-computer": "anthropic",
+    "openai-computer": "openai-responses",
+    "gemini-computer": "gemini",
+}
 SHIPPED = "profiles.json"
 
 
