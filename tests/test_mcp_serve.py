@@ -122,7 +122,10 @@ async def test_stdio_lists_runs_with_progress_and_image_and_reads_only_its_own_t
                 cancel_theirs = await client.session.call_tool("cancel_task", {"task_id": "T001"})
                 assert cancel_theirs.is_error and "not given through MCP" in text_of(cancel_theirs)
                 unknown = await client.session.call_tool("get_task", {"task_id": "T404"})
-                assert unknown.is_error and text_of(unknown) == "Error executing tool get_task: no task T404"
+                assert (
+                    unknown.is_error
+                    and text_of(unknown) == "Error executing tool get_task: no task T404"
+                )
                 shot = await client.session.call_tool("screenshot", {})
                 assert not shot.is_error and image_of(shot).size[0] > 0
             errlog.seek(0)
@@ -150,16 +153,23 @@ async def test_stdio_answer_and_cancel(
                 async with stdio(api.data_dir, errlog) as client:
                     asked = await client.session.call_tool("run_task", {"text": "open the file"})
                     assert asked.structured_content["status"] == "needs_user"
-                    assert text_of(asked) == "T001 needs_user: Which file? (reply with the answer tool)"
+                    assert (
+                        text_of(asked)
+                        == "T001 needs_user: Which file? (reply with the answer tool)"
+                    )
                     progress = Progress()
                     answered = await client.session.call_tool(
-                        "answer", {"task_id": "T001", "text": "the red one"}, progress_callback=progress
+                        "answer",
+                        {"task_id": "T001", "text": "the red one"},
+                        progress_callback=progress,
                     )
                     assert answered.structured_content["status"] == "finished"
                     assert answered.structured_content["summary"] == "red"
                     assert len(progress.seen) == 1  # the step after the answer
                     assert _status(api, "T001") == "completed"
-                    late = await client.session.call_tool("answer", {"task_id": "T001", "text": "x"})
+                    late = await client.session.call_tool(
+                        "answer", {"task_id": "T001", "text": "x"}
+                    )
                     assert late.is_error and text_of(late) == (
                         "Error executing tool answer: T001 is completed; it takes no answer"
                     )
@@ -235,7 +245,9 @@ async def test_http_needs_its_token_and_a_local_origin_and_runs_a_task(
             assert token != api.token
             await refusals(url, token, api.token)
             http = create_mcp_http_client(headers={"authorization": f"Bearer {token}"})
-            async with Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+            async with Client(
+                streamable_http_client(url, http_client=http), mode="legacy"
+            ) as client:
                 listed = await client.session.list_tools()
                 assert {t.name for t in listed.tools} == TOOLS
                 await check_run_task(client, api, "T001")
@@ -268,7 +280,9 @@ async def refusals(url: str, token: str, api_token: str) -> None:
             response = await raw.post(url, json=INIT, headers={**HEADERS, **extra})
             assert response.status_code == code, name
             assert token not in response.text and "detail" in response.json()
-        good = await raw.post(url, json=INIT, headers={**HEADERS, "authorization": f"Bearer {token}"})
+        good = await raw.post(
+            url, json=INIT, headers={**HEADERS, "authorization": f"Bearer {token}"}
+        )
         assert good.status_code == 200
 
 

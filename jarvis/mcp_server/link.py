@@ -35,9 +35,7 @@ class DaemonError(Exception):
 class DaemonLink:
     """Requests to the control API of the daemon holding ``data_dir``."""
 
-    def __init__(
-        self, data_dir: Path, url: str, token: str, socket: Path | None = None
-    ) -> None:
+    def __init__(self, data_dir: Path, url: str, token: str, socket: Path | None = None) -> None:
         self.data_dir = data_dir
         self._client = self._make(url, token, socket)
 
@@ -111,11 +109,15 @@ class DaemonLink:
         return [t for t in (found or {}).get("todos", []) if isinstance(t, dict)]
 
     async def task(self, task_id: str) -> dict[str, Any]:
-        found = await self.call("GET", f"/api/tasks/{_segment(task_id)}", params={"events": "false"})
+        found = await self.call(
+            "GET", f"/api/tasks/{_segment(task_id)}", params={"events": "false"}
+        )
         return found if isinstance(found, dict) else {}
 
     async def cancel(self, task_id: str) -> dict[str, Any]:
-        found = await self.call("POST", f"/api/tasks/{_segment(task_id)}/cancel", json={"by": CHANNEL})
+        found = await self.call(
+            "POST", f"/api/tasks/{_segment(task_id)}/cancel", json={"by": CHANNEL}
+        )
         return found if isinstance(found, dict) else {}
 
     async def answer(self, task_id: str, text: str) -> None:
@@ -139,11 +141,16 @@ class DaemonLink:
         """Journal lines after seq ``after`` (from the journal, then live), until closed."""
         try:
             async with self._client.stream(
-                "GET", "/api/events", params={"after": after}, headers={"accept": "text/event-stream"}
+                "GET",
+                "/api/events",
+                params={"after": after},
+                headers={"accept": "text/event-stream"},
             ) as response:
                 if response.status_code >= 400:
                     await response.aread()
-                    raise DaemonError(f"the event stream: {_detail(response)}", response.status_code)
+                    raise DaemonError(
+                        f"the event stream: {_detail(response)}", response.status_code
+                    )
                 async for event in sse_events(response.aiter_lines()):
                     try:
                         line = json.loads("\n".join(event.data))

@@ -76,7 +76,9 @@ def build_server(link: DaemonLink) -> MCPServer[Any]:
             return await _follow(link, ctx, task_id, cursor, timeout_s)
 
     @server.tool()
-    async def get_task(task_id: Annotated[str, Field(min_length=1, max_length=128)]) -> dict[str, Any]:
+    async def get_task(
+        task_id: Annotated[str, Field(min_length=1, max_length=128)],
+    ) -> dict[str, Any]:
         """The state of one task given through MCP: status, summary, steps, cost."""
         async with _errors():
             todo = await _own(link, task_id)
@@ -118,10 +120,9 @@ class _errors:
     async def __aenter__(self) -> None:
         return None
 
-    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
         if isinstance(exc, DaemonError):
             raise ToolError(str(exc)) from None
-        return False
 
 
 async def _own(link: DaemonLink, task_id: str) -> dict[str, Any]:
@@ -130,7 +131,9 @@ async def _own(link: DaemonLink, task_id: str) -> dict[str, Any]:
     if todo is None:
         raise ToolError(f"no task {task_id}")
     if todo.get("source") != CHANNEL:
-        raise ToolError(f"task {task_id} was not given through MCP; this server touches only its own")
+        raise ToolError(
+            f"task {task_id} was not given through MCP; this server touches only its own"
+        )
     return todo
 
 
@@ -172,7 +175,9 @@ async def _follow(
                     await ctx.report_progress(steps, None, f"{task_id} step {step}: {what}")
                 elif kind == "approval_requested":
                     why = line.get("reason") or "held for approval"
-                    message = f"{task_id} waits for a person to approve {line.get('tool_name')}: {why}"
+                    message = (
+                        f"{task_id} waits for a person to approve {line.get('tool_name')}: {why}"
+                    )
                     await ctx.report_progress(steps + 0.5, None, message)
                 elif kind == "task_finished":
                     ending = line
@@ -183,7 +188,9 @@ async def _follow(
             "follow it with get_task, or stop it with cancel_task"
         )
         state = {"task_id": task_id, "status": "running", "summary": "", "steps": steps}
-        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=state)
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=state
+        )
     assert ending is not None
     return await _ended(link, task_id, ending)
 
