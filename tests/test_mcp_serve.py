@@ -27,7 +27,7 @@ from mcp_types import CallToolResult, ImageContent, TextContent
 from PIL import Image
 
 from tests.agent_harness import agent_settings
-from tests.api_harness import is_step, moves, routed, scripted, serving_api, until
+from tests.api_harness import is_router, is_step, moves, routed, scripted, serving_api, until
 from tests.fake_model import FakeModel, RecordedRequest, Reply, call
 
 pytestmark = pytest.mark.usefixtures("xserver")
@@ -69,8 +69,10 @@ def image_of(result: CallToolResult) -> Image.Image:
     return Image.open(io.BytesIO(base64.b64decode(image.data)))
 
 
-async def check_run_task(client: Client, api: Any, task_id: str) -> None:
-    """run_task with three steps: one notification a step, the summary, the last image."""
+async def check_run_task(client: Client, api: Any, task_id: str, model: FakeModel) -> None:
+    """run_task with three steps: one notification a step, the summary, the last image; the
+    message is a task of its own, made without asking the model's router."""
+    routed_before = sum(map(is_router, model.requests))
     progress = Progress()
     result = await client.session.call_tool(
         "run_task", {"text": "point twice", "timeout_s": 120}, progress_callback=progress
@@ -90,6 +92,7 @@ async def check_run_task(client: Client, api: Any, task_id: str) -> None:
     assert image_of(result).size == Image.open(last).size
     todo = api.gateway.todos.get(task_id)
     assert (todo.source, todo.status) == ("mcp", "completed")
+    assert sum(map(is_router, model.requests)) == routed_before
 
 
 async def test_stdio_lists_runs_with_progress_and_image_and_reads_only_its_own_tasks(
@@ -107,7 +110,7 @@ async def test_stdio_lists_runs_with_progress_and_image_and_reads_only_its_own_t
                 assert {t.name for t in listed.tools} == TOOLS
                 schema = next(t for t in listed.tools if t.name == "run_task").input_schema
                 assert schema["required"] == ["text"] and "timeout_s" in schema["properties"]
-                await check_run_task(client, api, "T002")
+                await check_run_task(client, api, "T002", fake_model)
                 tasks = await client.session.call_tool("list_tasks", {})
                 assert [t["id"] for t in tasks.structured_content["tasks"]] == ["T002"]
                 got = await client.session.call_tool("get_task", {"task_id": "T002"})
@@ -250,7 +253,7 @@ async def test_http_needs_its_token_and_a_local_origin_and_runs_a_task(
             ) as client:
                 listed = await client.session.list_tools()
                 assert {t.name for t in listed.tools} == TOOLS
-                await check_run_task(client, api, "T001")
+                await check_run_task(client, api, "T001", fake_model)
         finally:
             server.terminate()
             server.wait(20)
