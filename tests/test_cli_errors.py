@@ -42,6 +42,7 @@ COMMANDS: dict[str, list[str]] = {
     "inbox list": ["inbox", "list"],
     "serve": ["serve", "--http", "127.0.0.1:0"],
     "mcp list": ["mcp", "list"],
+    "mcp serve": ["mcp", "serve", "--no-start"],
     "stop": ["stop"],
     "runs": ["runs"],
     "runs show": ["runs", "show", "T001"],

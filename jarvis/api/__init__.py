@@ -37,8 +37,10 @@ Endpoints (JSON unless said otherwise)::
          tool_calls: [{call_id, tool_name, state, arguments, error_code,
          error_message, latency_ms, data}], timings_ms, input_tokens, output_tokens,
          cost_usd, screenshot, finished}]; events = the task's journal lines
-    POST /api/tasks/{id}/cancel -> 202 {task_id, status: cancelled}   (409 when ended)
-    POST /api/tasks/{id}/answer {text, channel} -> 202 {message_id, channel, task_id}
+    POST /api/tasks/{id}/cancel {by: tui|web|api|mcp = api}
+         -> 202 {task_id, status: cancelled}   (409 when ended)
+    POST /api/tasks/{id}/answer {text, channel: tui|web|api|mcp = api}
+         -> 202 {message_id, channel, task_id}
          an inbox message addressed to the task (header ``answers:T003``); the router
          merges it into the task, which runs again (409 when the task is not open)
     GET  /api/events   Server-Sent Events, see below

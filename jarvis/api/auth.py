@@ -46,9 +46,10 @@ PUBLIC_PREFIXES = ("/static/",)
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
-def load_or_create_token(data_dir: Path) -> str:
-    """The API token of this data dir, made (0600) at the first call."""
-    path = data_dir / TOKEN_FILE
+def load_or_create_token(data_dir: Path, name: Path = TOKEN_FILE) -> str:
+    """The API token of this data dir (or the token in ``name`` under it, such as the MCP
+    server's), made (0600) at the first call."""
+    path = data_dir / name
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -57,7 +58,7 @@ def load_or_create_token(data_dir: Path) -> str:
     token = secrets.token_urlsafe(32)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(token + "\n")
-    log.info("made a new API token in %s", path)
+    log.info("made a new token in %s", path)
     return token
 
 

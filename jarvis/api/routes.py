@@ -96,7 +96,8 @@ class MessageIn(BaseModel):
 
 class AnswerIn(BaseModel):
     text: str = Field(min_length=1, max_length=TEXT_MAX)
-    channel: Channel = "api"
+    channel: Channel | Literal["mcp"] = "api"
+    """Who answers: a person's client, or the MCP server answering its own task."""
 
 
 class Queued(BaseModel):
@@ -166,7 +167,7 @@ def _task_view(record: TaskRecord, with_events: bool) -> TaskView:
 class CancelIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    by: Literal["tui", "web", "api"] = "api"
+    by: Literal["tui", "web", "api", "mcp"] = "api"
     """Which brake it was (recorded as the task's ``stopped_by``)."""
 
 

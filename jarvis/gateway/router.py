@@ -14,7 +14,8 @@ rather than hiding it in a new task. Routing is idempotent: a message already na
 is not routed again (recovery after a crash re-routes only what was not routed). A message
 addressed to a task (``answers:T003`` in its header: an answer sent through the API) is
 merged into that task without asking the model, if it is still open. A message marked
-``new_task`` (an A2A message: every one is its own task) becomes a new task without asking.
+``new_task`` (an A2A message: every one is its own task), and every message of another
+agent's channel (a2a, mcp), becomes a new task of its own without asking.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ NEW_TASK = "new_task"
 """A message whose meta has this key becomes its own task, with no merge decision (A2A)."""
 """Header key of a message addressed to one task (``answers:T003``): it is merged into that
 task without asking the model (an answer to a ``call_user`` question, from the API)."""
+OWN_TASK_CHANNELS = frozenset({"a2a", "mcp"})
+"""Channels of other agents: each of their messages is a task of its own (never merged into
+a task of another sender, which runs under another channel's policy), made without asking
+the model; an answer to one of their tasks still goes to it (``answers:``)."""
 TITLE_MAX = 80
 EXCERPT_MAX = 300
 
@@ -195,7 +200,7 @@ class MessageRouter:
             answered = await asyncio.to_thread(self._answer, message, message.meta[ANSWERS])
             if answered is not None:
                 return answered
-        if message.meta.get(NEW_TASK):
+        if message.meta.get(NEW_TASK) or message.channel in OWN_TASK_CHANNELS:
             todo = await asyncio.to_thread(self._new_task, message, NewDecision(action="new"))
             return Routed(todo, "new")
         open_tasks = await asyncio.to_thread(self.todos.open_tasks)

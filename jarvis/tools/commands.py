@@ -1,4 +1,5 @@
 """``jarvis mcp list``: start each MCP server of ``mcp.json``, show its state and tools.
+(``jarvis mcp serve``, Jarvis as an MCP server, is in :mod:`jarvis.mcp_server.serve`.)
 
 Exit 0 when every server answered, 1 when one did not (or the file has a bad entry).
 Environment values and header values of the servers are never printed.
@@ -17,11 +18,16 @@ EXIT_OK, EXIT_FAILED = 0, 1
 
 
 def register(subparsers: Any) -> None:
-    mcp = subparsers.add_parser("mcp", help="MCP servers: list them with their state and tools")
+    from jarvis.mcp_server.serve import add_serve
+
+    mcp = subparsers.add_parser(
+        "mcp", help="MCP: list the MCP servers Jarvis uses; serve Jarvis to MCP clients"
+    )
     sub = mcp.add_subparsers(dest="mcp_command", metavar="SUBCOMMAND")
     listing = sub.add_parser("list", help="start each server of config/mcp.json; show its tools")
     listing.add_argument("--json", action="store_true", help="one JSON object instead of text")
     listing.set_defaults(handler=cmd_mcp_list)
+    add_serve(sub)
     mcp.set_defaults(handler=_usage(mcp))
 
 
