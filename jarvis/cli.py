@@ -36,6 +36,7 @@ SUBCOMMAND_MODULES = (
     "jarvis.tui.commands",
     "jarvis.calibrate.commands",
     "jarvis.calibrate.profiles_commands",
+    "jarvis.fleet.commands",
 )
 
 
