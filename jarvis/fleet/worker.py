@@ -13,6 +13,7 @@ import asyncio
 import logging
 import signal
 import socket
+import threading
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -65,8 +66,11 @@ class FleetWorker:
         self.current: Claim | None = None
         self.agent: Agent | None = None
         self._stop = asyncio.Event()
-        self._outbox: asyncio.Queue[Event] = asyncio.Queue()
+        self._outbox: asyncio.Queue[Event | None] = asyncio.Queue()
+        """Events to send; None ends a task's sending (after all posted before it)."""
         self.ran = 0
+        self._loop_ref: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
 
     def stop(self) -> None:
         """Stop at once: the running task is cancelled and given back."""
@@ -75,16 +79,17 @@ class FleetWorker:
             self.agent.cancel("signal")
 
     async def run(self) -> int:
-        from jarvis.agent.factory import build_agent
-
         loop = asyncio.get_running_loop()
+        self._loop_ref, self._loop_thread = loop, threading.get_ident()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop)
+        from jarvis.agent.factory import build_agent
+
         if not await wait_for_redis(self.redis, self.options.url, self.say, self._stop.is_set):
             return 0
         await self.queue.setup()
         self.shipper.prime()
-        self.bus.subscribe(self._outbox.put_nowait)
+        self.bus.subscribe(self._post)
         async with build_agent(self.settings, self.bus) as agent:
             self.agent = agent
             helpers = [asyncio.create_task(self._heartbeat()), asyncio.create_task(self._control())]
@@ -97,6 +102,16 @@ class FleetWorker:
                 with suppress(Exception):
                     await registry.forget(self.redis, self.options.name)
         return 0
+
+    def _post(self, event: Event) -> None:
+        """Queue an event for sending; events come from the loop and from worker threads."""
+        loop = self._loop_ref
+        if loop is None:
+            return
+        if threading.get_ident() == self._loop_thread:
+            self._outbox.put_nowait(event)
+        else:
+            loop.call_soon_threadsafe(self._outbox.put_nowait, event)
 
     async def _loop(self, agent: Agent) -> None:
         from redis.exceptions import RedisError
@@ -125,8 +140,8 @@ class FleetWorker:
         except Exception:  # the boundary: an agent crash becomes a failed task
             log.exception("task %s: the agent stopped with an error", claim.task_id)
         finally:
+            await self._drain(sender, claim.task_id)  # the lease is still renewed meanwhile
             renewer.cancel()
-            await self._drain(sender)
             self.current = None
             self.info.state, self.info.task = "idle", None
         if lost.is_set():
@@ -158,9 +173,13 @@ class FleetWorker:
                 return
 
     async def _send_events(self, task_id: str) -> None:
-        while True:
-            event = await self._outbox.get()
-            await self._send(event, task_id)
+        from redis.exceptions import RedisError
+
+        while (event := await self._outbox.get()) is not None:
+            try:
+                await self._send(event, task_id)
+            except (RedisError, OSError) as exc:
+                log.warning("event %s of %s not sent: %s", event.kind, task_id, reason(exc))
 
     async def _send(self, event: Event, task_id: str) -> None:
         fields: Any = event_fields(event, self.options.name)
@@ -175,15 +194,12 @@ class FleetWorker:
         if flush is not None:
             await asyncio.to_thread(flush)
 
-    async def _drain(self, sender: asyncio.Task[Any]) -> None:
-        sender.cancel()
-        with suppress(asyncio.CancelledError):
-            await sender
-        assert self.current is not None
-        while not self._outbox.empty():
-            await self._send(self._outbox.get_nowait(), self.current.task_id)
+    async def _drain(self, sender: asyncio.Task[Any], task_id: str) -> None:
+        """Send what is left: the end mark goes behind events posted from threads."""
+        asyncio.get_running_loop().call_soon_threadsafe(self._outbox.put_nowait, None)
+        await sender
         await self._flush_records()
-        await self.shipper.ship(self.current.task_id)
+        await self.shipper.ship(task_id)
 
     async def _heartbeat(self) -> None:
         from redis.exceptions import RedisError
