@@ -84,7 +84,7 @@ class RedisQueue:
     ) -> str | None:
         """Send ``task_id`` to the workers; None when an entry already carries it."""
         args = [task_id, body, ",".join(channels), "1", "1" if force else "0"]
-        entry = await self._run(scripts.DISPATCH, [keys.TASKS, keys.CARRIED], args)
+        entry = await self._run(scripts.DISPATCH, [keys.TASKS, keys.CARRIED, keys.ENDED], args)
         return text(entry) if entry else None
 
     async def redispatch(self, tasks: list[tuple[str, str, tuple[str, ...]]]) -> list[str]:
@@ -94,6 +94,11 @@ class RedisQueue:
             if await self.dispatch(task_id, body, channels):
                 sent.append(task_id)
         return sent
+
+    async def recorded(self, task_id: str) -> None:
+        """The coordinator wrote ``task_id``'s outcome to todos.md: it may be sent again
+        (an answer to its question, an update)."""
+        await self.redis.hdel(keys.ENDED, task_id)
 
     async def carried(self) -> dict[str, str]:
         raw = await self.redis.hgetall(keys.CARRIED)
@@ -135,7 +140,13 @@ class RedisQueue:
 
     async def complete(self, claim: Claim, status: str, summary: str) -> bool:
         check_status(status)
-        run_keys = [keys.lease_key(claim.task_id), keys.TASKS, keys.CARRIED, keys.EVENTS]
+        run_keys = [
+            keys.lease_key(claim.task_id),
+            keys.TASKS,
+            keys.CARRIED,
+            keys.EVENTS,
+            keys.ENDED,
+        ]
         args = [claim.token, keys.WORKERS_GROUP, claim.entry, claim.task_id, self.worker]
         args += [status, summary, str(claim.attempt)]
         return bool(await self._run(scripts.COMPLETE, run_keys, args))
@@ -198,7 +209,7 @@ class Janitor:
             await self.redis.xack(keys.TASKS, keys.WORKERS_GROUP, entry)
             return
         reason = f"lost its desktop {attempt} time(s): no worker finished it (attempts capped)"
-        run_keys = [keys.lease_key(task_id), keys.TASKS, keys.CARRIED, keys.EVENTS]
+        run_keys = [keys.lease_key(task_id), keys.TASKS, keys.CARRIED, keys.EVENTS, keys.ENDED]
         args = [keys.WORKERS_GROUP, entry, task_id, body, ",".join(channels)]
         args += [str(attempt), str(self.max_attempts), reason]
         answer = text(await self.redis.eval(scripts.REAP, len(run_keys), *run_keys, *args))

@@ -9,8 +9,9 @@ dispatched once and a superseded entry is acknowledged and dropped.
 from __future__ import annotations
 
 DISPATCH = """
--- KEYS: tasks, carried; ARGV: task, text, channels, attempt, force
-if ARGV[5] ~= '1' and redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return false end
+-- KEYS: tasks, carried, ended; ARGV: task, text, channels, attempt, force
+if ARGV[5] ~= '1' and (redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1
+    or redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1) then return false end
 local id = redis.call('XADD', KEYS[1], '*', 'task', ARGV[1], 'text', ARGV[2],
   'channels', ARGV[3], 'attempt', ARGV[4])
 redis.call('HSET', KEYS[2], ARGV[1], id)
@@ -38,9 +39,10 @@ return 1
 """
 
 COMPLETE = """
--- KEYS: lease, tasks, carried, events
+-- KEYS: lease, tasks, carried, events, ended
 -- ARGV: token, group, entry, task, worker, status, summary, attempt
 if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[5], ARGV[4], ARGV[6])
 redis.call('XADD', KEYS[4], '*', 'type', 'outcome', 'task', ARGV[4], 'worker', ARGV[5],
   'status', ARGV[6], 'summary', ARGV[7], 'attempt', ARGV[8], 'token', ARGV[1])
 redis.call('XACK', KEYS[2], ARGV[2], ARGV[3])
@@ -62,7 +64,7 @@ return id
 
 REAP = """
 -- the janitor, for one entry it claimed because it sat idle past the lease time
--- KEYS: lease, tasks, carried, events
+-- KEYS: lease, tasks, carried, events, ended
 -- ARGV: group, entry, task, text, channels, attempt, cap, reason
 local holder = redis.call('HGET', KEYS[1], 'worker')
 if holder and redis.call('HGET', KEYS[1], 'entry') == ARGV[2] then
@@ -74,6 +76,7 @@ if redis.call('HGET', KEYS[3], ARGV[3]) ~= ARGV[2] then return 'stale' end
 local attempt = tonumber(ARGV[6])
 if attempt >= tonumber(ARGV[7]) then
   redis.call('HDEL', KEYS[3], ARGV[3])
+  redis.call('HSET', KEYS[5], ARGV[3], 'failed')
   redis.call('XADD', KEYS[4], '*', 'type', 'outcome', 'task', ARGV[3], 'worker', '',
     'status', 'failed', 'summary', ARGV[8], 'attempt', ARGV[6], 'token', '')
   return 'failed'
