@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from jarvis.events import EventBus
-from jarvis.fleet import keys
+from jarvis.fleet import control, keys
 from jarvis.fleet.connection import client
 from jarvis.fleet.protocol import Claim
 from jarvis.fleet.receiver import Outcome, Receiver
@@ -250,3 +250,53 @@ async def test_a_worker_killed_mid_task_loses_it_to_another_which_finishes_it_on
     assert outcome.attempt == 2
     starts = [line for line in journal_lines(home, "T001") if line["kind"] == "task_started"]
     assert [line["run"] for line in starts] == [1, 2]  # both attempts are in the journal
+
+
+@pytest.mark.slow
+async def test_control_reaches_the_worker_of_the_task_and_sigterm_gives_the_task_back(
+    fleet: Fleet, fake_model: FakeModel, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    release = threading.Event()
+    asked: list[threading.Event] = [threading.Event(), threading.Event()]
+    calls = {"step": 0}
+
+    def answer(request: RecordedRequest) -> Reply:
+        if (reply := other(request)) is not None:
+            return reply
+        asked[min(calls["step"], 1)].set()
+        calls["step"] += 1
+        release.wait(90)  # the model thinks until the test is over
+        return done()
+
+    fake_model.set_default(answer)
+    coordinator = Coordinator(redis_server.url, tmp_path / "coordinator")
+    await coordinator.setup()
+    try:
+        worker = fleet.start("w1")
+        assert await coordinator.queue.dispatch("T001", TASK, ("api",))
+        await asyncio.to_thread(asked[0].wait, 60)
+        forged = control.Control(kind="cancel", task="T999", by="forger")
+        await control.send(coordinator.redis, "w1", forged)
+        await control.send(coordinator.redis, "w1", control.Control("cancel", "T001", by="api"))
+        await coordinator.until_outcome(timeout=60)
+        [cancelled] = coordinator.outcomes
+        assert (cancelled.task_id, cancelled.status) == ("T001", "cancelled")
+        assert cancelled.summary == "cancelled by api"  # not by the forged message
+
+        assert await coordinator.queue.dispatch("T002", "another task", ("api",))
+        entry = (await coordinator.queue.carried())["T002"]
+        await asyncio.to_thread(asked[1].wait, 60)
+        worker.send_signal(signal.SIGTERM)
+        _out, err = await asyncio.to_thread(worker.communicate, timeout=30)
+        assert worker.returncode == 0, err
+        assert "control cancel for task T999 ignored" in err
+        assert "task T002 given back" in err
+        assert (await coordinator.queue.carried())["T002"] != entry  # a fresh entry
+        assert await coordinator.redis.exists(keys.lease_key("T002")) == 0
+        again = await RedisQueue(coordinator.redis, "w2").claim(wait_s=1)
+        assert again is not None and (again.task_id, again.attempt) == ("T002", 1)
+        await coordinator.receiver.read_once(wait_s=0.2)
+        assert [o.task_id for o in coordinator.outcomes] == ["T001"]  # no outcome for T002
+    finally:
+        release.set()
+        await coordinator.close()
