@@ -66,6 +66,8 @@ class Fleet:
         self.tmp_path, self.fake_model, self.url = tmp_path, fake_model, url
         self.stack = ExitStack()
         self.procs: dict[str, subprocess.Popen[str]] = {}
+        self.lines: dict[str, list[str]] = {}
+        self.readers: list[threading.Thread] = []
 
     def start(self, name: str, lease_s: float = 3.0) -> subprocess.Popen[str]:
         screen: Xvfb = self.stack.enter_context(start_xvfb(800, 600))
@@ -78,19 +80,47 @@ class Fleet:
             [sys.executable, "-m", "jarvis", *args],
             env=env,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
         )
-        self.procs[name] = proc
+        self.procs[name], self.lines[name] = proc, []
+        reader = threading.Thread(target=self._read, args=(proc, self.lines[name]), daemon=True)
+        reader.start()
+        self.readers.append(reader)
         return proc
+
+    @staticmethod
+    def _read(proc: subprocess.Popen[str], into: list[str]) -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            into.append(line)
+
+    def err(self, name: str) -> str:
+        """What worker ``name`` wrote to stderr so far."""
+        return "".join(self.lines[name])
+
+    async def said(self, name: str, text: str, timeout: float = 60) -> None:
+        async with asyncio.timeout(timeout):
+            while text not in self.err(name):
+                await asyncio.sleep(0.05)
+
+    def finish(self, name: str, timeout: float = 30) -> str:
+        """Wait for worker ``name`` to exit; its stderr."""
+        self.procs[name].wait(timeout=timeout)
+        for reader in self.readers:
+            reader.join(timeout=5)
+        return self.err(name)
 
     def stop(self) -> None:
         for proc in self.procs.values():
             if proc.poll() is None:
                 proc.kill()
-            out, err = proc.communicate(timeout=30)
-            print(f"--- worker exit {proc.returncode}\n{out}{err}")  # shown when a test fails
+            proc.wait(timeout=30)
+        for reader in self.readers:
+            reader.join(timeout=5)
+        for name, proc in self.procs.items():  # shown when a test fails
+            print(f"--- worker {name} exit {proc.returncode}\n{self.err(name)}")
         self.stack.close()
 
 
@@ -170,7 +200,7 @@ async def test_a_worker_runs_a_task_and_its_record_lands_in_the_coordinators_dat
         await coordinator.until_outcome()
         listed = await asyncio.to_thread(jarvis_workers, redis_server.url)
         worker.send_signal(signal.SIGTERM)
-        _out, err = worker.communicate(timeout=30)
+        err = await asyncio.to_thread(fleet.finish, "w1")
     finally:
         await coordinator.close()
     assert worker.returncode == 0, err
@@ -287,7 +317,7 @@ async def test_control_reaches_the_worker_of_the_task_and_sigterm_gives_the_task
         entry = (await coordinator.queue.carried())["T002"]
         await asyncio.to_thread(asked[1].wait, 60)
         worker.send_signal(signal.SIGTERM)
-        _out, err = await asyncio.to_thread(worker.communicate, timeout=30)
+        err = await asyncio.to_thread(fleet.finish, "w1")
         assert worker.returncode == 0, err
         assert "control cancel for task T999 ignored" in err
         assert "task T002 given back" in err
@@ -300,3 +330,36 @@ async def test_control_reaches_the_worker_of_the_task_and_sigterm_gives_the_task
     finally:
         release.set()
         await coordinator.close()
+
+
+@pytest.mark.slow
+async def test_a_worker_waits_for_redis_says_so_and_works_when_it_is_back(
+    tmp_path: Path, fake_model: FakeModel
+) -> None:
+    steps = iter([done()])
+    fake_model.set_default(lambda request: other(request) or next(steps))
+    with RedisServer(appendonly=True) as server:
+        fleet = Fleet(tmp_path, fake_model, server.url)
+        try:
+            fleet.start("w1")
+            await fleet.said("w1", "waiting for tasks")
+            server.stop()  # Redis goes away under an idle worker
+            await fleet.said("w1", "waiting for Redis at")
+            server.start()  # the same port and password, its data back from the AOF
+            coordinator = Coordinator(server.url, tmp_path / "coordinator")
+            await coordinator.setup()
+            try:
+                assert await coordinator.queue.dispatch("T001", TASK, ("api",))
+                await coordinator.until_outcome(timeout=60)
+            finally:
+                await coordinator.close()
+            fleet.procs["w1"].send_signal(signal.SIGTERM)
+            err = await asyncio.to_thread(fleet.finish, "w1")
+        finally:
+            fleet.stop()
+    [outcome] = coordinator.outcomes
+    assert (outcome.task_id, outcome.status, outcome.worker) == ("T001", "completed", "w1")
+    [waiting] = [line for line in err.splitlines() if "waiting for Redis at" in line]  # once
+    assert f"redis://:***@127.0.0.1:{server.port}/0" in waiting and "backoff" in waiting
+    assert f"Redis at redis://:***@127.0.0.1:{server.port}/0 is back" in err
+    assert server.password not in err

@@ -75,17 +75,24 @@ def client(url: str) -> Redis:
 async def wait_for_redis(
     redis: Redis, url: str, say: Callable[[str], None], stopping: Callable[[], bool] = lambda: False
 ) -> bool:
-    """PING until Redis answers, with backoff; ``say`` gets one line per wait (what for,
-    and when the next try is). False when ``stopping()`` turned true first."""
+    """PING until Redis answers, with backoff; ``say`` gets one line when the wait begins
+    (what for) and one when it ends. False when ``stopping()`` turned true first."""
     from redis.exceptions import RedisError
 
     delay = BACKOFF_START_S
+    told = False
     while not stopping():
         try:
             await redis.ping()
+            if told:
+                say(f"Redis at {shown(url)} is back")
             return True
         except (RedisError, OSError) as exc:
-            say(f"waiting for Redis at {shown(url)} ({reason(exc)}); next try in {delay:.1f}s")
+            line = f"waiting for Redis at {shown(url)} ({reason(exc)})"
+            if not told:  # one line per outage; each retry goes to the debug log
+                say(f"{line}; retrying with backoff up to {BACKOFF_MAX_S:.0f}s")
+                told = True
+            log.debug("%s; next try in %.1fs", line, delay)
         await asyncio.sleep(delay)
         delay = min(delay * 2, BACKOFF_MAX_S)
     return False
