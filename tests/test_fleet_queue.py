@@ -78,6 +78,7 @@ async def test_a_stale_token_cannot_complete_and_the_current_one_can(redis: Redi
     assert await a.carried() == {}
     pending: Any = await redis.xpending(keys.TASKS, keys.WORKERS_GROUP)
     assert pending["pending"] == 0
+    assert await redis.xlen(keys.TASKS) == 0  # done entries are deleted, not kept
 
 
 async def test_dispatch_is_once_per_task_and_redispatch_fills_what_no_entry_carries(
@@ -132,6 +133,7 @@ async def test_the_janitor_gives_an_expired_lease_to_another_worker_and_caps_att
     assert (outcome["task"], outcome["status"]) == ("T001", "failed")
     assert "lost its desktop 2 time(s)" in outcome["summary"]
     assert await a.carried() == {}
+    assert await redis.xlen(keys.TASKS) == 0
 
 
 async def test_renewing_keeps_the_janitor_away(redis: Redis) -> None:

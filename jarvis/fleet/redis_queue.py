@@ -123,6 +123,7 @@ class RedisQueue:
         except MalformedTask as exc:
             log.warning("%s; acknowledged and skipped", exc)
             await self.redis.xack(keys.TASKS, keys.WORKERS_GROUP, entry)
+            await self.redis.xdel(keys.TASKS, entry)
             return None
         token = secrets.token_hex(16)
         args = [keys.WORKERS_GROUP, task_id, entry, token, self.worker, str(self.lease_ms)]
@@ -207,6 +208,7 @@ class Janitor:
         except MalformedTask as exc:
             log.warning("%s; acknowledged and skipped", exc)
             await self.redis.xack(keys.TASKS, keys.WORKERS_GROUP, entry)
+            await self.redis.xdel(keys.TASKS, entry)
             return
         reason = f"lost its desktop {attempt} time(s): no worker finished it (attempts capped)"
         run_keys = [keys.lease_key(task_id), keys.TASKS, keys.CARRIED, keys.EVENTS, keys.ENDED]

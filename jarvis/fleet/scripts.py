@@ -3,7 +3,8 @@
 Fencing lives here: a lease is a hash ``jarvis:lease:TASK`` {token, worker, entry} with a
 PX expiry; renew, complete and give back act only when the caller's token is the one in
 it. ``jarvis:carried`` maps a task to the stream entry that carries it, so a task is
-dispatched once and a superseded entry is acknowledged and dropped.
+dispatched once and a superseded entry is acknowledged and dropped. An entry is deleted
+(XDEL) once acknowledged: the stream holds only tasks waiting or running.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ LEASE = """
 -- KEYS: tasks, carried, lease; ARGV: group, task, entry, token, worker, ms
 if redis.call('HGET', KEYS[2], ARGV[2]) ~= ARGV[3] then
   redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
+  redis.call('XDEL', KEYS[1], ARGV[3])
   return 'stale'
 end
 if redis.call('EXISTS', KEYS[3]) == 1 then return 'held' end
@@ -46,6 +48,7 @@ redis.call('HSET', KEYS[5], ARGV[4], ARGV[6])
 redis.call('XADD', KEYS[4], '*', 'type', 'outcome', 'task', ARGV[4], 'worker', ARGV[5],
   'status', ARGV[6], 'summary', ARGV[7], 'attempt', ARGV[8], 'token', ARGV[1])
 redis.call('XACK', KEYS[2], ARGV[2], ARGV[3])
+redis.call('XDEL', KEYS[2], ARGV[3])
 if redis.call('HGET', KEYS[3], ARGV[4]) == ARGV[3] then redis.call('HDEL', KEYS[3], ARGV[4]) end
 redis.call('DEL', KEYS[1])
 return 1
@@ -55,6 +58,7 @@ GIVE_BACK = """
 -- KEYS: lease, tasks, carried; ARGV: token, group, entry, task, text, channels, attempt
 if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then return false end
 redis.call('XACK', KEYS[2], ARGV[2], ARGV[3])
+redis.call('XDEL', KEYS[2], ARGV[3])
 redis.call('DEL', KEYS[1])
 local id = redis.call('XADD', KEYS[2], '*', 'task', ARGV[4], 'text', ARGV[5],
   'channels', ARGV[6], 'attempt', ARGV[7])
@@ -72,6 +76,7 @@ if holder and redis.call('HGET', KEYS[1], 'entry') == ARGV[2] then
   return 'held'
 end
 redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])
+redis.call('XDEL', KEYS[2], ARGV[2])
 if redis.call('HGET', KEYS[3], ARGV[3]) ~= ARGV[2] then return 'stale' end
 local attempt = tonumber(ARGV[6])
 if attempt >= tonumber(ARGV[7]) then
