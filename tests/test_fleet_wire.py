@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from jarvis.events import EventBus, EventRecorder, StepFinished, TaskStarted
+from jarvis.events import EventBus, EventRecorder, StepFinished, TaskFinished, TaskStarted
 from jarvis.fleet import keys
 from jarvis.fleet.connection import FleetUrlError, check_url, client, shown
 from jarvis.fleet.receiver import Outcome, Receiver
@@ -24,6 +24,8 @@ from jarvis.fleet.wire import (
     parse_event,
 )
 from jarvis.redaction import redact
+from jarvis.runs.journal import JournalWriter
+from jarvis.runs.reader import find_run
 from tests.redis_server import RedisServer, redis_server
 
 __all__ = ["redis_server"]
@@ -130,3 +132,35 @@ def test_a_redis_url_is_checked_and_its_password_never_shown(
     for bad in ("http://127.0.0.1:6379", "redis://", "127.0.0.1:6379", "redis://h:notaport/0"):
         with pytest.raises(FleetUrlError):
             check_url(bad)
+
+
+async def test_a_workers_steps_are_filed_under_the_journals_current_run(
+    redis: Redis, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    bus = EventBus()
+    journal = JournalWriter(data, bus, channel="api")
+
+    async def on_outcome(outcome: Outcome) -> None:
+        raise AssertionError("no outcome expected")
+
+    receiver = Receiver(redis, data, bus, on_outcome)
+    await receiver.setup()
+    try:
+        for fields in (
+            event_fields(TaskStarted(task_id="T001", task="do it"), "w1"),
+            event_fields(TaskFinished(task_id="T001", status="failed"), "w1"),
+            event_fields(TaskStarted(task_id="T001", task="do it"), "w2"),  # attempt 2
+            artefact_fields("runs/1999-01-01/T001/steps/0001/step.json", b"{}", "T001", "w2"),
+            artefact_fields("runs/1999-01-01/T002/steps/0001/step.json", b"{}", "T001", "w2"),
+        ):
+            await redis.xadd(keys.EVENTS, fields)
+        await receiver.read_once(wait_s=0.1)
+    finally:
+        journal.close()
+    folder = find_run(data, "T001")
+    assert folder is not None
+    assert (folder / "steps" / "r2-0001" / "step.json").read_bytes() == b"{}"
+    assert not (folder / "steps" / "0001").exists()
+    # a path naming another task's folder is not moved into this one
+    assert (data / "runs/1999-01-01/T002/steps/0001/step.json").is_file()

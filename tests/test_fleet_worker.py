@@ -280,6 +280,10 @@ async def test_a_worker_killed_mid_task_loses_it_to_another_which_finishes_it_on
     assert outcome.attempt == 2
     starts = [line for line in journal_lines(home, "T001") if line["kind"] == "task_started"]
     assert [line["run"] for line in starts] == [1, 2]  # both attempts are in the journal
+    run = home / "runs" / datetime.now().strftime("%Y-%m-%d") / "T001"
+    # the survivor's step is filed as run 2's, though it was its own first run
+    assert sorted(p.name for p in (run / "steps").iterdir()) == ["r2-0001"]
+    assert (run / "steps" / "r2-0001" / "step.json").is_file()
 
 
 @pytest.mark.slow

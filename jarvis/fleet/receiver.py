@@ -14,13 +14,16 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from jarvis.events import EventBus
 from jarvis.fleet import keys
 from jarvis.fleet.redis_queue import ensure_group, text
 from jarvis.fleet.wire import ForgedEntry, parse_event, write_artefact
+from jarvis.runs.reader import find_run
+from jarvis.runs.run_info import RunInfo
+from jarvis.runs.step_file import STEPS_DIR, parse_step_folder, step_folder
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -92,7 +95,9 @@ class Receiver:
                 self.bus.emit(parse_event(text(fields.get("data", b""))))
             elif kind == "artefact":
                 data = fields.get("data", b"")
-                rel = text(fields.get("path", b""))
+                rel = await asyncio.to_thread(
+                    self.placed, text(fields.get("task", b"")), text(fields.get("path", b""))
+                )
                 await asyncio.to_thread(
                     write_artefact, self.data_dir, rel, data if isinstance(data, bytes) else b""
                 )
@@ -108,6 +113,24 @@ class Receiver:
             log.warning("entry %s of %s could not be written: %s", entry, keys.EVENTS, exc)
         await self.redis.xack(keys.EVENTS, keys.COORDINATOR_GROUP, entry)
         await self.redis.xdel(keys.EVENTS, entry)
+
+    def placed(self, task_id: str, rel: str) -> str:
+        """Where a worker's step file goes here: into this task's journal folder and its
+        current run (a worker numbers its steps as the task's first run on its own disk;
+        the journal here knows it is attempt 2, or an answer's run)."""
+        parts = PurePosixPath(rel).parts
+        if len(parts) < 6 or parts[0] != "runs" or parts[3] != STEPS_DIR or not task_id:
+            return rel
+        step = parse_step_folder(parts[4])
+        folder = find_run(self.data_dir, task_id)
+        if step is None or folder is None or parts[2] != folder.name:
+            return rel
+        try:
+            run = RunInfo.load(folder).current.run
+        except (OSError, ValueError):
+            return rel
+        target = step_folder(folder, step[1], run).joinpath(*parts[5:])
+        return target.relative_to(self.data_dir).as_posix()
 
 
 def _outcome(fields: dict[str, str]) -> Outcome:
