@@ -40,6 +40,7 @@ SUBCOMMAND_MODULES = (
     "jarvis.tui.commands",
     "jarvis.calibrate.commands",
     "jarvis.calibrate.profiles_commands",
+    "jarvis.fleet.commands",
 )
 
 

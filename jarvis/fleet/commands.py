@@ -1,0 +1,209 @@
+"""``jarvis worker`` (one desktop of a fleet) and ``jarvis workers`` (the fleet's workers).
+
+Exit codes: 0 stopped cleanly (SIGTERM, SIGINT), 1 could not start (no key, no display,
+a bad Redis URL), 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from jarvis.config import Settings
+
+EXIT_OK, EXIT_FAILED = 0, 1
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+DISPLAY = re.compile(r"^[A-Za-z0-9.\-]*:\d+(\.\d+)?$")
+URL_ENV = "JARVIS_REDIS_URL"
+
+
+def _name(value: str) -> str:
+    if not NAME.match(value):
+        raise argparse.ArgumentTypeError(f"a worker name is letters, digits, _ . - : {value!r}")
+    return value
+
+
+def _display(value: str) -> str:
+    if not DISPLAY.match(value):
+        raise argparse.ArgumentTypeError(f"not an X display (like :1): {value!r}")
+    return value
+
+
+def _seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0: {value}")
+    return number
+
+
+def _redis_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--redis",
+        metavar="URL",
+        default=os.environ.get(URL_ENV),
+        help=f"the fleet's Redis: redis://[:PASSWORD@]HOST:PORT/DB or rediss:// "
+        f"(default ${URL_ENV}; a password may come from $JARVIS_REDIS_PASSWORD)",
+    )
+
+
+def register(subparsers: Any) -> None:
+    worker = subparsers.add_parser(
+        "worker",
+        help="run tasks of a fleet on this desktop, one at a time (DESIGN.md section 10)",
+        description="Claim tasks from the fleet's Redis stream and run them on one desktop. "
+        "SIGTERM or Ctrl+C gives the running task back to the queue at once.",
+    )
+    _redis_arg(worker)
+    where = worker.add_mutually_exclusive_group()
+    where.add_argument("--display", type=_display, help="the X display to work on (like :1)")
+    where.add_argument(
+        "--sandbox", action="store_true", help="work on a private virtual display of its own"
+    )
+    worker.add_argument("--name", type=_name, help="this worker's name (default HOST-PID)")
+    worker.add_argument(
+        "--lease", type=_seconds, default=30.0, metavar="SECONDS", help="lease time (default 30)"
+    )
+    worker.add_argument("--provider", choices=["anthropic", "openai"])
+    worker.add_argument("--model", help="model name for the chosen provider")
+    worker.add_argument("--max-steps", type=int, help="step bound for each task")
+    worker.add_argument(
+        "--data-dir", help="this worker's scratch folder (default: a temporary one)"
+    )
+    worker.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
+    worker.set_defaults(handler=cmd_worker)
+
+    listing = subparsers.add_parser("workers", help="list the fleet's workers")
+    _redis_arg(listing)
+    listing.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    listing.add_argument("--data-dir", help=argparse.SUPPRESS)
+    listing.add_argument("-v", "--verbose", action="store_true", help=argparse.SUPPRESS)
+    listing.set_defaults(handler=cmd_workers)
+
+
+def _url(args: argparse.Namespace) -> str | None:
+    from jarvis.fleet.connection import FleetUrlError, check_url
+
+    if not args.redis:
+        print(f"jarvis: name the fleet's Redis with --redis URL (or ${URL_ENV})", file=sys.stderr)
+        return None
+    try:
+        return check_url(args.redis)
+    except FleetUrlError as exc:
+        print(f"jarvis: {exc}", file=sys.stderr)
+        return None
+
+
+def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    url = _url(args)
+    if url is None:
+        return EXIT_FAILED
+    scratch = None
+    if args.data_dir is None and not os.environ.get("JARVIS_DATA_DIR"):
+        scratch = Path(tempfile.mkdtemp(prefix="jarvis-worker-"))
+    # a worker keeps no long-term store: the coordinator remembers
+    update: dict[str, Any] = {"long_term_memory": False}
+    if scratch is not None:
+        update["data_dir"] = scratch
+    settings = settings.model_copy(update=update)
+    try:
+        if args.display:
+            os.environ["DISPLAY"] = args.display  # one process, one desktop: set once, first
+        if args.sandbox or settings.safety.sandbox.enabled:
+            from jarvis.safety.sandbox import sandboxed
+
+            return sandboxed(settings, lambda: _work(args, settings, url))
+        return _work(args, settings, url)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _work(args: argparse.Namespace, settings: Settings, url: str) -> int:
+    from jarvis.doctor import cannot_start
+
+    problem = cannot_start(settings)
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return EXIT_FAILED
+    display = os.environ.get("DISPLAY", "")
+    name = args.name or f"{socket.gethostname()}-{os.getpid()}"
+    return asyncio.run(_serve_worker(settings, url, name, display, int(args.lease * 1000)))
+
+
+def _screen_size() -> str:
+    import mss
+
+    with mss.mss() as grab:
+        monitor = grab.monitors[1]
+        return f"{monitor['width']}x{monitor['height']}"
+
+
+async def _serve_worker(settings: Settings, url: str, name: str, display: str, lease: int) -> int:
+    from jarvis.fleet.connection import client
+    from jarvis.fleet.worker import FleetWorker, WorkerOptions
+
+    def say(line: str) -> None:
+        print(f"jarvis worker: {line}", file=sys.stderr, flush=True)
+
+    redis = client(url)
+    options = WorkerOptions(name, url, display, _screen_size(), lease_ms=lease)
+    try:
+        worker = FleetWorker(settings, redis, options, say)
+        code = await worker.run()
+        say(f"stopped after {worker.ran} task(s)")
+        return code
+    finally:
+        await redis.aclose()
+
+
+def cmd_workers(args: argparse.Namespace, settings: Settings) -> int:
+    url = _url(args)
+    if url is None:
+        return EXIT_FAILED
+    from redis.exceptions import RedisError
+
+    from jarvis.fleet.connection import reason, shown
+
+    try:
+        found = asyncio.run(_list(url))
+    except (RedisError, OSError) as exc:
+        print(f"jarvis: cannot reach Redis at {shown(url)}: {reason(exc)}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        print(json.dumps({"workers": found}, indent=2))
+        return EXIT_OK
+    if not found:
+        print("no workers (none has sent a heartbeat lately)")
+    now = time.time()
+    for w in found:
+        age = max(0.0, now - float(w.get("heartbeat", 0)))
+        task = w.get("task") or "-"
+        print(
+            f"{w['name']}  {w.get('host', '?')}  {w.get('display', '?')} {w.get('size', '')}  "
+            f"{w.get('state', '?')}  task {task}  (heard {age:.0f}s ago)"
+        )
+    return EXIT_OK
+
+
+async def _list(url: str) -> list[dict[str, Any]]:
+    from jarvis.fleet.connection import client
+    from jarvis.fleet.registry import workers
+
+    redis = client(url)
+    try:
+        return await workers(redis)
+    finally:
+        await redis.aclose()

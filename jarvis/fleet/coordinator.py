@@ -1,0 +1,88 @@
+"""The coordinator's fleet loop: ``todos.md`` is the truth, Redis the delivery.
+
+Each :meth:`FleetCoordinator.tick`: handle what workers sent (events onto the bus, so the
+journal records them as if the task ran here; artefacts into the data dir; outcomes into
+``todos.md``), let the janitor reassign tasks whose lease expired, then dispatch: every
+pending task (marked in progress), and every in-progress task that no stream entry carries
+(Redis restarted empty, or the coordinator died between marking and sending). Dispatch is
+idempotent by task id, and refuses a task whose outcome is on its way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from jarvis.events import EventBus
+from jarvis.fleet.receiver import Outcome, Receiver
+from jarvis.fleet.redis_queue import LEASE_MS, MAX_ATTEMPTS, Janitor, RedisQueue
+from jarvis.gateway.todos import Todo, TodoList, TodoState
+from jarvis.gateway.worker import task_text
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+log = logging.getLogger(__name__)
+
+
+class FleetCoordinator:
+    def __init__(
+        self,
+        redis: Redis,
+        todos: TodoList,
+        data_dir: Path,
+        bus: EventBus,
+        *,
+        lease_ms: int = LEASE_MS,
+        max_attempts: int = MAX_ATTEMPTS,
+    ) -> None:
+        self.todos = todos
+        self.queue = RedisQueue(redis, "coordinator", lease_ms=lease_ms)
+        self.janitor = Janitor(redis, lease_ms=lease_ms, max_attempts=max_attempts)
+        self.receiver = Receiver(redis, data_dir, bus, self.record)
+        self.recorded: list[Outcome] = []
+
+    async def setup(self) -> None:
+        await self.queue.setup()
+        await self.receiver.setup()
+
+    async def tick(self, wait_s: float = 1.0) -> list[str]:
+        """One round (see the module doc); the ids dispatched."""
+        await self.receiver.read_once(wait_s)
+        await self.janitor.sweep()
+        return await self.dispatch()
+
+    async def dispatch(self) -> list[str]:
+        sent = []
+        for todo in await asyncio.to_thread(self.todos.all):
+            if todo.status == "pending":
+                try:
+                    todo = await asyncio.to_thread(self.todos.mark_in_progress, todo.id)
+                except (KeyError, TodoState):
+                    continue  # changed meanwhile
+            elif todo.status != "in_progress":
+                continue
+            if await self.queue.dispatch(todo.id, task_text(todo), _channels(todo)):
+                sent.append(todo.id)
+        if sent:
+            log.info("dispatched %s", ", ".join(sent))
+        return sent
+
+    async def record(self, outcome: Outcome) -> None:
+        """Write a worker's outcome (fenced by its lease token in Redis) into todos.md."""
+        todo = await asyncio.to_thread(self.todos.get, outcome.task_id)
+        if todo is None or todo.status != "in_progress":
+            state = todo.status if todo else "gone from todos.md"
+            log.warning("outcome of %s not written: the task is %s", outcome.task_id, state)
+        else:
+            await asyncio.to_thread(
+                self.todos.finish, outcome.task_id, outcome.status, outcome.summary
+            )
+            self.recorded.append(outcome)
+        await self.queue.recorded(outcome.task_id)
+
+
+def _channels(todo: Todo) -> tuple[str, ...]:
+    return (todo.source,) if todo.source else ()

@@ -1,0 +1,35 @@
+"""The names the fleet uses in Redis: streams, groups and keys (one place)."""
+
+from __future__ import annotations
+
+TASKS = "jarvis:tasks"
+"""Stream of tasks to run: fields task, text, channels, attempt."""
+WORKERS_GROUP = "workers"
+CARRIED = "jarvis:carried"
+"""Hash task id -> the id of the stream entry that carries it (dispatch is idempotent)."""
+ENDED = "jarvis:ended"
+"""Hash task id -> status: an outcome the coordinator has not written to todos.md yet
+(dispatch refuses such a task, so an ended task is not sent again meanwhile)."""
+EVENTS = "jarvis:events"
+"""Stream from workers to the coordinator: events, artefacts and outcomes."""
+COORDINATOR_GROUP = "coordinator"
+JANITOR = "janitor"
+"""The consumer name the janitor claims abandoned entries under."""
+
+
+def lease_key(task_id: str) -> str:
+    """Hash (token, worker, entry) with a PX expiry: who runs ``task_id`` now."""
+    return f"jarvis:lease:{task_id}"
+
+
+def control_key(worker: str) -> str:
+    """Stream of control messages for one worker (cancel, approval answers, stop)."""
+    return f"jarvis:ctl:{worker}"
+
+
+def worker_key(worker: str) -> str:
+    """The worker's heartbeat (JSON, with a TTL)."""
+    return f"jarvis:worker:{worker}"
+
+
+WORKER_PATTERN = "jarvis:worker:*"

@@ -1,0 +1,144 @@
+"""The coordinator's end of ``jarvis:events``: what workers send becomes local.
+
+Events are emitted on the coordinator's bus (its journal, the API's SSE and the channels
+see them as if the task ran here); artefacts are written under its data dir after their
+path is checked (:func:`jarvis.fleet.wire.write_artefact`); outcomes (which only the
+engine's scripts write, with the current lease token) go to ``on_outcome``. A malformed
+or forged entry is logged and acknowledged, never raised. Read through the consumer group
+``coordinator``: after a restart the coordinator goes on where it left off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from jarvis.events import EventBus
+from jarvis.fleet import keys
+from jarvis.fleet.redis_queue import ensure_group, text
+from jarvis.fleet.wire import ForgedEntry, parse_event, write_artefact
+from jarvis.runs.reader import find_run
+from jarvis.runs.run_info import RunInfo
+from jarvis.runs.step_file import STEPS_DIR, parse_step_folder, step_folder
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+log = logging.getLogger(__name__)
+READ_COUNT = 100
+
+
+@dataclass(frozen=True)
+class Outcome:
+    task_id: str
+    status: str
+    summary: str
+    worker: str
+    attempt: int
+    token: str
+
+
+OutcomeHandler = Callable[[Outcome], Awaitable[None]]
+
+
+class Receiver:
+    def __init__(
+        self,
+        redis: Redis,
+        data_dir: Path,
+        bus: EventBus,
+        on_outcome: OutcomeHandler,
+        *,
+        consumer: str = "coordinator",
+    ) -> None:
+        self.redis = redis
+        self.data_dir = data_dir
+        self.bus = bus
+        self.on_outcome = on_outcome
+        self.consumer = consumer
+        self.refused = 0
+
+    async def setup(self) -> None:
+        await ensure_group(self.redis, keys.EVENTS, keys.COORDINATOR_GROUP)
+
+    async def read_once(self, wait_s: float = 1.0) -> int:
+        """Handle what is waiting (first what this consumer read but did not finish before
+        a restart); the number of entries handled."""
+        handled = 0
+        for start in ("0", ">"):
+            found: Any = await self.redis.xreadgroup(
+                keys.COORDINATOR_GROUP,
+                self.consumer,
+                {keys.EVENTS: start},
+                count=READ_COUNT,
+                block=int(wait_s * 1000) if start == ">" else None,
+            )
+            for _stream, entries in found or []:
+                for entry_id, raw in entries:
+                    await self.handle(text(entry_id), raw or {})
+                    handled += 1
+        return handled
+
+    async def run(self, stopping: Callable[[], bool]) -> None:
+        while not stopping():
+            await self.read_once()
+
+    async def handle(self, entry: str, raw: dict[Any, Any]) -> None:
+        fields = {text(k): v for k, v in raw.items()}
+        kind = text(fields.get("type", b""))
+        try:
+            if kind == "event":
+                self.bus.emit(parse_event(text(fields.get("data", b""))))
+            elif kind == "artefact":
+                data = fields.get("data", b"")
+                rel = await asyncio.to_thread(
+                    self.placed, text(fields.get("task", b"")), text(fields.get("path", b""))
+                )
+                await asyncio.to_thread(
+                    write_artefact, self.data_dir, rel, data if isinstance(data, bytes) else b""
+                )
+            elif kind == "outcome":
+                await self.on_outcome(_outcome({k: text(v) for k, v in fields.items()}))
+            else:
+                raise ForgedEntry(f"unknown entry type {kind!r}")
+        except (ForgedEntry, KeyError, ValueError) as exc:
+            self.refused += 1
+            worker = text(fields.get("worker", b"?"))
+            log.warning("entry %s of %s from %r refused: %s", entry, keys.EVENTS, worker, exc)
+        except OSError as exc:
+            log.warning("entry %s of %s could not be written: %s", entry, keys.EVENTS, exc)
+        await self.redis.xack(keys.EVENTS, keys.COORDINATOR_GROUP, entry)
+        await self.redis.xdel(keys.EVENTS, entry)
+
+    def placed(self, task_id: str, rel: str) -> str:
+        """Where a worker's step file goes here: into this task's journal folder and its
+        current run (a worker numbers its steps as the task's first run on its own disk;
+        the journal here knows it is attempt 2, or an answer's run)."""
+        parts = PurePosixPath(rel).parts
+        if len(parts) < 6 or parts[0] != "runs" or parts[3] != STEPS_DIR or not task_id:
+            return rel
+        step = parse_step_folder(parts[4])
+        folder = find_run(self.data_dir, task_id)
+        if step is None or folder is None or parts[2] != folder.name:
+            return rel
+        try:
+            run = RunInfo.load(folder).current.run
+        except (OSError, ValueError):
+            return rel
+        target = step_folder(folder, step[1], run).joinpath(*parts[5:])
+        return target.relative_to(self.data_dir).as_posix()
+
+
+def _outcome(fields: dict[str, str]) -> Outcome:
+    return Outcome(
+        task_id=fields["task"],
+        status=fields["status"],
+        summary=fields.get("summary", ""),
+        worker=fields.get("worker", ""),
+        attempt=int(fields.get("attempt", "1")),
+        token=fields.get("token", ""),
+    )

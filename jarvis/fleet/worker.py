@@ -1,0 +1,257 @@
+"""``jarvis worker``: one process, one desktop, one task at a time from the fleet's queue.
+
+The agent is built by :func:`jarvis.agent.factory.build_agent`, as ``jarvis serve``'s
+worker builds it (same tools, same safety). For each claimed task: the lease is renewed
+while it runs; every event goes to ``jarvis:events`` as it happens and the run's files
+after each step; the outcome goes with the lease token. SIGTERM cancels the run and gives
+the task back at once. A lost lease cancels the run and sends no outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+import threading
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from jarvis import __version__
+from jarvis.config import Settings
+from jarvis.events import ApprovalRequested, Event, EventBus, StepFinished, TaskFinished
+from jarvis.fleet import control, keys, registry
+from jarvis.fleet.connection import reason, wait_for_redis
+from jarvis.fleet.protocol import Claim
+from jarvis.fleet.redis_queue import RedisQueue
+from jarvis.fleet.shipper import Shipper
+from jarvis.fleet.wire import event_fields
+from jarvis.gateway.worker import STATUS_OF_RUN
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+    from jarvis.agent.agent import Agent
+
+log = logging.getLogger(__name__)
+CLAIM_WAIT_S = 2.0
+CONTROL_WAIT_S = 1.0
+
+
+@dataclass
+class WorkerOptions:
+    name: str
+    url: str
+    display: str
+    size: str
+    lease_ms: int = 30_000
+
+
+class FleetWorker:
+    def __init__(
+        self, settings: Settings, redis: Redis, options: WorkerOptions, say: Callable[[str], None]
+    ) -> None:
+        self.settings = settings
+        self.redis = redis
+        self.options = options
+        self.say = say
+        self.bus = EventBus()
+        self.queue = RedisQueue(redis, options.name, lease_ms=options.lease_ms)
+        self.shipper = Shipper(redis, settings.data_dir, options.name)
+        self.info = registry.WorkerInfo(
+            options.name, socket.gethostname(), options.display, options.size, __version__
+        )
+        self.current: Claim | None = None
+        self.agent: Agent | None = None
+        self._stop = asyncio.Event()
+        self._outbox: asyncio.Queue[Event | None] = asyncio.Queue()
+        """Events to send; None ends a task's sending (after all posted before it)."""
+        self.ran = 0
+        self._loop_ref: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
+
+    def stop(self) -> None:
+        """Stop at once: the running task is cancelled and given back."""
+        self._stop.set()
+        if self.agent is not None and self.current is not None:
+            self.agent.cancel("signal")
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        self._loop_ref, self._loop_thread = loop, threading.get_ident()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop)
+        from jarvis.agent.factory import build_agent
+
+        if not await wait_for_redis(self.redis, self.options.url, self.say, self._stop.is_set):
+            return 0
+        await self.queue.setup()
+        self.shipper.prime()
+        self.bus.subscribe(self._post)
+        async with build_agent(self.settings, self.bus) as agent:
+            self.agent = agent
+            helpers = [asyncio.create_task(self._heartbeat()), asyncio.create_task(self._control())]
+            self.say(f"worker {self.options.name} on {self.options.display}: waiting for tasks")
+            try:
+                await self._loop(agent)
+            finally:
+                for helper in helpers:
+                    helper.cancel()
+                with suppress(Exception):
+                    await registry.forget(self.redis, self.options.name)
+        return 0
+
+    def _post(self, event: Event) -> None:
+        """Queue an event for sending; events come from the loop and from worker threads."""
+        loop = self._loop_ref
+        if loop is None:
+            return
+        if threading.get_ident() == self._loop_thread:
+            self._outbox.put_nowait(event)
+        else:
+            loop.call_soon_threadsafe(self._outbox.put_nowait, event)
+
+    async def _loop(self, agent: Agent) -> None:
+        from redis.exceptions import RedisError
+
+        while not self._stop.is_set():
+            try:
+                claim = await self.queue.claim(wait_s=CLAIM_WAIT_S)
+            except (RedisError, OSError) as exc:
+                log.warning("claiming a task failed: %s", reason(exc))
+                await wait_for_redis(self.redis, self.options.url, self.say, self._stop.is_set)
+                continue
+            if claim is not None:
+                await self._run_task(agent, claim)
+
+    async def _run_task(self, agent: Agent, claim: Claim) -> None:
+        self.current = claim
+        self.info.state, self.info.task = "running", claim.task_id
+        log.info("task %s (attempt %d) started", claim.task_id, claim.attempt)
+        sender = asyncio.create_task(self._send_events(claim.task_id))
+        lost = asyncio.Event()
+        renewer = asyncio.create_task(self._renew(claim, agent, lost))
+        run = asyncio.create_task(agent.run(claim.text, claim.task_id, claim.channels))
+        outcome = None
+        try:
+            outcome = await run
+        except Exception:  # the boundary: an agent crash becomes a failed task
+            log.exception("task %s: the agent stopped with an error", claim.task_id)
+        finally:
+            await self._drain(sender, claim.task_id)  # the lease is still renewed meanwhile
+            renewer.cancel()
+            self.current = None
+            self.info.state, self.info.task = "idle", None
+        if lost.is_set():
+            log.warning("task %s: the lease was lost; no outcome sent", claim.task_id)
+        elif self._stop.is_set() and (outcome is None or outcome.status == "cancelled"):
+            await self.queue.give_back(claim, "the worker stopped (SIGTERM)")
+            self.say(f"task {claim.task_id} given back to the queue")
+        else:
+            status = STATUS_OF_RUN[outcome.status] if outcome else "failed"
+            summary = outcome.summary if outcome else "the agent stopped with an error"
+            if await self.queue.complete(claim, status, summary):
+                self.ran += 1
+            else:
+                log.warning("task %s: outcome refused (the lease moved on)", claim.task_id)
+
+    async def _renew(self, claim: Claim, agent: Agent, lost: asyncio.Event) -> None:
+        from redis.exceptions import RedisError
+
+        while True:
+            await asyncio.sleep(self.options.lease_ms / 3000)
+            try:
+                held = await self.queue.renew(claim)
+            except (RedisError, OSError) as exc:
+                log.warning("renewing the lease of %s failed: %s", claim.task_id, reason(exc))
+                continue
+            if not held:
+                lost.set()
+                agent.cancel("lease")
+                return
+
+    async def _send_events(self, task_id: str) -> None:
+        from redis.exceptions import RedisError
+
+        while (event := await self._outbox.get()) is not None:
+            try:
+                await self._send(event, task_id)
+            except (RedisError, OSError) as exc:
+                log.warning("event %s of %s not sent: %s", event.kind, task_id, reason(exc))
+
+    async def _send(self, event: Event, task_id: str) -> None:
+        fields: Any = event_fields(event, self.options.name)
+        await self.redis.xadd(keys.EVENTS, fields)
+        if isinstance(event, StepFinished | TaskFinished | ApprovalRequested):
+            await self._flush_records()
+            await self.shipper.ship(task_id)
+
+    async def _flush_records(self) -> None:
+        """Wait for the step recorder's files to be on disk (it writes in a thread)."""
+        flush = getattr(self.agent.recorder, "flush", None) if self.agent else None
+        if flush is not None:
+            await asyncio.to_thread(flush)
+
+    async def _drain(self, sender: asyncio.Task[Any], task_id: str) -> None:
+        """Send what is left: the end mark goes behind events posted from threads."""
+        asyncio.get_running_loop().call_soon_threadsafe(self._outbox.put_nowait, None)
+        await sender
+        await self._flush_records()
+        await self.shipper.ship(task_id)
+
+    async def _heartbeat(self) -> None:
+        from redis.exceptions import RedisError
+
+        while True:
+            try:
+                await registry.beat(self.redis, self.info)
+            except (RedisError, OSError) as exc:
+                log.warning("heartbeat failed: %s", reason(exc))
+            await asyncio.sleep(registry.HEARTBEAT_EVERY_S)
+
+    async def _control(self) -> None:
+        from redis.exceptions import RedisError
+
+        last: Any = await self.redis.xrevrange(keys.control_key(self.options.name), count=1)
+        after = last[0][0].decode() if last else "0-0"
+        while True:
+            try:
+                after, messages = await control.read(
+                    self.redis, self.options.name, after, CONTROL_WAIT_S
+                )
+            except (RedisError, OSError) as exc:
+                log.warning("reading control messages failed: %s", reason(exc))
+                await asyncio.sleep(CONTROL_WAIT_S)
+                continue
+            for message in messages:
+                self._obey(message)
+
+    def _obey(self, message: control.Control) -> None:
+        current = self.current
+        if current is None or message.task != current.task_id or self.agent is None:
+            log.warning(
+                "control %s for task %s ignored: this worker runs %s",
+                message.kind,
+                message.task,
+                current.task_id if current else "nothing",
+            )
+            return
+        if message.kind in ("cancel", "stop"):
+            self.agent.cancel(message.by or message.kind)
+        elif message.kind == "approval":
+            self._answer(message)
+
+    def _answer(self, message: control.Control) -> None:
+        from jarvis.safety.approvals import ApprovalError
+
+        gate = self.agent.cerebellum.registry.approvals if self.agent else None
+        store = getattr(gate, "store", None)
+        if store is None:
+            log.warning("approval %s ignored: no approvals here", message.approval_id)
+            return
+        try:
+            store.resolve(message.approval_id, message.decision, message.note, via="fleet")
+        except ApprovalError as exc:
+            log.warning("approval answer ignored: %s", exc)
