@@ -52,6 +52,11 @@ COMMANDS: dict[str, list[str]] = {
     "email test": ["email", "test", "mail.eml"],
     "tui": ["tui", "--no-start"],
     "calibrate": ["calibrate"],
+    "profiles list": ["profiles", "list"],
+    "profiles show": ["profiles", "show", "generic"],
+    "profiles test": ["profiles", "test", "generic", "--screen", "1024x768", "click(1, 1)"],
+    "worker": ["worker", "--redis", "redis://127.0.0.1:9"],
+    "workers": ["workers", "--redis", "redis://127.0.0.1:9"],
 }
 
 
@@ -65,7 +70,7 @@ def leaf_commands(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def test_the_table_names_every_command() -> None:
-    groups = {"memory", "inbox", "mcp", "email"}  # only their actions run anything
+    groups = {"memory", "inbox", "mcp", "email", "profiles"}  # only their actions run anything
     assert leaf_commands(build_parser()) - groups == set(COMMANDS)
 
 

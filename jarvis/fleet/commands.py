@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from jarvis.config import Settings
+from jarvis.desktop.x11 import XDisplay
 
 EXIT_OK, EXIT_FAILED = 0, 1
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
@@ -119,39 +120,42 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         update["data_dir"] = scratch
     settings = settings.model_copy(update=update)
     try:
-        if args.display:
-            os.environ["DISPLAY"] = args.display  # one process, one desktop: set once, first
         if args.sandbox or settings.safety.sandbox.enabled:
             from jarvis.safety.sandbox import sandboxed
 
-            return sandboxed(settings, lambda: _work(args, settings, url))
-        return _work(args, settings, url)
+            return sandboxed(settings, lambda box: _work(args, settings, url, box))
+        # one process, one desktop: the display named, else the one it was started on
+        where = XDisplay(args.display) if args.display else XDisplay.from_env()
+        return _work(args, settings, url, where)
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _work(args: argparse.Namespace, settings: Settings, url: str) -> int:
+def _work(args: argparse.Namespace, settings: Settings, url: str, where: XDisplay) -> int:
     from jarvis.doctor import cannot_start
 
-    problem = cannot_start(settings)
+    problem = cannot_start(settings, where)
     if problem is not None:
         print(problem, file=sys.stderr)
         return EXIT_FAILED
-    display = os.environ.get("DISPLAY", "")
     name = args.name or f"{socket.gethostname()}-{os.getpid()}"
-    return asyncio.run(_serve_worker(settings, url, name, display, int(args.lease * 1000)))
+    return asyncio.run(_serve_worker(settings, url, name, where, int(args.lease * 1000)))
 
 
-def _screen_size() -> str:
+def _screen_size(where: XDisplay) -> str:
     import mss
 
-    with mss.mss() as grab:
+    from jarvis.desktop.x11 import connecting_with
+
+    with connecting_with(where.xauthority), mss.mss(display=where.name or None) as grab:
         monitor = grab.monitors[1]
         return f"{monitor['width']}x{monitor['height']}"
 
 
-async def _serve_worker(settings: Settings, url: str, name: str, display: str, lease: int) -> int:
+async def _serve_worker(
+    settings: Settings, url: str, name: str, where: XDisplay, lease: int
+) -> int:
     from jarvis.fleet.connection import client
     from jarvis.fleet.worker import FleetWorker, WorkerOptions
 
@@ -159,7 +163,7 @@ async def _serve_worker(settings: Settings, url: str, name: str, display: str, l
         print(f"jarvis worker: {line}", file=sys.stderr, flush=True)
 
     redis = client(url)
-    options = WorkerOptions(name, url, display, _screen_size(), lease_ms=lease)
+    options = WorkerOptions(name, url, where, _screen_size(where), lease_ms=lease)
     try:
         worker = FleetWorker(settings, redis, options, say)
         code = await worker.run()

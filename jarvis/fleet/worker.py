@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from jarvis import __version__
 from jarvis.config import Settings
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import ApprovalRequested, Event, EventBus, StepFinished, TaskFinished
 from jarvis.fleet import control, keys, registry
 from jarvis.fleet.connection import reason, wait_for_redis
@@ -44,7 +45,7 @@ CONTROL_WAIT_S = 1.0
 class WorkerOptions:
     name: str
     url: str
-    display: str
+    where: XDisplay
     size: str
     lease_ms: int = 30_000
 
@@ -61,7 +62,7 @@ class FleetWorker:
         self.queue = RedisQueue(redis, options.name, lease_ms=options.lease_ms)
         self.shipper = Shipper(redis, settings.data_dir, options.name)
         self.info = registry.WorkerInfo(
-            options.name, socket.gethostname(), options.display, options.size, __version__
+            options.name, socket.gethostname(), options.where.name, options.size, __version__
         )
         self.current: Claim | None = None
         self.agent: Agent | None = None
@@ -90,10 +91,10 @@ class FleetWorker:
         await self.queue.setup()
         self.shipper.prime()
         self.bus.subscribe(self._post)
-        async with build_agent(self.settings, self.bus) as agent:
+        async with build_agent(self.settings, self.bus, where=self.options.where) as agent:
             self.agent = agent
             helpers = [asyncio.create_task(self._heartbeat()), asyncio.create_task(self._control())]
-            self.say(f"worker {self.options.name} on {self.options.display}: waiting for tasks")
+            self.say(f"worker {self.options.name} on {self.options.where.name}: waiting for tasks")
             try:
                 await self._loop(agent)
             finally:
