@@ -15,9 +15,12 @@ Body lines that would read as structure are escaped with one more leading backsl
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import logging
+import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -290,10 +293,34 @@ class Snapshot:
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
     try:
-        st = path.stat()
+        st = path.lstat()
     except FileNotFoundError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class _NotRegular(Exception):
+    """A gateway file that is a link or not a regular file."""
+
+
+_REFUSED: set[Path] = set()
+"""Gateway files already warned about (one warning while they stay refused)."""
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of ``path``, opened without following a link (never what a link to a file
+    outside the data dir points to), and only when it is a regular file."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _NotRegular("a symbolic link (only regular files are read)") from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise _NotRegular("not a regular file")
+        return f.read()
 
 
 class MarkdownFile:
@@ -315,9 +342,17 @@ class MarkdownFile:
         """The text (UTF-8, BOM dropped; undecodable bytes kept as surrogate escapes)."""
         stamp = _stamp(self.path)
         try:
-            data = self.path.read_bytes()
+            data = _read_regular(self.path)
         except FileNotFoundError:
             return Snapshot("", None)
+        except _NotRegular as exc:
+            if self.path not in _REFUSED:
+                log.warning(
+                    "%s is not read: %s; its next write replaces it with a file", self.path, exc
+                )
+            _REFUSED.add(self.path)
+            return Snapshot("", stamp)
+        _REFUSED.discard(self.path)
         if data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]
         return Snapshot(data.decode("utf-8", "surrogateescape"), stamp)

@@ -38,7 +38,7 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,7 +49,6 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from jarvis.events import EventBus
-from jarvis.fsutil import fsync_dir
 from jarvis.gateway.markdown import (
     Problem,
     ProblemLog,
@@ -112,12 +111,40 @@ class Refused(Exception):
     """A drop entry that is not read; the message says why."""
 
 
-def read_drop_file(path: Path) -> tuple[bytes, float]:
-    """``(bytes, mtime)`` of a drop file: a regular file opened without following a link,
-    at most :data:`MAX_DROP_BYTES`. Raises :class:`Refused` for anything else."""
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+@contextlib.contextmanager
+def open_folder(parent: Path | int, name: str, *, create: bool = False) -> Iterator[int]:
+    """A descriptor of the folder ``name`` in ``parent`` (a path or a folder descriptor),
+    opened without following a link: :class:`Refused` when it is a link or not a folder,
+    ``FileNotFoundError`` when it is missing and not ``create``."""
+    dir_fd = parent if isinstance(parent, int) else None
+    where = name if dir_fd is not None else str(Path(parent) / name)
+    if create:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(where, 0o700, dir_fd=dir_fd)
+    try:
+        fd = os.open(where, DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise Refused(f"{where} is a symbolic link or not a folder") from None
+        raise Refused(f"{where} cannot be opened: {exc.strerror}") from None
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def read_drop_file(path: Path | str, dir_fd: int | None = None) -> tuple[bytes, float]:
+    """``(bytes, mtime)`` of a drop file: a regular file opened without following a link
+    (relative to ``dir_fd`` when given), at most :data:`MAX_DROP_BYTES`. Raises
+    :class:`Refused` for anything else."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, flags, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise Refused("a symbolic link (only regular files are read)") from None
@@ -174,6 +201,7 @@ class InboxChannel:
         self._worker: asyncio.Task[None] | None = None
         self._problems = ProblemLog(bus)
         self._scan_lock = asyncio.Lock()
+        self._folder_refused = ""
 
     # -- lifecycle --
     async def start(self, host: ChannelHost | None = None) -> None:
@@ -250,41 +278,72 @@ class InboxChannel:
         self._seen = {m.id for m in pending}
         return fresh
 
+    @contextlib.contextmanager
+    def _drop_folder(self) -> Iterator[int | None]:
+        """``messages/drop/`` as a descriptor, neither folder followed through a link; None
+        (with one warning while it lasts) when either is a link, so nothing outside the data
+        dir is ever listed, read or moved."""
+        with contextlib.ExitStack() as stack:
+            try:
+                root = stack.enter_context(
+                    open_folder(self.queue.root.parent, self.queue.root.name)
+                )
+                drop: int | None = stack.enter_context(open_folder(root, self.drop_dir.name))
+                self._folder_refused = ""
+            except FileNotFoundError:
+                drop = None
+            except Refused as exc:
+                if self._folder_refused != str(exc):
+                    log.warning("the drop folder is not read: %s", exc)
+                self._folder_refused = str(exc)
+                drop = None
+            yield drop
+
     def _ready_files(self) -> list[Path]:
         """Drop entries whose size and time have been still for ``settle_s`` (links and
         other non-regular files too: :meth:`import_file` refuses them)."""
         ready, now, sizes = [], time.time(), {}
         self._unready = False
-        for path in sorted(self.drop_dir.glob("*")):
-            if not wanted(path.name):
-                continue
-            try:
-                st = path.lstat()  # the entry itself: a link is never followed
-            except FileNotFoundError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                continue
-            key = (st.st_size, st.st_mtime_ns)
-            before = self._sizes.get(path.name)
-            since = before[1] if before and before[0] == key else now
-            if now - st.st_mtime >= self.settle_s or now - since >= self.settle_s:
-                ready.append(path)
-            else:
-                sizes[path.name] = (key, since)
-                self._unready = True
+        with self._drop_folder() as drop:
+            if drop is None:
+                return []
+            with os.scandir(drop) as entries:
+                listed = sorted((entry.name, entry) for entry in entries if wanted(entry.name))
+            for name, entry in listed:
+                try:
+                    st = entry.stat(follow_symlinks=False)  # a link is never followed
+                except FileNotFoundError:
+                    continue
+                if stat.S_ISDIR(st.st_mode):
+                    continue
+                key = (st.st_size, st.st_mtime_ns)
+                before = self._sizes.get(name)
+                since = before[1] if before and before[0] == key else now
+                if now - st.st_mtime >= self.settle_s or now - since >= self.settle_s:
+                    ready.append(self.drop_dir / name)
+                else:
+                    sizes[name] = (key, since)
+                    self._unready = True
         self._sizes = sizes
         return ready
 
     def import_file(self, path: Path) -> Message | None:
         """Turn one drop file into an inbox message and move the file aside; a link, a
         file that is not regular, or one over :data:`MAX_DROP_BYTES` is moved to
-        ``drop/refused/`` with a warning, unread."""
+        ``drop/refused/`` with a warning, unread. Everything is opened relative to the
+        drop folder's descriptor, so a folder swapped for a link is never followed."""
+        with self._drop_folder() as drop:
+            if drop is None:
+                return None
+            return self._import(drop, path)
+
+    def _import(self, drop: int, path: Path) -> Message | None:
         try:
-            data, mtime = read_drop_file(path)
+            data, mtime = read_drop_file(path.name, dir_fd=drop)
         except FileNotFoundError:
             return None
         except Refused as exc:
-            self._refuse(path, str(exc))
+            self._refuse(drop, path, str(exc))
             return None
         if data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]
@@ -294,7 +353,7 @@ class InboxChannel:
             text = data.decode("utf-8", "replace")
             self._report(path, "not valid UTF-8; undecodable bytes replaced (file kept)")
         if len(text) > MAX_MESSAGE_CHARS:
-            self._refuse(path, f"longer than {MAX_MESSAGE_CHARS} characters")
+            self._refuse(drop, path, f"longer than {MAX_MESSAGE_CHARS} characters")
             return None
         fields, body = split_front_matter(text)
         if not body.strip():
@@ -311,7 +370,7 @@ class InboxChannel:
             meta=self._meta(path, fields),
             message_id=drop_message_id(path.name, mtime, text),
         )
-        target = self._move_aside(path, message.id)
+        target = self._move_aside(drop, path, message.id)
         log.info("imported %s as message %s (file now %s)", path.name, message.id, target)
         return message
 
@@ -336,34 +395,58 @@ class InboxChannel:
                 self._report(path, f"front-matter field {key!r} ignored")
         return meta
 
-    def _move_aside(self, path: Path, message_id: str) -> Path:
-        self.processed_dir.mkdir(parents=True, exist_ok=True)
-        target = self.processed_dir / path.name
-        if target.exists():
-            target = self.processed_dir / f"{path.stem}.{message_id}{path.suffix}"
+    def _move_aside(self, drop: int, path: Path, message_id: str) -> Path:
         try:
-            os.replace(path, target)
-        except FileNotFoundError:  # someone took it away meanwhile; the message is in
+            with open_folder(drop, PROCESSED, create=True) as processed:
+                name = path.name
+                if _lexists(name, processed):
+                    name = f"{path.stem}.{message_id}{path.suffix}"
+                try:
+                    os.replace(path.name, name, src_dir_fd=drop, dst_dir_fd=processed)
+                except FileNotFoundError:  # someone took it away meanwhile; the message is in
+                    return path
+                _fsync(processed)
+                _fsync(drop)
+                return self.processed_dir / name
+        except Refused as exc:
+            log.warning(
+                "%s stays in the drop folder (message %s is in): %s", path.name, message_id, exc
+            )
             return path
-        fsync_dir(self.processed_dir)
-        fsync_dir(self.drop_dir)
-        return target
 
-    def _refuse(self, path: Path, reason: str) -> None:
+    def _refuse(self, drop: int, path: Path, reason: str) -> None:
         """Move a drop entry it will not read to ``drop/refused/`` (the entry itself, never
         what a link points to) and warn."""
-        self.refused_dir.mkdir(parents=True, exist_ok=True)
-        target = self.refused_dir / path.name
-        if os.path.lexists(target):
-            target = self.refused_dir / f"{path.stem}.{time.time_ns()}{path.suffix}"
         try:
-            os.replace(path, target)
-        except FileNotFoundError:
+            with open_folder(drop, REFUSED, create=True) as refused:
+                name = path.name
+                if _lexists(name, refused):
+                    name = f"{path.stem}.{time.time_ns()}{path.suffix}"
+                try:
+                    os.replace(path.name, name, src_dir_fd=drop, dst_dir_fd=refused)
+                except FileNotFoundError:
+                    return
+        except Refused as exc:
+            self._report(path, f"{reason}; not imported, and not moved: {exc}")
             return
-        self._report(path, f"{reason}; not imported, moved to {target}")
+        self._report(path, f"{reason}; not imported, moved to {self.refused_dir / name}")
 
     def _report(self, path: Path, reason: str) -> None:
         self._problems.report([Problem(str(path), 1, reason, path.name)])
+
+
+def _lexists(name: str, dir_fd: int) -> bool:
+    try:
+        os.lstat(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _fsync(fd: int) -> None:
+    """Make a rename in the folder ``fd`` durable."""
+    with contextlib.suppress(OSError):
+        os.fsync(fd)
 
 
 class _Wake(FileSystemEventHandler):
