@@ -14,6 +14,7 @@ from urllib.parse import urlparse
 
 from jarvis.config import Settings
 from jarvis.desktop.x11 import XDisplay
+from jarvis.redaction import known_secrets, redact
 
 KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 URL_ENV = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
@@ -235,7 +236,12 @@ CHECKS: list[Callable[[Settings], Check]] = [
 def cannot_start(settings: Settings, where: XDisplay | None = None) -> str | None:
     """The one line that says why a task cannot start on ``where`` (default: the display
     this process was started on): no key, a base URL that is not one, no display or none
-    there, a bad presets file; or None."""
+    there, a bad presets file; or None. Redacted (a base URL's ``user:password@``)."""
+    problem = _cannot_start(settings, where)
+    return None if problem is None else redact(problem, known_secrets(settings))
+
+
+def _cannot_start(settings: Settings, where: XDisplay | None) -> str | None:
     key_env = KEY_ENV[settings.provider]
     if not os.environ.get(key_env):
         return f"jarvis: {key_env} is not set; export it (or pick --provider) and run again."
@@ -310,10 +316,13 @@ def endpoint_problem(url: str, timeout: float = 3.0) -> str | None:
 
 
 def run_checks(settings: Settings) -> list[Check]:
+    """Every check, each detail redacted (a base URL's ``user:password@``, a key quoted
+    back by an endpoint): the lines are printed."""
     checks = [check(settings) for check in CHECKS]
     if settings.email.enabled:  # a line for the email channel only when it is on
         checks.append(check_email(settings))
-    return checks
+    secrets = known_secrets(settings)
+    return [Check(c.name, c.ok, redact(c.detail, secrets)) for c in checks]
 
 
 def _is_macos() -> bool:

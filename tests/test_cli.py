@@ -90,6 +90,23 @@ def test_doctor_fails_a_refused_endpoint(tmp_path: Path) -> None:
     assert line.startswith("FAIL") and url in line and "Connection refused" in line
 
 
+@pytest.mark.parametrize("listening", [True, False])
+def test_doctor_never_prints_a_password_in_the_base_url(tmp_path: Path, listening: bool) -> None:
+    with socket.socket() as endpoint:
+        endpoint.bind(("127.0.0.1", 0))
+        if listening:
+            endpoint.listen()
+        port = endpoint.getsockname()[1]
+        url = f"http://user:hunter2secret@127.0.0.1:{port}/v1"
+        env = {"OPENAI_API_KEY": SECRET, "OPENAI_BASE_URL": url, "JARVIS_PROVIDER": "openai"}
+        proc = jarvis("doctor", "--data-dir", str(tmp_path), env=env)
+    line = next(x for x in proc.stdout.splitlines() if x.split()[1] == "provider")
+    assert line.startswith("PASS" if listening else "FAIL"), line
+    assert f"127.0.0.1:{port}" in line
+    assert "hunter2secret" not in proc.stdout + proc.stderr
+    assert SECRET not in proc.stdout + proc.stderr
+
+
 def test_doctor_reports_each_failure(tmp_path: Path) -> None:
     blocked = tmp_path / "file-not-dir"
     blocked.write_text("x")

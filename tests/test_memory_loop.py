@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jarvis.memory.long_term import LongTermMemory
+from jarvis.memory.long_term import LongTermMemory, Memory
 from tests.agent_harness import agent_settings, run_agent
 from tests.fake_model import FakeModel, Reply, call
 from tests.tkdriver import TkApp
@@ -118,3 +118,38 @@ async def test_no_skill_is_learned_without_a_verified_finish(
         [history] = [m for m in memory.list() if m.type == "history"]
     assert kinds == ["history"]  # a history, and no skill
     assert "failed after 1 step(s)" in history.content and "still empty" in history.content
+
+
+KEY = "sk-ant-api03-LONG-TERM-key-quoted-by-the-provider-0123456789"
+PASSWORD = "hunter2secret-in-the-base-url"
+
+
+async def test_a_secret_in_a_failure_never_reaches_long_term_memory(
+    fake_model: FakeModel, tmp_path: Path, monkeypatch
+) -> None:
+    """The failure line quotes the key and the base URL's password: the history memory
+    (recalled into later prompts, listed by `jarvis memory list`) holds neither."""
+    settings = agent_settings(tmp_path, fake_model, monkeypatch, long_term_memory=True)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    url = fake_model.anthropic_base_url.replace("http://", f"http://user:{PASSWORD}@", 1)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
+    fake_model.set_default(
+        lambda request: Reply.error(
+            401, f"invalid x-api-key: {KEY}; you sent it to {url} (Bearer {KEY})"
+        )
+    )
+    outcome, _ = await run_agent(settings, f"Open {url} and paste {KEY}")
+    assert outcome.status == "failed"
+    with LongTermMemory.from_settings(settings) as memory:
+        [history] = [m for m in memory.list() if m.type == "history"]
+        assert "failed" in history.content and "[REDACTED]" in history.content
+        for memory_item in memory.list():
+            assert KEY not in memory_item.content and PASSWORD not in memory_item.content
+        stored = memory.store(
+            Memory(type="preference", content=f"the proxy is {url}, key {KEY}", task_ids=["T1"])
+        )
+        assert KEY not in stored.content and PASSWORD not in stored.content
+    for path in (settings.data_dir / "memory" / "long_term").rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert KEY.encode() not in data and PASSWORD.encode() not in data, path

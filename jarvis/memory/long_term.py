@@ -52,6 +52,7 @@ from jarvis.memory.records import MemoryType as MemoryType
 from jarvis.memory.records import now_utc
 from jarvis.memory.store_owner import MemoryInUse as MemoryInUse  # re-exported
 from jarvis.memory.store_owner import claim_store, release_store
+from jarvis.redaction import known_secrets, redact
 
 log = logging.getLogger(__name__)
 
@@ -246,8 +247,11 @@ class LongTermMemory:
         return self.store_many([memory])[0]
 
     def store_many(self, memories: Sequence[Memory]) -> builtins.list[Memory]:
-        """Add or replace many memories, embedded and written in batches."""
-        memories = list(memories)
+        """Add or replace many memories, embedded and written in batches. Every content is
+        redacted first: a memory is recalled into later prompts and listed by `jarvis
+        memory`, so a key or a URL's password in a task's text or failure never lands here."""
+        secrets = known_secrets()
+        memories = [_redacted(m, secrets) for m in memories]
         with self._lock:
             self.flush()
             for chunk in self._chunks(memories):
@@ -376,3 +380,8 @@ class LongTermMemory:
                     metadatas=[m.metadata() for m in chunk],
                 )
             self._client.delete_collection(name)
+
+
+def _redacted(memory: Memory, secrets: Iterable[str]) -> Memory:
+    content = redact(memory.content, list(secrets))
+    return memory if content == memory.content else memory.model_copy(update={"content": content})

@@ -17,6 +17,7 @@ import logging
 import numpy as np
 
 from jarvis.memory.long_term import LongTermMemory, Memory, MemoryType
+from jarvis.redaction import redact
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ class MemoryBridge:
 
     def record_task(self, task: str, task_id: str, status: str, summary: str, steps: int) -> None:
         content = f"Task: {task}\nOutcome: {status} after {steps} step(s). {summary}".strip()
+        content = redact(content)  # before the cut, so no secret is cut in half
         self.memory.store(
             Memory(
                 type="history",
@@ -74,7 +76,7 @@ class MemoryBridge:
         )
 
     def store_skill(self, task: str, procedure: str, task_id: str) -> Memory:
-        content = f"How to: {task}\n{procedure.strip()}"
+        content = redact(f"How to: {task}\n{procedure.strip()}")
         return self.memory.store(
             Memory(
                 type="skill",
