@@ -215,6 +215,7 @@ async def _run_task(
 ) -> int:
     from jarvis.agent.factory import build_agent
     from jarvis.console import ConsoleReporter
+    from jarvis.discovery import STOP_SIGNAL, foreground
     from jarvis.events import EventBus
     from jarvis.runs.journal import JournalWriter
     from jarvis.safety.approvals import ApprovalGate, ApprovalStore
@@ -231,12 +232,17 @@ async def _run_task(
             loop = asyncio.get_running_loop()
             loop.add_signal_handler(signal.SIGINT, agent.cancel, "ctrl+c")
             loop.add_signal_handler(signal.SIGTERM, agent.cancel, "signal")
+            loop.add_signal_handler(STOP_SIGNAL, agent.cancel, "cli")  # `jarvis stop`
             try:
-                with kill_switch(settings, agent, loop, person or where, lambda: where):
+                with (
+                    kill_switch(settings, agent, loop, person or where, lambda: where),
+                    foreground(settings.data_dir, f"run: {task}"),
+                ):
                     outcome = await agent.run(task)
             finally:
                 loop.remove_signal_handler(signal.SIGINT)
                 loop.remove_signal_handler(signal.SIGTERM)
+                loop.remove_signal_handler(STOP_SIGNAL)
     finally:
         journal.close()
     reporter.final(outcome)

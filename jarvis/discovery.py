@@ -6,6 +6,10 @@ bound) and ``api_socket`` (a Unix socket, when it has one). The bearer token is
 ``DATA/config/api_token``. ``jarvis stop``, ``jarvis tui`` and scripts read these two
 files through :func:`find_daemon`; nothing here imports the daemon's code.
 
+A foreground ``jarvis run`` or ``jarvis replay`` holds ``DATA/run.lock`` (the same owner
+lock, naming what it runs) while it runs, so ``jarvis stop`` reaches it too when no daemon
+runs: :func:`find_foreground` names it and :data:`STOP_SIGNAL` is what it listens for.
+
 From a shell: ``python -m jarvis.discovery --data-dir DATA`` prints the daemon as one JSON
 object (pid, url, socket; never the token) and exits 0, or says why not and exits 1.
 """
@@ -13,17 +17,25 @@ object (pid, url, socket; never the token) and exits 0, or says why not and exit
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
+import signal
 import socket
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 LOCK_FILE = "serve.lock"
+RUN_LOCK_FILE = "run.lock"
+STOP_SIGNAL = signal.SIGUSR1
+"""What ``jarvis stop`` sends a foreground run or replay: it cancels as a brake, recorded as
+stopped by ``cli`` (SIGTERM and Ctrl+C are recorded as ``signal`` and ``ctrl+c``)."""
 TOKEN_FILE = Path("config") / "api_token"
 ANY_ADDRESS = ("0.0.0.0", "::", "[::]", "")
 POLL_S = 0.05
@@ -72,6 +84,55 @@ def serve_holder(data_dir: Path) -> dict[str, Any] | None:
     except PermissionError:  # alive, another user's
         pass
     return holder
+
+
+def find_foreground(data_dir: Path) -> dict[str, Any] | None:
+    """What ``DATA/run.lock`` says about the foreground ``jarvis run``/``jarvis replay`` of
+    ``data_dir`` (pid, ``runs``), or None when none runs: no file, an empty one, or one whose
+    lock nobody holds (a process that died leaves its name but not its lock)."""
+    path = Path(data_dir) / RUN_LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            pass  # held: someone runs
+        else:
+            return None  # nobody holds it: stale
+        data = os.read(fd, 64 * 1024)
+    finally:
+        os.close(fd)
+    try:
+        holder = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(holder, dict) or holder.get("host") not in (None, socket.gethostname()):
+        return None
+    if not isinstance(holder.get("pid"), int):
+        return None
+    return holder
+
+
+@contextlib.contextmanager
+def foreground(data_dir: Path, runs: str) -> Iterator[None]:
+    """Name this process in ``DATA/run.lock`` while inside (``runs``: what, e.g. ``run: TASK``
+    or ``replay T001``), for ``jarvis stop``. When another foreground run holds it, or the
+    data dir is read-only, nothing is written: only the first one is reachable."""
+    from jarvis.owner_lock import LockHeld, OwnerLock
+
+    lock = OwnerLock(Path(data_dir) / RUN_LOCK_FILE, "the foreground run")
+    try:
+        lock.acquire()
+        lock.update(runs=runs[:200])
+    except (LockHeld, OSError):
+        lock.release()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def read_token(data_dir: Path) -> str:

@@ -91,6 +91,8 @@ class ReplayOutcome:
     done: int = 0
     total: int = 0
     stopped: str | None = None
+    cancelled_by: str | None = None
+    """The brake that cancelled the replay (``hotkey``, ``cli``, ``signal``...), or None."""
     step_ms: list[float] = field(default_factory=list)
 
     def describe(self) -> str:
@@ -195,6 +197,7 @@ class Replayer:
         status = "failed" if outcome.stopped else "finished"
         if self.stopped_by is not None:
             status = "cancelled"
+            outcome.cancelled_by = self.stopped_by
         summary = outcome.stopped or (
             f"repeated {outcome.done} actions of {of_task}"
             if outcome.total

@@ -7,7 +7,8 @@ other: ``runs/DATE/REPLAY_ID/`` with ``replay.json`` naming the original.
 It goes through a live task's safety path (DESIGN 8): the registry's approval gate (a
 recorded ``sudo ...`` or ``alt+f4`` is held again; with nobody to answer it is refused, as
 in ``jarvis run``, and the refusal stops the replay), the kill switch, the budget of its
-model calls (``--model``), and, from the command line, Ctrl+C and SIGTERM.
+model calls (``--model``), and, from the command line, Ctrl+C, SIGTERM and `jarvis stop`
+(``DATA/run.lock`` names the replay while it runs); a cancelled replay exits 130.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from jarvis.config import Settings
 from jarvis.desktop.desktop import Desktop
 from jarvis.desktop.x11 import XDisplay
+from jarvis.discovery import STOP_SIGNAL, foreground
 from jarvis.events import EventBus
 from jarvis.llm.profiles.select import screen_sizer
 from jarvis.runs.records import RunRecorder
@@ -104,7 +106,7 @@ async def replay_task(
         )
         loop = asyncio.get_running_loop()
         brake = kill_switch(settings, replayer, loop, desktop.where, lambda: desktop.where)
-        with brake, _signals(replayer, loop, signals):
+        with brake, _signals(replayer, loop, signals, settings.data_dir, f"replay {task_id}"):
             outcome = await replayer.run(
                 original, info.task_id if info else task_id, info.task if info else ""
             )
@@ -121,18 +123,24 @@ async def replay_task(
 
 
 @contextmanager
-def _signals(target: Brakeable, loop: asyncio.AbstractEventLoop, on: bool) -> Iterator[None]:
-    """Ctrl+C and SIGTERM cancel ``target`` while inside (as for `jarvis run`)."""
+def _signals(
+    target: Brakeable, loop: asyncio.AbstractEventLoop, on: bool, data_dir: Path, what: str
+) -> Iterator[None]:
+    """Ctrl+C, SIGTERM and `jarvis stop` (``DATA/run.lock`` names this process while
+    inside) cancel ``target`` while inside (as for `jarvis run`)."""
     if not on:
         yield
         return
     loop.add_signal_handler(signal.SIGINT, target.cancel, "ctrl+c")
     loop.add_signal_handler(signal.SIGTERM, target.cancel, "signal")
+    loop.add_signal_handler(STOP_SIGNAL, target.cancel, "cli")  # `jarvis stop`
     try:
-        yield
+        with foreground(data_dir, what):
+            yield
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         loop.remove_signal_handler(signal.SIGTERM)
+        loop.remove_signal_handler(STOP_SIGNAL)
 
 
 def _recorded_folder(data_dir: Path, replay_id: str) -> Path:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from jarvis.config import Settings
     from jarvis.runs.replay import ReplayOutcome
 
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -91,4 +91,6 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
         from jarvis.runs.report import write_report
 
         print(write_report(outcome.folder, settings.data_dir))
+    if outcome.cancelled_by is not None:
+        return EXIT_CANCELLED
     return EXIT_OK if outcome.stopped is None else EXIT_FAILED

@@ -119,8 +119,7 @@ def open_folder(parent: Path | int, name: str, *, create: bool = False) -> Itera
     """A descriptor of the folder ``name`` in ``parent`` (a path or a folder descriptor),
     opened without following a link: :class:`Refused` when it is a link or not a folder,
     ``FileNotFoundError`` when it is missing and not ``create``."""
-    dir_fd = parent if isinstance(parent, int) else None
-    where = name if dir_fd is not None else str(Path(parent) / name)
+    dir_fd, where = (parent, name) if isinstance(parent, int) else (None, str(parent / name))
     if create:
         with contextlib.suppress(FileExistsError):
             os.mkdir(where, 0o700, dir_fd=dir_fd)
