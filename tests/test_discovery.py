@@ -117,7 +117,9 @@ def test_stop_reaches_a_serve_with_only_a_unix_socket(
 def test_stop_without_a_serve_says_so(tmp_path: Path) -> None:
     proc = jarvis("stop", "--data-dir", str(tmp_path), env={"PATH": "/usr/bin:/bin"})
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert proc.stdout.strip() == f"jarvis stop: no `jarvis serve` is running for {tmp_path}"
+    assert proc.stdout.strip() == (
+        f"jarvis stop: no `jarvis serve`, `jarvis run` or `jarvis replay` is running for {tmp_path}"
+    )
 
 
 async def test_the_tui_finds_a_serve_on_another_port(
