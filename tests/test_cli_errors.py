@@ -262,3 +262,65 @@ def test_doctor_passes_input_on_an_x_server_without_a_cookie_file(
     lines = {line.split()[1]: line for line in proc.stdout.splitlines()}
     assert lines["display"].startswith("PASS"), proc.stdout
     assert lines["input"].startswith("PASS"), proc.stdout
+
+
+def test_serve_outlives_its_x_server_without_a_traceback(tmp_path: Path) -> None:
+    """The X server goes away under a running `jarvis serve`: one line says the kill switch
+    is off, and SIGTERM still ends serve promptly, without a traceback."""
+    home = tmp_path / "home"
+    home.mkdir()
+    read, write = os.pipe()
+    xvfb = subprocess.Popen(
+        ["Xvfb", "-displayfd", str(write), "-noreset", "-nolisten", "tcp",
+         "-screen", "0", "1024x768x24"],
+        pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    os.close(write)
+    out = tmp_path / "serve.out"
+    serve: subprocess.Popen[bytes] | None = None
+    try:
+        with os.fdopen(read) as pipe:
+            number = pipe.readline().strip()
+        env = {
+            "DISPLAY": f":{number}",
+            "HOME": str(home),
+            "ANTHROPIC_API_KEY": KEY,
+            "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+            "JARVIS_LONG_TERM_MEMORY": "false",
+            "JARVIS_API__HTTP": "127.0.0.1:0",
+            "PATH": os.environ["PATH"],
+            "PYTHONPATH": str(ROOT),
+        }
+        with out.open("w") as sink:
+            serve = subprocess.Popen(
+                [sys.executable, "-m", "jarvis", "serve", "--data-dir", str(tmp_path / "data")],
+                env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                cwd=tmp_path,
+            )  # fmt: skip
+        until_said(out, serve, "waiting for messages")
+        xvfb.kill()
+        xvfb.wait(10)
+        until_said(out, serve, "kill switch is off", "Traceback")
+        sent = time.monotonic()
+        serve.terminate()
+        code = serve.wait(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        for proc in (serve, xvfb):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    text = out.read_text()
+    assert "Traceback" not in text and "Exception in thread" not in text, text
+    said = [line for line in text.splitlines() if "kill switch is off" in line]
+    assert len(said) == 1 and "the X display is gone" in said[0], text
+    assert took < 4, f"serve took {took:.1f}s to end after SIGTERM\n{text}"
+    assert code in (0, 130, -15, 143), text
+
+
+def until_said(out: Path, proc: subprocess.Popen[bytes], *words: str) -> None:
+    deadline = time.monotonic() + 60
+    while not any(w in out.read_text() for w in words):
+        assert proc.poll() is None, out.read_text()
+        assert time.monotonic() < deadline, f"never said {words}: {out.read_text()}"
+        time.sleep(0.05)

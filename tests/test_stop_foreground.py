@@ -79,7 +79,11 @@ def test_jarvis_stop_cancels_a_foreground_run(
 
 
 def test_jarvis_stop_cancels_a_foreground_replay(
-    tkapp: TkApp, recording: Recording, fake_model: FakeModel, xserver: Any, tmp_path: Path
+    tkapp: TkApp,
+    recording: Recording,  # noqa: F811
+    fake_model: FakeModel,
+    xserver: Any,
+    tmp_path: Path,
 ) -> None:
     """The replay waits for the model to place a target out of reach; `jarvis stop` then
     ends it: nothing is clicked or typed."""

@@ -66,6 +66,7 @@ class KillSwitch:
         self._display: Any = None
         self._keycode = 0
         self._thread: threading.Thread | None = None
+        self._lost = False
         self._wake_r, self._wake_w = -1, -1
         self.presses = 0
 
@@ -101,6 +102,15 @@ class KillSwitch:
         return self
 
     def _listen(self) -> None:
+        from Xlib import error
+
+        try:
+            self._events()
+        except (error.ConnectionClosedError, OSError) as exc:
+            self._lost = True
+            log.warning("the kill switch is off: the X display is gone (%s)", exc)
+
+    def _events(self) -> None:
         from Xlib import X
 
         display = self._display
@@ -124,12 +134,17 @@ class KillSwitch:
         os.write(self._wake_w, b"x")
         self._thread.join(timeout=5)
         self._thread = None
-        with contextlib.suppress(Exception):  # the display may be gone already
-            root = self._display.screen().root
-            for extra in LOCK_VARIANTS:
-                root.ungrab_key(self._keycode, self.mask | extra)
-            self._display.sync()
-        x11.close_display(self._display)
+        if self._lost:  # nothing to ungrab on a connection that is gone
+            with contextlib.suppress(Exception):
+                self._display.close()
+        else:
+            with contextlib.suppress(Exception):  # the display may be gone already
+                root = self._display.screen().root
+                for extra in LOCK_VARIANTS:
+                    root.ungrab_key(self._keycode, self.mask | extra)
+                self._display.sync()
+            with contextlib.suppress(Exception):
+                x11.close_display(self._display)
         for fd in (self._wake_r, self._wake_w):
             os.close(fd)
 
