@@ -18,6 +18,8 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jarvis.events import Event
+from jarvis.redaction import redact
 from jarvis.runs.journal import JournalLine
 from jarvis.runs.reader import events_after, newest_seq_on_disk, run_events
 
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
     from jarvis.gateway.service import DaemonService
 
 RETRY_MS = 1000
+NOTICE = -1
+"""The seq of a frame with no journal line (an event of no task a person must see)."""
 """What the browser waits before it reconnects by itself."""
 
 
@@ -89,9 +93,11 @@ class EventHub:
         self._scheduled = 0
         self.closed = False
         self._unlisten: Callable[[], None] = service.listen(self._on_line)
+        self._unnotice: Callable[[], None] = service.on_notice(self._on_notice)
 
     def close(self) -> None:
         self._unlisten()
+        self._unnotice()
 
     def shutdown(self) -> None:
         """End every stream (the server is stopping)."""
@@ -119,12 +125,27 @@ class EventHub:
         except RuntimeError:  # the loop is closed: nobody is listening any more
             self._scheduled -= 1
 
+    def _on_notice(self, event: Event) -> None:
+        """An event of no task (``routing_failed``): to every client now, without an ``id``
+        (it has no journal line; it comes again at the next try)."""
+        text = redact(json.dumps(event.model_dump(mode="json"), ensure_ascii=False, default=str))
+        data = f"event: {event.kind}\ndata: {text}\n\n".encode()
+        if threading.get_ident() == self._loop_thread and not self._scheduled:
+            self._deliver(NOTICE, data)
+            return
+        self._scheduled += 1
+        try:
+            self.loop.call_soon_threadsafe(self._deliver_scheduled, NOTICE, data)
+        except RuntimeError:
+            self._scheduled -= 1
+
     def _deliver_scheduled(self, seq: int, data: bytes) -> None:
         self._scheduled -= 1
         self._deliver(seq, data)
 
     def _deliver(self, seq: int, data: bytes) -> None:
-        self.last_seq = max(self.last_seq, seq)
+        if seq != NOTICE:
+            self.last_seq = max(self.last_seq, seq)
         for sub in self.subscribers:
             sub.push(seq, data)
 
@@ -165,9 +186,9 @@ async def event_stream(
                 except TimeoutError:
                     yield b": ping\n\n"
                 continue
-            fresh = [data for seq, data in items if seq > last]
+            fresh = [data for seq, data in items if seq > last or seq == NOTICE]
             if fresh:
-                last = max(seq for seq, _ in items)
+                last = max([last, *(seq for seq, _ in items)])
                 yield b"".join(fresh)
     finally:
         hub.unsubscribe(sub)

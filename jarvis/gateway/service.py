@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jarvis.desktop.x11 import XDisplay
-from jarvis.events import Event, ReplyReady
+from jarvis.events import Event, ReplyReady, RoutingFailed
 from jarvis.gateway.router import ANSWERS
 from jarvis.gateway.todos import Todo, TodoState
 from jarvis.runs.reader import RunInfo, find_run, list_runs, load_run, read_events
@@ -168,6 +168,12 @@ class DaemonService:
     def state(self) -> DaemonState:
         journal = self._gateway.journal
         return DaemonState(self._gateway.ready.is_set(), journal.current, journal.last_seq)
+
+    def on_notice(self, handler: Callable[[Event], None]) -> Callable[[], None]:
+        """Every event of no task a person must see (``routing_failed``: a message could not
+        be routed and waits in the inbox); these have no journal line. Returns the
+        unsubscribe function."""
+        return self._gateway.bus.subscribe(handler, RoutingFailed)
 
     def listen(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener`` with every journal line once written; returns an unsubscribe."""

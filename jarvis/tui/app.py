@@ -128,6 +128,11 @@ class JarvisApp(App[None]):
         for line in lines:
             change = self.cockpit.apply(line)
             self.lines_applied += 1
+            if change.kind == "notice":
+                self.notify(
+                    self.cockpit.notices[-1], title="not routed", severity="error",
+                    markup=False, timeout=30,
+                )  # fmt: skip
             self.show(change)
             kind = line.get("kind")
             if kind == "verification_finished":  # its call's usage counts in the status

@@ -180,7 +180,9 @@ class TaskRun:
         return None
 
 
-ChangeKind = Literal["none", "task", "item", "item_updated", "thought", "ending", "totals"]
+ChangeKind = Literal[
+    "none", "task", "item", "item_updated", "thought", "ending", "totals", "notice"
+]
 
 
 @dataclass
@@ -204,6 +206,8 @@ class Cockpit:
     seen: set[int] = field(default_factory=set)
     approvals: dict[str, tuple[str, Approval]] = field(default_factory=dict)
     """Every approval request seen, by id: its task and its item."""
+    notices: list[str] = field(default_factory=list)
+    """Errors of no task the person must see (a message that could not be routed)."""
 
     @property
     def running(self) -> TaskRun | None:
@@ -260,6 +264,9 @@ class Cockpit:
         if kind == "gap":
             self.gaps += 1
             return NONE
+        if kind == "routing_failed":
+            self.notices.append(routing_notice(line))
+            return Change("notice")
         task_id = line.get("task_id")
         if not isinstance(task_id, str) or not task_id:
             return NONE
@@ -268,6 +275,16 @@ class Cockpit:
             return NONE
         ts = float(line.get("ts") or 0.0)
         return handler(self, self.run(task_id, ts, seq if isinstance(seq, int) else 0), line)
+
+
+def routing_notice(line: dict[str, Any]) -> str:
+    """The line a person reads when their message could not become a task."""
+    retry = _number(line.get("retry_in_s"))
+    when = f"; next try in {retry:.0f} s" if retry is not None else ""
+    return (
+        f"message {line.get('message_id')} could not be routed: {line.get('error')} "
+        f"(it waits in the inbox{when})"
+    )
 
 
 def _task_started(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:

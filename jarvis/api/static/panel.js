@@ -110,6 +110,18 @@ function connect() {
   source.onmessage = (event) => onLine(event);
   for (const kind of KINDS) source.addEventListener(kind, onLine);
   source.addEventListener("gap", () => setConn("live (caught up after a gap)", "live"));
+  source.addEventListener("routing_failed", onRoutingFailed);
+}
+
+// A message that could not become a task (the router's key refused, a bug): said, not lost.
+function onRoutingFailed(event) {
+  let record;
+  try { record = JSON.parse(event.data); } catch { return; }
+  const line = $("routing-error");
+  line.textContent = `Message ${record.message_id} could not be routed: ${record.error} ` +
+    `(it waits in the inbox; next try in ${Math.round(record.retry_in_s)} s)`;
+  line.hidden = false;
+  emit("routing_failed", record);
 }
 
 const KINDS = ["task_started", "step_started", "model_text_delta", "tool_call_streaming",
@@ -123,6 +135,7 @@ function onLine(event) {
   if (typeof record.seq !== "number") return;
   state.lastSeq = Math.max(state.lastSeq, record.seq);
   emit("line", record);
+  if (record.kind === "task_started") $("routing-error").hidden = true;
   if (record.kind === "task_started" && (!state.view || state.view.taskId !== record.task_id)) {
     show(record.task_id, [record]);
     refreshTodos();
