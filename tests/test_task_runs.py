@@ -156,3 +156,43 @@ async def test_a_task_cancelled_mid_stream_counts_the_tokens_it_used(
     assert step["input_tokens"] == 777  # the cut step carries what it used
     [run] = list_runs(api.data_dir)
     assert run.tokens.input_tokens == 777 and run.ending == "cancelled by web"
+
+
+MERGE_T001 = Reply(text='{"action": "merge", "task_id": "T001", "mode": "update", "text": ""}')
+
+
+async def test_a_task_updated_by_a_merged_message_keeps_both_runs_and_its_title(
+    tmp_path: Path, fake_model: FakeModel, monkeypatch: Any
+) -> None:
+    """Not an answer through the API: a new message the router merges into the waiting
+    task. It runs again as run 2; run 1 stays, the totals cover both, the title stays."""
+
+    def model(request: RecordedRequest) -> Reply:
+        if is_router(request):
+            return MERGE_T001 if "the red one" in request.all_text() else NEW_TASK
+        return answering(request)
+
+    fake_model.set_default(model)
+    settings = agent_settings(tmp_path, fake_model, monkeypatch, settle_ceiling_ms=200)
+    async with serving_api(settings) as api, api.client() as client:
+        await client.post("/api/messages", json={"text": "open the file", "channel": "tui"})
+        await until(lambda: status(api, "T001") == "needs_user", 60)
+        sent = await client.post("/api/messages", json={"text": "the red one", "channel": "tui"})
+        assert sent.status_code == 201
+        await until(lambda: status(api, "T001") == "completed", 60)
+        await until(lambda: api.journal("T001")[-1]["kind"] == "reply_ready", 10)
+        todo = api.gateway.todos.get("T001")
+        assert api.gateway.todos.get("T002") is None  # merged, not a task of its own
+    assert todo is not None and todo.title == "open the file"
+    folder = find_run(api.data_dir, "T001")
+    assert folder is not None
+    info = RunInfo.load(folder)
+    assert info.task == "open the file" and [p.run for p in info.runs] == [1, 2]
+    one, two = info.runs
+    assert (one.status, two.status, two.answer) == ("needs_user", "finished", "the red one")
+    total = spent([r for r in fake_model.requests if not is_router(r)])
+    assert info.tokens == one.tokens + two.tokens == total
+    assert info.cost_usd == pytest.approx(one.cost_usd + two.cost_usd)
+    assert [f.name for f, _ in load_steps(folder)] == ["0001", "r2-0001"]
+    page = report_for(api.data_dir, "T001").read_text()
+    assert "<h1>open the file</h1>" in page and "Update (" not in page
