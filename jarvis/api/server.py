@@ -26,6 +26,7 @@ from jarvis.api.auth import LoginCodes, allowed_hosts, load_or_create_token
 from jarvis.api.routes import Daemon
 from jarvis.api.settings import HttpAddress
 from jarvis.api.stream import EventHub
+from jarvis.api.takeover import live_view, mount_takeover
 from jarvis.gateway.gateway import Gateway
 from jarvis.gateway.service import DaemonService
 from jarvis.redaction import register
@@ -93,8 +94,11 @@ class HttpService:
             bool(self.address and self.address.explicit),
             self.unix_socket is not None,
         )
+        views = contextlib.AsyncExitStack()  # x11vnc of the live view, stopped at the end
+        app = create_app(self.daemon, hosts)
+        mount_takeover(app, await views.enter_async_context(live_view(settings)))
         config = uvicorn.Config(
-            create_app(self.daemon, hosts),
+            app,
             lifespan="off",
             log_config=None,
             access_log=False,  # it would log the one-time login link
@@ -114,6 +118,7 @@ class HttpService:
             with contextlib.suppress(asyncio.CancelledError, SystemExit):
                 await asyncio.wait_for(task, timeout=10)
             hub.close()
+            await views.aclose()
             for sock in sockets:
                 sock.close()
             if self.unix_socket is not None:

@@ -82,10 +82,14 @@ class ScreenHold:
         self.on_end: list[Callable[[], None]] = []
         """Called when a takeover ends (the relay closes the person's full-access view)."""
 
+    @staticmethod
+    def idle_status() -> dict[str, object]:
+        return {"held": False, "by": None, "since": None, "task_id": None}
+
     def status(self) -> dict[str, object]:
         h = self.holder
         if h is None:
-            return {"held": False, "by": None, "since": None, "task_id": None}
+            return self.idle_status()
         return {"held": True, "by": h.by, "since": h.since, "task_id": h.task_id}
 
     def take(self, by: str, task_id: str | None) -> Holder:
@@ -123,7 +127,7 @@ class ScreenHold:
                 task_id=holder.task_id,
                 by=holder.by,
                 note=note,
-                reason=reason,  # type: ignore[arg-type]
+                reason=reason,
                 held_s=round(time.time() - holder.since, 3),
             )
         )
