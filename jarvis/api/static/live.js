@@ -43,7 +43,7 @@ const Live = (() => {
   }
 
   async function tick() {
-    if (!running()) {
+    if (!running() || document.body.dataset.vnc === "on") {  // takeover.js shows it live
       $("live").hidden = true;
       return;
     }
