@@ -26,7 +26,7 @@ from jarvis.api.auth import LoginCodes, allowed_hosts, load_or_create_token
 from jarvis.api.routes import Daemon
 from jarvis.api.settings import HttpAddress
 from jarvis.api.stream import EventHub
-from jarvis.api.takeover import live_view, mount_takeover
+from jarvis.api.takeover import LiveView, live_view, mount_takeover
 from jarvis.gateway.gateway import Gateway
 from jarvis.gateway.service import DaemonService
 from jarvis.redaction import register
@@ -67,6 +67,7 @@ class HttpService:
         self.port: int | None = None
         self.daemon: Daemon | None = None
         self.login_code = ""
+        self.live_view: LiveView | None = None
 
     @property
     def url(self) -> str:
@@ -96,7 +97,8 @@ class HttpService:
         )
         views = contextlib.AsyncExitStack()  # x11vnc of the live view, stopped at the end
         app = create_app(self.daemon, hosts)
-        mount_takeover(app, await views.enter_async_context(live_view(settings)))
+        self.live_view = await views.enter_async_context(live_view(settings))
+        mount_takeover(app, self.live_view)
         config = uvicorn.Config(
             app,
             lifespan="off",

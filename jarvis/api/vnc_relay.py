@@ -34,7 +34,7 @@ def vnc_response(password: str, challenge: bytes) -> bytes:
     from cryptography.hazmat.primitives.ciphers import Cipher, modes
 
     key = bytes(int(f"{b:08b}"[::-1], 2) for b in password.encode()[:8].ljust(8, b"\0"))
-    encryptor = Cipher(TripleDES(key), modes.ECB()).encryptor()  # ECB: the protocol says so
+    encryptor = Cipher(TripleDES(key * 3), modes.ECB()).encryptor()  # 3 x the key: DES
     return encryptor.update(challenge) + encryptor.finalize()
 
 
