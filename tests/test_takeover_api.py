@@ -139,6 +139,15 @@ async def test_channels_without_the_right_cannot_take_over(
 LONG = "the quick brown fox jumps over the lazy dog " * 12
 
 
+def typed_at_least(n: int, text: str = LONG) -> Any:
+    """An app event predicate: the notes hold at least ``n`` characters of ``text`` (Tk
+    reports the text after some keys, not after each one)."""
+    return lambda e: (
+        e["kind"] == "text" and e["widget"] == "notes" and len(e["text"]) >= n
+        and text.startswith(e["text"])
+    )  # fmt: skip
+
+
 async def test_a_takeover_stops_the_agent_typing_and_the_hand_back_resumes_with_the_note(
     tmp_path: Path, fake_model: FakeModel, monkeypatch: Any, tkapp: Any
 ) -> None:
@@ -157,7 +166,7 @@ async def test_a_takeover_stops_the_agent_typing_and_the_hand_back_resumes_with_
     async with serving_api(settings) as api, api.client() as client:
         await client.post("/api/messages", json={"text": "type a long text", "channel": "web"})
         await asyncio.to_thread(  # well into the text: the type call is running
-            tkapp.wait_kind, "text", mark, 30, widget="notes", text=LONG[:30]
+            tkapp.wait_for, typed_at_least(30), 30, mark
         )
         asked = time.monotonic()
         taken = await client.post("/api/takeover", json={"by": "web"})
@@ -211,3 +220,37 @@ def _everything_written(api: Api, data_dir: Path) -> str:
         if path.is_file():
             parts.append(path.read_bytes().decode("utf-8", "replace"))
     return "\n".join(parts) + "\n".join(api.announced)
+
+
+async def test_the_brakes_work_during_a_takeover_and_an_idle_one_ends_by_itself(
+    tmp_path: Path, fake_model: FakeModel, monkeypatch: Any, tkapp: Any
+) -> None:
+    steps: list[RecordedRequest] = []
+
+    def step(request: RecordedRequest) -> Reply:
+        steps.append(request)
+        return Reply(text="Thought: type.", tool_calls=[call("type", text=LONG)])
+
+    fake_model.set_default(routed(step))
+    settings = agent_settings(
+        tmp_path, fake_model, monkeypatch, settle_ceiling_ms=200, takeover={"idle_end_s": 1.0}
+    )
+    tkapp.focus("notes")
+    mark = tkapp.mark()
+    async with serving_api(settings) as api, api.client() as client:
+        await client.post("/api/messages", json={"text": "type a long text", "channel": "web"})
+        await asyncio.to_thread(tkapp.wait_for, typed_at_least(10), 30, mark)
+        assert (await client.post("/api/takeover", json={"by": "tui"})).status_code == 200
+        stopped = await client.post("/api/stop", json={"by": "web"})
+        assert stopped.json() == {"stopping": True, "by": "web"}
+        await until(lambda: api.journal("T001")[-1]["kind"] == "task_finished", 30)
+        [end] = [r for r in api.journal("T001") if r["kind"] == "task_finished"]
+        assert end["status"] == "cancelled" and end["stopped_by"] == "web"
+        assert (await client.get("/api/takeover")).json()["held"] is True  # still the person's
+        # nobody's input for idle_end_s: the takeover ends by itself, with a note
+        await until(lambda: any(r["kind"] == "takeover_ended" for r in api.journal("T001")), 10)
+        [ended] = [r for r in api.journal("T001") if r["kind"] == "takeover_ended"]
+        assert ended["reason"] == "idle" and ended["by"] == "tui"
+        assert "ended by itself" in ended["note"] and ended["held_s"] >= 1.0
+        assert (await client.get("/api/takeover")).json()["held"] is False
+    assert len(steps) == 1

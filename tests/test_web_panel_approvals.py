@@ -386,7 +386,7 @@ async def test_panel_page_keeps_its_strict_csp(
         if part.strip()
     }
     assert csp["script-src"] == ["'self'"] and csp["style-src"] == ["'self'"]
-    assert csp["default-src"] == ["'none'"] and csp["img-src"] == ["'self'", "blob:"]
+    assert csp["default-src"] == ["'none'"] and csp["img-src"] == ["'self'", "blob:", "data:"]
     html = page.text
     scripts = re.findall(r"<script\b[^>]*>", html)
     assert len(scripts) == 5 and all('src="/static/' in tag for tag in scripts)
