@@ -46,9 +46,12 @@ class Session:
         for char in text:
             await self.key(ord(char) if ord(char) < 0x100 else 0x1000000 | ord(char))
 
-    async def frame(self) -> int:
-        """Ask for a full update of the screen and read it (raw, 32 bpp); its byte count."""
-        await self.ws.send(struct.pack(">BBHHHH", 3, 0, 0, 0, self.width, self.height))
+    async def frame(self, incremental: bool = False) -> int:
+        """Ask for an update of the screen (all of it, or what changed) and read it (raw,
+        32 bpp); its byte count. An incremental request is answered once something changed."""
+        await self.ws.send(
+            struct.pack(">BBHHHH", 3, int(incremental), 0, 0, self.width, self.height)
+        )
         while True:
             kind = (await self.read(1))[0]
             if kind == 0:
