@@ -141,7 +141,7 @@ async def take(body: TakeoverIn, request: Request) -> dict[str, Any]:
         raise HTTPException(503, "no agent runs: nothing to take over from")
     task_id = body.task_id or (gateway.worker.current if gateway.worker else None)
     try:
-        hold.take(body.by, task_id)
+        await hold.take(body.by, task_id)
     except TakeoverRefused as exc:
         raise HTTPException(exc.status, exc.detail) from exc
     view = _view(request.app)

@@ -20,9 +20,11 @@ import socket
 import string
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +39,13 @@ class VncError(RuntimeError):
 
 def _password() -> str:
     return "".join(secrets.choice(_ALPHABET) for _ in range(PASSWORD_LEN))
+
+
+def _drain(stream: IO[bytes]) -> None:
+    """Read x11vnc's output until it exits, so a full pipe never blocks it."""
+    with contextlib.suppress(OSError, ValueError):
+        while os.read(stream.fileno(), 65536):
+            pass
 
 
 def _free_port() -> int:
@@ -56,6 +65,7 @@ class VncServer:
     full_password: str = field(default="", repr=False)
     view_password: str = field(default="", repr=False)
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    _drain: threading.Thread | None = field(default=None, repr=False)
 
     @property
     def running(self) -> bool:
@@ -112,6 +122,8 @@ class VncServer:
                 raise VncError(f"x11vnc on {self.display} exited at start")
             seen += chunk
             if f"PORT={self.port}".encode() in seen:
+                self._drain = threading.Thread(target=_drain, args=(out,), daemon=True)
+                self._drain.start()
                 return
         raise VncError(f"x11vnc on {self.display} did not start within {START_TIMEOUT_S:.0f} s")
 
@@ -126,6 +138,9 @@ class VncServer:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=3)
+        if self._drain is not None:  # x11vnc has exited: the reader sees the end of its output
+            self._drain.join(timeout=3)
+            self._drain = None
         if proc.stdout is not None:
             proc.stdout.close()
 

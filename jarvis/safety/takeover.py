@@ -92,24 +92,26 @@ class ScreenHold:
             return self.idle_status()
         return {"held": True, "by": h.by, "since": h.since, "task_id": h.task_id}
 
-    def take(self, by: str, task_id: str | None) -> Holder:
-        """A person takes the screen; the agent's input stops now."""
+    async def take(self, by: str, task_id: str | None) -> Holder:
+        """A person takes the screen; the agent's input stops now: ``held`` refuses every
+        next action, and the ``xdotool type`` running now is ended (in a thread: waiting for
+        it to exit must not hold up the loop)."""
         if by in self.refused:
             raise TakeoverRefused(403, f"the {by} channel may not take over the screen")
         if self.holder is not None:
             raise TakeoverRefused(409, f"the screen is already held by {self.holder.by}")
-        self.holder = Holder(by=by, task_id=task_id)
+        holder = self.holder = Holder(by=by, task_id=task_id)
         self.generation += 1
         self.held.set()
         self._event_flag().clear()
         try:
-            self.stop_typing()
+            await asyncio.to_thread(self.stop_typing)
         except Exception as exc:  # the gate holds either way: the next piece is refused
             log.warning("takeover: could not end the agent's typing: %s", exc)
         self.bus.emit(TakeoverStarted(task_id=task_id, by=by))
         self._arm_idle()
         log.info("takeover: %s holds the screen", by)
-        return self.holder
+        return holder
 
     def hand_back(self, note: str = "", reason: str = "handed_back") -> Holder:
         """The agent gets the screen back, with ``note`` for the model."""
