@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from jarvis.agent import cutoff
 from jarvis.agent.brain import Brain, Decision, ThinkContext
-from jarvis.agent.cerebellum import Cerebellum, not_run
+from jarvis.agent.cerebellum import Cerebellum
 from jarvis.agent.context import Turn
 from jarvis.agent.hippocampus import Hippocampus
 from jarvis.agent.state import (
@@ -526,7 +526,7 @@ def _ms(started: float) -> float:
 
 
 def _taken_over() -> ToolResult:
-    return not_run("a person took over the screen after you decided this; look again")
+    return ToolResult.not_run("a person took over the screen after you decided this; look again")
 
 
 def _result_record(result: ToolResult) -> ResultRecord:
