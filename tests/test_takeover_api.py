@@ -6,14 +6,16 @@ output, refused channels, and a takeover that stops the agent's typing and hands
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import struct
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from jarvis.api.server import HttpService
 from jarvis.desktop.vnc import VncServer
@@ -255,7 +257,8 @@ async def test_the_brakes_work_during_a_takeover_and_an_idle_one_ends_by_itself(
     async with serving_api(settings) as api, api.client() as client:
         await client.post("/api/messages", json={"text": "type a long text", "channel": "web"})
         await asyncio.to_thread(tkapp.wait_for, typed_at_least(10), 30, mark)
-        assert (await client.post("/api/takeover", json={"by": "tui"})).status_code == 200
+        taken = await client.post("/api/takeover", json={"by": "tui"})
+        assert taken.status_code == 200
         stopped = await client.post("/api/stop", json={"by": "web"})
         assert stopped.json() == {"stopping": True, "by": "web"}
         await until(lambda: any(r["kind"] == "task_finished" for r in api.journal("T001")), 30)
@@ -263,10 +266,25 @@ async def test_the_brakes_work_during_a_takeover_and_an_idle_one_ends_by_itself(
         assert end["status"] == "cancelled" and end["stopped_by"] == "web"
         kinds = [r["kind"] for r in api.journal("T001")]
         assert "takeover_ended" not in kinds[: kinds.index("task_finished")]  # held meanwhile
-        # nobody's input for idle_end_s: the takeover ends by itself, with a note
+        # nobody's input for idle_end_s (a view asking for updates is not input): the
+        # takeover ends by itself, with a note, and closes the person's view
+        person = await open_session(
+            ws_url(api) + f"?ticket={taken.json()['ticket']}", additional_headers=api.auth
+        )
+        assert await person.frame() > 0
+
+        async def ask_for_updates() -> None:  # what a view does all the time
+            with contextlib.suppress(ConnectionClosed):
+                while True:
+                    await person.ws.send(struct.pack(">BBHHHH", 3, 1, 0, 0, 64, 64))
+                    await asyncio.sleep(0.1)
+
+        asking = asyncio.create_task(ask_for_updates())
         await until(lambda: any(r["kind"] == "takeover_ended" for r in api.journal("T001")), 10)
+        await asyncio.wait_for(person.ws.wait_closed(), 5)
+        asking.cancel()
         [ended] = [r for r in api.journal("T001") if r["kind"] == "takeover_ended"]
         assert ended["reason"] == "idle" and ended["by"] == "tui"
-        assert "ended by itself" in ended["note"] and ended["held_s"] >= 3.0
+        assert "ended by itself" in ended["note"] and 3.0 <= ended["held_s"] < 6.0
         assert (await client.get("/api/takeover")).json()["held"] is False
     assert len(steps) == 1

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import struct
 from collections.abc import Callable
+from typing import ClassVar
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -61,6 +62,53 @@ async def rfb_login(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, 
         raise RfbError("the VNC server refused the password")
 
 
+class InputWatch:
+    """Tells a person's input (key and pointer events) apart from the rest of what a VNC
+    client sends (update requests come many times a second while nobody touches anything),
+    for the takeover's idle clock. Reads the client's messages after the handshake; after
+    one it does not know, every message counts as input (it cannot find the next one)."""
+
+    FIXED: ClassVar[dict[int, int]] = {0: 20, 3: 10, 4: 8, 5: 6, 150: 10}
+    """Sizes: pixel format, update request, key, pointer, continuous updates."""
+
+    def __init__(self, skip: int = 1) -> None:
+        self.skip = skip  # ClientInit: one byte
+        self.buffer = b""
+        self.lost = False
+
+    def feed(self, data: bytes) -> bool:
+        """True when ``data`` completes a key or pointer event."""
+        if self.lost:
+            return True
+        self.buffer += data
+        cut = min(self.skip, len(self.buffer))
+        self.buffer, self.skip = self.buffer[cut:], self.skip - cut
+        found = False
+        while self.buffer:
+            size = self._size(self.buffer)
+            if size is None:  # lost track: from now on, everything counts
+                self.lost = True
+                return True
+            if size == 0 or len(self.buffer) < size:
+                break  # the rest of the message comes in a later frame
+            found = found or self.buffer[0] in (4, 5)
+            self.buffer = self.buffer[size:]
+        return found
+
+    def _size(self, b: bytes) -> int | None:
+        """The whole message's size; 0 when its header is not all here; None: unknown."""
+        kind = b[0]
+        if kind in self.FIXED:
+            return self.FIXED[kind]
+        if kind == 2:  # SetEncodings
+            return 4 + 4 * struct.unpack(">H", b[2:4])[0] if len(b) >= 4 else 0
+        if kind == 6:  # ClientCutText
+            return 8 + struct.unpack(">I", b[4:8])[0] if len(b) >= 8 else 0
+        if kind == 251:  # SetDesktopSize
+            return 8 + 16 * b[6] if len(b) >= 8 else 0
+        return None
+
+
 class _Incoming:
     """Exact-size reads from the browser's binary WebSocket messages."""
 
@@ -84,7 +132,7 @@ async def relay(
 ) -> None:
     """Serve ``websocket`` (not yet accepted) from x11vnc on 127.0.0.1:``port`` until
     either side ends or ``closed`` is set. ``on_input`` is called for each message the
-    browser sends once the session runs (the takeover's idle clock)."""
+    browser's key or pointer event once the session runs (the takeover's idle clock)."""
     try:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
     except OSError as exc:
@@ -107,9 +155,12 @@ async def relay(
         if (await incoming.read(1))[0] != SEC_NONE:
             return
         await websocket.send_bytes(struct.pack(">I", 0))
+        watch = InputWatch()
         if incoming.buffer:
             writer.write(incoming.buffer)
-        await _pump(websocket, reader, writer, closed, on_input)
+            if watch.feed(incoming.buffer) and on_input is not None:
+                on_input()
+        await _pump(websocket, reader, writer, closed, on_input, watch)
     except (WebSocketDisconnect, asyncio.IncompleteReadError, ConnectionError):
         pass
     finally:
@@ -126,11 +177,12 @@ async def _pump(
     writer: asyncio.StreamWriter,
     closed: asyncio.Event,
     on_input: Callable[[], None] | None,
+    watch: InputWatch,
 ) -> None:
     async def up() -> None:
         while True:
             data = await websocket.receive_bytes()
-            if on_input is not None:
+            if watch.feed(data) and on_input is not None:
                 on_input()
             writer.write(data)
             await writer.drain()
