@@ -97,7 +97,9 @@ class HttpService:
         )
         views = contextlib.AsyncExitStack()  # x11vnc of the live view, stopped at the end
         app = create_app(self.daemon, hosts)
-        self.live_view = await views.enter_async_context(live_view(settings))
+        self.live_view = await views.enter_async_context(
+            live_view(settings, service.display_now())  # under --sandbox its private one
+        )
         mount_takeover(app, self.live_view)
         config = uvicorn.Config(
             app,

@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import hmac
 import logging
-import os
 import secrets
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -34,13 +33,14 @@ from jarvis.api.auth import Guard
 from jarvis.api.vnc_relay import relay
 from jarvis.desktop import x11
 from jarvis.desktop.vnc import VncError, VncServer
-from jarvis.gateway.router import ANSWERS
+from jarvis.desktop.x11 import XDisplay
+from jarvis.gateway.service import DaemonService
+from jarvis.gateway.todos import TodoState
 from jarvis.redaction import register
 from jarvis.safety.takeover import MAX_NOTE, ScreenHold, TakeoverRefused
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
-    from jarvis.gateway.gateway import Gateway
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api", tags=["takeover"])
@@ -77,13 +77,13 @@ class LiveView:
 
 
 @contextlib.asynccontextmanager
-async def live_view(settings: Settings) -> AsyncIterator[LiveView]:
-    """x11vnc for the daemon's display while inside (when ``takeover.enabled``, on X11 with
-    x11vnc installed; otherwise no display has a live view and the panel keeps its JPEG)."""
+async def live_view(settings: Settings, where: XDisplay | None) -> AsyncIterator[LiveView]:
+    """x11vnc for the daemon's display ``where`` while inside (when ``takeover.enabled``,
+    on X11 with x11vnc installed; otherwise no display has a live view and the panel keeps
+    its JPEG)."""
     view = LiveView()
-    display = os.environ.get("DISPLAY")
-    if settings.takeover.enabled and display and x11.is_x11():
-        server = VncServer(display, os.environ.get("XAUTHORITY"))
+    if settings.takeover.enabled and where is not None and where.name and x11.is_x11():
+        server = VncServer(where.name, where.xauthority)
         try:
             await asyncio.to_thread(server.start)
         except VncError as exc:
@@ -110,15 +110,9 @@ class HandbackIn(BaseModel):
     note: str = Field("", max_length=MAX_NOTE)
 
 
-def _gateway(request: Request) -> Gateway:
-    gateway: Gateway = request.app.state.daemon.gateway
-    return gateway
-
-
-def _hold(gateway: Gateway) -> ScreenHold | None:
-    worker = gateway.worker
-    hold = getattr(worker.agent, "screen_hold", None) if worker is not None else None
-    return hold if isinstance(hold, ScreenHold) else None
+def _service(app: Any) -> DaemonService:
+    service: DaemonService = app.state.daemon.service
+    return service
 
 
 def _view(app: Any) -> LiveView:
@@ -128,18 +122,18 @@ def _view(app: Any) -> LiveView:
 
 @router.get("/takeover")
 async def status(request: Request) -> dict[str, Any]:
-    hold = _hold(_gateway(request))
+    hold = _service(request.app).screen_hold()
     base = hold.status() if hold is not None else ScreenHold.idle_status()
     return base | {"displays": sorted(_view(request.app).servers)}
 
 
 @router.post("/takeover")
 async def take(body: TakeoverIn, request: Request) -> dict[str, Any]:
-    gateway = _gateway(request)
-    hold = _hold(gateway)
+    service = _service(request.app)
+    hold = service.screen_hold()
     if hold is None:
         raise HTTPException(503, "no agent runs: nothing to take over from")
-    task_id = body.task_id or (gateway.worker.current if gateway.worker else None)
+    task_id = body.task_id or service.running_task()
     try:
         await hold.take(body.by, task_id)
     except TakeoverRefused as exc:
@@ -152,8 +146,8 @@ async def take(body: TakeoverIn, request: Request) -> dict[str, Any]:
 
 @router.post("/handback")
 async def hand_back(body: HandbackIn, request: Request) -> dict[str, Any]:
-    gateway = _gateway(request)
-    hold = _hold(gateway)
+    service = _service(request.app)
+    hold = service.screen_hold()
     if hold is None:
         raise HTTPException(409, "nobody holds the screen")
     try:
@@ -161,25 +155,25 @@ async def hand_back(body: HandbackIn, request: Request) -> dict[str, Any]:
     except TakeoverRefused as exc:
         raise HTTPException(exc.status, exc.detail) from exc
     answered = await _answer_waiting(
-        gateway, holder.task_id, hold.notes[hold.generation], holder.by
+        service, holder.task_id, hold.notes[hold.generation], holder.by
     )
     return {"held": False, "by": holder.by, "note": body.note.strip(), "answered": answered}
 
 
-async def _answer_waiting(gateway: Gateway, task_id: str | None, text: str, by: str) -> str | None:
+async def _answer_waiting(
+    service: DaemonService, task_id: str | None, text: str, by: str
+) -> str | None:
     """A task that asked the user (``needs_user``) gets the hand back as its answer."""
-    if task_id is None or (gateway.worker is not None and gateway.worker.current == task_id):
+    if task_id is None or service.running_task() == task_id:
+        return None
+    record = await service.task(task_id)
+    if record is None or record.todo is None or record.todo.status != "needs_user":
         return None
     try:
-        todo = await asyncio.to_thread(gateway.todos.get, task_id)
-    except (KeyError, ValueError):
+        await service.answer(task_id, text, by if by in ANSWER_CHANNELS else "api")
+    except (KeyError, TodoState):  # answered or ended meanwhile
         return None
-    if todo is None or todo.status != "needs_user":
-        return None
-    channel = by if by in ANSWER_CHANNELS else "api"
-    await asyncio.to_thread(gateway.queue.append, text, "user", channel, meta={ANSWERS: todo.id})
-    gateway.notify()
-    return str(todo.id)
+    return task_id
 
 
 @router.websocket("/vnc/{display}")
@@ -189,7 +183,7 @@ async def vnc(websocket: WebSocket, display: str, ticket: str = "") -> None:
     if server is None or not server.running:
         await websocket.close(code=1008, reason="no live view of that display")
         return
-    hold = _hold(websocket.app.state.daemon.gateway)
+    hold = _service(websocket.app).screen_hold()
     if not ticket:
         await relay(websocket, server.port, server.view_password, view.closing)
         return
