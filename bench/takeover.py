@@ -29,7 +29,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+HERE = Path(__file__).resolve().parent
+# bench/ itself off the path: bench/a2a.py would shadow the a2a package the API imports
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+sys.path.insert(0, str(HERE.parent))
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
