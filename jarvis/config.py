@@ -37,6 +37,7 @@ from jarvis.gateway.channels.settings import (
 )
 from jarvis.runs.settings import RunsSettings
 from jarvis.safety.settings import SafetySettings
+from jarvis.safety.takeover_settings import TakeoverSettings
 from jarvis.tools.toolbox_settings import ChannelPolicy, ToolboxSettings, default_channels
 from jarvis.tui.settings import TuiSettings
 
@@ -170,6 +171,9 @@ class Settings(BaseSettings):
 
     # control API (jarvis serve)
     api: ApiSettings = Field(default_factory=ApiSettings)
+
+    # live view and takeover (jarvis/safety/takeover.py)
+    takeover: TakeoverSettings = Field(default_factory=TakeoverSettings)
 
     # run records and replay (jarvis/runs/settings.py)
     runs: RunsSettings = Field(default_factory=RunsSettings)

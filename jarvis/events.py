@@ -187,6 +187,23 @@ class ApprovalResolved(Event):
     by: str = ""
 
 
+class TakeoverStarted(Event):
+    """A person took the screen: the agent sends no input until ``takeover_ended``."""
+
+    kind: Literal["takeover_started"] = "takeover_started"
+    by: str
+
+
+class TakeoverEnded(Event):
+    """The person handed the screen back (or it ended by itself: ``reason``)."""
+
+    kind: Literal["takeover_ended"] = "takeover_ended"
+    by: str
+    note: str = ""
+    reason: Literal["handed_back", "idle", "shutdown"] = "handed_back"
+    held_s: float = 0.0
+
+
 class BudgetUsed(Event):
     """After each step of a task with a budget: how much of it is spent."""
 

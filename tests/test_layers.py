@@ -55,6 +55,7 @@ SECTIONS = frozenset(
         "jarvis.api.settings",
         "jarvis.runs.settings",
         "jarvis.safety.settings",
+        "jarvis.safety.takeover_settings",
         "jarvis.tui.settings",
         "jarvis.tools.toolbox_settings",
         "jarvis.gateway.channels.email.settings",

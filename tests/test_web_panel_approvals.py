@@ -82,7 +82,9 @@ async def test_allow_once_from_the_card_lets_the_call_run(
 ) -> None:
     from playwright.async_api import expect
 
-    settings = agent_settings(tmp_path, fake_model, monkeypatch, settle_ceiling_ms=200)
+    settings = agent_settings(  # the once-a-second picture: no VNC view (takeover off)
+        tmp_path, fake_model, monkeypatch, settle_ceiling_ms=200, takeover={"enabled": False}
+    )
     box = model_point(tkapp, "box", settings)
     steps = [Reply(tool_calls=[call("click", x=box[0], y=box[1]), call("type", text=HELD)])]
     fake_model.set_default(scripted(steps))
@@ -270,6 +272,7 @@ async def test_budget_line_shows_what_the_task_spent(
         monkeypatch,
         settle_ceiling_ms=200,
         safety={"max_cost_usd": 0.05, "max_tokens_total": 5000},
+        takeover={"enabled": False},  # the once-a-second picture, not the VNC view
     )
     hold = threading.Event()
     steps = [
@@ -386,10 +389,10 @@ async def test_panel_page_keeps_its_strict_csp(
         if part.strip()
     }
     assert csp["script-src"] == ["'self'"] and csp["style-src"] == ["'self'"]
-    assert csp["default-src"] == ["'none'"] and csp["img-src"] == ["'self'", "blob:"]
+    assert csp["default-src"] == ["'none'"] and csp["img-src"] == ["'self'", "blob:", "data:"]
     html = page.text
     scripts = re.findall(r"<script\b[^>]*>", html)
-    assert len(scripts) == 5 and all('src="/static/' in tag for tag in scripts)
+    assert len(scripts) == 6 and all('src="/static/' in tag for tag in scripts)
     assert "<style" not in html and " style=" not in html
     assert re.search(r"<[^>]*\son\w+\s*=", html) is None  # no inline event handlers
     for script in static_dir().glob("*.js"):

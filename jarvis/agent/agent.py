@@ -53,6 +53,7 @@ from jarvis.memory.short_term import (
 from jarvis.runs.records import StepHooks
 from jarvis.safety import budget
 from jarvis.safety.channel_display import PrivateDisplayError, display_for
+from jarvis.safety.takeover import ScreenHold
 from jarvis.tools.context import ToolContext, current_context
 from jarvis.tools.results import ToolResult
 
@@ -105,6 +106,9 @@ class Agent:
         self.on_verified = on_verified
         """Awaited with (task id, summary) as soon as a finish is verified, before the skill
         is distilled: the daemon writes the verdict here, so a crash after it loses nothing."""
+        self.screen_hold: ScreenHold | None = None
+        """The takeover's pause gate (set by build_agent): each step waits while a person
+        holds the screen, then reads their note (jarvis.safety.takeover)."""
 
     def cancel(self, by: str = "user") -> None:
         """Stop the running task within a moment: the model stream and the current tool.
@@ -121,6 +125,9 @@ class Agent:
     ) -> TaskOutcome:
         """Run one task; ``channels`` (where it came from) choose the channel policy."""
         state = RunState(task=task, task_id=task_id or new_task_id(), channels=channels)
+        if self.screen_hold is not None:  # a takeover that ended before this run is not news
+            hold = self.screen_hold
+            state.takeovers_seen = hold.generation - (1 if hold.held.is_set() else 0)
         self.bus.emit(TaskStarted(task_id=state.task_id, task=task))
         self._cancel_requested = False
         self.stop.clear()
@@ -206,6 +213,7 @@ class Agent:
             current_context.reset(current)
 
     async def _step(self, state: RunState, context: ToolContext) -> None:
+        await self._wait_for_person(state)
         self.bus.emit(StepStarted(task_id=state.task_id, step=state.step))
         timings: dict[str, float] = {}
         started = time.perf_counter()
@@ -334,10 +342,10 @@ class Agent:
         record.tool_calls = [
             ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in decision.tool_calls
         ]
-        action = await self.cerebellum.act(calls, context, self._settle)
-        results = action.results + [
-            cutoff.not_run_result(cut_at or 0) for _ in allowed[len(calls) :]
-        ]
+        stale = self._person_came(state)  # decided on a screen a person has changed since
+        action = await self.cerebellum.act([] if stale else calls, context, self._settle)
+        results = action.results + ([_taken_over() for _ in calls] if stale else [])
+        results += [cutoff.not_run_result(cut_at or 0) for _ in allowed[len(calls) :]]
         results += [
             ToolResult.not_run("the task's tool-call limit was reached")
             for _ in decision.tool_calls[len(allowed) :]
@@ -487,6 +495,19 @@ class Agent:
     async def _settle(self) -> SettleResult:
         return await asyncio.to_thread(self.settler.wait, self.stop)
 
+    async def _wait_for_person(self, state: RunState) -> None:
+        """While a person holds the screen, wait; then tell the model what happened."""
+        hold = self.screen_hold
+        if hold is None:
+            return
+        await hold.wait_released()
+        state.notes.extend(hold.notes_after(state.takeovers_seen))
+        state.takeovers_seen = hold.generation
+
+    def _person_came(self, state: RunState) -> bool:
+        hold = self.screen_hold
+        return hold is not None and (hold.held.is_set() or hold.generation != state.takeovers_seen)
+
     async def _wrap_up(self, state: RunState, limit: str) -> None:
         observation = await self.brain.perceive()
         ctx = self._think_context(state, observation)
@@ -502,6 +523,10 @@ class Agent:
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 2)
+
+
+def _taken_over() -> ToolResult:
+    return ToolResult.not_run("a person took over the screen after you decided this; look again")
 
 
 def _result_record(result: ToolResult) -> ResultRecord:

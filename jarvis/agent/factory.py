@@ -16,6 +16,7 @@ from jarvis.config import Settings
 from jarvis.desktop.desktop import Desktop
 from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus
+from jarvis.gateway.channels.settings import refused_approvers
 from jarvis.llm.base import Provider
 from jarvis.llm.computer_tool import zoom_enabled
 from jarvis.llm.factory import make_provider
@@ -26,6 +27,7 @@ from jarvis.memory.long_term import LongTermMemory
 from jarvis.memory.recall import MemoryBridge
 from jarvis.runs.records import RunRecorder, StepHooks
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
+from jarvis.safety.takeover import ScreenHold
 from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext
 from jarvis.tools.memory import register_memory_tools
@@ -122,6 +124,8 @@ def agent_on(
     on_verified: Callable[[str, str], Awaitable[None]] | None = None,
 ) -> Agent:
     """An Agent that works on ``desktop`` (its screen, input, settle and stop event)."""
+    hold = ScreenHold(bus, settings.takeover.idle_end_s, refused_approvers(settings.channels))
+    desktop.input.hold = hold.held  # a person's takeover: input refuses, the loop waits
 
     def context_for(task_id: str, channels: tuple[str, ...] = ()) -> ToolContext:
         return ToolContext.for_task(
@@ -135,7 +139,7 @@ def agent_on(
             channels=channels,
         )
 
-    return Agent(
+    agent = Agent(
         settings=settings,
         brain=Brain(provider, desktop.screen, settings, bus),
         cerebellum=Cerebellum(registry, provider.name),
@@ -149,3 +153,5 @@ def agent_on(
         desktop=desktop,
         on_verified=on_verified,
     )
+    agent.screen_hold = hold
+    return agent

@@ -60,6 +60,8 @@ Endpoints (JSON unless said otherwise)::
          404 for anything else
     POST /api/stop {by: cli|web|tui|api = api} -> 202 {stopping: bool, by}
          cancels the running task now, recorded in task_finished's ``stopped_by``
+    GET  /api/takeover, POST /api/takeover {by, task_id?}, POST /api/handback {note?},
+         WS /api/vnc/{display}: the live view and takeover (jarvis.api.takeover)
     POST /api/login {token} -> 204 + cookie;  POST /api/logout -> 204
     GET  /docs, /openapi.json   OpenAPI (behind the token too): every route's response
          model or media type; /docs is Swagger UI from ``static/swagger/`` (no CDN)
@@ -81,7 +83,8 @@ step_started, model_text_delta (coalesced, at most ~20 a second), tool_call_stre
 (the model began writing a call), tool_call_started, tool_call_finished, step_finished
 (with ``screenshot``), verification_finished, warning, model_retry, tool_mode_fallback,
 task_finished (with the task's tokens and cost, and ``stopped_by`` when cancelled),
-reply_ready, approval_requested, approval_resolved, budget_used (jarvis.events). A
+reply_ready, approval_requested, approval_resolved, budget_used, takeover_started,
+takeover_ended (jarvis.events). A
 client that falls behind (more than ``api.queue_size`` lines queued) gets ``event: gap`` with
 ``data: {"kind": "gap", "after": SEQ}`` and no id, then the lines it missed, read from the
 journal, then live ones again. ``retry: 1000`` starts the stream; ``: ping`` comments come
@@ -91,8 +94,10 @@ Modules: :mod:`~jarvis.api.settings` (``api`` settings, ``--http`` parsing),
 :mod:`~jarvis.api.auth`, :mod:`~jarvis.api.stream` (hub and SSE),
 :mod:`~jarvis.api.routes`, :mod:`~jarvis.api.models` (response bodies),
 :mod:`~jarvis.api.views`, :mod:`~jarvis.api.live`, :mod:`~jarvis.api.app`,
-:mod:`~jarvis.api.server` (uvicorn in the gateway's loop). The routes reach the daemon only
+:mod:`~jarvis.api.server` (uvicorn in the gateway's loop), :mod:`~jarvis.api.takeover`
+and :mod:`~jarvis.api.vnc_relay` (the live view). The routes reach the daemon only
 through its service, :class:`jarvis.gateway.service.DaemonService`;
 ``static/`` is the panel (``panel.js``, with ``approvals.js``, ``budget.js`` and ``live.js``
-following the stream through DOM events).
+following the stream through DOM events; ``takeover.js``, an ES module, with the noVNC
+client in ``novnc/``).
 """

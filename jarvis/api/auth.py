@@ -44,6 +44,9 @@ PUBLIC_PATHS = ("/", "/login", "/api/login", "/favicon.ico", "/.well-known/agent
 """The A2A Agent Card is public by the protocol; the A2A endpoint ``/a2a`` is not."""
 PUBLIC_PREFIXES = ("/static/",)
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+WEBSOCKET_PREFIX = "/api/vnc/"
+"""The only WebSockets served (the live view's relay); a WebSocket on any other path, or
+one that fails a check, is closed before it is accepted."""
 
 
 def load_or_create_token(data_dir: Path, name: Path = TOKEN_FILE) -> str:
@@ -192,13 +195,17 @@ class Guard:
         self.allowed = allowed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            if scope["type"] == "websocket":  # none are served; refuse before accepting
-                await send({"type": "websocket.close", "code": 1008})
-                return
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if scope["type"] == "websocket":  # only the live view; a cookie needs Origin (CSWSH)
+            refusal = check("WEBSOCKET", scope["path"], headers, self.token, self.allowed)
+            if refusal is None and scope["path"].startswith(WEBSOCKET_PREFIX):
+                await self.app(scope, receive, send)
+            else:  # refused before the handshake: the client sees 403
+                await send({"type": "websocket.close", "code": 1008})
+            return
         refusal = check(scope["method"], scope["path"], headers, self.token, self.allowed)
         if refusal is None:
             await self.app(scope, receive, send)

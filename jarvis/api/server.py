@@ -26,6 +26,7 @@ from jarvis.api.auth import LoginCodes, allowed_hosts, load_or_create_token
 from jarvis.api.routes import Daemon
 from jarvis.api.settings import HttpAddress
 from jarvis.api.stream import EventHub
+from jarvis.api.takeover import LiveView, live_view, mount_takeover
 from jarvis.gateway.gateway import Gateway
 from jarvis.gateway.service import DaemonService
 from jarvis.redaction import register
@@ -66,6 +67,7 @@ class HttpService:
         self.port: int | None = None
         self.daemon: Daemon | None = None
         self.login_code = ""
+        self.live_view: LiveView | None = None
 
     @property
     def url(self) -> str:
@@ -93,8 +95,14 @@ class HttpService:
             bool(self.address and self.address.explicit),
             self.unix_socket is not None,
         )
+        views = contextlib.AsyncExitStack()  # x11vnc of the live view, stopped at the end
+        app = create_app(self.daemon, hosts)
+        self.live_view = await views.enter_async_context(
+            live_view(settings, service.display_now())  # under --sandbox its private one
+        )
+        mount_takeover(app, self.live_view)
         config = uvicorn.Config(
-            create_app(self.daemon, hosts),
+            app,
             lifespan="off",
             log_config=None,
             access_log=False,  # it would log the one-time login link
@@ -114,6 +122,7 @@ class HttpService:
             with contextlib.suppress(asyncio.CancelledError, SystemExit):
                 await asyncio.wait_for(task, timeout=10)
             hub.close()
+            await views.aclose()
             for sock in sockets:
                 sock.close()
             if self.unix_socket is not None:

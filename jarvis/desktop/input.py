@@ -129,10 +129,12 @@ class Input:
         type_method: TypeMethod = "auto",
         stop: threading.Event | None = None,
         display: x11.XDisplay | None = None,
+        hold: threading.Event | None = None,
     ) -> None:
         """``stop``, once set, interrupts a running action between its pieces (typing
         chunks, drag steps) and refuses new ones, until it is cleared. ``display`` is the
-        X display to act on (default: the one this process was started on)."""
+        X display to act on (default: the one this process was started on). ``hold`` acts
+        like ``stop`` while it is set: a person holds the screen (a takeover)."""
         if type_method not in ("auto", "xdotool", "clipboard"):
             raise ValueError(f"unknown type_method {type_method!r}")
         self.failsafe = failsafe
@@ -147,6 +149,7 @@ class Input:
         self._spare = x11.SpareKeycodes(self.where)
         self._lock = threading.RLock()
         self.stop = stop
+        self.hold = hold
 
     @classmethod
     def from_settings(
@@ -228,6 +231,8 @@ class Input:
         pointer into a screen corner. Called before an action and between its pieces."""
         if self.stop is not None and self.stop.is_set():
             raise InputInterrupted("input stopped: the task was cancelled")
+        if self.hold is not None and self.hold.is_set():
+            raise InputInterrupted("input stopped: a person took over the screen")
         if not self.failsafe:
             return
         left, top, right, bottom = self.bounds()
@@ -384,6 +389,7 @@ class Input:
                 if method == "clipboard":
                     return self._type_pasted(text)
             except x11.X11Error as exc:
+                self._guard()  # ended by a brake or a takeover: say so, not "xdotool failed"
                 raise InputError(str(exc)) from exc
             if method == "write":
                 self.gui.write(text)

@@ -26,6 +26,7 @@ from jarvis.events import Event, ReplyReady, RoutingFailed
 from jarvis.gateway.router import ANSWERS
 from jarvis.gateway.todos import Todo, TodoState
 from jarvis.runs.reader import RunInfo, find_run, list_runs, load_run, read_events
+from jarvis.safety.takeover import ScreenHold
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
@@ -163,6 +164,19 @@ class DaemonService:
     def approve(self, approval_id: str, decision: str, note: str, by: str) -> None:
         """Answer a held call; raises ApprovalError for an unknown or answered id."""
         self._gateway.approvals.resolve(approval_id, decision, note, via=by)
+
+    # -- takeover --
+    def screen_hold(self) -> ScreenHold | None:
+        """The agent's pause gate (a person's takeover, :mod:`jarvis.safety.takeover`);
+        None before the agent exists."""
+        worker = self._gateway.worker
+        hold = getattr(worker.agent, "screen_hold", None) if worker is not None else None
+        return hold if isinstance(hold, ScreenHold) else None
+
+    def running_task(self) -> str | None:
+        """The task the agent works on now."""
+        worker = self._gateway.worker
+        return worker.current if worker is not None else None
 
     # -- reading --
     def state(self) -> DaemonState:

@@ -36,6 +36,7 @@ from jarvis.llm.types import Usage
 from jarvis.redaction import known_secrets, redact
 from jarvis.runs.markers import ARROW_DEFS, step_markers
 from jarvis.runs.reader import find_run, folder_name
+from jarvis.runs.report_takeovers import takeovers_html
 from jarvis.runs.run_info import RunInfo, RunPart
 from jarvis.runs.step_file import CallFile, StepFile, load_steps, step_folder
 
@@ -373,7 +374,7 @@ def render(folder: Path, data_dir: Path | None = None) -> str:
         task_id=escape(task_id),
         meta=_meta(info, steps, task_id),
         ending=_ending(info),
-        replay_note=_replay_note(replay),
+        replay_note=_replay_note(replay) + takeovers_html(folder),
         filmstrip=_filmstrip(steps, cut),
         cards=_cards(info, steps, original, cut) or "<p>This run recorded no steps.</p>",
         written=time.strftime("%Y-%m-%d %H:%M:%S"),

@@ -43,6 +43,7 @@ TYPING_MAX_HOLD_S = 1.0
 SCREEN_KINDS = frozenset({"step_finished", "tool_call_finished", "task_finished"})
 TODO_KINDS = frozenset({"task_started", "task_finished", "reply_ready"})
 APPROVAL_KINDS = frozenset({"approval_requested", "approval_resolved", "task_finished"})
+TAKEOVER_KINDS = frozenset({"takeover_started", "takeover_ended"})
 
 
 class JarvisApp(App[None]):
@@ -66,6 +67,8 @@ class JarvisApp(App[None]):
         self.prompt = Prompt()
         self.status = Static("", id="status")
         self.known_runs: list[dict[str, Any]] = []
+        self.screen_holder: str | None = None
+        """Who took the screen from the agent (``takeover_started``), until it is back."""
         self._dirty: set[str] = set()
         self._screen_due = False
         self.history_loaded = asyncio.Event()
@@ -142,6 +145,9 @@ class JarvisApp(App[None]):
                 self.refresh_bindings()
                 if live and kind == "approval_requested" and change.kind == "item":
                     self.desk.announce(str(line.get("approval_id")))
+            if kind in TAKEOVER_KINDS:
+                self.screen_holder = str(line.get("by")) if kind == "takeover_started" else None
+                self.draw_status()
             if kind in SCREEN_KINDS:
                 self._screen_due = True
             if kind in TODO_KINDS:
@@ -280,6 +286,8 @@ class JarvisApp(App[None]):
         task = f"running {running.task_id}" if running else "idle"
         if running is not None and (budget := budget_text(running.budget)):
             task += f" · budget {budget}"  # the running task's first: the totals may be cut
+        if self.screen_holder is not None:
+            task += f" · ✋ {self.screen_holder} has the screen (agent paused)"
         if waiting := len(c.open_approvals()):
             task += f" · ⚠ {waiting} approval{'s' if waiting > 1 else ''} waiting"
         usage = ""
@@ -345,6 +353,13 @@ class JarvisApp(App[None]):
             self.notify("no task is running", timeout=2)
             return
         self._command(f"cancelling {running.task_id}", self.backend.cancel(running.task_id))
+
+    def action_toggle_pause(self) -> None:
+        """Pause the agent (the TUI takes the screen) or resume it (hand it back)."""
+        if self.screen_holder is None:
+            self._command("agent paused: the screen is yours", self.backend.pause())
+        else:
+            self._command("agent resumed", self.backend.resume())
 
     def action_request_quit(self) -> None:
         if self.backend.owns_gateway and self.cockpit.running is not None:

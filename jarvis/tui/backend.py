@@ -73,6 +73,14 @@ class Backend(Protocol):
 
     async def approval_screenshot(self, approval_id: str) -> bytes | None: ...
 
+    async def pause(self) -> None:
+        """Take the screen from the agent (a takeover by the TUI: no VNC in a terminal)."""
+        ...
+
+    async def resume(self, note: str = "") -> None:
+        """Hand the screen back to the agent."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -111,6 +119,8 @@ class ReplayBackend:
         self.answers: list[tuple[str, str]] = []
         self.approvals: list[tuple[str, str, str]] = []
         """``(approval_id, decision, note)`` of every answer given."""
+        self.takeovers: list[str] = []
+        """``pause`` and ``resume`` in the order they were asked."""
 
     @classmethod
     def from_file(cls, path: Path, **kwargs: Any) -> ReplayBackend:
@@ -182,6 +192,12 @@ class ReplayBackend:
 
     async def approval_screenshot(self, approval_id: str) -> bytes | None:
         return self._approval_screenshots.get(approval_id)
+
+    async def pause(self) -> None:
+        self.takeovers.append("pause")
+
+    async def resume(self, note: str = "") -> None:
+        self.takeovers.append("resume")
 
     async def aclose(self) -> None:
         return None

@@ -159,6 +159,12 @@ class ApiBackend:
         body = {"decision": decision, "note": note, "by": "tui"}
         await self._call("POST", f"/api/approvals/{quote(approval_id, safe='')}", json=body)
 
+    async def pause(self) -> None:
+        await self._call("POST", "/api/takeover", json={"by": "tui"})
+
+    async def resume(self, note: str = "") -> None:
+        await self._call("POST", "/api/handback", json={"note": note})
+
     async def approval_screenshot(self, approval_id: str) -> bytes | None:
         return await self._image(f"/api/approvals/{quote(approval_id, safe='')}/screenshot")
 

@@ -1,7 +1,7 @@
 // The live screen: while the shown task runs, the display the agent works on, about once a
 // second, from GET /api/screen/live (the daemon's display now). When that answers anything
 // but 200 (no display to capture), the latest step's screenshot from /api/screen/latest.
-// Frames come as blobs (img-src allows blob:). Uses $, api and state from panel.js.
+// Frames come as blobs (img-src allows blob:; data: is for the noVNC view's JPEG tiles). Uses $, api and state from panel.js.
 "use strict";
 
 const Live = (() => {
@@ -43,7 +43,7 @@ const Live = (() => {
   }
 
   async function tick() {
-    if (!running()) {
+    if (!running() || document.body.dataset.vnc === "on") {  // takeover.js shows it live
       $("live").hidden = true;
       return;
     }

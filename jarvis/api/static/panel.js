@@ -127,7 +127,8 @@ function onRoutingFailed(event) {
 const KINDS = ["task_started", "step_started", "model_text_delta", "tool_call_streaming",
   "tool_call_started", "tool_call_finished", "step_finished", "verification_finished",
   "task_finished", "warning", "reply_ready", "model_retry", "tool_mode_fallback",
-  "malformed_entry", "approval_requested", "approval_resolved", "budget_used"];
+  "malformed_entry", "approval_requested", "approval_resolved", "budget_used",
+  "takeover_started", "takeover_ended"];
 
 function onLine(event) {
   let record;
@@ -363,6 +364,7 @@ function renderControls() {
   const asks = todo && todo.status === "needs_user";
   $("answer-box").hidden = !asks;
   if (asks) $("question").textContent = todo.summary || "(no question)";
+  emit("controls", { asks });
 }
 
 // --- todos -----------------------------------------------------------------------

@@ -1,0 +1,207 @@
+"""Live view and takeover routes of the control API (shared/DESIGN.md section 11).
+
+- ``GET /api/takeover`` -> {held, by, since, task_id, displays: [name]}: who holds the
+  screen, and the displays with a live view (``main``: the daemon's own display).
+- ``POST /api/takeover {by = api, task_id?}`` -> {held, by, since, task_id, ticket}: a
+  person takes the screen; the agent sends no more input. ``task_id``: a task waiting for
+  the user (``call_user``) that the hand back answers; default the running task. 409 when
+  someone holds it already, 403 for a channel that may not take over (email, a2a, mcp),
+  503 when no agent runs. ``ticket`` opens the full-access view, for this takeover only.
+- ``POST /api/handback {note?}`` -> {held: false, by, note, answered}: the agent goes on
+  with a fresh screenshot and the note; ``answered`` is the task whose question the hand
+  back answered (a message addressed to it, like ``POST /api/tasks/{id}/answer``).
+- ``WS /api/vnc/{display}`` (``?ticket=`` for input): an RFB session relayed to x11vnc on
+  127.0.0.1 (:mod:`jarvis.api.vnc_relay`), view-only without a valid ticket. The guard in
+  front checks the token or cookie, Host and Origin as for every route; an unknown display
+  is refused before the handshake completes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import secrets
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, FastAPI, HTTPException, Request, WebSocket
+from pydantic import BaseModel, ConfigDict, Field
+
+from jarvis.api.auth import Guard
+from jarvis.api.vnc_relay import relay
+from jarvis.desktop import x11
+from jarvis.desktop.vnc import VncError, VncServer
+from jarvis.desktop.x11 import XDisplay
+from jarvis.gateway.service import DaemonService
+from jarvis.gateway.todos import TodoState
+from jarvis.redaction import register
+from jarvis.safety.takeover import MAX_NOTE, ScreenHold, TakeoverRefused
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+
+log = logging.getLogger(__name__)
+router = APIRouter(prefix="/api", tags=["takeover"])
+MAIN = "main"
+ANSWER_CHANNELS = ("web", "tui", "api")
+
+
+class LiveView:
+    """The x11vnc servers of the displays Jarvis drives, and the person's open views."""
+
+    def __init__(self) -> None:
+        self.servers: dict[str, VncServer] = {}
+        self.ticket = ""
+        self.control: set[asyncio.Event] = set()
+        self.closing = asyncio.Event()
+        self._watched: set[int] = set()
+
+    def end_control(self) -> None:
+        """The takeover ended: close the full-access views, forget the ticket."""
+        self.ticket = ""
+        for closed in list(self.control):
+            closed.set()
+
+    def watch(self, hold: ScreenHold) -> None:
+        if id(hold) not in self._watched:
+            self._watched.add(id(hold))
+            hold.on_end.append(self.end_control)
+
+    def close(self) -> None:
+        self.closing.set()
+        self.end_control()
+        for server in self.servers.values():
+            server.stop()
+
+
+@contextlib.asynccontextmanager
+async def live_view(settings: Settings, where: XDisplay | None) -> AsyncIterator[LiveView]:
+    """x11vnc for the daemon's display ``where`` while inside (when ``takeover.enabled``,
+    on X11 with x11vnc installed; otherwise no display has a live view and the panel keeps
+    its JPEG)."""
+    view = LiveView()
+    if settings.takeover.enabled and where is not None and where.name and x11.is_x11():
+        server = VncServer(where.name, where.xauthority)
+        try:
+            await asyncio.to_thread(server.start)
+        except VncError as exc:
+            log.warning("no live view: %s", exc)
+        else:
+            register(server.full_password, server.view_password)
+            view.servers[MAIN] = server
+    try:
+        yield view
+    finally:
+        await asyncio.to_thread(view.close)
+
+
+class TakeoverIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    by: str = Field("api", pattern=r"^[a-z][a-z0-9_-]{0,39}$")
+    task_id: str | None = Field(None, min_length=1, max_length=128)
+
+
+class HandbackIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    note: str = Field("", max_length=MAX_NOTE)
+
+
+def _service(app: Any) -> DaemonService:
+    service: DaemonService = app.state.daemon.service
+    return service
+
+
+def _view(app: Any) -> LiveView:
+    view: LiveView = app.state.live_view
+    return view
+
+
+@router.get("/takeover")
+async def status(request: Request) -> dict[str, Any]:
+    hold = _service(request.app).screen_hold()
+    base = hold.status() if hold is not None else ScreenHold.idle_status()
+    return base | {"displays": sorted(_view(request.app).servers)}
+
+
+@router.post("/takeover")
+async def take(body: TakeoverIn, request: Request) -> dict[str, Any]:
+    service = _service(request.app)
+    hold = service.screen_hold()
+    if hold is None:
+        raise HTTPException(503, "no agent runs: nothing to take over from")
+    task_id = body.task_id or service.running_task()
+    try:
+        await hold.take(body.by, task_id)
+    except TakeoverRefused as exc:
+        raise HTTPException(exc.status, exc.detail) from exc
+    view = _view(request.app)
+    view.watch(hold)
+    view.ticket = secrets.token_urlsafe(24)
+    return hold.status() | {"ticket": view.ticket}
+
+
+@router.post("/handback")
+async def hand_back(body: HandbackIn, request: Request) -> dict[str, Any]:
+    service = _service(request.app)
+    hold = service.screen_hold()
+    if hold is None:
+        raise HTTPException(409, "nobody holds the screen")
+    try:
+        holder = hold.hand_back(body.note)
+    except TakeoverRefused as exc:
+        raise HTTPException(exc.status, exc.detail) from exc
+    answered = await _answer_waiting(
+        service, holder.task_id, hold.notes[hold.generation], holder.by
+    )
+    return {"held": False, "by": holder.by, "note": body.note.strip(), "answered": answered}
+
+
+async def _answer_waiting(
+    service: DaemonService, task_id: str | None, text: str, by: str
+) -> str | None:
+    """A task that asked the user (``needs_user``) gets the hand back as its answer."""
+    if task_id is None or service.running_task() == task_id:
+        return None
+    record = await service.task(task_id)
+    if record is None or record.todo is None or record.todo.status != "needs_user":
+        return None
+    try:
+        await service.answer(task_id, text, by if by in ANSWER_CHANNELS else "api")
+    except (KeyError, TodoState):  # answered or ended meanwhile
+        return None
+    return task_id
+
+
+@router.websocket("/vnc/{display}")
+async def vnc(websocket: WebSocket, display: str, ticket: str = "") -> None:
+    view = _view(websocket.app)
+    server = view.servers.get(display)
+    if server is None or not server.running:
+        await websocket.close(code=1008, reason="no live view of that display")
+        return
+    hold = _service(websocket.app).screen_hold()
+    if not ticket:
+        await relay(websocket, server.port, server.view_password, view.closing)
+        return
+    if hold is None or not view.ticket or not hmac.compare_digest(ticket, view.ticket):
+        await websocket.close(code=1008, reason="this ticket does not hold the screen")
+        return
+    closed = asyncio.Event()
+    view.control.add(closed)
+    try:
+        await relay(websocket, server.port, server.full_password, closed, hold.touched)
+    finally:
+        view.control.discard(closed)
+
+
+def mount_takeover(guard: Guard, view: LiveView) -> None:
+    """Add the routes to the FastAPI app behind ``guard`` (from create_app)."""
+    app = guard.app
+    if not isinstance(app, FastAPI):
+        raise TypeError("mount_takeover needs the guard of create_app's FastAPI app")
+    app.state.live_view = view
+    app.include_router(router)

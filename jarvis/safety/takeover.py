@@ -1,0 +1,189 @@
+"""Who holds the screen: a person who took over, or the agent (shared/DESIGN.md section 11).
+
+:class:`ScreenHold` is the agent's pause gate. :meth:`ScreenHold.take` sets ``held`` (the
+agent's input refuses every action from then on, :class:`jarvis.desktop.input.Input`),
+ends the agent's running ``xdotool type`` at once the way the kill switch does, and journals
+``takeover_started``. The agent loop awaits :meth:`ScreenHold.wait_released` before each
+step, and skips calls it decided before a person took the screen. :meth:`ScreenHold.hand_back`
+journals ``takeover_ended`` and leaves a note for the model (a person used the desktop, with
+their note); the next step starts from a fresh screenshot. One person holds the screen at a
+time; a takeover without input for ``takeover.idle_end_s`` ends by itself with a note.
+Channels that may not approve (email, a2a, mcp, ``may_approve: false``) may not take over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from jarvis.events import EventBus, TakeoverEnded, TakeoverStarted
+from jarvis.safety import killswitch
+
+log = logging.getLogger(__name__)
+
+MAX_NOTE = 2000
+
+
+class TakeoverRefused(Exception):
+    """The takeover or hand back cannot happen; ``status`` is the HTTP status to answer."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+@dataclass
+class Holder:
+    by: str
+    task_id: str | None
+    since: float = field(default_factory=time.time)
+    last_input: float = field(default_factory=time.monotonic)
+
+
+def handback_note(holder: Holder, note: str, reason: str) -> str:
+    """What the model reads at its next step."""
+    held = time.time() - holder.since
+    how = "handed it back" if reason == "handed_back" else "left it idle, so it came back"
+    text = (
+        f"A person ({holder.by}) took over the desktop for {held:.0f} s and {how}. "
+        "The screen may have changed: look at this fresh screenshot before you go on."
+    )
+    return f"{text} Their note: {note}" if note else text
+
+
+class ScreenHold:
+    """The pause gate shared by the agent's input, its loop, and the API."""
+
+    def __init__(
+        self,
+        bus: EventBus,
+        idle_end_s: float = 300.0,
+        refused: frozenset[str] = frozenset(),
+        stop_typing: Callable[[], None] | None = None,
+    ) -> None:
+        self.bus = bus
+        self.idle_end_s = idle_end_s
+        self.refused = refused
+        self.held = threading.Event()
+        """Set while a person holds the screen: the agent's input refuses every action."""
+        self.holder: Holder | None = None
+        self.generation = 0
+        """Counts takeovers; the agent compares it to see whether a person came meanwhile."""
+        self.notes: dict[int, str] = {}
+        """Per ended takeover (its generation), the note for the model."""
+        self.stop_typing = stop_typing or interrupt_typing
+        self._released: asyncio.Event | None = None
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self.on_end: list[Callable[[], None]] = []
+        """Called when a takeover ends (the relay closes the person's full-access view)."""
+
+    @staticmethod
+    def idle_status() -> dict[str, object]:
+        return {"held": False, "by": None, "since": None, "task_id": None}
+
+    def status(self) -> dict[str, object]:
+        h = self.holder
+        if h is None:
+            return self.idle_status()
+        return {"held": True, "by": h.by, "since": h.since, "task_id": h.task_id}
+
+    async def take(self, by: str, task_id: str | None) -> Holder:
+        """A person takes the screen; the agent's input stops now: ``held`` refuses every
+        next action, and the ``xdotool type`` running now is ended (in a thread: waiting for
+        it to exit must not hold up the loop)."""
+        if by in self.refused:
+            raise TakeoverRefused(403, f"the {by} channel may not take over the screen")
+        if self.holder is not None:
+            raise TakeoverRefused(409, f"the screen is already held by {self.holder.by}")
+        holder = self.holder = Holder(by=by, task_id=task_id)
+        self.generation += 1
+        self.held.set()
+        self._event_flag().clear()
+        try:
+            await asyncio.to_thread(self.stop_typing)
+        except Exception as exc:  # the gate holds either way: the next piece is refused
+            log.warning("takeover: could not end the agent's typing: %s", exc)
+        self.bus.emit(TakeoverStarted(task_id=task_id, by=by))
+        self._arm_idle()
+        log.info("takeover: %s holds the screen", by)
+        return holder
+
+    def hand_back(self, note: str = "", reason: str = "handed_back") -> Holder:
+        """The agent gets the screen back, with ``note`` for the model."""
+        holder = self.holder
+        if holder is None:
+            raise TakeoverRefused(409, "nobody holds the screen")
+        note = note.strip()[:MAX_NOTE]
+        self.notes[self.generation] = handback_note(holder, note, reason)
+        self.holder = None
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+        self.bus.emit(
+            TakeoverEnded(
+                task_id=holder.task_id,
+                by=holder.by,
+                note=note,
+                reason=reason,
+                held_s=round(time.time() - holder.since, 3),
+            )
+        )
+        self.held.clear()
+        self._event_flag().set()
+        for callback in list(self.on_end):
+            callback()
+        log.info("takeover: %s handed the screen back", holder.by)
+        return holder
+
+    def touched(self) -> None:
+        """The person sent input (their idle clock starts again)."""
+        if self.holder is not None:
+            self.holder.last_input = time.monotonic()
+
+    async def wait_released(self) -> None:
+        """Return once nobody holds the screen (at once when nobody does)."""
+        while self.held.is_set():
+            await self._event_flag().wait()
+
+    def notes_after(self, generation: int) -> list[str]:
+        """The notes of the takeovers that ended after ``generation``."""
+        return [text for g, text in sorted(self.notes.items()) if g > generation]
+
+    def _event_flag(self) -> asyncio.Event:
+        if self._released is None:
+            self._released = asyncio.Event()
+            if not self.held.is_set():
+                self._released.set()
+        return self._released
+
+    def _arm_idle(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # taken outside a loop (a test, a script): no idle end
+            return
+        self._idle_timer = loop.call_later(self.idle_end_s, self._check_idle)
+
+    def _check_idle(self) -> None:
+        self._idle_timer = None
+        holder = self.holder
+        if holder is None:
+            return
+        idle = time.monotonic() - holder.last_input
+        if idle >= self.idle_end_s:
+            self.hand_back(f"(no input for {idle:.0f} s: the takeover ended by itself)", "idle")
+            return
+        loop = asyncio.get_running_loop()
+        self._idle_timer = loop.call_later(self.idle_end_s - idle, self._check_idle)
+
+
+def interrupt_typing() -> None:
+    """End the agent's ``xdotool type`` now and release any key it left down."""
+    typing = killswitch.end_own_xdotool()
+    if typing:
+        killswitch._wait_ended(typing)
+        killswitch.release_held_keys(set())

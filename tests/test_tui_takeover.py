@@ -1,0 +1,38 @@
+"""The cockpit and the takeover (no VNC in a terminal): the status line says who holds the
+screen, from the journal's takeover lines; ctrl+t pauses the agent (the TUI takes the
+screen) and, while someone holds it, resumes it."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tests.tui_fixtures import relabel, replay_app, task_lines, until
+
+SIZE = (160, 40)
+
+
+def status_text(app: Any) -> str:
+    return str(app.status.render())
+
+
+async def test_the_status_shows_who_holds_the_screen_and_ctrl_t_pauses_and_resumes() -> None:
+    app, backend = replay_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await app.history_loaded.wait()
+        await until(lambda: app.connection == "live", pilot)
+        backend.push(*relabel(task_lines("T003")[:5], "T011", 200))
+        await until(lambda: app.cockpit.running is not None, pilot)
+        assert "has the screen" not in status_text(app)
+        await pilot.press("ctrl+t")  # nobody holds it: pause
+        await until(lambda: backend.takeovers == ["pause"], pilot)
+        now = time.time()
+        started = {"seq": 300, "ts": now, "kind": "takeover_started", "task_id": "T011"}
+        backend.push(started | {"by": "web"})
+        await until(lambda: "web has the screen (agent paused)" in status_text(app), pilot)
+        await pilot.press("ctrl+t")  # someone holds it: resume
+        await until(lambda: backend.takeovers == ["pause", "resume"], pilot)
+        ended = {"seq": 301, "ts": now + 2, "kind": "takeover_ended", "task_id": "T011"}
+        backend.push(ended | {"by": "web", "note": "", "reason": "handed_back", "held_s": 2.0})
+        await until(lambda: "has the screen" not in status_text(app), pilot)
+        assert app.cockpit.running is not None  # the task goes on
