@@ -30,8 +30,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-# bench/ itself off the path: bench/a2a.py would shadow the a2a package the API imports
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+# the repository first, for the jarvis and tests packages
 sys.path.insert(0, str(HERE.parent))
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")

@@ -10,7 +10,7 @@ each with ``SendStreamingMessage``, and records the time from the call to the fi
 Prints one JSON object: p50/p95/max in ms of each, and whether the target (first update
 p50 at most 100 ms) holds.
 
-    .venv/bin/python bench/a2a.py [--tasks 20]
+    .venv/bin/python bench/a2a_stream.py [--tasks 20]
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-# this file's name would hide the a2a-sdk package: import from the repository, not bench/
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+# the repository first, for the jarvis and tests packages
 sys.path.insert(0, str(HERE.parent))
 
 TARGET_FIRST_MS = 100.0
