@@ -30,7 +30,8 @@ _TOKENS = re.compile(
 _COORDINATE = re.compile(r"[\"']coordinate[\"']\s*:\s*\[([^\]]*)\]")
 _X = re.compile(rf"[\"']?\bx[\"']?\s*[:=]\s*({_NUM})")
 _Y = re.compile(rf"[\"']?\by[\"']?\s*[:=]\s*({_NUM})")
-_TWO_CORNERS = re.compile(rf"\(\s*({_NUM})\s*,\s*({_NUM})\s*\)\s*,\s*\(\s*({_NUM})\s*,\s*({_NUM})\s*\)")
+_PAIR = rf"\(\s*({_NUM})\s*,\s*({_NUM})\s*\)"
+_TWO_CORNERS = re.compile(rf"{_PAIR}\s*,\s*{_PAIR}")
 _BRACKETED = re.compile(
     rf"[\[(]\s*\[?\s*({_NUM})\s*,\s*({_NUM})(?:\s*,\s*({_NUM})\s*,\s*({_NUM}))?\s*\]?\s*[\])]"
 )
