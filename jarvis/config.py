@@ -258,9 +258,15 @@ class Settings(BaseSettings):
         profiles = catalog(self.model_profiles, self.profiles_dir)
         if self.model_profile:
             profile_by_name(self.model_profile, profiles)  # raises naming the known ones
-        if self.grounder is not None:
-            from jarvis.llm.profiles.catalog import choose_profile
+        from jarvis.llm.profiles.catalog import choose_profile
 
+        active = choose_profile(self.active_model, self.model_profile, profiles).profile
+        if active.action_format == "point":
+            raise ValueError(
+                f"model: {self.active_model} (profile {active.name}) only points at elements "
+                "and cannot act: set it as the grounder (grounder.model) and a planner as model"
+            )
+        if self.grounder is not None:
             chosen = choose_profile(self.grounder.model, self.grounder.profile, profiles).profile
             if chosen.spec.get("grounding") is None:
                 raise ValueError(

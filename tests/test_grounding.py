@@ -14,11 +14,13 @@ which is the one tolerance beyond 1 px below.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
 import pytest
 
+from jarvis.cli import main
 from jarvis.config import ConfigError, load_settings
 from jarvis.desktop.screen import Size
 from jarvis.geometry import OffScreen, model_to_screen, smart_resize, tool_grid
@@ -156,3 +158,20 @@ def test_a_grounding_profile_needs_its_prompt_with_the_target(tmp_path: Path) ->
     entry = {"extends": "gta1", "patterns": ["^mine"], "grounding": {"prompt": "where is it?"}}
     with pytest.raises(ConfigError, match=r"model_profiles.mine.grounding.*\{target\}"):
         load_settings(tmp_path, model_profiles={"mine": entry})
+
+
+def test_a_grounding_only_model_as_the_planner_is_refused_with_one_line(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # never reached
+    config = tmp_path / "data" / "config"
+    config.mkdir(parents=True)
+    settings = {"provider": "openai", "openai_model": "HelloKKMe/GTA1-7B"}
+    (config / "settings.json").write_text(json.dumps(settings))
+    code = main(["run", "--data-dir", str(tmp_path / "data"), "click the box"])
+    err = capsys.readouterr()
+    said = (err.out + err.err).strip()
+    assert code != 0
+    assert "only points at elements" in said and "grounder" in said, said
+    assert len(said.splitlines()) == 1 and "Traceback" not in said

@@ -7,7 +7,7 @@ import logging
 from jarvis.config import Settings
 from jarvis.events import EventBus
 from jarvis.llm.anthropic import AnthropicProvider
-from jarvis.llm.base import AdapterBase, Connection, ProviderError
+from jarvis.llm.base import AdapterBase, Connection
 from jarvis.llm.gemini import GeminiProvider
 from jarvis.llm.openai import OpenAIProvider
 from jarvis.llm.openai_actions import Approver
@@ -41,11 +41,6 @@ def make_provider(
     """
     choice = active_profile(settings)
     profile = choice.profile
-    if profile.action_format == "point":
-        raise ProviderError(
-            f"{settings.active_model} (profile {profile.name}) only points at elements and "
-            "cannot act: set it as the grounder (grounder.model) and a planner model as model"
-        )
     if choice.warning:
         log.warning("%s", choice.warning)
     log.info(
