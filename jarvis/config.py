@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
+    ConfigDict,
     Field,
     ValidationError,
     ValidationInfo,
@@ -85,6 +86,23 @@ class ToolPolicyOverride(BaseModel):
 ToolPolicy.model_rebuild()
 
 
+class GrounderSettings(BaseModel):
+    """A grounding model beside the planner (the planner's `click_target` tool asks it)."""
+
+    model_config = ConfigDict(extra="forbid")
+    provider: Literal["openai", "anthropic"] = Field(
+        "openai", description="openai: any OpenAI-compatible server (vLLM, SGLang, ...)"
+    )
+    model: str = Field(min_length=1, description="the served model name, e.g. HelloKKMe/GTA1-7B")
+    base_url: str | None = Field(None, description="its endpoint, e.g. http://gpu:8000/v1")
+    api_key_env: str = Field(
+        "JARVIS_GROUNDER_API_KEY",
+        description="the environment variable holding its key ('EMPTY' when unset, as vLLM takes)",
+    )
+    profile: str | None = Field(None, description="its model profile; None: by model name")
+    max_tokens: int = Field(512, ge=16)
+
+
 class Settings(BaseSettings):
     """Everything configurable. Build it with :func:`load_settings`."""
 
@@ -116,6 +134,9 @@ class Settings(BaseSettings):
         default_factory=dict,
         description="profiles added or overridden, keyed by name (fields as in the shipped "
         "jarvis/llm/profiles/profiles.json, plus 'extends'); checked at start",
+    )
+    grounder: GrounderSettings | None = Field(
+        None, description="a grounding model the planner names targets to (click_target)"
     )
     computer_tool_version: Literal["computer_20250124", "computer_20251124"] | None = Field(
         None, description="Claude's computer tool version; None: by model (computer_tool.py)"
@@ -241,6 +262,21 @@ class Settings(BaseSettings):
         profiles = catalog(self.model_profiles, self.profiles_dir)
         if self.model_profile:
             profile_by_name(self.model_profile, profiles)  # raises naming the known ones
+        from jarvis.llm.profiles.catalog import choose_profile
+
+        active = choose_profile(self.active_model, self.model_profile, profiles).profile
+        if active.action_format == "point":
+            raise ValueError(
+                f"model: {self.active_model} (profile {active.name}) only points at elements "
+                "and cannot act: set it as the grounder (grounder.model) and a planner as model"
+            )
+        if self.grounder is not None:
+            chosen = choose_profile(self.grounder.model, self.grounder.profile, profiles).profile
+            if chosen.spec.get("grounding") is None:
+                raise ValueError(
+                    f"grounder.profile: {chosen.name!r} has no grounding prompt; name a "
+                    "grounding profile (gta1, uground, holo1.5, ...) or add one"
+                )
         return self
 
     @property

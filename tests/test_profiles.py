@@ -32,7 +32,7 @@ from jarvis.geometry import (
 )
 from jarvis.llm.profiles import qwen_tool
 from jarvis.llm.profiles.catalog import PROFILES, choose_profile
-from jarvis.llm.profiles.grammars import parse_glm, parse_pyautogui, parse_uitars
+from jarvis.llm.profiles.grammars import parse_glm, parse_point, parse_pyautogui, parse_uitars
 from jarvis.llm.profiles.select import geometry
 from jarvis.llm.types import ToolCall
 
@@ -56,10 +56,37 @@ def settings(tmp_path_factory: pytest.TempPathFactory):
     return load_settings(tmp_path_factory.mktemp("profiles"), native_computer_tool=True)
 
 
+# what each grounding-only family writes for a point (its model card's shape); boxes
+# are written around the point, so their centre is the point
+POINT_ANSWERS = {
+    "holo1": "Click({x}, {y})",
+    "holo1.5": '{{"x": {x}, "y": {y}}}',
+    "holo2": '<think>maybe {{"x": 1, "y": 1}}</think>{{"x": {x}, "y": {y}}}',
+    "gta1": "({x},{y})",
+    "uground": "({x}, {y})",
+    "jedi": '<tool_call>\n{{"name": "computer_use", "arguments": {{"action": "left_click", '
+    '"coordinate": [{x}, {y}]}}}}\n</tool_call>',
+    "os-atlas": "<|box_start|>({x1},{y1}),({x2},{y2})<|box_end|>",
+    "showui": "[{x}, {y}]",
+    "gui-actor": "({x}, {y})",
+    "internvl3": "<ref>the box</ref><box>[[{x1}, {y1}, {x2}, {y2}]]</box>",
+}
+
+
+def point_answer(profile: str, point: list[float]) -> str:
+    x, y = point
+    space = PROFILES[profile].space
+    far = space.denominator if space.kind == "relative" else 10_000
+    dx, dy = (min(v, far - v, 5) if v == int(v) else 0 for v in (x, y))
+    return POINT_ANSWERS[profile].format(x=x, y=y, x1=x - dx, y1=y - dy, x2=x + dx, y2=y + dy)
+
+
 def answer_text(profile: str, point: list[float]) -> str:
     """A perfect answer in the profile's own format, as the model writes it."""
     x, y = point
     fmt = PROFILES[profile].action_format
+    if fmt == "point":
+        return point_answer(profile, point)
     if fmt == "uitars":
         return f"Thought: the box is there.\nAction: click(start_box='({x},{y})')"
     if fmt == "glm":
@@ -75,6 +102,8 @@ def parse(profile: str, text: str, point) -> list[ToolCall]:
         return parse_uitars(text, point)
     if fmt == "glm":
         return parse_glm(text, point)
+    if fmt == "point":
+        return parse_point(text, point)
     return parse_pyautogui(text, point)
 
 
@@ -96,7 +125,7 @@ def run_answer(profile_name: str, screen: Size, target: tuple[int, int], setting
     def point(values):
         return to_tool_point(values, profile.space, image)
 
-    if profile.action_format in ("uitars", "glm", "pyautogui"):
+    if profile.action_format in ("uitars", "glm", "pyautogui", "point"):
         calls = parse(profile_name, answer_text(profile_name, rounded), point)
     elif profile.action_format == "qwen-computer-use":
         native = ToolCall(

@@ -20,6 +20,7 @@ from jarvis.gateway.channels.settings import refused_approvers
 from jarvis.llm.base import Provider
 from jarvis.llm.computer_tool import zoom_enabled
 from jarvis.llm.factory import make_provider
+from jarvis.llm.grounding import make_grounder
 from jarvis.llm.openai_actions import deny_unattended
 from jarvis.llm.profiles.select import screen_sizer
 from jarvis.memory.embedding import EmbeddingUnavailable
@@ -30,6 +31,8 @@ from jarvis.safety.approvals import ApprovalGate, ApprovalStore
 from jarvis.safety.takeover import ScreenHold
 from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext
+from jarvis.tools.grounded import NAME as CLICK_TARGET
+from jarvis.tools.grounded import register_grounder_tool
 from jarvis.tools.memory import register_memory_tools
 from jarvis.tools.registry import ToolRegistry
 from jarvis.tools.toolbox import open_toolbox
@@ -79,6 +82,10 @@ async def build_agent(
         )
         if zoom and settings.provider == "anthropic" and registry.get("zoom") is None:
             register_zoom_tool(registry)  # Claude's computer_20251124 `zoom` action
+        if settings.grounder is not None and registry.get(CLICK_TARGET) is None:
+            grounder = make_grounder(settings, bus)  # the planner names, it points
+            stack.push_async_callback(grounder.aclose)
+            register_grounder_tool(registry, grounder, settings.max_side)
         if long_term is None and settings.long_term_memory:
             long_term = await open_long_term(settings, stack, registry)
         desktop = Desktop.open(settings, where, sizer=screen_sizer(settings))

@@ -41,9 +41,12 @@ ActionFormat = Literal[
     "uitars",
     "glm",
     "pyautogui",
+    "point",
 ]
 Coordinates = Literal["pixels", "resized-pixels", "0..1000", "0..999", "0..1"]
-MAPPED_FORMATS = frozenset({"qwen-computer-use", "uitars", "glm", "pyautogui", "gemini-computer"})
+MAPPED_FORMATS = frozenset(
+    {"qwen-computer-use", "uitars", "glm", "pyautogui", "gemini-computer", "point"}
+)
 """Formats whose points Jarvis maps itself, so any coordinate space works with them; the
 others (Jarvis's tools, Claude's and OpenAI's computer tools) carry pixels of the
 screenshot. Gemini's computer use answers on a normalised grid that Jarvis maps."""
@@ -80,6 +83,25 @@ class ImageSpec(BaseModel):
         return self
 
 
+class GroundingSpec(BaseModel):
+    """How to ask the model for one point (the ``grounder`` setting): its own prompt, with
+    ``{target}`` (the planner's words) and ``{width}``/``{height}`` (the image sent)."""
+
+    model_config = ConfigDict(extra="forbid")
+    system: str = ""
+    prompt: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _names_the_target(self) -> GroundingSpec:
+        if "{target}" not in self.prompt:
+            raise ValueError("prompt must contain {target} (the element the planner names)")
+        try:
+            (self.system + self.prompt).format(target="", width=0, height=0)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(f"only {{target}}, {{width}}, {{height}} may be used: {exc}") from None
+        return self
+
+
 class HistorySpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     chunk: int = Field(5, ge=0, description="screenshots dropped at once (cache-friendly)")
@@ -105,6 +127,7 @@ class ProfileSpec(BaseModel):
     resolution_prompt: str = ""
     prompt_file: str | None = None
     text_tool_calls: Literal["run", "report"] = "report"
+    grounding: GroundingSpec | None = None
     history: HistorySpec = Field(default_factory=HistorySpec)
     sampling: SamplingSpec = Field(default_factory=SamplingSpec)
     served: str = ""
@@ -133,6 +156,8 @@ class ProfileSpec(BaseModel):
                 f"api: action_format {self.action_format!r} needs api {vendor_api!r}, "
                 f"not {self.api!r}"
             )
+        if self.action_format == "point" and self.grounding is None:
+            raise ValueError("grounding: a 'point' (grounding-only) profile needs its prompt")
         if self.image.rule == "vendor" and self.action_format != "claude-computer":
             raise ValueError("image: rule 'vendor' (Anthropic's sizes) needs claude-computer")
         return self

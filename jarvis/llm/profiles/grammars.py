@@ -30,6 +30,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from jarvis.llm.profiles.points import point_numbers
 from jarvis.llm.types import ToolCall
 
 Point = Callable[[Sequence[float]], tuple[int, int]]
@@ -346,8 +347,21 @@ def parse_pyautogui(text: str, point: Point) -> list[ToolCall]:
     return out or _to_calls("no pyautogui call found in the reply")
 
 
+def parse_point(text: str, point: Point) -> list[ToolCall]:
+    """A grounding model's answer (one point or box, see :mod:`.points`) as a click."""
+    values = point_numbers(clean_reply(text))
+    if values is None:
+        return _to_calls("no point found in the reply; answer one point such as (x,y)")
+    try:
+        x, y = point(values)
+    except ValueError as exc:
+        return _to_calls(str(exc))
+    return _to_calls([("click", {"x": x, "y": y})])
+
+
 TEXT_GRAMMARS: dict[str, Callable[[str, Point], list[ToolCall]]] = {
     "uitars": parse_uitars,
     "glm": parse_glm,
     "pyautogui": parse_pyautogui,
+    "point": parse_point,
 }
