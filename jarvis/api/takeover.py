@@ -48,6 +48,34 @@ MAIN = "main"
 ANSWER_CHANNELS = ("web", "tui", "api")
 
 
+class TakeoverState(BaseModel):
+    """Who holds the screen (``held`` false: the agent has it)."""
+
+    held: bool
+    by: str | None = None
+    since: float | None = None
+    task_id: str | None = None
+    displays: list[str] = Field(default_factory=list)
+    """The displays with a live view (``main``: the daemon's own)."""
+
+
+class TakenOver(BaseModel):
+    held: bool
+    by: str | None = None
+    since: float | None = None
+    task_id: str | None = None
+    ticket: str
+    """Opens the full-access view (``/api/vnc/{display}?ticket=``), for this takeover only."""
+
+
+class HandedBack(BaseModel):
+    held: bool = False
+    by: str
+    note: str
+    answered: str | None = None
+    """The task whose question the hand back answered, if one waited."""
+
+
 class LiveView:
     """The x11vnc servers of the displays Jarvis drives, and the person's open views."""
 
@@ -121,14 +149,14 @@ def _view(app: Any) -> LiveView:
 
 
 @router.get("/takeover")
-async def status(request: Request) -> dict[str, Any]:
+async def status(request: Request) -> TakeoverState:
     hold = _service(request.app).screen_hold()
     base = hold.status() if hold is not None else ScreenHold.idle_status()
-    return base | {"displays": sorted(_view(request.app).servers)}
+    return TakeoverState.model_validate(base | {"displays": sorted(_view(request.app).servers)})
 
 
 @router.post("/takeover")
-async def take(body: TakeoverIn, request: Request) -> dict[str, Any]:
+async def take(body: TakeoverIn, request: Request) -> TakenOver:
     service = _service(request.app)
     hold = service.screen_hold()
     if hold is None:
@@ -141,11 +169,11 @@ async def take(body: TakeoverIn, request: Request) -> dict[str, Any]:
     view = _view(request.app)
     view.watch(hold)
     view.ticket = secrets.token_urlsafe(24)
-    return hold.status() | {"ticket": view.ticket}
+    return TakenOver.model_validate(hold.status() | {"ticket": view.ticket})
 
 
 @router.post("/handback")
-async def hand_back(body: HandbackIn, request: Request) -> dict[str, Any]:
+async def hand_back(body: HandbackIn, request: Request) -> HandedBack:
     service = _service(request.app)
     hold = service.screen_hold()
     if hold is None:
@@ -157,7 +185,7 @@ async def hand_back(body: HandbackIn, request: Request) -> dict[str, Any]:
     answered = await _answer_waiting(
         service, holder.task_id, hold.notes[hold.generation], holder.by
     )
-    return {"held": False, "by": holder.by, "note": body.note.strip(), "answered": answered}
+    return HandedBack(by=holder.by, note=body.note.strip(), answered=answered)
 
 
 async def _answer_waiting(
