@@ -1,0 +1,362 @@
+"""The accessibility tree of one window, read, pruned and rendered for a model.
+
+:class:`A11yReader` holds a connection to the accessibility bus of one session bus (its
+address is given: a Desktop's resource, never this process's ``DISPLAY`` or
+``DBUS_SESSION_BUS_ADDRESS``). :meth:`A11yReader.read` finds the application frame that
+matches a window (its box, then its title, then the active frame), walks it level by level
+with a time limit, and keeps only what a model can use: showing, visible, enabled elements
+with a name, text or value, each with role, name, states, value and screen bounds. Ids
+(``e1``, ``e2``, ...) follow the walk order and are stable within one :class:`Tree`.
+:meth:`A11yReader.check` compares an element with the live tree before anything acts on it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from jarvis.desktop.a11y_bus import (
+    ACCESSIBLE,
+    COMPONENT,
+    NULL_PATH,
+    REGISTRY,
+    ROOT_PATH,
+    A11yBus,
+    A11yError,
+    Call,
+    prop,
+)
+
+TEXT = "org.a11y.atspi.Text"
+VALUE = "org.a11y.atspi.Value"
+ACTION = "org.a11y.atspi.Action"
+EDITABLE_TEXT = "org.a11y.atspi.EditableText"
+
+# AtspiStateType bit numbers (the two 32-bit words GetState returns)
+STATES = {
+    1: "active",
+    4: "checked",
+    5: "collapsed",
+    6: "defunct",
+    7: "editable",
+    8: "enabled",
+    10: "expanded",
+    11: "focusable",
+    12: "focused",
+    20: "pressed",
+    23: "selected",
+    24: "sensitive",
+    25: "showing",
+    30: "visible",
+    32: "indeterminate",
+    41: "checkable",
+    43: "read-only",
+}
+SHOWN_STATES = ("checked", "expanded", "collapsed", "focused", "pressed", "selected", "editable")
+SHOWN_STATES += ("indeterminate", "read-only")
+STRUCTURE = {"filler", "panel", "unknown", "redundant object", "section", "layered pane"}
+STRUCTURE |= {"scroll pane", "viewport", "split pane", "root pane", "glass pane", "tool bar"}
+STRUCTURE |= {"menu bar", "page tab list", "scroll bar", "separator", "invalid", "grouping"}
+TEXT_CAP = 200
+
+
+@dataclass
+class Element:
+    """One element kept from the tree: ``ref`` is its (bus name, object path)."""
+
+    id: str
+    ref: tuple[str, str]
+    role: str
+    name: str
+    states: frozenset[str]
+    bounds: tuple[int, int, int, int]  # x, y, width, height on the screen
+    text: str = ""
+    value: float | None = None
+    interfaces: frozenset[str] = frozenset()
+
+    @property
+    def center(self) -> tuple[int, int]:
+        x, y, w, h = self.bounds
+        return x + w // 2, y + h // 2
+
+    def line(self) -> str:
+        x, y, w, h = self.bounds
+        out = f"[{self.id}] {self.role}"
+        if self.name:
+            out += f" {_quote(self.name)}"
+        if self.text and self.text != self.name:
+            out += f" text={_quote(self.text)}"
+        if self.value is not None:
+            out += f" value={self.value:g}"
+        shown = [s for s in SHOWN_STATES if s in self.states]
+        if shown:
+            out += " " + ",".join(shown)
+        return out + f" @{x},{y} {w}x{h}"
+
+
+@dataclass
+class Tree:
+    """The pruned tree of one window at one moment."""
+
+    window: str
+    elements: list[Element]
+    visited: int  # elements read before pruning
+    seconds: float
+    by_id: dict[str, Element] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_id = {e.id: e for e in self.elements}
+
+    def render(self, max_chars: int) -> str:
+        head = f"Accessibility tree of {self.window} ({len(self.elements)} elements):"
+        lines = [head]
+        used = len(head)
+        for i, element in enumerate(self.elements):
+            line = element.line()
+            if used + len(line) + 1 > max_chars:
+                lines.append(f"... {len(self.elements) - i} more elements left out (size cap)")
+                break
+            lines.append(line)
+            used += len(line) + 1
+        return "\n".join(lines)
+
+
+def _quote(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) > 80:
+        text = text[:79] + "…"
+    return '"' + text.replace('"', "'") + '"'
+
+
+def _states(words: Any) -> frozenset[str]:
+    if isinstance(words, Exception) or not words:
+        return frozenset()
+    bits = int(words[0][0]) | (int(words[0][1]) << 32 if len(words[0]) > 1 else 0)
+    return frozenset(name for bit, name in STATES.items() if bits >> bit & 1)
+
+
+def _ok(result: Any) -> bool:
+    return not isinstance(result, Exception) and result is not None
+
+
+def _variant(result: Any) -> Any:
+    return result[0][1] if _ok(result) else None
+
+
+def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> int:
+    w = min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0])
+    h = min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1])
+    return max(w, 0) * max(h, 0)
+
+
+class A11yReader:
+    """Reads accessibility trees through the session bus at ``session_bus`` (thread-safe;
+    connects lazily, once; close it when done)."""
+
+    def __init__(self, session_bus: str, timeout: float = 1.0, max_nodes: int = 4000) -> None:
+        self.session_bus = session_bus
+        self.timeout = timeout
+        self.max_nodes = max_nodes
+        self._bus: A11yBus | None = None
+        self._lock = threading.Lock()
+
+    def _connect(self) -> A11yBus:
+        if self._bus is None:
+            self._bus = A11yBus(self.session_bus, self.timeout)
+        return self._bus
+
+    def available(self) -> bool:
+        """Whether the bus answers (it may still hold no application)."""
+        try:
+            with self._lock:
+                self._connect()
+            return True
+        except A11yError:
+            return False
+
+    def read(
+        self, box: tuple[int, int, int, int] | None = None, title: str = ""
+    ) -> Tree | None:
+        """The pruned tree of the frame that matches the window at ``box`` (x, y, w, h) or
+        titled ``title``; None when no application publishes a matching frame. Raises
+        :class:`A11yError` when the bus is absent or the read runs past its time limit."""
+        start = time.monotonic()
+        deadline = start + self.timeout
+        with self._lock:
+            bus = self._connect()
+            try:
+                frame = self._frame(bus, box, title, deadline)
+                if frame is None:
+                    return None
+                ref, name, fbox = frame
+                elements, visited = self._walk(bus, ref, fbox, deadline)
+            except A11yError:
+                self._drop()
+                raise
+        return Tree(_quote(name) if name else "the focused window", elements, visited,
+                    time.monotonic() - start)
+
+    def _frame(
+        self,
+        bus: A11yBus,
+        box: tuple[int, int, int, int] | None,
+        title: str,
+        deadline: float,
+    ) -> tuple[tuple[str, str], str, tuple[int, int, int, int]] | None:
+        apps = bus.batch([Call((REGISTRY, ROOT_PATH), ACCESSIBLE, "GetChildren")], deadline)[0]
+        if not _ok(apps):
+            return None
+        app_refs = [(str(b), str(p)) for b, p in apps[0] if p != NULL_PATH]
+        kids = bus.batch([Call(r, ACCESSIBLE, "GetChildren") for r in app_refs], deadline)
+        frames = [(str(b), str(p)) for k in kids if _ok(k) for b, p in k[0] if p != NULL_PATH]
+        calls: list[Call] = []
+        for f in frames:
+            calls += [prop(f, ACCESSIBLE, "Name"), Call(f, ACCESSIBLE, "GetState")]
+            calls.append(Call(f, COMPONENT, "GetExtents", "u", (0,)))
+        answers = bus.batch(calls, deadline)
+        best: tuple[int, tuple[tuple[str, str], str, tuple[int, int, int, int]]] | None = None
+        for i, f in enumerate(frames):
+            name = str(_variant(answers[3 * i]) or "")
+            states = _states(answers[3 * i + 1])
+            ext = answers[3 * i + 2]
+            fbox = tuple(int(v) for v in ext[0]) if _ok(ext) else (0, 0, 0, 0)
+            if "showing" not in states and "visible" not in states:
+                continue
+            score = 0
+            if box is not None:
+                score += _overlap(box, fbox) * 4 // max(box[2] * box[3], 1)  # 0..4
+                score += 4 if abs(box[0] - fbox[0]) <= 2 and abs(box[1] - fbox[1]) <= 2 else 0
+            score += 3 if title and name == title else 0
+            score += 1 if "active" in states else 0
+            if score > 0 and (best is None or score > best[0]):
+                best = (score, (f, name, fbox))  # type: ignore[arg-type]
+        return best[1] if best else None
+
+    def _walk(
+        self,
+        bus: A11yBus,
+        root: tuple[str, str],
+        fbox: tuple[int, int, int, int],
+        deadline: float,
+    ) -> tuple[list[Element], int]:
+        kept: list[Element] = []
+        level = [root]
+        visited = 0
+        while level and visited < self.max_nodes:
+            level = level[: self.max_nodes - visited]
+            visited += len(level)
+            calls: list[Call] = []
+            for ref in level:
+                calls += [
+                    Call(ref, ACCESSIBLE, "GetRoleName"),
+                    prop(ref, ACCESSIBLE, "Name"),
+                    Call(ref, ACCESSIBLE, "GetState"),
+                    Call(ref, ACCESSIBLE, "GetInterfaces"),
+                    Call(ref, ACCESSIBLE, "GetChildren"),
+                ]
+            answers = bus.batch(calls, deadline)
+            nxt: list[tuple[str, str]] = []
+            candidates: list[tuple[tuple[str, str], str, str, frozenset[str], frozenset[str]]] = []
+            for i, ref in enumerate(level):
+                role, name, state, ifaces, kids = answers[5 * i : 5 * i + 5]
+                states = _states(state)
+                if ref != root and not {"showing", "visible"} <= states:
+                    continue  # hidden: nor its children
+                if _ok(kids):
+                    nxt += [(str(b), str(p)) for b, p in kids[0] if p != NULL_PATH]
+                iface = frozenset(str(n) for n in ifaces[0]) if _ok(ifaces) else frozenset()
+                role_name = str(role[0]) if _ok(role) else "unknown"
+                if ref == root or "defunct" in states:
+                    continue
+                if not ({"enabled", "sensitive"} & states):
+                    continue
+                candidates.append((ref, role_name, str(_variant(name) or ""), states, iface))
+            kept += self._details(bus, candidates, fbox, deadline)
+            level = nxt
+        for n, element in enumerate(kept, 1):
+            element.id = f"e{n}"
+        return kept, visited
+
+    def _details(
+        self,
+        bus: A11yBus,
+        candidates: list[tuple[tuple[str, str], str, str, frozenset[str], frozenset[str]]],
+        fbox: tuple[int, int, int, int],
+        deadline: float,
+    ) -> list[Element]:
+        calls: list[Call] = []
+        for ref, _role, _name, _states_, iface in candidates:
+            calls.append(Call(ref, COMPONENT, "GetExtents", "u", (0,)))
+            calls.append(prop(ref, TEXT, "CharacterCount") if TEXT in iface else prop(ref, VALUE, "CurrentValue") if VALUE in iface else Call(ref, ACCESSIBLE, "GetIndexInParent"))
+        answers = bus.batch(calls, deadline)
+        texts: list[Call] = []
+        out: list[Element] = []
+        for i, (ref, role, name, states, iface) in enumerate(candidates):
+            ext, extra = answers[2 * i], answers[2 * i + 1]
+            if not _ok(ext):
+                continue
+            bounds = tuple(int(v) for v in ext[0])
+            if bounds[2] <= 0 or bounds[3] <= 0 or (fbox[2] > 0 and not _overlap(bounds, fbox)):  # type: ignore[arg-type]
+                continue
+            value = None
+            count = 0
+            if TEXT in iface:
+                count = int(_variant(extra) or 0)
+            elif VALUE in iface and _ok(extra):
+                value = float(_variant(extra))
+            useful = name or count or value is not None or "focusable" in states
+            if not useful or (role in STRUCTURE and not name):
+                continue
+            element = Element("", ref, role, name, states, bounds, value=value, interfaces=iface)  # type: ignore[arg-type]
+            if count:
+                texts.append(Call(ref, TEXT, "GetText", "ii", (0, min(count, TEXT_CAP))))
+                element.text = "\0"  # filled below
+            out.append(element)
+        if texts:
+            bodies = iter(bus.batch(texts, deadline))
+            for element in out:
+                if element.text == "\0":
+                    body = next(bodies)
+                    element.text = str(body[0]) if _ok(body) else ""
+        return out
+
+    def check(self, element: Element, tolerance: int = 2) -> str | None:
+        """Why ``element`` can no longer be acted on (vanished, hidden, disabled or moved
+        by more than ``tolerance`` px since it was read), or None when it is where it was."""
+        deadline = time.monotonic() + self.timeout
+        with self._lock:
+            bus = self._connect()
+            state, ext, role = bus.batch(
+                [
+                    Call(element.ref, ACCESSIBLE, "GetState"),
+                    Call(element.ref, COMPONENT, "GetExtents", "u", (0,)),
+                    Call(element.ref, ACCESSIBLE, "GetRoleName"),
+                ],
+                deadline,
+            )
+        states = _states(state)
+        if not _ok(state) or not _ok(role) or "defunct" in states or str(role[0]) != element.role:
+            return f"element {element.id} is gone from the window"
+        if not {"showing", "visible"} <= states:
+            return f"element {element.id} is no longer shown"
+        if not _ok(ext):
+            return f"element {element.id} has no bounds any more"
+        now = tuple(int(v) for v in ext[0])
+        if any(abs(a - b) > tolerance for a, b in zip(now, element.bounds, strict=True)):
+            return f"element {element.id} moved from {element.bounds} to {now}"
+        return None
+
+    def call(self, call: Call) -> Any:
+        with self._lock:
+            return self._connect().call(call, self.timeout)
+
+    def _drop(self) -> None:
+        if self._bus is not None:
+            self._bus.close()
+            self._bus = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
