@@ -161,6 +161,16 @@ class Settings(BaseSettings):
     max_side: int = Field(1280, ge=64, description="longest side of the model's screenshot")
     image_format: Literal["jpeg", "png"] = "jpeg"
     jpeg_quality: int = Field(80, ge=1, le=100)
+    observation: Literal["screenshot", "screenshot+tree", "screenshot+marks"] = Field(
+        "screenshot",
+        description="what the model sees each step: the screenshot, plus the focused "
+        "window's accessibility tree (as text, or as numbered boxes on the screenshot)",
+    )
+    tree_max_chars: int = Field(6000, ge=200, description="size cap of the tree's text")
+    tree_timeout_ms: int = Field(1000, ge=50, description="time limit of one tree read")
+    a11y_session_bus: str = Field(
+        "", description="session D-Bus address for the tree; empty: the one Jarvis started in"
+    )
 
     # input
     failsafe: bool = True

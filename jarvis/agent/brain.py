@@ -15,6 +15,7 @@ from jarvis.agent.context import (
     parse_verdict,
 )
 from jarvis.config import Settings
+from jarvis.desktop.a11y_view import ElementView
 from jarvis.desktop.screen import Observation, Screen
 from jarvis.events import EventBus, ModelTextDelta, ToolCallStreaming, VerificationFinished
 from jarvis.llm.base import OnEvent, Provider, complete
@@ -85,7 +86,12 @@ def image_of(observation: Observation) -> ImagePart:
 
 class Brain:
     def __init__(
-        self, provider: Provider, screen: Screen, settings: Settings, bus: EventBus
+        self,
+        provider: Provider,
+        screen: Screen,
+        settings: Settings,
+        bus: EventBus,
+        elements: ElementView | None = None,
     ) -> None:
         self.provider = provider
         self.screen = screen
@@ -97,10 +103,18 @@ class Brain:
         """What the provider reported for the latest streamed call so far: a call cut short
         by a cancel still counts it."""
         self._frozen: FrozenHeader | None = None
+        self.elements = elements
+
+    def _observe(self) -> Observation:
+        observation = self.screen.capture()
+        if self.elements is not None:
+            observation = self.elements.look(observation)
+        return observation
 
     async def perceive(self) -> Observation:
-        """A fresh screenshot, taken in a worker thread."""
-        return await asyncio.to_thread(self.screen.capture)
+        """A fresh screenshot (with the accessibility tree when the ``observation`` setting
+        asks for it), taken in a worker thread."""
+        return await asyncio.to_thread(self._observe)
 
     def system_prompt(self, observation: Observation) -> str:
         size = observation.image_size or observation.model_size
@@ -126,9 +140,12 @@ class Brain:
         return self._frozen.text, self._frozen.changes(ctx.todos, ctx.memories)
 
     def _messages(self, ctx: ThinkContext, shot: ImagePart) -> tuple[list[Message], str]:
+        """The step's messages and its prompt; the tree goes into this step's request only
+        (the prompt kept for later turns is without it, so it is paid for once)."""
         header, changed = self._stable_header(ctx)
         prompt = self.step_prompt(ctx, changed)
-        messages = build_messages(header, ctx.turns, shot, prompt, self.policy.max_images)
+        sent = f"{ctx.observation.tree}\n\n{prompt}" if ctx.observation.tree else prompt
+        messages = build_messages(header, ctx.turns, shot, sent, self.policy.max_images)
         return messages, prompt
 
     def step_prompt(self, ctx: ThinkContext, changed: list[str] | None = None) -> str:
@@ -181,6 +198,8 @@ class Brain:
         """Check a claimed finish on a fresh screenshot with prompts/verify.md."""
         observation = await self.perceive()
         text = prompts.render("verify", task=task, summary=summary or "(no summary)")
+        if observation.tree:  # values a screenshot cannot show (a field's text, a box's state)
+            text = f"{observation.tree}\n\n{text}"
         request = self._request(
             prompts.render_text("verify_system"),
             [Message.user(image_of(observation), text)],

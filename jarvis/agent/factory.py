@@ -144,11 +144,12 @@ def agent_on(
             provider=provider.name,
             stop=desktop.stop,
             channels=channels,
+            elements=desktop.elements,
         )
 
     agent = Agent(
         settings=settings,
-        brain=Brain(provider, desktop.screen, settings, bus),
+        brain=Brain(provider, desktop.screen, settings, bus, desktop.elements),
         cerebellum=Cerebellum(registry, provider.name),
         hippocampus=Hippocampus(settings.data_dir, long_term),
         settler=desktop.settler,

@@ -54,8 +54,8 @@ STATES = {
     41: "checkable",
     43: "read-only",
 }
-SHOWN_STATES = ("checked", "expanded", "collapsed", "focused", "pressed", "selected", "editable")
-SHOWN_STATES += ("indeterminate", "read-only")
+SHOWN_STATES: tuple[str, ...] = ("checked", "expanded", "collapsed", "focused", "pressed")
+SHOWN_STATES += ("selected", "editable", "indeterminate", "read-only")
 STRUCTURE = {"filler", "panel", "unknown", "redundant object", "section", "layered pane"}
 STRUCTURE |= {"scroll pane", "viewport", "split pane", "root pane", "glass pane", "tool bar"}
 STRUCTURE |= {"menu bar", "page tab list", "scroll bar", "separator", "invalid", "grouping"}
@@ -145,6 +145,17 @@ def _variant(result: Any) -> Any:
     return result[0][1] if _ok(result) else None
 
 
+Box = tuple[int, int, int, int]
+
+
+def _box(result: Any) -> Box:
+    """The (x, y, width, height) of a GetExtents reply; zeros for an error."""
+    if not _ok(result):
+        return (0, 0, 0, 0)
+    x, y, w, h = (int(v) for v in result[0])
+    return (x, y, w, h)
+
+
 def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> int:
     w = min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0])
     h = min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1])
@@ -161,8 +172,18 @@ class A11yReader:
         self.max_nodes = max_nodes
         self._bus: A11yBus | None = None
         self._lock = threading.Lock()
+        self._on = bool(session_bus)
+
+    def switch(self, on: bool) -> None:
+        """Turn reading on or off (off while the desktop is on a display whose session
+        this bus is not)."""
+        with self._lock:
+            self._on = on and bool(self.session_bus)
+            self._drop()
 
     def _connect(self) -> A11yBus:
+        if not self._on:
+            raise A11yError("no session bus for this display")
         if self._bus is None:
             self._bus = A11yBus(self.session_bus, self.timeout)
         return self._bus
@@ -176,9 +197,7 @@ class A11yReader:
         except A11yError:
             return False
 
-    def read(
-        self, box: tuple[int, int, int, int] | None = None, title: str = ""
-    ) -> Tree | None:
+    def read(self, box: tuple[int, int, int, int] | None = None, title: str = "") -> Tree | None:
         """The pruned tree of the frame that matches the window at ``box`` (x, y, w, h) or
         titled ``title``; None when no application publishes a matching frame. Raises
         :class:`A11yError` when the bus is absent or the read runs past its time limit."""
@@ -195,8 +214,12 @@ class A11yReader:
             except A11yError:
                 self._drop()
                 raise
-        return Tree(_quote(name) if name else "the focused window", elements, visited,
-                    time.monotonic() - start)
+        return Tree(
+            _quote(name) if name else "the focused window",
+            elements,
+            visited,
+            time.monotonic() - start,
+        )
 
     def _frame(
         self,
@@ -220,18 +243,19 @@ class A11yReader:
         for i, f in enumerate(frames):
             name = str(_variant(answers[3 * i]) or "")
             states = _states(answers[3 * i + 1])
-            ext = answers[3 * i + 2]
-            fbox = tuple(int(v) for v in ext[0]) if _ok(ext) else (0, 0, 0, 0)
+            fbox = _box(answers[3 * i + 2])
             if "showing" not in states and "visible" not in states:
                 continue
-            score = 0
+            score = 1  # a shown frame: the one when it is the only one
             if box is not None:
                 score += _overlap(box, fbox) * 4 // max(box[2] * box[3], 1)  # 0..4
                 score += 4 if abs(box[0] - fbox[0]) <= 2 and abs(box[1] - fbox[1]) <= 2 else 0
             score += 3 if title and name == title else 0
-            score += 1 if "active" in states else 0
-            if score > 0 and (best is None or score > best[0]):
-                best = (score, (f, name, fbox))  # type: ignore[arg-type]
+            score += 2 if "active" in states else 0
+            if box is not None and _overlap(box, fbox) == 0:
+                continue  # not the window asked about
+            if best is None or score > best[0]:
+                best = (score, (f, name, fbox))
         return best[1] if best else None
 
     def _walk(
@@ -287,18 +311,21 @@ class A11yReader:
         deadline: float,
     ) -> list[Element]:
         calls: list[Call] = []
-        for ref, _role, _name, _states_, iface in candidates:
+        for ref, *_, iface in candidates:
             calls.append(Call(ref, COMPONENT, "GetExtents", "u", (0,)))
-            calls.append(prop(ref, TEXT, "CharacterCount") if TEXT in iface else prop(ref, VALUE, "CurrentValue") if VALUE in iface else Call(ref, ACCESSIBLE, "GetIndexInParent"))
+            if TEXT in iface:
+                calls.append(prop(ref, TEXT, "CharacterCount"))
+            elif VALUE in iface:
+                calls.append(prop(ref, VALUE, "CurrentValue"))
+            else:
+                calls.append(Call(ref, ACCESSIBLE, "GetIndexInParent"))  # a cheap filler
         answers = bus.batch(calls, deadline)
         texts: list[Call] = []
         out: list[Element] = []
         for i, (ref, role, name, states, iface) in enumerate(candidates):
             ext, extra = answers[2 * i], answers[2 * i + 1]
-            if not _ok(ext):
-                continue
-            bounds = tuple(int(v) for v in ext[0])
-            if bounds[2] <= 0 or bounds[3] <= 0 or (fbox[2] > 0 and not _overlap(bounds, fbox)):  # type: ignore[arg-type]
+            bounds = _box(ext)
+            if bounds[2] <= 0 or bounds[3] <= 0 or (fbox[2] > 0 and not _overlap(bounds, fbox)):
                 continue
             value = None
             count = 0
@@ -309,7 +336,7 @@ class A11yReader:
             useful = name or count or value is not None or "focusable" in states
             if not useful or (role in STRUCTURE and not name):
                 continue
-            element = Element("", ref, role, name, states, bounds, value=value, interfaces=iface)  # type: ignore[arg-type]
+            element = Element("", ref, role, name, states, bounds, value=value, interfaces=iface)
             if count:
                 texts.append(Call(ref, TEXT, "GetText", "ii", (0, min(count, TEXT_CAP))))
                 element.text = "\0"  # filled below
@@ -319,7 +346,8 @@ class A11yReader:
             for element in out:
                 if element.text == "\0":
                     body = next(bodies)
-                    element.text = str(body[0]) if _ok(body) else ""
+                    text = str(body[0]) if _ok(body) else ""
+                    element.text = text.replace("\ufffc", "").strip()
         return out
 
     def check(self, element: Element, tolerance: int = 2) -> str | None:
@@ -343,7 +371,7 @@ class A11yReader:
             return f"element {element.id} is no longer shown"
         if not _ok(ext):
             return f"element {element.id} has no bounds any more"
-        now = tuple(int(v) for v in ext[0])
+        now = _box(ext)
         if any(abs(a - b) > tolerance for a, b in zip(now, element.bounds, strict=True)):
             return f"element {element.id} moved from {element.bounds} to {now}"
         return None

@@ -16,10 +16,13 @@ private display, and back); what follows it (the live screen, a recorder's crops
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from jarvis.desktop.a11y import A11yReader
+from jarvis.desktop.a11y_view import ElementView
 from jarvis.desktop.clipboard import ClipboardContent, read_clipboard, write_clipboard
 from jarvis.desktop.hotkey import KillSwitch
 from jarvis.desktop.input import Input
@@ -44,6 +47,7 @@ class Desktop:
         settler: Settler,
         stop: threading.Event,
         windows: Windows | None = None,
+        elements: ElementView | None = None,
     ) -> None:
         self.where = where
         self.screen = screen
@@ -52,6 +56,8 @@ class Desktop:
         self.stop = stop
         self.windows = windows or Windows(where)
         self._followers: list[Callable[[XDisplay], None]] = []
+        self.elements = elements
+        """The accessibility tree beside the screenshot (the ``observation`` setting)."""
 
     @classmethod
     def open(
@@ -60,10 +66,19 @@ class Desktop:
         where: XDisplay | None = None,
         stop: threading.Event | None = None,
         sizer: Callable[[Size], tuple[Size, Size]] | None = None,
+        session_bus: str | None = None,
     ) -> Desktop:
         """The desktop on ``where`` (default: the display this process was started on),
         set up from ``settings``; ``stop``, once set, interrupts its input and settle;
-        ``sizer`` is the model profile's sizing rule for the screen."""
+        ``sizer`` is the model profile's sizing rule for the screen. ``session_bus`` is
+        the D-Bus session of ``where`` whose accessibility bus the tree is read from
+        (default: the ``a11y_session_bus`` setting, else the session this process was
+        started in when ``where`` is its start-up display)."""
+        if session_bus is None:
+            start_up = where is None
+            session_bus = settings.a11y_session_bus or (
+                os.environ.get("DBUS_SESSION_BUS_ADDRESS", "") if start_up else ""
+            )
         where = where or XDisplay.from_env()
         stop = stop or threading.Event()
         screen = Screen.from_settings(settings, sizer, display=where)
@@ -72,7 +87,15 @@ class Desktop:
         except BaseException:
             screen.close()
             raise
-        return cls(where, screen, input_, Settler(screen, settings), stop)
+        desktop = cls(where, screen, input_, Settler(screen, settings), stop)
+        if settings.observation != "screenshot":
+            reader = A11yReader(session_bus, timeout=settings.tree_timeout_ms / 1000)
+            desktop.elements = ElementView(
+                reader, desktop.windows, screen, settings.observation, settings.tree_max_chars
+            )
+            home = where
+            desktop.on_move(lambda now: reader.switch(now == home))  # its bus is home's
+        return desktop
 
     @property
     def name(self) -> str:
@@ -104,6 +127,8 @@ class Desktop:
         write_clipboard(content, selection=selection, where=self.where)
 
     def close(self) -> None:
+        if self.elements is not None:
+            self.elements.reader.close()
         self.windows.close()
         self.input.close()
         self.screen.close()

@@ -120,6 +120,10 @@ class Observation:
     image_size: Size | None = None
     """The pixel size of ``image`` when it differs from ``model_size`` (a profile whose
     coordinates are relative puts them on a grid of their own; see jarvis.llm.profiles)."""
+    tree: str = ""
+    """The accessibility tree's text for the model, or a note that there is none (the
+    ``observation`` setting; see jarvis.desktop.a11y_view)."""
+    tree_seconds: float = 0.0
 
 
 def mss_for(display: XDisplay | None) -> Any:

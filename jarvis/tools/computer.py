@@ -352,6 +352,10 @@ def build_registry(
     """
     registry = ToolRegistry(settings, approvals=approvals)
     register_computer_tools(registry)
+    if settings.observation != "screenshot":
+        from jarvis.tools.elements import register_element_tools
+
+        register_element_tools(registry)
     if presets is None:
         register_presets(registry, load_default_presets(settings))
     elif isinstance(presets, Path):

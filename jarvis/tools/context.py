@@ -26,6 +26,7 @@ from jarvis.events import EventBus
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
+    from jarvis.desktop.a11y_view import ElementView
 
 ControlKind = Literal["finished", "call_user", "aborted"]
 
@@ -127,6 +128,8 @@ class ToolContext:
     stop: threading.Event | None = None
     """The stop the desktop input checks between pieces of an action: set by the agent on
     cancel, and by the registry for a moment when a blocking tool times out."""
+    elements: ElementView | None = None
+    """The step's accessibility tree (``observation`` with a tree), for the element tools."""
     approved: set[str] = field(default_factory=set)
     """Ids of held calls that were let through (a person allowed them, or the task runs
     unattended): a risky ``call_user`` that is in here goes on instead of stopping."""
@@ -144,6 +147,7 @@ class ToolContext:
         provider: str | None = None,
         stop: threading.Event | None = None,
         channels: tuple[str, ...] = (),
+        elements: ElementView | None = None,
     ) -> ToolContext:
         """A context whose data dir and provider come from ``settings``."""
         return cls(
@@ -157,6 +161,7 @@ class ToolContext:
             provider=provider,
             stop=stop,
             channels=tuple(channels),
+            elements=elements,
         )
 
     @property
