@@ -296,7 +296,8 @@ class A11yReader:
                     continue
                 if not ({"enabled", "sensitive"} & states):
                     continue
-                candidates.append((ref, role_name, str(_variant(name) or ""), states, iface))
+                label = " ".join(str(_variant(name) or "").split())  # GTK pads menu items
+                candidates.append((ref, role_name, label, states, iface))
             kept += self._details(bus, candidates, fbox, deadline)
             level = nxt
         for n, element in enumerate(kept, 1):

@@ -1,0 +1,198 @@
+"""The accessibility tree beside the screenshot, on Xvfb with real applications.
+
+mousepad (GTK 3) and a Chromium page on a loopback server publish their widgets on a
+private accessibility bus; the tests read the tree through a Desktop with
+``observation = screenshot+tree``, check its bounds against X window geometry and the
+page's own rectangles, and act through ``click_element``, ``focus_element`` and
+``set_value``. The Tk test app publishes nothing: its observation is the screenshot alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jarvis.config import Settings
+from jarvis.desktop.a11y import A11yReader, Element, Tree
+from jarvis.desktop.a11y_session import A11ySession
+from jarvis.desktop.a11y_view import ElementView
+from jarvis.desktop.desktop import Desktop
+from jarvis.tools.computer import build_registry
+from jarvis.tools.context import ToolContext
+from jarvis.tools.registry import ToolRegistry
+from jarvis.tools.results import INVALID_PARAMS, ToolResult
+from tests.a11yapps import EventPage, publishing_env, start_chromium
+from tests.realapps import App, focus
+from tests.tkdriver import TkApp
+from tests.xserver import Xvfb
+
+
+@pytest.fixture(scope="module")
+def session(xserver: Xvfb) -> Iterator[A11ySession]:
+    with A11ySession(xserver.env()) as started:
+        yield started
+
+
+@dataclass
+class Seen:
+    desktop: Desktop
+    registry: ToolRegistry
+    ctx: ToolContext
+
+    @property
+    def view(self) -> ElementView:
+        assert self.desktop.elements is not None
+        return self.desktop.elements
+
+    def look(self) -> tuple[str, Tree | None]:
+        observation = self.view.look(self.desktop.screen.capture())
+        return observation.tree, self.view.tree
+
+    def until(self, ok: Callable[[Tree], bool], timeout: float = 10.0) -> Tree:
+        """The first tree (looked at again and again) for which ``ok`` holds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            _, tree = self.look()
+            if tree is not None and ok(tree):
+                return tree
+            assert time.monotonic() < deadline, f"no such tree; last: {tree and tree.render(3000)}"
+            time.sleep(0.05)
+
+    def run(self, name: str, args: dict[str, Any]) -> ToolResult:
+        return asyncio.run(self.registry.execute(name, args, self.ctx))
+
+
+def find(tree: Tree, role: str, name: str) -> Element:
+    found = [e for e in tree.elements if e.role == role and e.name == name]
+    assert found, f"no {role} {name!r} in\n{tree.render(4000)}"
+    return found[0]
+
+
+@pytest.fixture
+def seen(xserver: Xvfb, session: A11ySession, tmp_path: Path) -> Iterator[Seen]:
+    settings = Settings(data_dir=tmp_path, observation="screenshot+tree")
+    desktop = Desktop.open(settings, xserver.where, session_bus=session.address)
+    registry = build_registry(settings, presets=[])
+    ctx = ToolContext.for_task(
+        settings, "t-a11y", screen=desktop.screen, input=desktop.input, elements=desktop.elements
+    )
+    try:
+        yield Seen(desktop, registry, ctx)
+    finally:
+        desktop.close()
+
+
+def test_the_element_tools_are_offered_only_with_a_tree(tmp_path: Path) -> None:
+    plain = build_registry(Settings(data_dir=tmp_path), presets=[]).names
+    assert "click_element" not in plain
+    marks = build_registry(Settings(data_dir=tmp_path, observation="screenshot+marks"), [])
+    assert {"click_element", "focus_element", "set_value"} <= set(marks.names)
+
+
+# --- mousepad (GTK 3) ------------------------------------------------------------------
+@pytest.fixture(scope="class")
+def mousepad(
+    xserver: Xvfb, session: A11ySession, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[App]:
+    work = tmp_path_factory.mktemp("mousepad")
+    app = App.start("mousepad", work, publishing_env(work, xserver.env(), session))
+    try:
+        yield app
+    finally:
+        app.close()
+
+
+@pytest.mark.usefixtures("mousepad")
+class TestMousepad:
+    def test_tree_lists_the_menus_and_the_text(self, seen: Seen, mousepad: App) -> None:
+        focus(mousepad.window)
+        text, tree = seen.look()
+        assert tree is not None
+        assert tree.window.endswith('Mousepad"')
+        for menu in ("File", "Edit", "Search", "View", "Document", "Help"):
+            assert f'menu "{menu}"' in text
+        editor = [e for e in tree.elements if e.role == "text" and "editable" in e.states][0]
+        assert editor.text.startswith("line 1\nline 2")
+        assert tree.visited > len(tree.elements)  # pruned
+        # bounds shown in the screenshot's space: 1920x1080 seen as 1280x720
+        x, y, w, h = editor.bounds
+        shown = seen.desktop.screen.to_model(x, y)
+        assert f"@{shown[0]},{shown[1]} " in text
+
+    def test_menu_and_menu_item_clicks_land_and_stale_ids_are_refused(
+        self, seen: Seen, mousepad: App
+    ) -> None:
+        focus(mousepad.window)
+        _, tree = seen.look()
+        assert tree is not None
+        file_menu = find(tree, "menu", "File")
+        assert seen.run("click_element", {"id": file_menu.id}).ok
+        tree = seen.until(lambda t: any(e.name == "New Window" for e in t.elements))
+        new = find(tree, "menu item", "New")
+        popup = popup_box(seen, mousepad)  # the X window the menu is drawn in
+        assert popup is not None
+        assert abs(new.bounds[0] - popup[0]) <= 2 and abs(new.bounds[1] - popup[1]) <= 2
+        assert abs(new.bounds[2] - popup[2]) <= 2
+        quit_item = find(tree, "menu item", "Quit")
+        assert abs(quit_item.bounds[1] + quit_item.bounds[3] - (popup[1] + popup[3])) <= 2
+        tabs_before = sum(e.role == "page tab" for e in tree.elements)
+        assert seen.run("click_element", {"id": new.id}).ok  # File > New: a second tab
+        # still this step's tree: "Print..." was read while the menu was open; once the
+        # menu has closed, its id is stale
+        assert popup_box(seen, mousepad, gone=True) is None
+        printing = find(tree, "menu item", "Print...")
+        stale = seen.run("click_element", {"id": printing.id})
+        assert not stale.ok and stale.error is not None
+        assert stale.error.code == INVALID_PARAMS
+        assert f"element {printing.id} is" in stale.error.message
+        tree = seen.until(lambda t: sum(e.role == "page tab" for e in t.elements) >= 2)
+        assert tabs_before < 2
+        unknown = seen.run("click_element", {"id": "e999"})
+        assert unknown.error is not None and unknown.error.code == INVALID_PARAMS
+
+    def test_set_value_fills_the_text_view(self, seen: Seen, mousepad: App) -> None:
+        focus(mousepad.window)
+        _, tree = seen.look()
+        assert tree is not None
+        editor = [e for e in tree.elements if e.role == "text" and "editable" in e.states][0]
+        result = seen.run("set_value", {"id": editor.id, "value": "written by set_value"})
+        assert result.ok, result
+        tree = seen.until(
+            lambda t: any(e.text == "written by set_value" for e in t.elements if e.role == "text")
+        )
+        focused = seen.desktop.windows.focused()
+        assert focused.title.startswith("*")  # mousepad marks the document as changed
+        no_value = seen.run("set_value", {"id": find(tree, "menu", "Help").id, "value": "x"})
+        assert no_value.error is not None and no_value.error.code == INVALID_PARAMS
+
+
+def popup_box(seen: Seen, app: App, gone: bool = False) -> tuple[int, int, int, int] | None:
+    """The mapped top-level window of ``app`` other than its main window (a menu); with
+    ``gone``, None once there is no such window."""
+    from Xlib import X
+
+    display = seen.desktop.where.open()
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            found = None
+            for child in display.screen().root.query_tree().children:
+                attrs, geom = child.get_attributes(), child.get_geometry()
+                if child.id == app.window or attrs.map_state != X.IsViewable:
+                    continue
+                if "mousepad" not in (child.get_wm_class() or ("", ""))[0]:
+                    continue
+                if geom.width > 50 and geom.height > 50:
+                    found = (geom.x, geom.y, geom.width, geom.height)
+            if (found is None) == gone:
+                return found
+            time.sleep(0.05)
+    finally:
+        display.close()
+    raise AssertionError("the menu window stayed" if gone else "no menu window appeared")
