@@ -20,8 +20,8 @@ import pytest
 
 from jarvis.config import Settings
 from jarvis.desktop.a11y import A11yReader, Element, Tree
-from jarvis.desktop.a11y_session import A11ySession
-from jarvis.desktop.a11y_view import ElementView
+from jarvis.desktop.a11y_session import PUBLISH_ENV, A11ySession
+from jarvis.desktop.a11y_view import MARK_COLOURS, ElementView
 from jarvis.desktop.desktop import Desktop
 from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext
@@ -196,3 +196,153 @@ def popup_box(seen: Seen, app: App, gone: bool = False) -> tuple[int, int, int, 
     finally:
         display.close()
     raise AssertionError("the menu window stayed" if gone else "no menu window appeared")
+
+
+# --- Chromium, a page on a loopback server ----------------------------------------------
+@pytest.fixture(scope="class")
+def page() -> Iterator[EventPage]:
+    served = EventPage()
+    try:
+        yield served
+    finally:
+        served.close()
+
+
+@pytest.fixture(scope="class")
+def chromium(
+    xserver: Xvfb,
+    session: A11ySession,
+    page: EventPage,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[App]:
+    work = tmp_path_factory.mktemp("chromium")
+    app = start_chromium(work, publishing_env(work, xserver.env(), session), page.url)
+    try:
+        yield app
+    finally:
+        app.close()
+
+
+def _page_tree(seen: Seen) -> Tree:
+    return seen.until(lambda t: any(e.name == "Launch the rocket" for e in t.elements), 20)
+
+
+class TestChromium:
+    def test_bounds_match_the_page_rectangles(
+        self, seen: Seen, chromium: App, page: EventPage
+    ) -> None:
+        focus(chromium.window)
+        tree = _page_tree(seen)
+        rects = page.rects()
+        for role, name, key in (
+            ("push button", "Hello", "hello"),
+            ("check box", "Agree", "agree"),
+            ("entry", "Full name", "name"),
+            ("push button", "Launch the rocket", "launch"),
+        ):
+            element = find(tree, role, name)
+            left, top, width, height = rects[key]
+            want = (rects["dx"] + left, rects["dy"] + top, width, height)
+            assert all(abs(a - b) <= 2 for a, b in zip(element.bounds, want, strict=True)), (
+                name,
+                element.bounds,
+                want,
+            )
+
+    def test_click_a_button_and_a_checkbox(
+        self, seen: Seen, chromium: App, page: EventPage
+    ) -> None:
+        focus(chromium.window)
+        tree = _page_tree(seen)
+        assert seen.run("click_element", {"id": find(tree, "push button", "Hello").id}).ok
+        page.wait("clicked hello")
+        agree = find(tree, "check box", "Agree")
+        assert "checked" not in agree.states
+        assert seen.run("click_element", {"id": agree.id}).ok
+        page.wait("agree true")
+        tree = seen.until(lambda t: "checked" in find(t, "check box", "Agree").states)
+
+    def test_set_value_and_focus_fill_the_entry(
+        self, seen: Seen, chromium: App, page: EventPage
+    ) -> None:
+        focus(chromium.window)
+        tree = _page_tree(seen)
+        entry = find(tree, "entry", "Full name")
+        assert seen.run("focus_element", {"id": entry.id}).ok
+        seen.until(lambda t: "focused" in find(t, "entry", "Full name").states)
+        entry = find(seen.view.tree or tree, "entry", "Full name")
+        result = seen.run("set_value", {"id": entry.id, "value": "Ada Lovelace"})
+        assert result.ok, result
+        text, _ = seen.look()
+        assert 'entry "Full name" text="Ada Lovelace"' in text
+
+    def test_a_vanished_element_is_an_error_the_model_sees(
+        self, seen: Seen, chromium: App, page: EventPage
+    ) -> None:
+        focus(chromium.window)
+        tree = _page_tree(seen)
+        vanish = find(tree, "push button", "Vanish")
+        assert seen.run("click_element", {"id": vanish.id}).ok
+        page.wait("vanished")
+        deadline = time.monotonic() + 5  # the page's accessibility tree follows the DOM
+        while seen.view.reader.check(vanish) is None:
+            assert time.monotonic() < deadline, "the removed button is still in the tree"
+            time.sleep(0.05)
+        again = seen.run("click_element", {"id": vanish.id})
+        assert again.error is not None and again.error.code == INVALID_PARAMS
+        assert f"element {vanish.id}" in again.error.message
+
+    def test_marks_draw_numbered_boxes_on_the_screenshot(
+        self, xserver: Xvfb, session: A11ySession, chromium: App, tmp_path: Path
+    ) -> None:
+        focus(chromium.window)
+        settings = Settings(data_dir=tmp_path, observation="screenshot+marks", image_format="png")
+        with Desktop.open(settings, xserver.where, session_bus=session.address) as desktop:
+            assert desktop.elements is not None
+            plain = desktop.screen.capture()
+            marked = desktop.elements.look(desktop.screen.capture())
+            tree = desktop.elements.tree
+            assert tree is not None and marked.data != plain.data
+            assert "box n is element en" in marked.tree
+            hello = find(tree, "push button", "Hello")
+            x, y = desktop.screen.to_model(hello.bounds[0], hello.bounds[1])
+            before, after = plain.image.convert("RGB"), marked.image.convert("RGB")
+            # the box's left edge is drawn in a mark colour where the page was plain
+            assert after.getpixel((x, y + 6)) != before.getpixel((x, y + 6))
+            assert after.getpixel((x, y + 6)) in {_rgb(c) for c in MARK_COLOURS}
+
+
+def _rgb(colour: str) -> tuple[int, int, int]:
+    return (int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16))
+
+
+# --- nothing published ------------------------------------------------------------------
+def test_a_tk_app_gives_the_screenshot_alone_said_once(
+    xserver: Xvfb, session: A11ySession, seen: Seen
+) -> None:
+    env = {"DBUS_SESSION_BUS_ADDRESS": session.address, **PUBLISH_ENV}
+    app = TkApp.start(env)
+    try:
+        app.focus("box")
+        window = seen.desktop.windows.focused()
+        assert window.known
+        first, tree = seen.look()
+        assert tree is None
+        assert "publishes no accessibility tree: the screenshot alone" in first
+        second, _ = seen.look()
+        assert second == ""  # said once
+        result = seen.run("click_element", {"id": "e1"})
+        assert result.error is not None and result.error.code == INVALID_PARAMS
+    finally:
+        app.close()
+
+
+def test_no_bus_gives_the_screenshot_alone(xserver: Xvfb, tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, observation="screenshot+tree")
+    with Desktop.open(settings, xserver.where, session_bus="") as desktop:
+        assert desktop.elements is not None
+        observation = desktop.elements.look(desktop.screen.capture())
+        assert observation.tree.startswith("(no accessibility tree")
+        assert desktop.elements.look(desktop.screen.capture()).tree == ""
+    reader = A11yReader("unix:path=/nonexistent/bus")
+    assert not reader.available()

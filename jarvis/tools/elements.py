@@ -8,7 +8,8 @@ hidden or moved is an invalid-params error the model sees, and nothing is done.
 - ``click_element``: a left click at the element's centre (what a person's click does);
   an element off the screen is activated through its accessible action instead.
 - ``focus_element``: the element takes the keyboard focus (``Component.GrabFocus``).
-- ``set_value``: a text field's whole text (``EditableText.SetTextContents``) or a
+- ``set_value``: a text field's whole text (``EditableText.SetTextContents``; where the
+  field has no such interface, as in Chromium, it is focused, selected and typed into) or a
   slider's or spin box's number (``Value.CurrentValue``), read back before it reports.
 """
 
@@ -133,6 +134,18 @@ def _read_back(read: Any, expected: Any, timeout: float = 1.0) -> Any:
         time.sleep(0.02)
 
 
+def _type_into(ctx: ToolContext, view: ElementView, element: Element, value: str) -> None:
+    """Replace a field's text as a person would: focus it, select all, type."""
+    if not view.reader.call(Call(element.ref, COMPONENT, "GrabFocus"))[0]:
+        raise ToolFailure(INVALID_PARAMS, f"element {element.id} did not take the focus")
+    hands = _input(ctx)
+    _act(ctx, lambda: hands.hotkey("ctrl+a"))
+    if value:
+        _act(ctx, lambda: hands.type_text(value))
+    else:
+        _act(ctx, lambda: hands.press_key("delete"))
+
+
 def set_value(args: SetValueArgs, ctx: ToolContext) -> dict[str, Any]:
     """Set a text field's whole text, or a slider's or spin box's number, by element id."""
     view, element = _live(ctx, args.id)
@@ -146,6 +159,14 @@ def set_value(args: SetValueArgs, ctx: ToolContext) -> dict[str, Any]:
                     INVALID_PARAMS, f"element {element.id} holds {now[:200]!r} after the change"
                 )
             return _described(element, chars=len(args.value))
+        if TEXT in element.interfaces and "editable" in element.states:
+            _type_into(ctx, view, element, args.value)  # Chromium has no EditableText
+            now = _read_back(lambda: _read_text(view, element), args.value)
+            if now != args.value:
+                raise ToolFailure(
+                    INVALID_PARAMS, f"element {element.id} holds {now[:200]!r} after typing"
+                )
+            return _described(element, chars=len(args.value), via="keyboard")
         if VALUE in element.interfaces:
             try:
                 number = float(args.value)
@@ -173,4 +194,4 @@ def register_element_tools(registry: ToolRegistry) -> None:
     """Add ``click_element``, ``focus_element`` and ``set_value`` to ``registry``."""
     registry.register("click_element", click_element, ElementArgs, moves_input=True)
     registry.register("focus_element", focus_element, ElementArgs, settles=True)
-    registry.register("set_value", set_value, SetValueArgs, settles=True)
+    registry.register("set_value", set_value, SetValueArgs, moves_input=True)
