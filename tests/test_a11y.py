@@ -117,11 +117,11 @@ class TestMousepad:
         assert tree.window.endswith('Mousepad"')
         for menu in ("File", "Edit", "Search", "View", "Document", "Help"):
             assert f'menu "{menu}"' in text
-        editor = [e for e in tree.elements if e.role == "text" and "editable" in e.states][0]
+        editor = next(e for e in tree.elements if e.role == "text" and "editable" in e.states)
         assert editor.text.startswith("line 1\nline 2")
         assert tree.visited > len(tree.elements)  # pruned
         # bounds shown in the screenshot's space: 1920x1080 seen as 1280x720
-        x, y, w, h = editor.bounds
+        x, y, _w, _h = editor.bounds
         shown = seen.desktop.screen.to_model(x, y)
         assert f"@{shown[0]},{shown[1]} " in text
 
@@ -160,7 +160,7 @@ class TestMousepad:
         focus(mousepad.window)
         _, tree = seen.look()
         assert tree is not None
-        editor = [e for e in tree.elements if e.role == "text" and "editable" in e.states][0]
+        editor = next(e for e in tree.elements if e.role == "text" and "editable" in e.states)
         result = seen.run("set_value", {"id": editor.id, "value": "written by set_value"})
         assert result.ok, result
         tree = seen.until(
