@@ -8,10 +8,11 @@ BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Xvfb and X tools; the real applications of the test matrix (GTK and Qt editors, a VTE
 # terminal, xterm, Chromium) with CJK and emoji fonts; dovecot for the email tests; tmux for the TUI;
-# redis-server for the fleet's tests (they start their own on a loopback port).
+# redis-server for the fleet's tests (they start their own on a loopback port); the
+# accessibility bus (at-spi2-core, and dbus-x11 for a session bus) for the tree observation.
 APT_PACKAGES := xvfb xauth xdotool x11vnc xclip x11-utils xterm python3-venv python3-tk \
 	mousepad featherpad xfce4-terminal chromium fonts-noto-cjk fonts-noto-color-emoji \
-	dovecot-imapd tmux matchbox-window-manager redis-server
+	dovecot-imapd tmux matchbox-window-manager redis-server at-spi2-core dbus-x11
 TASK ?=
 RUN_ARGS ?=
 
@@ -30,6 +31,8 @@ system:
 	$(PYTHON) -c 'import tkinter, ensurepip' 2>/dev/null || missing="$$missing python3-tk/venv"; \
 	[ -e /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc ] || missing="$$missing fonts-noto-cjk"; \
 	[ -x /usr/sbin/dovecot ] || missing="$$missing dovecot"; \
+	[ -x /usr/libexec/at-spi-bus-launcher ] || missing="$$missing at-spi2-core"; \
+	command -v dbus-daemon >/dev/null || missing="$$missing dbus"; \
 	[ -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || missing="$$missing fonts-noto-color-emoji"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages (missing:$$missing)"; \

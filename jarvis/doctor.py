@@ -221,6 +221,33 @@ def check_email(settings: Settings) -> Check:
     )
 
 
+def check_accessibility(settings: Settings) -> Check:
+    """Whether the accessibility tree can be read (it fails only when the ``observation``
+    setting asks for the tree)."""
+    from jarvis.desktop.a11y_bus import (
+        ACCESSIBLE,
+        REGISTRY,
+        ROOT_PATH,
+        A11yBus,
+        A11yError,
+        Call,
+    )
+
+    needed = settings.observation != "screenshot"
+    bus = settings.a11y_session_bus or os.environ.get("DBUS_SESSION_BUS_ADDRESS", "")
+    use = f"observation = {settings.observation}"
+    if not bus:
+        return Check("accessibility", not needed, f"no session D-Bus to read the tree from ({use})")
+    try:
+        with A11yBus(bus) as a11y:
+            apps = a11y.call(Call((REGISTRY, ROOT_PATH), ACCESSIBLE, "GetChildren"))[0]
+    except A11yError as exc:
+        return Check("accessibility", not needed, f"the tree cannot be read: {exc} ({use})")
+    return Check(
+        "accessibility", True, f"the tree can be read: {len(apps)} application(s) publish ({use})"
+    )
+
+
 CHECKS: list[Callable[[Settings], Check]] = [
     check_display,
     check_input,
@@ -230,6 +257,7 @@ CHECKS: list[Callable[[Settings], Check]] = [
     check_memory,
     check_mcp,
     check_skills,
+    check_accessibility,
 ]
 
 

@@ -346,3 +346,39 @@ def test_no_bus_gives_the_screenshot_alone(xserver: Xvfb, tmp_path: Path) -> Non
         assert desktop.elements.look(desktop.screen.capture()).tree == ""
     reader = A11yReader("unix:path=/nonexistent/bus")
     assert not reader.available()
+
+
+# --- set-up: a private display Jarvis starts ------------------------------------------
+def test_a_sandbox_starts_the_accessibility_bus_for_its_apps(tmp_path: Path) -> None:
+    from jarvis.safety.sandbox import Sandbox
+    from jarvis.safety.settings import SandboxSettings
+
+    apps = [["mousepad", "--disable-server"]]
+    settings = Settings(data_dir=tmp_path, observation="screenshot+tree")
+    with Sandbox(SandboxSettings(size="1024x768", apps=apps), accessibility=True) as box:
+        assert box.where.session_bus
+        with Desktop.open(settings, box.where) as desktop:
+            view = desktop.elements
+            assert view is not None
+            deadline = time.monotonic() + 20
+            while True:  # mousepad starts and maps its window
+                observation = view.look(desktop.screen.capture())
+                if view.tree is not None and any(e.name == "File" for e in view.tree.elements):
+                    break
+                assert time.monotonic() < deadline, observation.tree
+                time.sleep(0.1)
+    with Sandbox(SandboxSettings(size="1024x768")) as plain:
+        assert plain.where.session_bus == ""
+
+
+def test_doctor_says_whether_the_tree_can_be_read(session: A11ySession, tmp_path: Path) -> None:
+    from jarvis.doctor import check_accessibility
+
+    good = Settings(data_dir=tmp_path, a11y_session_bus=session.address)
+    check = check_accessibility(good)
+    assert check.ok and "the tree can be read" in check.detail
+    gone = "unix:path=/nonexistent/jarvis-bus"
+    wanted = Settings(data_dir=tmp_path, a11y_session_bus=gone, observation="screenshot+tree")
+    check = check_accessibility(wanted)
+    assert not check.ok and "cannot be read" in check.detail
+    assert check_accessibility(Settings(data_dir=tmp_path, a11y_session_bus=gone)).ok

@@ -174,12 +174,13 @@ class A11yReader:
         self._lock = threading.Lock()
         self._on = bool(session_bus)
 
-    def switch(self, on: bool) -> None:
-        """Turn reading on or off (off while the desktop is on a display whose session
-        this bus is not)."""
+    def switch(self, session_bus: str) -> None:
+        """Read through the session at ``session_bus`` from now on (the desktop moved to
+        another display); empty: no tree until the next switch."""
         with self._lock:
-            self._on = on and bool(self.session_bus)
             self._drop()
+            self.session_bus = session_bus
+            self._on = bool(session_bus)
 
     def _connect(self) -> A11yBus:
         if not self._on:

@@ -16,7 +16,6 @@ private display, and back); what follows it (the live screen, a recorder's crops
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -72,14 +71,10 @@ class Desktop:
         set up from ``settings``; ``stop``, once set, interrupts its input and settle;
         ``sizer`` is the model profile's sizing rule for the screen. ``session_bus`` is
         the D-Bus session of ``where`` whose accessibility bus the tree is read from
-        (default: the ``a11y_session_bus`` setting, else the session this process was
-        started in when ``where`` is its start-up display)."""
-        if session_bus is None:
-            start_up = where is None
-            session_bus = settings.a11y_session_bus or (
-                os.environ.get("DBUS_SESSION_BUS_ADDRESS", "") if start_up else ""
-            )
+        (default: the ``a11y_session_bus`` setting, else ``where``'s own)."""
         where = where or XDisplay.from_env()
+        if session_bus is None:
+            session_bus = settings.a11y_session_bus or where.session_bus
         stop = stop or threading.Event()
         screen = Screen.from_settings(settings, sizer, display=where)
         try:
@@ -93,8 +88,7 @@ class Desktop:
             desktop.elements = ElementView(
                 reader, desktop.windows, screen, settings.observation, settings.tree_max_chars
             )
-            home = where
-            desktop.on_move(lambda now: reader.switch(now == home))  # its bus is home's
+            desktop.on_move(lambda now: reader.switch(now.session_bus))
         return desktop
 
     @property

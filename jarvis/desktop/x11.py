@@ -22,7 +22,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -42,19 +42,29 @@ class XDisplay:
 
     name: str
     xauthority: str | None = None
+    session_bus: str = field(default="", compare=False)
+    """The D-Bus session of this display's desktop (its accessibility bus publishes the
+    apps' widgets); empty: none known."""
 
     @classmethod
     def from_env(cls) -> XDisplay:
-        """The display this process was started on (``DISPLAY``, ``XAUTHORITY``): the one
-        place that reads them. Start-up (the CLI, the daemon, the eval child) calls it once
-        and passes the display down; nothing writes ``DISPLAY``."""
-        return cls(os.environ.get("DISPLAY", ""), os.environ.get("XAUTHORITY"))
+        """The display this process was started on (``DISPLAY``, ``XAUTHORITY``, and
+        ``DBUS_SESSION_BUS_ADDRESS`` for its session): the one place that reads them.
+        Start-up (the CLI, the daemon, the eval child) calls it once and passes the display
+        down; nothing writes ``DISPLAY``."""
+        return cls(
+            os.environ.get("DISPLAY", ""),
+            os.environ.get("XAUTHORITY"),
+            os.environ.get("DBUS_SESSION_BUS_ADDRESS", ""),
+        )
 
     def env(self) -> dict[str, str]:
         """An environment for a child process that works on this display."""
         extra = {"DISPLAY": self.name}
         if self.xauthority is not None:
             extra["XAUTHORITY"] = self.xauthority
+        if self.session_bus:
+            extra["DBUS_SESSION_BUS_ADDRESS"] = self.session_bus
         return {**os.environ, **extra}
 
     def open(self) -> Any:

@@ -30,6 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from jarvis.desktop.a11y_bus import A11yError
+from jarvis.desktop.a11y_session import CHROMIUM_FLAG, PUBLISH_ENV, A11ySession
 from jarvis.desktop.x11 import X11Error, XDisplay
 from jarvis.safety.settings import SandboxSettings
 
@@ -40,6 +42,7 @@ log = logging.getLogger(__name__)
 
 _FAMILY_LOCAL, _FAMILY_WILD = 256, 0xFFFF
 STOP_WAIT_S = 5.0
+CHROMIUMS = {"chromium", "chromium-browser", "google-chrome", "chrome"}
 
 
 def xauth_entries(number: str, cookie: bytes) -> bytes:
@@ -72,8 +75,11 @@ class Sandbox:
     dir_prefix = "jarvis-sandbox-"
     """Of the temporary folder that holds the cookie (and names the Xvfb's -auth file)."""
 
-    def __init__(self, settings: SandboxSettings) -> None:
+    def __init__(self, settings: SandboxSettings, accessibility: bool = False) -> None:
         self.settings = settings
+        self.accessibility = accessibility
+        """Start a session bus with the accessibility bus for the display's apps."""
+        self._a11y: A11ySession | None = None
         self.width, self.height = parse_size(settings.size)
         self.display = ""
         self._dir: tempfile.TemporaryDirectory[str] | None = None
@@ -89,12 +95,16 @@ class Sandbox:
         return Path(self._dir.name) / "apps.log" if self._dir is not None else None
 
     def env(self) -> dict[str, str]:
-        return {"DISPLAY": self.display, "XAUTHORITY": self.xauthority}
+        env = {"DISPLAY": self.display, "XAUTHORITY": self.xauthority}
+        if self._a11y is not None:  # apps publish their widgets on its accessibility bus
+            env.update(PUBLISH_ENV, DBUS_SESSION_BUS_ADDRESS=self._a11y.address)
+        return env
 
     @property
     def where(self) -> XDisplay:
         """The display, for a Desktop on it (once started)."""
-        return XDisplay(self.display, self.xauthority)
+        bus = self._a11y.address if self._a11y is not None else ""
+        return XDisplay(self.display, self.xauthority, bus)
 
     def start(self) -> Sandbox:
         if shutil.which("Xvfb") is None:
@@ -104,6 +114,13 @@ class Sandbox:
         try:
             self._start_xvfb()
             self._log = open(Path(self._dir.name) / "apps.log", "ab")  # noqa: SIM115
+            if self.accessibility:
+                try:
+                    self._a11y = A11ySession(
+                        {"DISPLAY": self.display, "XAUTHORITY": self.xauthority}
+                    )
+                except A11yError as exc:
+                    log.warning("sandbox: no accessibility bus (%s); the screenshot alone", exc)
             wm = self.settings.window_manager
             if wm and shutil.which(wm[0]):
                 self._spawn(wm)
@@ -163,6 +180,8 @@ class Sandbox:
         return data.decode().strip()
 
     def _spawn(self, command: list[str]) -> None:
+        if self._a11y is not None and Path(command[0]).name in CHROMIUMS:
+            command = [command[0], CHROMIUM_FLAG, *command[1:]]  # its pages' trees too
         try:
             proc = subprocess.Popen(
                 command,
@@ -187,6 +206,9 @@ class Sandbox:
         for proc in reversed(self._children):
             _end(proc)
         self._children = []
+        if self._a11y is not None:
+            self._a11y.stop()
+            self._a11y = None
         if self._xvfb is not None:
             _end(self._xvfb)
             self._xvfb = None
@@ -231,7 +253,8 @@ def sandboxed(settings: Settings, body: Callable[[XDisplay], int]) -> int:
     """Run a command's ``body`` with the private display it is to work on (``jarvis run``
     and ``jarvis serve`` with ``--sandbox``); 1 when the display cannot be started."""
     try:
-        with Sandbox(settings.safety.sandbox) as box:
+        accessibility = settings.observation != "screenshot"
+        with Sandbox(settings.safety.sandbox, accessibility) as box:
             print(f"jarvis: running on the private display {box.display}", file=sys.stderr)
             return body(box.where)
     except X11Error as exc:
