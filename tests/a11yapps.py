@@ -28,8 +28,9 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>controls</titl
 <label><input type="checkbox" id="agree" onchange="post('agree ' + this.checked)">Agree</label>
 <input id="name" aria-label="Full name" oninput="post('name ' + this.value)">
 <button id="vanish" onclick="this.remove(); post('vanished')">Vanish</button>
-<button id="launch" aria-label="Launch the rocket" style="width:18px;height:18px;padding:0"
- onclick="post('launched')"></button>
+<button id="launch" aria-label="Launch the rocket" aria-pressed="false"
+ style="width:18px;height:18px;padding:0"
+ onclick="this.setAttribute('aria-pressed', 'true'); post('launched')"></button>
 <script>
 function post(text) { fetch("/event", {method: "POST", body: text}); }
 function rects() {

@@ -222,11 +222,14 @@ class Agent:
             self.recorder.observed(state.task_id, state.step, observation)
         shot = await asyncio.to_thread(self.hippocampus.store_screenshot, observation)
         timings["capture"] = _ms(started)
+        if observation.tree_seconds:
+            timings["tree"] = observation.tree_seconds * 1000
         record = StepRecord(
             task_id=state.task_id,
             step=state.step,
             timestamp=datetime.now(UTC),
             screenshot=shot,
+            tree=observation.tree,
         )
         try:
             await self._decide_and_act(state, context, observation, record, timings)

@@ -390,3 +390,9 @@ class A11yReader:
     def close(self) -> None:
         with self._lock:
             self._drop()
+
+    def __enter__(self) -> A11yReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

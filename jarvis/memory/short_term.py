@@ -67,6 +67,9 @@ class StepRecord(BaseModel):
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     results: list[ResultRecord] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    tree: str = ""
+    """The accessibility tree's text the model got beside the screenshot (the
+    ``observation`` setting), or the note that there was none; part of the step's input."""
     usage: Usage = Field(default_factory=Usage)
     result: Literal["success", "failed"] = "success"
 
