@@ -162,6 +162,24 @@ def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> int:
     return max(w, 0) * max(h, 0)
 
 
+PER_NODE = 5  # the questions asked about each element (see A11yReader._walk)
+
+
+def _element(
+    ref: tuple[str, str], got: list[Any], states: frozenset[str], fbox: Box
+) -> Element | None:
+    """The element when it is enabled and on the window (what it holds is read after)."""
+    role_r, name_r, _, _, ext_r = got
+    if "defunct" in states or not ({"enabled", "sensitive"} & states):
+        return None
+    bounds = _box(ext_r)
+    if bounds[2] <= 0 or bounds[3] <= 0 or (fbox[2] > 0 and not _overlap(bounds, fbox)):
+        return None
+    role = str(role_r[0]) if _ok(role_r) else "unknown"
+    name = " ".join(str(_variant(name_r) or "").split())  # GTK pads menu items
+    return Element("", ref, role, name, states, bounds)
+
+
 class A11yReader:
     """Reads accessibility trees through the session bus at ``session_bus`` (thread-safe;
     connects lazily, once; close it when done)."""
@@ -266,7 +284,10 @@ class A11yReader:
         fbox: tuple[int, int, int, int],
         deadline: float,
     ) -> tuple[list[Element], int]:
-        kept: list[Element] = []
+        """Breadth first, one round trip per level (every question about every element of
+        the level in one batch), then one for the kept elements' sizes of text and values
+        and one for their text."""
+        found: list[Element] = []
         level = [root]
         visited = 0
         while level and visited < self.max_nodes:
@@ -278,79 +299,58 @@ class A11yReader:
                     Call(ref, ACCESSIBLE, "GetRoleName"),
                     prop(ref, ACCESSIBLE, "Name"),
                     Call(ref, ACCESSIBLE, "GetState"),
-                    Call(ref, ACCESSIBLE, "GetInterfaces"),
                     Call(ref, ACCESSIBLE, "GetChildren"),
+                    Call(ref, COMPONENT, "GetExtents", "u", (0,)),
                 ]
             answers = bus.batch(calls, deadline)
             nxt: list[tuple[str, str]] = []
-            candidates: list[tuple[tuple[str, str], str, str, frozenset[str], frozenset[str]]] = []
             for i, ref in enumerate(level):
-                role, name, state, ifaces, kids = answers[5 * i : 5 * i + 5]
-                states = _states(state)
+                got = answers[PER_NODE * i : PER_NODE * i + PER_NODE]
+                states = _states(got[2])
                 if ref != root and not {"showing", "visible"} <= states:
                     continue  # hidden: nor its children
-                if _ok(kids):
-                    nxt += [(str(b), str(p)) for b, p in kids[0] if p != NULL_PATH]
-                iface = frozenset(str(n) for n in ifaces[0]) if _ok(ifaces) else frozenset()
-                role_name = str(role[0]) if _ok(role) else "unknown"
-                if ref == root or "defunct" in states:
-                    continue
-                if not ({"enabled", "sensitive"} & states):
-                    continue
-                label = " ".join(str(_variant(name) or "").split())  # GTK pads menu items
-                candidates.append((ref, role_name, label, states, iface))
-            kept += self._details(bus, candidates, fbox, deadline)
+                if _ok(got[3]):
+                    nxt += [(str(b), str(p)) for b, p in got[3][0] if p != NULL_PATH]
+                if ref != root and (element := _element(ref, got, states, fbox)) is not None:
+                    found.append(element)
             level = nxt
+        kept = self._contents(bus, found, deadline)
         for n, element in enumerate(kept, 1):
             element.id = f"e{n}"
         return kept, visited
 
-    def _details(
-        self,
-        bus: A11yBus,
-        candidates: list[tuple[tuple[str, str], str, str, frozenset[str], frozenset[str]]],
-        fbox: tuple[int, int, int, int],
-        deadline: float,
-    ) -> list[Element]:
+    def _contents(self, bus: A11yBus, found: list[Element], deadline: float) -> list[Element]:
+        """``found`` with text and values filled in, without the elements that turn out to
+        have nothing a model can use."""
         calls: list[Call] = []
-        for ref, *_, iface in candidates:
-            calls.append(Call(ref, COMPONENT, "GetExtents", "u", (0,)))
-            if TEXT in iface:
-                calls.append(prop(ref, TEXT, "CharacterCount"))
-            elif VALUE in iface:
-                calls.append(prop(ref, VALUE, "CurrentValue"))
-            else:
-                calls.append(Call(ref, ACCESSIBLE, "GetIndexInParent"))  # a cheap filler
-        answers = bus.batch(calls, deadline)
-        texts: list[Call] = []
-        out: list[Element] = []
-        for i, (ref, role, name, states, iface) in enumerate(candidates):
-            ext, extra = answers[2 * i], answers[2 * i + 1]
-            bounds = _box(ext)
-            if bounds[2] <= 0 or bounds[3] <= 0 or (fbox[2] > 0 and not _overlap(bounds, fbox)):
-                continue
-            value = None
-            count = 0
-            if TEXT in iface:
-                count = int(_variant(extra) or 0)
-            elif VALUE in iface and _ok(extra):
-                value = float(_variant(extra))
-            useful = name or count or value is not None or "focusable" in states
-            if not useful or (role in STRUCTURE and not name):
-                continue
-            element = Element("", ref, role, name, states, bounds, value=value, interfaces=iface)
-            if count:
-                texts.append(Call(ref, TEXT, "GetText", "ii", (0, min(count, TEXT_CAP))))
-                element.text = "\0"  # filled below
-            out.append(element)
-        if texts:
-            bodies = iter(bus.batch(texts, deadline))
-            for element in out:
-                if element.text == "\0":
-                    body = next(bodies)
-                    text = str(body[0]) if _ok(body) else ""
-                    element.text = text.replace("\ufffc", "").strip()
-        return out
+        for e in found:
+            calls.append(Call(e.ref, ACCESSIBLE, "GetInterfaces"))
+            calls.append(prop(e.ref, TEXT, "CharacterCount"))
+            calls.append(prop(e.ref, VALUE, "CurrentValue"))
+        answers = bus.batch(calls, deadline) if calls else []
+        counts: dict[tuple[str, str], int] = {}
+        for i, element in enumerate(found):
+            ifaces, count, value = answers[3 * i : 3 * i + 3]
+            names = ifaces[0] if _ok(ifaces) else []
+            element.interfaces = frozenset(str(n) for n in names)
+            if TEXT in element.interfaces:
+                counts[element.ref] = int(_variant(count) or 0)
+            elif VALUE in element.interfaces and _ok(value):
+                element.value = float(_variant(value))
+        kept = [
+            e
+            for e in found
+            if (e.name or counts.get(e.ref) or e.value is not None or "focusable" in e.states)
+            and not (e.role in STRUCTURE and not e.name)
+        ]
+        texts = [e for e in kept if counts.get(e.ref)]
+        calls = [
+            Call(e.ref, TEXT, "GetText", "ii", (0, min(counts[e.ref], TEXT_CAP))) for e in texts
+        ]
+        for element, body in zip(texts, bus.batch(calls, deadline) if calls else [], strict=True):
+            text = str(body[0]) if _ok(body) else ""
+            element.text = text.replace("\ufffc", "").strip()
+        return kept
 
     def check(self, element: Element, tolerance: int = 2) -> str | None:
         """Why ``element`` can no longer be acted on (vanished, hidden, disabled or moved

@@ -92,10 +92,12 @@ class A11yBus:
         """Each call's reply body (a tuple) or the exception it raised, in order; all sent
         before any reply is read. Past ``deadline`` (monotonic) raises :class:`A11yTimeout`."""
         serials: dict[int, int] = {}
+        data = []
         for i, call in enumerate(calls):
             serial = next(self._conn.outgoing_serial)
-            self._conn.send(call.message(), serial=serial)
+            data.append(call.message().serialise(serial=serial))
             serials[serial] = i
+        self._conn.sock.sendall(b"".join(data))  # one write for the whole batch
         out: list[Any] = [None] * len(calls)
         left = len(calls)
         while left:
