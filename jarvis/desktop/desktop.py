@@ -4,8 +4,10 @@
 name and cookie file) and holds what the agent uses there: the screen (capture, its own
 mss connection), input (mouse through its own XTEST connection, keys and text through
 xdotool run on that display), settle, window lookups (its own python-xlib connection),
-the clipboard (xclip run on that display), the kill-switch grab on that display and the
-stop event that interrupts its input. Nothing here reads or changes the process's
+the clipboard (xclip run on that display), the kill-switch grab on that display, the
+stop event that interrupts its input and, with the ``observation`` setting, the
+accessibility tree of its focused window (``elements``, read through the display's session
+bus). Nothing here reads or changes the process's
 ``DISPLAY``: the person's display, ``--sandbox``'s and a channel's private display are
 just other Desktops, and two of them can be driven from one process at once.
 
@@ -82,13 +84,16 @@ class Desktop:
         except BaseException:
             screen.close()
             raise
-        desktop = cls(where, screen, input_, Settler(screen, settings), stop)
+        windows = Windows(where)
+        elements = None
         if settings.observation != "screenshot":
             reader = A11yReader(session_bus, timeout=settings.tree_timeout_ms / 1000)
-            desktop.elements = ElementView(
-                reader, desktop.windows, screen, settings.observation, settings.tree_max_chars
+            elements = ElementView(
+                reader, windows, screen, settings.observation, settings.tree_max_chars
             )
-            desktop.on_move(lambda now: reader.switch(now.session_bus))
+        desktop = cls(where, screen, input_, Settler(screen, settings), stop, windows, elements)
+        if elements is not None:
+            desktop.on_move(lambda now: elements.reader.switch(now.session_bus))
         return desktop
 
     @property
