@@ -176,6 +176,41 @@ class TestMousepad:
         assert no_value.error is not None and no_value.error.code == INVALID_PARAMS
 
 
+# --- featherpad (Qt) ---------------------------------------------------------------------
+@pytest.fixture(scope="class")
+def featherpad(
+    xserver: Xvfb, session: A11ySession, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[App]:
+    work = tmp_path_factory.mktemp("featherpad")
+    app = App.start("featherpad", work, publishing_env(work, xserver.env(), session))
+    try:
+        yield app
+    finally:
+        app.close()
+
+
+class TestFeatherpad:
+    def test_qt_menu_bounds_and_clicks(self, seen: Seen, featherpad: App) -> None:
+        focus(featherpad.window)
+        tree = seen.until(lambda t: any(e.name == "File" for e in t.elements))
+        assert "Accessibility tree of" in tree.render(6000)
+        assert any(e.role == "push button" for e in tree.elements)  # the tool bar
+        editor = next(e for e in tree.elements if e.role == "text" and "editable" in e.states)
+        assert editor.text.startswith("line 1")
+        assert seen.run("click_element", {"id": find(tree, "menu item", "File").id}).ok
+        popup = popup_box(seen, featherpad)
+        assert popup is not None
+        tree = seen.until(lambda t: sum(e.role == "menu item" for e in t.elements) > 8)
+        items = [e for e in tree.elements if e.role == "menu item" and e.bounds[1] >= popup[1]]
+        assert items, tree.render(6000)
+        for item in items:  # every item of the open menu lies inside the menu's X window
+            x, y, w, h = item.bounds
+            assert popup[0] - 2 <= x and x + w <= popup[0] + popup[2] + 2, (item, popup)
+            assert popup[1] - 2 <= y and y + h <= popup[1] + popup[3] + 2, (item, popup)
+        seen.desktop.input.press_key("esc")
+        assert popup_box(seen, featherpad, gone=True) is None
+
+
 def popup_box(seen: Seen, app: App, gone: bool = False) -> tuple[int, int, int, int] | None:
     """The mapped top-level window of ``app`` other than its main window (a menu); with
     ``gone``, None once there is no such window."""
@@ -190,7 +225,7 @@ def popup_box(seen: Seen, app: App, gone: bool = False) -> tuple[int, int, int, 
                 attrs, geom = child.get_attributes(), child.get_geometry()
                 if child.id == app.window or attrs.map_state != X.IsViewable:
                     continue
-                if "mousepad" not in (child.get_wm_class() or ("", ""))[0]:
+                if app.name not in (child.get_wm_class() or ("", ""))[0].lower():
                     continue
                 if geom.width > 50 and geom.height > 50:
                     found = (geom.x, geom.y, geom.width, geom.height)
