@@ -493,3 +493,26 @@ def _page_elements(session: A11ySession, app: App) -> list[str]:
     with A11yReader(session.address) as reader:
         tree = reader.read(app.box)
     return [e.line() for e in tree.elements] if tree else []
+
+
+def test_the_rendered_tree_is_capped_and_says_what_it_left_out() -> None:
+    elements = [
+        Element(
+            f"e{n}",
+            (":1.1", f"/o/{n}"),
+            "push button",
+            f'Button "{n}"\n  padded   ',
+            frozenset({"enabled", "focused"} if n == 1 else {"enabled"}),
+            (10 * n, 20, 30, 12),
+        )
+        for n in range(1, 201)
+    ]
+    tree = Tree("the window", elements, visited=450, seconds=0.01)
+    text = tree.render(1000)
+    assert len(text) <= 1000 + 60
+    lines = text.splitlines()
+    assert lines[0] == "Accessibility tree of the window (200 elements):"
+    assert lines[1] == "[e1] push button \"Button '1' padded\" focused @10,20 30x12"
+    shown = len(lines) - 2
+    assert lines[-1] == f"... {200 - shown} more elements left out (size cap)"
+    assert tree.by_id["e200"].center == (2015, 26)
