@@ -29,6 +29,7 @@ from pydantic_settings import (
 )
 
 from jarvis.api.settings import ApiSettings
+from jarvis.fleet.settings import FleetSettings
 from jarvis.gateway.channels.email.settings import EmailSettings
 from jarvis.gateway.channels.settings import (
     ChannelSettings,
@@ -215,6 +216,9 @@ class Settings(BaseSettings):
 
     # the terminal cockpit (jarvis tui)
     tui: TuiSettings = Field(default_factory=TuiSettings)
+
+    # the fleet: many desktops, one queue (jarvis serve --fleet, jarvis worker)
+    fleet: FleetSettings = Field(default_factory=FleetSettings)
 
     @field_validator("model_profile")
     @classmethod

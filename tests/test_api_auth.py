@@ -29,6 +29,7 @@ PROTECTED = [
     ("GET", "/api/tasks/T001"),
     ("GET", "/api/events"),
     ("GET", "/api/runs"),
+    ("GET", "/api/workers"),
     ("GET", "/api/screenshots/2026-01-01/a.png"),
     ("GET", "/api/screen/latest"),
     ("POST", "/api/messages"),

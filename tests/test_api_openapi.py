@@ -104,9 +104,11 @@ async def test_openapi_names_every_api_route_s_response(
             ("/api/todos", (await client.get("/api/todos")).json()),
             ("/api/runs", (await client.get("/api/runs")).json()),
             ("/api/approvals", (await client.get("/api/approvals")).json()),
+            ("/api/workers", (await client.get("/api/workers")).json()),
         ]:
             schema = body_schema(spec, "get", path)
             assert set(answer) == set(schema["properties"]), (path, answer)
+        assert (await client.get("/api/workers")).json() == {"fleet": False, "workers": []}
         health = body_schema(spec, "get", "/api/health")
         assert health["properties"]["ready"]["type"] == "boolean"
         todos = body_schema(spec, "get", "/api/todos")["properties"]["todos"]

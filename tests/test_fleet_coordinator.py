@@ -77,10 +77,10 @@ async def test_an_outcome_for_a_task_no_longer_in_progress_is_not_written(
     await coordinator.tick(wait_s=0.05)
     claim = await RedisQueue(redis, "w1").claim(wait_s=1)
     assert claim is not None
-    todos.finish("T001", "cancelled", "a person cancelled it")
+    todos.finish("T001", "failed", "a person gave up on it")
     assert await RedisQueue(redis, "w1").complete(claim, "completed", "done anyway")
     await coordinator.tick(wait_s=0.05)
     todo = todos.get("T001")
     assert todo is not None
-    assert (todo.status, todo.summary) == ("cancelled", "a person cancelled it")
+    assert (todo.status, todo.summary) == ("failed", "a person gave up on it")
     assert "not written" in caplog.text

@@ -60,6 +60,7 @@ SECTIONS = frozenset(
         "jarvis.tools.toolbox_settings",
         "jarvis.gateway.channels.email.settings",
         "jarvis.gateway.channels.settings",
+        "jarvis.fleet.settings",
         "jarvis.llm.profiles.catalog",
     }
 )

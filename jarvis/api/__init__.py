@@ -45,6 +45,9 @@ Endpoints (JSON unless said otherwise)::
          merges it into the task, which runs again (409 when the task is not open)
     GET  /api/events   Server-Sent Events, see below
     GET  /api/runs?limit=50 -> {runs: [RunInfo]}   newest first
+    GET  /api/workers -> {fleet, workers: [{name, host, display, size, version, state,
+         task, last_heartbeat}]}   the fleet's live workers (``serve --fleet``); empty
+         and fleet false for a daemon that runs its tasks itself
     GET  /api/screenshots/{path} -> image   path relative to DATA/memory/screenshots/
          (as in a step's ``screenshot`` minus that prefix); anything else is 404
     GET  /api/screen/latest -> image   the running (or last) task's latest step screenshot

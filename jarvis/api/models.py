@@ -79,3 +79,25 @@ class Stopping(BaseModel):
     stopping: bool
     """False when no task was running."""
     by: Literal["cli", "web", "tui", "api"]
+
+
+class WorkerView(BaseModel):
+    """One worker of the fleet, as its last heartbeat says."""
+
+    name: str
+    host: str
+    display: str
+    size: str
+    version: str
+    state: str
+    """idle, running or stopping."""
+    task: str | None = None
+    """The task it runs now."""
+    last_heartbeat: datetime
+
+
+class Workers(BaseModel):
+    fleet: bool
+    """Whether this daemon coordinates a fleet (else the list is empty)."""
+    workers: list[WorkerView]
+    """By name; a worker that stopped sending heartbeats is gone."""

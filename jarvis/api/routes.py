@@ -17,7 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from jarvis import __version__
 from jarvis.api.auth import COOKIE, LoginCodes, cookie_value
 from jarvis.api.live import LiveScreen, NoDisplay
-from jarvis.api.models import Cancelled, Health, Runs, Todos, TodoView
+from jarvis.api.models import Cancelled, Health, Runs, Todos, TodoView, Workers, WorkerView
 from jarvis.api.stream import EventHub, event_stream
 from jarvis.api.views import (
     IMAGE_SUFFIXES,
@@ -228,6 +228,16 @@ def event_seq(header: str) -> int:
     if SEQ.fullmatch(value) is None:
         raise HTTPException(400, "Last-Event-ID must be a sequence number")
     return int(value)
+
+
+@router.get("/workers")
+async def workers(d: D) -> Workers:
+    """The fleet's workers (``jarvis serve --fleet``); empty for a daemon without one."""
+    found = await d.service.workers()
+    return Workers(
+        fleet=d.service.fleet,
+        workers=[WorkerView.model_validate(w.__dict__) for w in found],
+    )
 
 
 @router.get("/runs")

@@ -54,7 +54,7 @@ def _redis_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--redis",
         metavar="URL",
-        default=os.environ.get(URL_ENV),
+        default=os.environ.get(URL_ENV),  # else fleet.redis_url
         help=f"the fleet's Redis: redis://[:PASSWORD@]HOST:PORT/DB or rediss:// "
         f"(default ${URL_ENV}; a password may come from $JARVIS_REDIS_PASSWORD)",
     )
@@ -75,7 +75,10 @@ def register(subparsers: Any) -> None:
     )
     worker.add_argument("--name", type=_name, help="this worker's name (default HOST-PID)")
     worker.add_argument(
-        "--lease", type=_seconds, default=30.0, metavar="SECONDS", help="lease time (default 30)"
+        "--lease",
+        type=_seconds,
+        metavar="SECONDS",
+        help="lease time (default fleet.lease_s, 30)",
     )
     worker.add_argument("--provider", choices=["anthropic", "openai"])
     worker.add_argument("--model", help="model name for the chosen provider")
@@ -94,9 +97,10 @@ def register(subparsers: Any) -> None:
     listing.set_defaults(handler=cmd_workers)
 
 
-def _url(args: argparse.Namespace) -> str | None:
+def _url(args: argparse.Namespace, settings: Settings) -> str | None:
     from jarvis.fleet.connection import FleetUrlError, check_url
 
+    args.redis = args.redis or settings.fleet.redis_url
     if not args.redis:
         print(f"jarvis: name the fleet's Redis with --redis URL (or ${URL_ENV})", file=sys.stderr)
         return None
@@ -108,7 +112,7 @@ def _url(args: argparse.Namespace) -> str | None:
 
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    url = _url(args)
+    url = _url(args, settings)
     if url is None:
         return EXIT_FAILED
     scratch = None
@@ -140,7 +144,8 @@ def _work(args: argparse.Namespace, settings: Settings, url: str, where: XDispla
         print(problem, file=sys.stderr)
         return EXIT_FAILED
     name = args.name or f"{socket.gethostname()}-{os.getpid()}"
-    return asyncio.run(_serve_worker(settings, url, name, where, int(args.lease * 1000)))
+    lease = args.lease or settings.fleet.lease_s
+    return asyncio.run(_serve_worker(settings, url, name, where, int(lease * 1000)))
 
 
 def _screen_size(where: XDisplay) -> str:
@@ -163,7 +168,14 @@ async def _serve_worker(
         print(f"jarvis worker: {line}", file=sys.stderr, flush=True)
 
     redis = client(url)
-    options = WorkerOptions(name, url, where, _screen_size(where), lease_ms=lease)
+    options = WorkerOptions(
+        name,
+        url,
+        where,
+        _screen_size(where),
+        lease_ms=lease,
+        heartbeat_ttl_s=settings.fleet.heartbeat_ttl_s,
+    )
     try:
         worker = FleetWorker(settings, redis, options, say)
         code = await worker.run()
@@ -174,7 +186,7 @@ async def _serve_worker(
 
 
 def cmd_workers(args: argparse.Namespace, settings: Settings) -> int:
-    url = _url(args)
+    url = _url(args, settings)
     if url is None:
         return EXIT_FAILED
     from redis.exceptions import RedisError

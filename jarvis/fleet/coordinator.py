@@ -1,11 +1,13 @@
 """The coordinator's fleet loop: ``todos.md`` is the truth, Redis the delivery.
 
 Each :meth:`FleetCoordinator.tick`: handle what workers sent (events onto the bus, so the
-journal records them as if the task ran here; artefacts into the data dir; outcomes into
-``todos.md``), let the janitor reassign tasks whose lease expired, then dispatch: every
-pending task (marked in progress), and every in-progress task that no stream entry carries
-(Redis restarted empty, or the coordinator died between marking and sending). Dispatch is
-idempotent by task id, and refuses a task whose outcome is on its way.
+journal records them as if the task ran here; artefacts into the data dir; outcomes
+through the same ending as a local run's, :func:`jarvis.gateway.endings.record_ending`:
+``todos.md``, the archive of the messages it answered, the replies), let the janitor
+reassign tasks whose lease expired, then dispatch: every pending task (marked in
+progress), and every in-progress task that no stream entry carries (Redis restarted
+empty, or the coordinator died between marking and sending). Dispatch is idempotent by
+task id, and refuses a task whose outcome is on its way.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jarvis.events import EventBus
-from jarvis.fleet.receiver import Outcome, Receiver
+from jarvis.fleet.receiver import EventFilter, Outcome, Receiver
 from jarvis.fleet.redis_queue import LEASE_MS, MAX_ATTEMPTS, Janitor, RedisQueue
+from jarvis.gateway.endings import Ran, RunRecord, emit_replies, record_ending
+from jarvis.gateway.queue import MessageQueue
 from jarvis.gateway.todos import Todo, TodoList, TodoState
 from jarvis.gateway.worker import task_text
 
@@ -35,13 +39,23 @@ class FleetCoordinator:
         data_dir: Path,
         bus: EventBus,
         *,
+        inbox: MessageQueue | None = None,
+        books: asyncio.Lock | None = None,
         lease_ms: int = LEASE_MS,
         max_attempts: int = MAX_ATTEMPTS,
+        on_event: EventFilter | None = None,
     ) -> None:
         self.todos = todos
+        self.inbox = inbox or MessageQueue(data_dir, bus=bus)
+        self.bus = bus
+        self.books = books or asyncio.Lock()
+        """Held while todos.md and the inbox's files are brought in line (as the router)."""
+        self.started: dict[str, Todo] = {}
+        """Each task as it was dispatched (the messages its run saw), until its ending."""
+        self.runs: list[RunRecord] = []
         self.queue = RedisQueue(redis, "coordinator", lease_ms=lease_ms)
         self.janitor = Janitor(redis, lease_ms=lease_ms, max_attempts=max_attempts)
-        self.receiver = Receiver(redis, data_dir, bus, self.record)
+        self.receiver = Receiver(redis, data_dir, bus, self.record, on_event=on_event)
         self.recorded: list[Outcome] = []
 
     async def setup(self) -> None:
@@ -64,6 +78,7 @@ class FleetCoordinator:
                     continue  # changed meanwhile
             elif todo.status != "in_progress":
                 continue
+            self.started.setdefault(todo.id, todo)
             if await self.queue.dispatch(todo.id, task_text(todo), _channels(todo)):
                 sent.append(todo.id)
         if sent:
@@ -71,17 +86,34 @@ class FleetCoordinator:
         return sent
 
     async def record(self, outcome: Outcome) -> None:
-        """Write a worker's outcome (fenced by its lease token in Redis) into todos.md."""
-        todo = await asyncio.to_thread(self.todos.get, outcome.task_id)
-        if todo is None or todo.status != "in_progress":
+        """A worker's outcome (fenced by its lease token in Redis), written as a local run's
+        ending: todos.md, the archive, the replies. A task a person ended meanwhile (other
+        than by cancelling it while it ran) keeps what they wrote."""
+        async with self.books:
+            record = await asyncio.to_thread(self._record, outcome)
+        self.started.pop(outcome.task_id, None)
+        if record is not None:
+            self.recorded.append(outcome)
+            self.runs.append(record)
+            log.info(
+                "task %s: %s: %s (%s)",
+                record.todo_id,
+                record.status,
+                record.summary,
+                outcome.worker,
+            )
+            emit_replies(self.bus, record.todo_id, record.answered, record.status, record.summary)
+        await self.queue.recorded(outcome.task_id)
+
+    def _record(self, outcome: Outcome) -> RunRecord | None:
+        todo = self.todos.get(outcome.task_id)
+        if todo is None or todo.status not in ("in_progress", "cancelled"):
             state = todo.status if todo else "gone from todos.md"
             log.warning("outcome of %s not written: the task is %s", outcome.task_id, state)
-        else:
-            await asyncio.to_thread(
-                self.todos.finish, outcome.task_id, outcome.status, outcome.summary
-            )
-            self.recorded.append(outcome)
-        await self.queue.recorded(outcome.task_id)
+            return None
+        started = self.started.get(todo.id, todo)
+        ran = Ran(ended=(outcome.status, outcome.summary))
+        return record_ending(self.todos, self.inbox, started, ran)
 
 
 def _channels(todo: Todo) -> tuple[str, ...]:

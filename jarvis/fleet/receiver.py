@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from jarvis.events import EventBus
+from jarvis.events import Event, EventBus
 from jarvis.fleet import keys
 from jarvis.fleet.redis_queue import ensure_group, text
 from jarvis.fleet.wire import ForgedEntry, parse_event, write_artefact
@@ -43,6 +43,8 @@ class Outcome:
 
 
 OutcomeHandler = Callable[[Outcome], Awaitable[None]]
+EventFilter = Callable[[Event, str], bool]
+"""Sees each worker's event (and who sent it) first; False keeps it off the bus."""
 
 
 class Receiver:
@@ -54,12 +56,14 @@ class Receiver:
         on_outcome: OutcomeHandler,
         *,
         consumer: str = "coordinator",
+        on_event: EventFilter | None = None,
     ) -> None:
         self.redis = redis
         self.data_dir = data_dir
         self.bus = bus
         self.on_outcome = on_outcome
         self.consumer = consumer
+        self.on_event = on_event
         self.refused = 0
 
     async def setup(self) -> None:
@@ -92,7 +96,10 @@ class Receiver:
         kind = text(fields.get("type", b""))
         try:
             if kind == "event":
-                self.bus.emit(parse_event(text(fields.get("data", b""))))
+                event = parse_event(text(fields.get("data", b"")))
+                worker = text(fields.get("worker", b""))
+                if self.on_event is None or self.on_event(event, worker):
+                    self.bus.emit(event)
             elif kind == "artefact":
                 data = fields.get("data", b"")
                 rel = await asyncio.to_thread(

@@ -24,12 +24,15 @@ from jarvis.config import Settings
 from jarvis.desktop.x11 import XDisplay
 from jarvis.events import ApprovalRequested, Event, EventBus, StepFinished, TaskFinished
 from jarvis.fleet import control, keys, registry
+from jarvis.fleet.approvals import RELAYED_BY
 from jarvis.fleet.connection import reason, wait_for_redis
 from jarvis.fleet.protocol import Claim
 from jarvis.fleet.redis_queue import RedisQueue
 from jarvis.fleet.shipper import Shipper
 from jarvis.fleet.wire import event_fields
-from jarvis.gateway.worker import STATUS_OF_RUN
+from jarvis.gateway.channels.settings import refused_approvers
+from jarvis.gateway.endings import STATUS_OF_RUN
+from jarvis.safety.approvals import ApprovalGate, ApprovalStore
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -48,6 +51,7 @@ class WorkerOptions:
     where: XDisplay
     size: str
     lease_ms: int = 30_000
+    heartbeat_ttl_s: int = registry.HEARTBEAT_TTL_S
 
 
 class FleetWorker:
@@ -91,7 +95,9 @@ class FleetWorker:
         await self.queue.setup()
         self.shipper.prime()
         self.bus.subscribe(self._post)
-        async with build_agent(self.settings, self.bus, where=self.options.where) as agent:
+        async with build_agent(
+            self.settings, self.bus, where=self.options.where, approvals=self._gate()
+        ) as agent:
             self.agent = agent
             helpers = [asyncio.create_task(self._heartbeat()), asyncio.create_task(self._control())]
             self.say(f"worker {self.options.name} on {self.options.where.name}: waiting for tasks")
@@ -103,6 +109,13 @@ class FleetWorker:
                 with suppress(Exception):
                     await registry.forget(self.redis, self.options.name)
         return 0
+
+    def _gate(self) -> ApprovalGate:
+        """Held calls wait for the answer of a person at the coordinator, which comes on
+        this worker's control stream (see :mod:`jarvis.fleet.approvals`)."""
+        refused = refused_approvers(self.settings.channels)
+        store = ApprovalStore(self.bus, attended=True, refused_via=refused)
+        return ApprovalGate(self.settings.safety, store, channels=self.settings.channels)
 
     def _post(self, event: Event) -> None:
         """Queue an event for sending; events come from the loop and from worker threads."""
@@ -184,8 +197,10 @@ class FleetWorker:
 
     async def _send(self, event: Event, task_id: str) -> None:
         fields: Any = event_fields(event, self.options.name)
+        if isinstance(event, ApprovalRequested):  # its screenshot is there when it is shown
+            await self.shipper.ship(task_id)
         await self.redis.xadd(keys.EVENTS, fields)
-        if isinstance(event, StepFinished | TaskFinished | ApprovalRequested):
+        if isinstance(event, StepFinished | TaskFinished):
             await self._flush_records()
             await self.shipper.ship(task_id)
 
@@ -207,7 +222,7 @@ class FleetWorker:
 
         while True:
             try:
-                await registry.beat(self.redis, self.info)
+                await registry.beat(self.redis, self.info, self.options.heartbeat_ttl_s)
             except (RedisError, OSError) as exc:
                 log.warning("heartbeat failed: %s", reason(exc))
             await asyncio.sleep(registry.HEARTBEAT_EVERY_S)
@@ -253,6 +268,6 @@ class FleetWorker:
             log.warning("approval %s ignored: no approvals here", message.approval_id)
             return
         try:
-            store.resolve(message.approval_id, message.decision, message.note, via="fleet")
+            store.resolve(message.approval_id, message.decision, message.note, via=RELAYED_BY)
         except ApprovalError as exc:
             log.warning("approval answer ignored: %s", exc)

@@ -65,6 +65,7 @@ from jarvis.safety.approvals import ApprovalGate, ApprovalStore
 
 if TYPE_CHECKING:
     from jarvis.desktop.desktop import Desktop
+    from jarvis.fleet.serving import FleetService
     from jarvis.gateway.channels.email.channel import EmailChannel
     from jarvis.gateway.channels.inbox import InboxChannel
     from jarvis.gateway.router import MessageRouter
@@ -98,6 +99,9 @@ class GatewayOptions:
     """How often a running task's status in todos.md is checked for a cancel."""
     handle_signals: bool = False
     """Stop on SIGTERM and SIGINT (the command line turns this on)."""
+    fleet_url: str | None = None
+    """The fleet's Redis: tasks go to ``jarvis worker`` processes (:mod:`jarvis.fleet.serving`)
+    rather than to an agent in this process."""
 
 
 @dataclass
@@ -136,6 +140,8 @@ class Gateway:
         self.cached = CachedTodos(self.todos)
         self.report = GatewayReport()
         self.worker: AgentWorker | None = None
+        self.fleet: FleetService | None = None
+        """The fleet's coordinator loop, with ``fleet_url`` (then there is no local worker)."""
         self.email: EmailChannel | None = None
         """The email channel while serving with it on."""
         self.ready = asyncio.Event()
@@ -271,6 +277,8 @@ class Gateway:
         if worker is not None and worker.current == todo.id:
             log.info("task %s cancelled by the %s; stopping it", todo.id, by)
             worker.agent.cancel(by)
+        elif self.fleet is not None and todo.status == "cancelled":
+            await self.fleet.cancel(todo.id, by)
         self._work.set()
         return todo
 
@@ -303,6 +311,14 @@ class Gateway:
             stack.push_async_callback(made.aclose)
             provider = made
         registry = await self._open_memory(stack, gate)
+        if self.options.fleet_url is not None:  # the workers run the tasks, not this process
+            from jarvis.fleet.serving import FleetService
+
+            self.fleet = FleetService(self, self.options.fleet_url)
+            stack.push_async_callback(self.fleet.aclose)
+            return MessageRouter(
+                self.todos, provider, timeout_s=self.options.router_timeout_s, bus=self.bus
+            )
 
         def open_tasks() -> str:
             return describe_tasks([t for t in self.cached.all() if t.is_open])
@@ -368,10 +384,14 @@ class Gateway:
     # -- recovery --
     async def recover(self, router: MessageRouter) -> None:
         """Bring the files in line after a crash (see the module doc)."""
-        assert self.worker is not None
-        back = await asyncio.to_thread(self.todos.recover)
-        self.report.requeued = [t.id for t in back]
-        self.report.repaired = [m.id for m in await self.worker.settle()]
+        back: list[Todo] = []
+        if self.fleet is not None:  # a task in progress may still run on a worker
+            self.report.repaired = [m.id for m in await self.fleet.settle()]
+        else:
+            assert self.worker is not None
+            back = await asyncio.to_thread(self.todos.recover)
+            self.report.requeued = [t.id for t in back]
+            self.report.repaired = [m.id for m in await self.worker.settle()]
         waiting = await asyncio.to_thread(self.queue.processing)
         named = {m for t in await asyncio.to_thread(self.todos.all) for m in t.message_ids}
         for message in waiting:
@@ -469,6 +489,9 @@ class Gateway:
             self.channels.add(plugin)
 
     async def _work_forever(self) -> None:
+        if self.fleet is not None:
+            await self.fleet.run()
+            return
         assert self.worker is not None
         self._next_compress = time.monotonic()
         while not self.stopping:

@@ -110,11 +110,30 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="run every task on a private virtual display (safety.sandbox)",
     )
+    serve.add_argument(
+        "--fleet",
+        metavar="URL",
+        help="be the coordinator of a fleet: tasks go through this Redis (redis:// or "
+        "rediss://) to `jarvis worker` processes (default: fleet.redis_url)",
+    )
     serve.set_defaults(handler=cmd_serve)
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from jarvis.desktop.x11 import XDisplay
+
+    args.fleet = args.fleet or settings.fleet.redis_url
+    if args.fleet:
+        from jarvis.fleet.connection import FleetUrlError, check_url
+
+        if args.once:
+            print("jarvis: --once runs tasks here; a fleet's coordinator serves", file=sys.stderr)
+            return EXIT_FAILED
+        try:
+            args.fleet = check_url(args.fleet)
+        except FleetUrlError as exc:
+            print(f"jarvis: {exc}", file=sys.stderr)
+            return EXIT_FAILED
 
     person = XDisplay.from_env()  # read once here; the daemon's Desktop is made for a display
     if args.sandbox or settings.safety.sandbox.enabled:
@@ -150,6 +169,7 @@ async def _serve(
         use_polling=args.polling_observer,
         compress_every_s=args.compress_every * 3600.0,
         handle_signals=True,
+        fleet_url=args.fleet,
     )
     gateway = Gateway(settings, options=options, where=where, person=person)
     if not args.once:

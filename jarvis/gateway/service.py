@@ -18,6 +18,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,20 @@ class DaemonState:
     """The task the agent works on now."""
     last_seq: int
     """The last journal line this daemon wrote (0 before its first)."""
+
+
+@dataclass(frozen=True)
+class FleetWorker:
+    """One worker of the fleet as its last heartbeat says (``last_heartbeat`` in UTC)."""
+
+    name: str
+    host: str
+    display: str
+    size: str
+    version: str
+    state: str
+    task: str | None
+    last_heartbeat: datetime
 
 
 @dataclass
@@ -178,6 +193,26 @@ class DaemonService:
         worker = self._gateway.worker
         return worker.current if worker is not None else None
 
+    # -- the fleet --
+    @property
+    def fleet(self) -> bool:
+        """Whether this daemon coordinates a fleet of workers."""
+        return self._gateway.fleet is not None
+
+    async def workers(self) -> list[FleetWorker]:
+        """The fleet's live workers, by name; empty without a fleet or while its Redis is
+        away."""
+        fleet = self._gateway.fleet
+        if fleet is None:
+            return []
+        found = []
+        for w in await fleet.workers():
+            try:
+                found.append(_worker(w))
+            except (KeyError, TypeError, ValueError, OverflowError):
+                log.warning("a heartbeat of worker %r is malformed; skipped", w.get("name"))
+        return found
+
     # -- reading --
     def state(self) -> DaemonState:
         journal = self._gateway.journal
@@ -233,3 +268,17 @@ class DaemonService:
             task_id = newest[0].task_id if newest else None
         folder = find_run(self.data_dir, task_id) if task_id is not None else None
         return list(read_events(folder / "events.jsonl")) if folder is not None else []
+
+
+def _worker(beat: dict[str, Any]) -> FleetWorker:
+    task = beat.get("task")
+    return FleetWorker(
+        name=str(beat["name"]),
+        host=str(beat.get("host", "")),
+        display=str(beat.get("display", "")),
+        size=str(beat.get("size", "")),
+        version=str(beat.get("version", "")),
+        state=str(beat.get("state", "")),
+        task=str(task) if task else None,
+        last_heartbeat=datetime.fromtimestamp(float(beat["heartbeat"]), UTC),
+    )

@@ -32,28 +32,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from jarvis.events import EventBus, ReplyReady
-from jarvis.gateway.markdown import format_timestamp, now
+from jarvis.events import EventBus
+from jarvis.gateway.endings import (
+    STATUS_OF_RUN,
+    Ran,
+    RunRecord,
+    emit_replies,
+    record_ending,
+    settle_ended,
+)
 from jarvis.gateway.message_format import Message
 from jarvis.gateway.queue import MessageQueue
 from jarvis.gateway.todos import Todo, TodoList, TodoState
+
+__all__ = ["STATUS_OF_RUN", "AgentWorker", "CachedTodos", "RunRecord", "task_text"]
 
 if TYPE_CHECKING:
     from jarvis.agent.agent import TaskOutcome
 
 log = logging.getLogger(__name__)
 
-ENDED = ("completed", "failed", "cancelled", "needs_user")
-"""Task statuses after which the task's messages are answered (archived)."""
-STATUS_OF_RUN = {
-    "finished": "completed",
-    "failed": "failed",
-    "needs_user": "needs_user",
-    "cancelled": "cancelled",
-}
 CANCEL_RETRY_S = 0.1
 
 
@@ -93,29 +93,6 @@ class CachedTodos:
 
     def get(self, todo_id: str) -> Todo | None:
         return next((t for t in self.all() if t.id == todo_id.upper()), None)
-
-
-@dataclass
-class RunRecord:
-    """How one run of a task was recorded."""
-
-    todo_id: str
-    status: str
-    """Written to todos.md: a final status, or ``pending`` (stopped, or updated meanwhile)."""
-    summary: str = ""
-    steps: int = 0
-    answered: list[Message] = field(default_factory=list)
-    """Messages archived with this run's outcome."""
-
-
-@dataclass
-class _Ran:
-    outcome: TaskOutcome | None = None
-    error: str | None = None
-    stopped: bool = False
-    by_person: bool = False
-    committed: str | None = None
-    """The summary written as ``completed`` when the verification passed (see verified)."""
 
 
 class AgentWorker:
@@ -187,8 +164,8 @@ class AgentWorker:
         self._reply(record.todo_id, record.answered, record.status, record.summary)
         return record
 
-    async def _execute(self, todo: Todo) -> _Ran:
-        ran = _Ran()
+    async def _execute(self, todo: Todo) -> Ran:
+        ran = Ran()
         if self.stopping:
             ran.stopped = True
             return ran
@@ -269,99 +246,14 @@ class AgentWorker:
         return todo is None or todo.status == "cancelled"
 
     # -- recording (in a thread, holding the books lock) --
-    def _record(self, started: Todo, ran: _Ran) -> RunRecord:
-        seen = started.message_ids
-        if ran.committed is not None:  # completed at the verdict; only the answers are left
-            answered = self._answer(started, seen, "completed", ran.committed)
-            return RunRecord(started.id, "completed", ran.committed, _steps(ran), answered)
-        current = self.todos.get(started.id)
-        by_person = ran.by_person or (current is not None and current.status == "cancelled")
-        cut = ran.outcome is None or ran.outcome.status == "cancelled"
-        if ran.stopped and cut and not by_person and current is not None:
-            note = f"stopped while running ({format_timestamp(now())}): Jarvis shut down; pending"
-            self._reopen(started.id, note)
-            return RunRecord(started.id, "pending", note, _steps(ran))
-        status, summary = _verdict(ran)
-        if current is None:
-            log.warning("task %s left todos.md while it ran; answering its messages", started.id)
-            return RunRecord(started.id, status, summary, _steps(ran), self._answer(started, seen))
-        if by_person:
-            status = "cancelled"
-            summary = f"cancelled in todos.md while it ran. {summary}".strip()
-        late = [m for m in current.message_ids if m not in seen]
-        if late and status != "cancelled":
-            note = (
-                f"the run ended {status} ({format_timestamp(now())}) before the update(s) "
-                f"{', '.join(late)} arrived; pending again to apply them"
-            )
-            self._reopen(started.id, note, summary)
-            answered = self._answer(current, seen, status, summary)
-            return RunRecord(started.id, "pending", summary, _steps(ran), answered)
-        try:
-            self.todos.finish(started.id, status, summary)  # the commit point
-        except KeyError:
-            log.warning("task %s left todos.md before its ending was written", started.id)
-        answered = self._answer(current, current.message_ids, status, summary)
-        return RunRecord(started.id, status, summary, _steps(ran), answered)
-
-    def _reopen(self, todo_id: str, note: str, summary: str | None = None) -> None:
-        todo = self.todos.get(todo_id)
-        if todo is None:
-            return
-        fields: dict[str, Any] = {"status": "pending", "notes": [*todo.notes, note]}
-        if summary is not None:
-            fields["summary"] = summary
-        try:
-            self.todos.update(todo_id, **fields)
-        except KeyError:
-            log.warning("task %s left todos.md before it could be put back to pending", todo_id)
-
-    def _answer(
-        self,
-        todo: Todo,
-        message_ids: list[str],
-        status: str | None = None,
-        summary: str | None = None,
-    ) -> list[Message]:
-        """Archive those of ``message_ids`` still in processing with the task's outcome."""
-        status = status or todo.status
-        summary = summary if summary is not None else todo.summary
-        waiting = {m.id for m in self.queue.processing()}
-        answered = []
-        for message_id in message_ids:
-            if message_id not in waiting:
-                continue
-            try:
-                answered.append(self.queue.archive(message_id, status, todo.id, summary or None))
-            except KeyError:
-                log.warning("message %s left processing.md before it was archived", message_id)
-        return answered
+    def _record(self, started: Todo, ran: Ran) -> RunRecord:
+        return record_ending(self.todos, self.queue, started, ran)
 
     # -- repair --
     def settle_ended(self) -> list[tuple[Todo, list[Message]]]:
         """Archive messages in processing whose task already ended (a crash between the
         todos.md write and the archive write, or a status set by hand); runs nothing."""
-        waiting = self.queue.processing()
-        if not waiting:
-            return []
-        owners = {mid: t for t in self.todos.all() for mid in t.message_ids}
-        ended: dict[str, Todo] = {}
-        for message in waiting:
-            todo = owners.get(message.id)
-            if todo is not None and todo.status in ENDED and todo.id != self.current:
-                ended[todo.id] = todo
-        settled = []
-        for todo in ended.values():
-            answered = self._answer(todo, todo.message_ids)
-            if answered:
-                log.warning(
-                    "task %s had ended (%s) but %d message(s) were not archived; archived now",
-                    todo.id,
-                    todo.status,
-                    len(answered),
-                )
-                settled.append((todo, answered))
-        return settled
+        return settle_ended(self.todos, self.queue, {self.current} if self.current else set())
 
     async def settle(self) -> list[Message]:
         """:meth:`settle_ended`, then the replies; returns the messages archived."""
@@ -374,27 +266,4 @@ class AgentWorker:
         return out
 
     def _reply(self, todo_id: str, messages: list[Message], status: str, text: str) -> None:
-        groups: dict[tuple[str, str | None], list[Message]] = {}
-        for message in messages:
-            groups.setdefault((message.channel, message.reply_to), []).append(message)
-        for (channel, reply_to), group in groups.items():
-            self.bus.emit(
-                ReplyReady(
-                    task_id=todo_id,
-                    channel=channel,
-                    reply_to=reply_to,
-                    message_ids=[m.id for m in group],
-                    status=status,
-                    text=text,
-                )
-            )
-
-
-def _verdict(ran: _Ran) -> tuple[str, str]:
-    if ran.outcome is not None:
-        return STATUS_OF_RUN[ran.outcome.status], ran.outcome.summary
-    return "failed", f"the agent stopped with an error: {ran.error or 'no outcome'}"
-
-
-def _steps(ran: _Ran) -> int:
-    return ran.outcome.steps if ran.outcome is not None else 0
+        emit_replies(self.bus, todo_id, messages, status, text)

@@ -1,0 +1,132 @@
+"""``jarvis serve --fleet URL``: the gateway as the fleet's coordinator.
+
+The daemon keeps its channels, router, ``todos.md``, journal, API and approvals; in place
+of its local agent worker (or beside it, with ``--local-worker``) it runs the
+:class:`~jarvis.fleet.coordinator.FleetCoordinator` loop: what workers sent, the janitor,
+dispatch. Without Redis the channels still take messages into the inbox and the router
+makes tasks; they wait, pending, and are dispatched when Redis answers again (said once in
+the log per outage). A person's cancel or ``jarvis stop`` of a task a worker runs goes to
+that worker's control stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from jarvis.fleet import control, keys, registry
+from jarvis.fleet.approvals import FleetApprovals
+from jarvis.fleet.connection import client, reason, wait_for_redis
+from jarvis.fleet.coordinator import FleetCoordinator
+from jarvis.fleet.redis_queue import text
+from jarvis.gateway.endings import emit_replies, settle_ended
+
+if TYPE_CHECKING:
+    from jarvis.gateway.gateway import Gateway
+    from jarvis.gateway.message_format import Message
+
+log = logging.getLogger(__name__)
+TICK_WAIT_S = 0.5
+
+
+class FleetService:
+    """The coordinator's loop inside one gateway (see the module doc)."""
+
+    def __init__(self, gateway: Gateway, url: str) -> None:
+        self.gateway = gateway
+        self.url = url
+        self.redis = client(url)
+        fleet = gateway.settings.fleet
+        self.approvals = FleetApprovals(self.redis, gateway.approvals)
+        self.coordinator = FleetCoordinator(
+            self.redis,
+            gateway.todos,
+            gateway.settings.data_dir,
+            gateway.bus,
+            inbox=gateway.queue,
+            books=gateway._books,
+            lease_ms=int(fleet.lease_s * 1000),
+            max_attempts=fleet.max_attempts,
+            on_event=self.approvals.on_event,
+        )
+        self.up = False
+        """Redis answered and the streams are set up."""
+
+    async def run(self) -> None:
+        """Until the gateway stops: tick, and wait for Redis with backoff when it is gone."""
+        from redis.exceptions import RedisError
+
+        try:
+            while not self.gateway.stopping:
+                if not await wait_for_redis(
+                    self.redis, self.url, log.warning, lambda: self.gateway.stopping
+                ):
+                    return
+                try:
+                    await self.coordinator.setup()
+                    self.up = True
+                    while not self.gateway.stopping:
+                        await self.coordinator.tick(TICK_WAIT_S)
+                        self.gateway.report.runs += self.coordinator.runs
+                        self.coordinator.runs.clear()
+                        await self.settle()
+                except (RedisError, OSError) as exc:
+                    self.up = False
+                    log.warning("the fleet's Redis failed: %s; tasks wait", reason(exc))
+        finally:
+            await self.approvals.close()
+
+    async def aclose(self) -> None:
+        await self.redis.aclose()
+
+    async def settle(self) -> list[Message]:
+        """Answer the messages of tasks that ended without a run (a cancel before dispatch,
+        a status set by hand); not those a worker may still be running."""
+        running = set(self.coordinator.started)
+        async with self.gateway._books:
+            settled = await asyncio.to_thread(
+                settle_ended, self.gateway.todos, self.gateway.queue, running
+            )
+        out: list[Message] = []
+        for todo, answered in settled:
+            emit_replies(self.gateway.bus, todo.id, answered, todo.status, todo.summary or "")
+            out += answered
+        return out
+
+    # -- control of a task a worker runs --
+    async def worker_of(self, task_id: str) -> str | None:
+        """The worker that holds the lease of ``task_id`` now; None when none does."""
+        from redis.exceptions import RedisError
+
+        try:
+            worker = await self.redis.hget(keys.lease_key(task_id), "worker")
+        except (RedisError, OSError) as exc:
+            log.warning("who runs %s is unknown: %s", task_id, reason(exc))
+            return None
+        return text(worker) if worker else None
+
+    async def cancel(self, task_id: str, by: str, kind: str = "cancel") -> bool:
+        """Send a cancel (or a stop) to the worker running ``task_id``; False when none."""
+        from redis.exceptions import RedisError
+
+        worker = await self.worker_of(task_id)
+        if worker is None:
+            return False
+        try:
+            await control.send(self.redis, worker, control.Control(kind, task_id, by=by))
+        except (RedisError, OSError) as exc:
+            log.warning("%s of %s did not reach %s: %s", kind, task_id, worker, reason(exc))
+            return False
+        log.info("task %s: %s sent to worker %s (by %s)", task_id, kind, worker, by)
+        return True
+
+    async def workers(self) -> list[dict[str, Any]]:
+        """The workers' last heartbeats; empty while Redis is away."""
+        from redis.exceptions import RedisError
+
+        try:
+            return await registry.workers(self.redis)
+        except (RedisError, OSError) as exc:
+            log.warning("listing the workers failed: %s", reason(exc))
+            return []
