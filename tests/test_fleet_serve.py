@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -25,6 +29,7 @@ from tests.api_harness import NEW_TASK, Api, is_router, serving_api, until
 from tests.fake_model import FakeModel, RecordedRequest, Reply, call, fake_model_fixture
 from tests.redis_server import RedisServer, redis_server
 from tests.test_fleet_worker import SUMMARY, TASK, Fleet, acts, done, other
+from tests.test_web_panel_approvals import panel
 
 __all__ = ["fake_model_fixture", "redis_server"]
 
@@ -88,6 +93,14 @@ async def test_a_message_to_the_fleet_runs_on_a_worker_and_ends_as_a_local_task(
         await until(lambda: bool(replies))
         listed = (await http.get("/api/workers")).json()
         health = (await http.get("/api/health")).json()
+        async with panel(api, "fleet-workers") as page:  # the web panel lists them too
+            from playwright.async_api import expect
+
+            await expect(page.locator("#workers-box")).to_be_visible()
+            rows = page.locator("#workers li")
+            await expect(rows).to_have_count(2)
+            await expect(rows.nth(0)).to_have_attribute("data-worker", "w1")
+            await expect(rows.nth(1)).to_contain_text("w2")
     assert done_todo.summary == SUMMARY and done_todo.message_ids == [message_id]
     [reply] = replies
     assert isinstance(reply, ReplyReady)
@@ -213,3 +226,75 @@ async def test_without_redis_a_message_waits_as_a_task_and_runs_when_redis_is_ba
         ).read_text()
     )
     assert run["status"] == "finished"
+
+
+@pytest.mark.slow
+async def test_a_cancel_from_the_api_reaches_the_worker_that_runs_the_task(
+    fleet: Fleet,
+    fake_model: FakeModel,
+    redis_server: RedisServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    thinking, release = threading.Event(), threading.Event()
+
+    def answer(request: RecordedRequest) -> Reply:
+        if is_router(request):
+            return NEW_TASK
+        if (reply := other(request)) is not None:
+            return reply
+        thinking.set()
+        release.wait(60)  # the model thinks until the cancel stopped the run
+        return done()
+
+    fake_model.set_default(answer)
+    settings = coordinator_settings(tmp_path, fake_model, monkeypatch)
+    replies: list[Event] = []
+    try:
+        async with serving_api(settings, fleet_url=redis_server.url) as api, api.client() as http:
+            api.gateway.bus.subscribe(replies.append, ReplyReady)
+            fleet.start("w1")
+            posted = await http.post("/api/messages", json={"text": TASK, "channel": "api"})
+            assert posted.status_code == 201, posted.text
+            await asyncio.to_thread(thinking.wait, 90)
+            running: list[dict[str, Any]] = []
+            async with asyncio.timeout(30):  # its next heartbeat says what it runs
+                while not any(w["state"] == "running" for w in running):
+                    await asyncio.sleep(0.2)
+                    running = (await http.get("/api/workers")).json()["workers"]
+            cancelled = await http.post("/api/tasks/T001/cancel", json={"by": "web"})
+            assert cancelled.status_code == 202, cancelled.text
+            await until(lambda: bool(replies), 60)
+    finally:
+        release.set()
+    assert [(w["name"], w["state"], w["task"]) for w in running] == [("w1", "running", "T001")]
+    ended = todo(api)
+    assert ended.status == "cancelled" and ended.summary.endswith("cancelled by web")
+    [reply] = replies
+    assert isinstance(reply, ReplyReady) and reply.status == "cancelled"
+    finished = [e for e in api.journal("T001") if e["kind"] == "task_finished"]
+    assert [(e["status"], e["stopped_by"]) for e in finished] == [("cancelled", "web")]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--fleet", "http://127.0.0.1:6379"], "not a Redis URL"),
+        (["--fleet", "redis://127.0.0.1:6379/0", "--once"], "--once runs tasks here"),
+    ],
+)
+def test_serve_fleet_refuses_a_bad_url_and_once_in_one_line(
+    tmp_path: Path, args: list[str], said: str
+) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+    env["JARVIS_DATA_DIR"] = str(tmp_path / "data")
+    proc = subprocess.run(
+        [sys.executable, "-m", "jarvis", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 1
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("jarvis: ") and said in line
