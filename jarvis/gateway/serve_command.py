@@ -174,7 +174,7 @@ async def _serve(
     gateway = Gateway(settings, options=options, where=where, person=person)
     if not args.once:
         _add_api(gateway, args, settings)
-        gateway.services.append(lambda: _banner(settings))  # once the data dir is held
+        gateway.services.append(lambda: _banner(settings, args.fleet))  # once the dir is held
     try:
         report = await gateway.run()
     except (LockHeld, ApiUnavailable) as exc:  # the data dir or the port is taken
@@ -190,13 +190,17 @@ async def _serve(
 
 
 @contextlib.asynccontextmanager
-async def _banner(settings: Settings) -> AsyncIterator[None]:
+async def _banner(settings: Settings, fleet: str | None = None) -> AsyncIterator[None]:
     """Say that the daemon is up: only once it holds the data dir and its API listens."""
     print(
         f"jarvis serve: pid {os.getpid()}, data {settings.data_dir}; waiting for messages "
         "(drop .md files into messages/drop/ or use `jarvis inbox add`; Ctrl+C stops)",
         flush=True,
     )
+    if fleet:
+        from jarvis.fleet.connection import shown
+
+        print(f"jarvis serve: tasks go to the fleet's workers at {shown(fleet)}", flush=True)
     if settings.email.enabled:
         print(f"jarvis serve: reading mail for {settings.email.address}", flush=True)
     yield
