@@ -229,7 +229,9 @@ async def test_without_redis_a_message_waits_as_a_task_and_runs_when_redis_is_ba
 
 
 @pytest.mark.slow
-async def test_a_cancel_from_the_api_reaches_the_worker_that_runs_the_task(
+@pytest.mark.parametrize("route", ["/api/tasks/T001/cancel", "/api/stop"])
+async def test_a_cancel_or_stop_from_the_api_reaches_the_worker_that_runs_the_task(
+    route: str,
     fleet: Fleet,
     fake_model: FakeModel,
     redis_server: RedisServer,
@@ -262,8 +264,10 @@ async def test_a_cancel_from_the_api_reaches_the_worker_that_runs_the_task(
                 while not any(w["state"] == "running" for w in running):
                     await asyncio.sleep(0.2)
                     running = (await http.get("/api/workers")).json()["workers"]
-            cancelled = await http.post("/api/tasks/T001/cancel", json={"by": "web"})
+            cancelled = await http.post(route, json={"by": "web"})
             assert cancelled.status_code == 202, cancelled.text
+            if route == "/api/stop":
+                assert cancelled.json() == {"stopping": True, "by": "web"}
             await until(lambda: bool(replies), 60)
     finally:
         release.set()

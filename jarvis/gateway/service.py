@@ -157,6 +157,8 @@ class DaemonService:
         """Stop the running task now, recorded as stopped by ``by`` (the kill switch's
         path), then mark it cancelled as a person's cancel does. False when none runs."""
         worker = self._gateway.worker
+        if worker is None and self._gateway.fleet is not None:
+            return await self._stop_fleet_task(by)
         current = worker.current if worker is not None else None
         if worker is None or current is None:
             return False
@@ -165,6 +167,19 @@ class DaemonService:
             await self._gateway.cancel_task(current, by)
         except (KeyError, TodoState) as exc:  # it ended meanwhile
             log.info("stop: task %s: %s", current, exc)
+        return True
+
+    async def _stop_fleet_task(self, by: str) -> bool:
+        """A fleet's: the task the journal shows running (the one the panel and the TUI
+        watch) is cancelled, and its worker told at once."""
+        current = self._gateway.journal.current
+        todo = await asyncio.to_thread(self._todo, current) if current else None
+        if todo is None or todo.status != "in_progress":
+            return False
+        try:
+            await self._gateway.cancel_task(todo.id, by)
+        except (KeyError, TodoState) as exc:  # it ended meanwhile
+            log.info("stop: task %s: %s", todo.id, exc)
         return True
 
     # -- approvals --
