@@ -302,3 +302,56 @@ def test_serve_fleet_refuses_a_bad_url_and_once_in_one_line(
     assert proc.returncode == 1
     [line] = proc.stderr.splitlines()
     assert line.startswith("jarvis: ") and said in line
+
+
+@pytest.mark.slow
+async def test_an_approval_of_a_worker_killed_while_it_waits_is_closed_and_asked_again(
+    fleet: Fleet,
+    fake_model: FakeModel,
+    redis_server: RedisServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    risky = Reply(text="Thought: elevate.", tool_calls=[call("type", text="sudo true")])
+
+    def answer(request: RecordedRequest) -> Reply:
+        if is_router(request):
+            return NEW_TASK
+        return other(request) or risky  # each attempt asks again
+
+    fake_model.set_default(answer)
+    settings = coordinator_settings(tmp_path, fake_model, monkeypatch)
+    async with serving_api(settings, fleet_url=redis_server.url) as api, api.client() as http:
+
+        async def pending() -> list[dict[str, Any]]:
+            return list((await http.get("/api/approvals")).json()["pending"])
+
+        worker = fleet.start("w1", lease_s=2)
+        posted = await http.post("/api/messages", json={"text": "type sudo", "channel": "api"})
+        assert posted.status_code == 201, posted.text
+        first: list[dict[str, Any]] = []
+        async with asyncio.timeout(90):
+            while not first:
+                await asyncio.sleep(0.1)
+                first = await pending()
+        worker.kill()  # kill -9 while its gate waits for the person
+        fleet.start("w2", lease_s=2)
+        again: list[dict[str, Any]] = []
+        async with asyncio.timeout(90):  # the lease expires, the task runs on w2, which asks
+            while not again or again == first:
+                await asyncio.sleep(0.2)
+                again = await pending()
+        [asked] = again  # the dead worker's request is gone, the new one waits
+        assert asked["task_id"] == "T001" and asked["approval_id"] != first[0]["approval_id"]
+        gone = [
+            e
+            for e in api.journal("T001")
+            if e["kind"] == "approval_resolved" and e["approval_id"] == first[0]["approval_id"]
+        ]
+        assert [(e["decision"], e["note"]) for e in gone] == [
+            ("cancelled", "the worker that asked is gone")
+        ]
+        stale = await http.post(
+            f"/api/approvals/{first[0]['approval_id']}", json={"decision": "allow_once"}
+        )
+        assert stale.status_code == 404

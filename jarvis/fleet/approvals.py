@@ -97,14 +97,21 @@ class FleetApprovals:
         self.store.close(held.entry)
         return expired
 
-    def forget_task(self, task_id: str) -> None:
-        """The task ended (or lost its worker for good): nothing of it waits any more."""
+    def forget_task(self, task_id: str, why: str = "") -> None:
+        """The task ended, or lost its worker (``why``): nothing of it waits any more; an
+        entry still open is announced cancelled, so the panel and the TUI close it."""
         for approval_id, held in list(self._held.items()):
-            if held.entry.task_id == task_id:
-                held.waiter.cancel()
-                self.store.expire(held.entry)
-                self.store.close(held.entry)
-                self._held.pop(approval_id, None)
+            if held.entry.task_id != task_id:
+                continue
+            held.waiter.cancel()
+            if self.store.expire(held.entry):
+                self.store.bus.emit(
+                    ApprovalResolved(
+                        task_id=task_id, approval_id=approval_id, decision="cancelled", note=why
+                    )
+                )
+            self.store.close(held.entry)
+            self._held.pop(approval_id, None)
 
     async def close(self) -> None:
         for held in list(self._held.values()):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from jarvis.events import EventBus
 from jarvis.fleet.receiver import EventFilter, Outcome, Receiver
-from jarvis.fleet.redis_queue import LEASE_MS, MAX_ATTEMPTS, Janitor, RedisQueue
+from jarvis.fleet.redis_queue import LEASE_MS, MAX_ATTEMPTS, Janitor, RedisQueue, Swept
 from jarvis.gateway.endings import Ran, RunRecord, emit_replies, record_ending
 from jarvis.gateway.queue import MessageQueue
 from jarvis.gateway.todos import Todo, TodoList, TodoState
@@ -53,6 +53,8 @@ class FleetCoordinator:
         self.started: dict[str, Todo] = {}
         """Each task as it was dispatched (the messages its run saw), until its ending."""
         self.runs: list[RunRecord] = []
+        self.swept = Swept([], [], [])
+        """What the janitor did in the last tick."""
         self.queue = RedisQueue(redis, "coordinator", lease_ms=lease_ms)
         self.janitor = Janitor(redis, lease_ms=lease_ms, max_attempts=max_attempts)
         self.receiver = Receiver(redis, data_dir, bus, self.record, on_event=on_event)
@@ -65,7 +67,7 @@ class FleetCoordinator:
     async def tick(self, wait_s: float = 1.0) -> list[str]:
         """One round (see the module doc); the ids dispatched."""
         await self.receiver.read_once(wait_s)
-        await self.janitor.sweep()
+        self.swept = await self.janitor.sweep()
         return await self.dispatch()
 
     async def dispatch(self) -> list[str]:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 TICK_WAIT_S = 0.5
+ERROR_PAUSE_S = 1.0
 
 
 class FleetService:
@@ -67,15 +68,25 @@ class FleetService:
                     await self.coordinator.setup()
                     self.up = True
                     while not self.gateway.stopping:
-                        await self.coordinator.tick(TICK_WAIT_S)
-                        self.gateway.report.runs += self.coordinator.runs
-                        self.coordinator.runs.clear()
-                        await self.settle()
+                        await self._tick()
                 except (RedisError, OSError) as exc:
                     self.up = False
                     log.warning("the fleet's Redis failed: %s; tasks wait", reason(exc))
+                except Exception:  # the boundary: a bug must not stop the daemon
+                    self.up = False
+                    log.exception("the fleet's loop failed; starting it again")
+                    await asyncio.sleep(ERROR_PAUSE_S)
         finally:
             await self.approvals.close()
+
+    async def _tick(self) -> None:
+        await self.coordinator.tick(TICK_WAIT_S)
+        swept = self.coordinator.swept
+        for task_id in swept.again + swept.failed:  # its worker is gone: so is what it asked
+            self.approvals.forget_task(task_id, "the worker that asked is gone")
+        self.gateway.report.runs += self.coordinator.runs
+        self.coordinator.runs.clear()
+        await self.settle()
 
     async def aclose(self) -> None:
         await self.redis.aclose()

@@ -225,7 +225,7 @@ class FleetWorker:
                 await registry.beat(self.redis, self.info, self.options.heartbeat_ttl_s)
             except (RedisError, OSError) as exc:
                 log.warning("heartbeat failed: %s", reason(exc))
-            await asyncio.sleep(registry.HEARTBEAT_EVERY_S)
+            await asyncio.sleep(min(registry.HEARTBEAT_EVERY_S, self.options.heartbeat_ttl_s / 3))
 
     async def _control(self) -> None:
         from redis.exceptions import RedisError
