@@ -51,11 +51,11 @@ async def build_agent(
     long_term: LongTerm | None = None,
     todos: Callable[[], str] | None = None,
     approvals: ApprovalGate | None = None,
-    where: XDisplay | None = None,
+    where: XDisplay,
     on_verified: Callable[[str, str], Awaitable[None]] | None = None,
 ) -> AsyncIterator[Agent]:
-    """An Agent wired to the desktop on ``where`` (default: the display this process was
-    started on); closes the desktop, memory and provider afterwards.
+    """An Agent wired to the desktop on ``where``; closes the desktop, memory and provider
+    afterwards.
 
     Risky calls wait at ``approvals`` (default: a gate nobody answers but the API); a
     ``registry`` handed in brings its own gate. With ``settings.long_term_memory`` and no

@@ -130,19 +130,20 @@ class Input:
         failsafe: bool = True,
         type_method: TypeMethod = "auto",
         stop: threading.Event | None = None,
-        display: x11.XDisplay | None = None,
         hold: threading.Event | None = None,
+        *,
+        display: x11.XDisplay,
     ) -> None:
         """``stop``, once set, interrupts a running action between its pieces (typing
         chunks, drag steps) and refuses new ones, until it is cleared. ``display`` is the
-        X display to act on (default: the one this process was started on). ``hold`` acts
-        like ``stop`` while it is set: a person holds the screen (a takeover)."""
+        X display to act on (its name empty where there is no X: Windows, macOS). ``hold``
+        acts like ``stop`` while it is set: a person holds the screen (a takeover)."""
         if type_method not in ("auto", "xdotool", "clipboard"):
             raise ValueError(f"unknown type_method {type_method!r}")
         self.failsafe = failsafe
         self.type_method: TypeMethod = type_method
-        self._x11 = display is not None or x11.is_x11()
-        self.where = display or x11.XDisplay.from_env()
+        self._x11 = x11.is_x11(display)
+        self.where = display
         self._pg: Any = None
         self._pointer = XPointer(self.where)
         self._bounds: tuple[int, int, int, int] | None = None
@@ -158,7 +159,8 @@ class Input:
         cls,
         settings: Settings,
         stop: threading.Event | None = None,
-        display: x11.XDisplay | None = None,
+        *,
+        display: x11.XDisplay,
     ) -> Input:
         return cls(
             failsafe=settings.failsafe,

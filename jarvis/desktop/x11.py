@@ -72,10 +72,9 @@ class XDisplay:
         return open_display(self.name, self.xauthority)
 
 
-def is_x11(where: XDisplay | None = None) -> bool:
-    """True when ``where`` (default: the display this process was started on) is an X
-    display to talk to (Linux or BSD, a display name given)."""
-    name = (where or XDisplay.from_env()).name
+def is_x11(where: XDisplay) -> bool:
+    """True when ``where`` is an X display to talk to (Linux or BSD, a display name given)."""
+    name = where.name
     return bool(name) and os.name == "posix" and os.uname().sysname != "Darwin"
 
 
@@ -321,8 +320,8 @@ def our_row(keysym: int) -> list[int]:
     return [keysym, keysym, _VOID, _VOID]
 
 
-def read_keymap(where: XDisplay | None = None) -> Keymap:
-    display = (where or XDisplay.from_env()).open()
+def read_keymap(where: XDisplay) -> Keymap:
+    display = where.open()
     try:
         return Keymap.read(display)
     finally:
@@ -341,8 +340,8 @@ class SpareKeycodes:
     Keycodes without keysyms have no physical key, so this changes no real key.
     """
 
-    def __init__(self, where: XDisplay | None = None) -> None:
-        self.where = where or XDisplay.from_env()
+    def __init__(self, where: XDisplay) -> None:
+        self.where = where
         self._recent: OrderedDict[int, int] = OrderedDict()  # keycode -> keysym, newest last
 
     def mapped(self, keysyms: Collection[int]) -> bool:
