@@ -21,6 +21,7 @@ START_UP = {
     "doctor.py",  # jarvis doctor
     "calibrate/commands.py",  # jarvis calibrate
     "runs/report_commands.py",  # jarvis replay
+    "eval/child.py",  # an eval run's child process, run as a script
 }
 """The command entries that may call ``XDisplay.from_env()``: each reads the display once
 when the command starts and passes it down; everything below takes a display."""
