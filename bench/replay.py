@@ -111,7 +111,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             texts = (app.entry_text(), app.notes_text(), app.ok_pressed())
             app.reset()
             started = time.perf_counter()
-            outcome = await replay_task(settings, task_id)
+            outcome = await replay_task(settings, task_id, where=XDisplay.from_env())
             wall = time.perf_counter() - started
             phases = replay_phases(outcome.folder)
             app.sync()

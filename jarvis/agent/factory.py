@@ -28,7 +28,7 @@ from jarvis.memory.long_term import LongTermMemory
 from jarvis.memory.recall import MemoryBridge
 from jarvis.runs.records import RunRecorder, StepHooks
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
-from jarvis.safety.takeover import ScreenHold
+from jarvis.safety.takeover import ScreenHold, interrupt_typing
 from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext
 from jarvis.tools.grounded import NAME as CLICK_TARGET
@@ -131,7 +131,12 @@ def agent_on(
     on_verified: Callable[[str, str], Awaitable[None]] | None = None,
 ) -> Agent:
     """An Agent that works on ``desktop`` (its screen, input, settle and stop event)."""
-    hold = ScreenHold(bus, settings.takeover.idle_end_s, refused_approvers(settings.channels))
+    hold = ScreenHold(
+        bus,
+        settings.takeover.idle_end_s,
+        refused_approvers(settings.channels),
+        stop_typing=lambda: interrupt_typing(desktop.where),  # where it types now
+    )
     desktop.input.hold = hold.held  # a person's takeover: input refuses, the loop waits
 
     def context_for(task_id: str, channels: tuple[str, ...] = ()) -> ToolContext:
