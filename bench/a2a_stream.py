@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jarvis.desktop.x11 import XDisplay
+
 HERE = Path(__file__).resolve().parent
 # the repository first, for the jarvis and tests packages
 sys.path.insert(0, str(HERE.parent))
@@ -63,7 +65,7 @@ async def measure(tasks: int) -> dict[str, Any]:
     settings = load_settings(data_dir, max_retries=0, settle_ceiling_ms=200, long_term_memory=False)
     move = Reply(text="Thought: move.", tool_calls=[call("mouse_move", x=40, y=40)])
     options = GatewayOptions(poll_interval_s=0.2, settle_s=0.05, watch_interval_s=0.1)
-    gateway = Gateway(settings, options=options)
+    gateway = Gateway(settings, options=options, where=XDisplay.from_env())
     service = HttpService(gateway, HttpAddress(host="127.0.0.1", port=0), announce=lambda _: None)
     gateway.services.append(service.running)
     run = asyncio.create_task(gateway.run())

@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jarvis.desktop.x11 import XDisplay
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -78,7 +80,7 @@ async def measure(subscribers: int, count: int, rate: float) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(Path(tmp) / "data", long_term_memory=False)
-        gateway = Gateway(settings)
+        gateway = Gateway(settings, where=XDisplay.from_env())
         service = HttpService(
             gateway, HttpAddress(host="127.0.0.1", port=0), announce=lambda _line: None
         )

@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jarvis.desktop.x11 import XDisplay
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
@@ -81,8 +83,8 @@ async def main_async(runs: int) -> dict[str, Any]:
             x, y = app.widget_center("notes")
             notes = screen_to_model(x, y, fit_size(screen, settings.max_side), screen)
             delays: list[float] = []
-            async with build_agent(settings, EventBus()) as agent:
-                with kill_switch(settings, agent, asyncio.get_running_loop()):
+            async with build_agent(settings, EventBus(), where=XDisplay.from_env()) as agent:
+                with kill_switch(settings, agent, asyncio.get_running_loop(), XDisplay.from_env()):
                     for run in range(runs):
                         delays.append(await one_run(agent, app, model, notes, run))
         finally:

@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jarvis.desktop.x11 import XDisplay
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
@@ -77,7 +79,7 @@ async def run_once(
     bus = EventBus()
     recorder = EventRecorder(bus)
     try:
-        async with build_agent(settings, bus) as agent:
+        async with build_agent(settings, bus, where=XDisplay.from_env()) as agent:
             if fixed_sleep_s is not None:
 
                 async def fixed_sleep() -> SettleResult:

@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jarvis.desktop.x11 import XDisplay
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
@@ -71,7 +73,9 @@ async def record(settings: Any, steps: list[Any], delay_s: float) -> tuple[str, 
     events = EventRecorder(bus)
     journal = JournalWriter.for_settings(settings, bus, channel="bench")
     try:
-        async with build_agent(settings, bus, provider=OracleProvider(steps, delay_s)) as agent:
+        async with build_agent(
+            settings, bus, provider=OracleProvider(steps, delay_s), where=XDisplay.from_env()
+        ) as agent:
             outcome = await agent.run("type into the Tk app and press OK")
     finally:
         journal.close()
@@ -107,7 +111,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             texts = (app.entry_text(), app.notes_text(), app.ok_pressed())
             app.reset()
             started = time.perf_counter()
-            outcome = await replay_task(settings, task_id)
+            outcome = await replay_task(settings, task_id, where=XDisplay.from_env())
             wall = time.perf_counter() - started
             phases = replay_phases(outcome.folder)
             app.sync()

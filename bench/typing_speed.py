@@ -24,6 +24,8 @@ from __future__ import annotations
 import os
 import sys
 
+from jarvis.desktop.x11 import XDisplay
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests.*
 
 import argparse
@@ -83,7 +85,9 @@ def main() -> None:
     ):
         from jarvis.desktop.input import Input
 
-        inputs = {m: Input(failsafe=False, type_method=m) for m in METHODS}  # type: ignore[arg-type]
+        inputs = {
+            m: Input(failsafe=False, type_method=m, display=XDisplay.from_env()) for m in METHODS
+        }  # type: ignore[arg-type]
         page = PageServer(lines=10)
         try:
             for name in apps:

@@ -209,9 +209,9 @@ def _run_here(
 async def _run_task(
     task: str,
     settings: Settings,
-    yes: bool = False,
-    where: XDisplay | None = None,
-    person: XDisplay | None = None,
+    yes: bool,
+    where: XDisplay,
+    person: XDisplay,
 ) -> int:
     from jarvis.agent.factory import build_agent
     from jarvis.console import ConsoleReporter
@@ -235,7 +235,7 @@ async def _run_task(
             loop.add_signal_handler(STOP_SIGNAL, agent.cancel, "cli")  # `jarvis stop`
             try:
                 with (
-                    kill_switch(settings, agent, loop, person or where, lambda: where),
+                    kill_switch(settings, agent, loop, person, lambda: where),
                     foreground(settings.data_dir, f"run: {task}"),
                 ):
                     outcome = await agent.run(task)

@@ -59,7 +59,7 @@ def check_input(settings: Settings) -> Check:
     from jarvis.desktop.input import Input
 
     try:
-        inp = Input.from_settings(settings)
+        inp = Input.from_settings(settings, display=XDisplay.from_env())
         x, y = inp.position()
         target = (x + 1, y) if x < 10 else (x - 1, y)
         inp.move(*target)
@@ -261,22 +261,21 @@ CHECKS: list[Callable[[Settings], Check]] = [
 ]
 
 
-def cannot_start(settings: Settings, where: XDisplay | None = None) -> str | None:
-    """The one line that says why a task cannot start on ``where`` (default: the display
-    this process was started on): no key, a base URL that is not one, no display or none
-    there, a bad presets file; or None. Redacted (a base URL's ``user:password@``)."""
+def cannot_start(settings: Settings, where: XDisplay) -> str | None:
+    """The one line that says why a task cannot start on ``where``: no key, a base URL
+    that is not one, no display or none there, a bad presets file; or None. Redacted (a
+    base URL's ``user:password@``)."""
     problem = _cannot_start(settings, where)
     return None if problem is None else redact(problem, known_secrets(settings))
 
 
-def _cannot_start(settings: Settings, where: XDisplay | None) -> str | None:
+def _cannot_start(settings: Settings, where: XDisplay) -> str | None:
     key_env = KEY_ENV[settings.provider]
     if not os.environ.get(key_env):
         return f"jarvis: {key_env} is not set; export it (or pick --provider) and run again."
     problem = base_url_problem(settings.provider)
     if problem is not None:
         return f"jarvis: {problem}"
-    where = where or XDisplay.from_env()
     if not where.name and sys.platform.startswith("linux"):
         return "jarvis: no display (DISPLAY is unset); run on a desktop or with `xvfb-run -a`."
     problem = presets_problem(settings)

@@ -16,6 +16,7 @@ from jarvis.agent.agent import TaskOutcome
 from jarvis.agent.factory import build_agent
 from jarvis.config import Settings, load_settings
 from jarvis.desktop.screen import Size, fit_size, screen_to_model
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus, EventRecorder
 from tests.fake_model import FakeModel
 from tests.tkdriver import TkApp
@@ -58,7 +59,7 @@ async def run_agent(
 ) -> tuple[TaskOutcome, EventRecorder]:
     bus = bus or EventBus()
     recorder = EventRecorder(bus)
-    async with build_agent(settings, bus) as agent:
+    async with build_agent(settings, bus, where=XDisplay.from_env()) as agent:
         outcome = await asyncio.wait_for(agent.run(task), timeout=120)
     return outcome, recorder
 

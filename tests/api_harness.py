@@ -18,6 +18,7 @@ from httpx_sse import aconnect_sse
 from jarvis.api.server import HttpService
 from jarvis.api.settings import HttpAddress
 from jarvis.config import Settings
+from jarvis.desktop.x11 import XDisplay
 from jarvis.gateway.gateway import Gateway, GatewayOptions
 from jarvis.runs.reader import events_after
 from tests.fake_model import RecordedRequest, Reply, call
@@ -52,7 +53,7 @@ class Api:
 async def serving_api(settings: Settings, **options: Any) -> AsyncIterator[Api]:
     """The gateway (serving, not ``once``) with its API; stopped on the way out."""
     opts = GatewayOptions(poll_interval_s=0.2, settle_s=0.05, watch_interval_s=0.1, **options)
-    gateway = Gateway(settings, options=opts)
+    gateway = Gateway(settings, options=opts, where=XDisplay.from_env())
     announced: list[str] = []
     service = HttpService(gateway, HttpAddress(host="127.0.0.1", port=0), announce=announced.append)
     gateway.services.append(service.running)

@@ -17,6 +17,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventRecorder
 from jarvis.safety.approvals import ApprovalStore
 from tests.fake_model import FakeModel, RecordedRequest
@@ -170,7 +171,9 @@ async def run_answered(
         person = answerer(api.url, plan, log)
         person.start()
         gate = ApprovalGate(settings.safety, store)
-        async with build_agent(settings, bus, provider=provider, approvals=gate) as agent:
+        async with build_agent(
+            settings, bus, provider=provider, approvals=gate, where=XDisplay.from_env()
+        ) as agent:
             if during is not None:
                 during(agent)
             outcome = await asyncio.wait_for(agent.run(task), timeout=120)

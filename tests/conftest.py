@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from jarvis.desktop.x11 import XDisplay
 from tests.tkdriver import TkApp
 from tests.xserver import start_xvfb
 
@@ -85,7 +86,7 @@ def tkapp(_tkapp_holder: _AppHolder) -> TkApp:
 def desktop_input(xserver: Xvfb) -> Input:
     from jarvis.desktop.input import Input
 
-    return Input(failsafe=True)
+    return Input(failsafe=True, display=XDisplay.from_env())
 
 
 def _loopback(address: object) -> bool:

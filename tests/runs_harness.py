@@ -7,6 +7,7 @@ import asyncio
 from jarvis.agent.agent import TaskOutcome
 from jarvis.agent.factory import build_agent
 from jarvis.config import Settings
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus
 from jarvis.runs.journal import JournalWriter
 
@@ -16,7 +17,7 @@ async def run_journaled(settings: Settings, task: str, bus: EventBus | None = No
     bus = bus or EventBus()
     journal = JournalWriter.for_settings(settings, bus, channel="cli")
     try:
-        async with build_agent(settings, bus) as agent:
+        async with build_agent(settings, bus, where=XDisplay.from_env()) as agent:
             return await asyncio.wait_for(agent.run(task), timeout=120)
     finally:
         journal.close()

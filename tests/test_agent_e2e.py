@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import TaskFinished, ToolCallFinished, VerificationFinished
 from jarvis.memory.short_term import StepRecord
 from tests.agent_harness import (
@@ -267,7 +268,7 @@ async def test_cancel_during_stream(
     fake_model.script(Reply(text="thinking " * 200, text_chunk=4, delay_s=0.05))
     bus = EventBus()
     recorder = EventRecorder(bus)
-    async with build_agent(settings, bus) as agent:
+    async with build_agent(settings, bus, where=XDisplay.from_env()) as agent:
         run = asyncio.create_task(agent.run("slow thinking"))
         while not recorder.of(ModelTextDelta):
             await asyncio.sleep(0.01)

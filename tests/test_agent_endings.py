@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from jarvis.agent.factory import build_agent
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus, EventRecorder, TaskFinished, ToolCallStarted
 from jarvis.memory.short_term import StepRecord
 from tests.agent_harness import agent_settings, model_point, run_agent, step_files
@@ -67,7 +68,7 @@ async def test_cancel_stops_a_tool_that_is_typing(
     )
     bus = EventBus()
     recorder = EventRecorder(bus)
-    async with build_agent(settings, bus) as agent:
+    async with build_agent(settings, bus, where=XDisplay.from_env()) as agent:
         run = asyncio.create_task(agent.run("type forever"))
         while not tkapp.entry_text():  # typing has begun
             assert not run.done()
@@ -97,7 +98,7 @@ async def test_cancel_stops_settle_waiting_on_a_busy_screen(
     settings = agent_settings(tmp_path, fake_model, monkeypatch, settle_ceiling_ms=20_000)
     fake_model.script(Reply(text="Thought: move", tool_calls=[call("mouse_move", x=50, y=50)]))
     tkapp.animate(30_000)  # the screen keeps changing: settle would wait for its ceiling
-    async with build_agent(settings, EventBus()) as agent:
+    async with build_agent(settings, EventBus(), where=XDisplay.from_env()) as agent:
         settling, settled = threading.Event(), threading.Event()
         wait = agent.settler.wait
 

@@ -15,11 +15,14 @@ from jarvis.api.server import ApiUnavailable, HttpService
 from jarvis.api.settings import HttpAddress
 from jarvis.cli import main
 from jarvis.config import load_settings
+from jarvis.desktop.x11 import XDisplay
 from jarvis.gateway.gateway import Gateway
 
 
 def gateway_at(tmp_path: Path) -> Gateway:
-    return Gateway(load_settings(tmp_path / "data", long_term_memory=False))
+    return Gateway(
+        load_settings(tmp_path / "data", long_term_memory=False), where=XDisplay.from_env()
+    )
 
 
 async def test_the_api_on_a_unix_socket_is_for_this_user_only(tmp_path: Path) -> None:

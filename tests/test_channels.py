@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from jarvis.config import ConfigError, load_settings
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus, EventRecorder, RoutingFailed
 from jarvis.gateway.channels.registry import ChannelRefused, Channels
 from jarvis.gateway.gateway import Gateway, GatewayOptions
@@ -165,7 +166,7 @@ def test_a_file_that_lets_email_a2a_or_mcp_approve_is_refused(tmp_path: Path, ch
 
 def test_may_approve_false_refuses_answers_by_that_channel(tmp_path: Path) -> None:
     write_settings(tmp_path, {"channels": {"api": {"may_approve": False}}})
-    gateway = Gateway(load_settings(tmp_path))
+    gateway = Gateway(load_settings(tmp_path), where=XDisplay.from_env())
     for via in ("api", "email", "a2a", "mcp"):
         with pytest.raises(ApprovalError, match=f"approvals cannot be given by {via}"):
             gateway.approvals.resolve("a-000000000000", "allow_once", via=via)
@@ -288,7 +289,7 @@ async def test_a_router_auth_error_is_shown_and_the_message_waits_in_the_inbox(
     bus = EventBus()
     seen = EventRecorder(bus)
     options = GatewayOptions(poll_interval_s=0.1, settle_s=0.05, routing_retry_s=300)
-    gateway = Gateway(settings, bus, options=options)
+    gateway = Gateway(settings, bus, options=options, where=XDisplay.from_env())
     run = asyncio.create_task(gateway.run())
     try:
         await until(lambda: gateway.ready.is_set() or run.done(), 60)
@@ -312,7 +313,9 @@ async def test_a_router_auth_error_is_shown_and_the_message_waits_in_the_inbox(
     assert f"message {message.id} waits in the inbox" in line.getMessage()
     # the key is fixed: the next start routes the waiting message into a task and runs it
     refuse[0] = False
-    report = await Gateway(settings, options=GatewayOptions(once=True)).run()
+    report = await Gateway(
+        settings, options=GatewayOptions(once=True), where=XDisplay.from_env()
+    ).run()
     assert report.routed == 1
     [task] = gateway.todos.all()
     assert task.message_ids == [message.id] and task.summary == "said hello"

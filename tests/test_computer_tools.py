@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from jarvis.config import Settings
+from jarvis.desktop.x11 import XDisplay
 from jarvis.tools.context import ControlOutcome, ToolContext
 from jarvis.tools.registry import ToolRegistry
 from jarvis.tools.results import INTERNAL, INVALID_PARAMS, ToolResult
@@ -295,8 +296,8 @@ def test_a_timed_out_type_stops_typing_before_the_next_call(desk: Desk, tmp_path
     registry = build_registry(settings, presets=[])
     stop = threading.Event()
     ctx = ToolContext.for_task(
-        settings, "t-timeout", screen=desk.screen, input=Input(type_method="xdotool", stop=stop),
-        stop=stop,
+        settings, "t-timeout", screen=desk.screen,
+        input=Input(type_method="xdotool", stop=stop, display=XDisplay.from_env()), stop=stop,
     )  # fmt: skip
     desk.click_box()
     long_text = "b" * 4000  # about ten seconds of typing

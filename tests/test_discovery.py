@@ -174,3 +174,11 @@ def test_find_daemon_is_none_when_the_lock_names_nobody(tmp_path: Path) -> None:
 def test_data_dir_before_or_after_any_command(argv: list[str]) -> None:
     args = build_parser().parse_args(argv)
     assert args.data_dir == "D"
+
+
+def test_the_token_file_is_named_in_one_place() -> None:
+    """The daemon writes the token where every client looks for it: one constant."""
+    from jarvis import discovery
+    from jarvis.api import auth
+
+    assert auth.TOKEN_FILE is discovery.TOKEN_FILE

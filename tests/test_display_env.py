@@ -14,6 +14,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent / "jarvis"
 READ_AT = {("desktop/x11.py", "from_env")}
 """(module, function) where DISPLAY may be read."""
+START_UP = {
+    "cli.py",  # jarvis run
+    "gateway/serve_command.py",  # jarvis serve
+    "fleet/commands.py",  # jarvis worker
+    "doctor.py",  # jarvis doctor
+    "calibrate/commands.py",  # jarvis calibrate
+    "runs/report_commands.py",  # jarvis replay
+    "eval/child.py",  # an eval run's child process, run as a script
+}
+"""The command entries that may call ``XDisplay.from_env()``: each reads the display once
+when the command starts and passes it down; everything below takes a display."""
 
 
 def _names_display(node: ast.AST) -> bool:
@@ -83,6 +94,41 @@ def test_display_is_read_in_one_start_up_place() -> None:
     reads = [u for u in _uses() if u[3] == "read"]
     assert {(module, function) for module, function, _, _ in reads} == READ_AT
     assert len(reads) == 1
+
+
+def _from_env_calls(tree: ast.AST) -> list[ast.Call]:
+    """Calls of ``XDisplay.from_env()`` (also as ``x11.XDisplay.from_env()``)."""
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "from_env"
+        and (
+            (isinstance(node.func.value, ast.Name) and node.func.value.id == "XDisplay")
+            or (isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "XDisplay")
+        )
+    ]
+
+
+def test_from_env_is_called_only_at_start_up() -> None:
+    """Nothing below a command's entry falls back to the process's display: a constructor
+    or function that works on a display is given one."""
+    callers = set()
+    for path in sorted(ROOT.rglob("*.py")):
+        if _from_env_calls(ast.parse(path.read_text(), str(path))):
+            callers.add(path.relative_to(ROOT).as_posix())
+    assert callers <= START_UP, sorted(callers - START_UP)
+    assert {"cli.py", "gateway/serve_command.py"} <= callers
+
+
+def test_the_check_sees_from_env_calls() -> None:
+    sample = ast.parse(
+        "a = where or XDisplay.from_env()\n"
+        "b = x11.XDisplay.from_env().name\n"
+        "c = Settings.from_env()\n"
+    )
+    assert len(_from_env_calls(sample)) == 2
 
 
 def test_the_check_sees_a_write_and_a_read() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from jarvis.config import load_settings
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus, EventRecorder, ReplyReady
 from jarvis.gateway.gateway import Gateway, GatewayOptions
 from jarvis.gateway.todos import TodoList
@@ -73,7 +74,12 @@ async def test_a_confirmed_mail_runs_asks_by_mail_and_answers_on_the_thread(
     fake_model.set_default(responder(step))
     bus = EventBus()
     events = EventRecorder(bus)
-    gateway = Gateway(settings, bus, options=GatewayOptions(poll_interval_s=0.2, settle_s=0.2))
+    gateway = Gateway(
+        settings,
+        bus,
+        options=GatewayOptions(poll_interval_s=0.2, settle_s=0.2),
+        where=XDisplay.from_env(),
+    )
     serving = asyncio.create_task(gateway.run())
     todos = TodoList(settings.data_dir)
     original = new_id()

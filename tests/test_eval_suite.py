@@ -14,7 +14,7 @@ from jarvis.eval.runner import RunResult
 from jarvis.eval.suite import Check, SuiteError, load_suite, resolve_suite
 from jarvis.eval.summary import summarize, write_html
 from jarvis.llm.base import complete
-from jarvis.llm.types import LLMRequest, Message, ToolSpec
+from jarvis.llm.types import LLMRequest, Message, ToolSpec, Usage
 
 GOOD = """
 task: do it
@@ -146,7 +146,7 @@ def test_summary_counts_and_the_page_links_reports(tmp_path: Path) -> None:
             success=True,
             steps=2,
             wall_s=1.5,
-            tokens={"input": 10, "output": 2},
+            tokens=Usage(input_tokens=10, output_tokens=2),
             cost_usd=0.01,
             report=str(report),
         ),
@@ -162,3 +162,13 @@ def test_summary_counts_and_the_page_links_reports(tmp_path: Path) -> None:
     page = write_html(summary, results, tmp_path / "eval" / "summary.html").read_text()
     assert 'href="../runs/r1/report.html"' in page and "wrong text" in page
     assert json.loads((tmp_path / "eval" / "summary.json").read_text())["suite"] == "s"
+
+
+def test_a_run_counts_tokens_as_usage_and_writes_the_summary_shape() -> None:
+    """Inside, a run's tokens are the one Usage everything else uses; the JSON keeps the
+    eval summary's input/output/cache_read shape (a converter at the output)."""
+    result = RunResult(
+        task="a", repeat=1, run_id="r1", tokens=Usage(input_tokens=7, cache_read_tokens=3)
+    )
+    assert isinstance(result.tokens + Usage(output_tokens=1), Usage)
+    assert result.model_dump()["tokens"] == {"input": 7, "output": 0, "cache_read": 3}

@@ -21,6 +21,7 @@ from PIL import Image
 
 from jarvis.agent.factory import build_agent
 from jarvis.config import Settings, load_settings
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus
 from jarvis.geometry import REL_1000, Size
 from jarvis.llm.factory import make_provider
@@ -79,7 +80,9 @@ def script(app: TkApp, safety: dict | None) -> tuple[list[Any], list, tuple[int,
 
 
 async def run(settings: Settings, provider: Any) -> Any:
-    async with build_agent(settings, EventBus(), provider=provider) as agent:
+    async with build_agent(
+        settings, EventBus(), provider=provider, where=XDisplay.from_env()
+    ) as agent:
         return await asyncio.wait_for(agent.run(TASK), timeout=120)
 
 

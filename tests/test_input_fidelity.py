@@ -27,7 +27,7 @@ import pytest
 
 from jarvis.desktop.input import FailSafeError, Input, InputError
 from jarvis.desktop.screen import Screen, Size
-from jarvis.desktop.x11 import xdotool
+from jarvis.desktop.x11 import XDisplay, xdotool
 from tests.tkdriver import TkApp
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,7 +133,7 @@ def main(argv: list[str]) -> None:
         app = TkApp.start()
         try:
             app.reset()
-            inp = Input(failsafe=True)
+            inp = Input(failsafe=True, display=XDisplay.from_env())
             out = {model: run_cases(app, inp, Size.parse(model)) for model in argv[1:]}
         finally:
             app.close()
@@ -160,7 +160,7 @@ def fidelity_results(_tkapp_holder: Any) -> Iterator[dict[tuple[str, str], dict[
     try:
         app = _tkapp_holder.get()
         app.reset()
-        inp = Input(failsafe=True)
+        inp = Input(failsafe=True, display=XDisplay.from_env())
         for model in MATRIX[SESSION_SCREEN]:
             results[(SESSION_SCREEN, model)] = run_cases(app, inp, Size.parse(model))
         for screen, child in children.items():
@@ -205,7 +205,7 @@ def test_matrix_model_spaces_match_the_screen_aspect() -> None:
 
 @pytest.mark.parametrize("direction", ["up", "down", "left", "right"])
 def test_scroll_moves_in_the_asked_direction(tkapp: TkApp, direction: str) -> None:
-    inp = Input()
+    inp = Input(display=XDisplay.from_env())
     x, y = tkapp.widget_center("pad")
     mark = tkapp.mark()
     inp.scroll(x, y, direction, amount=3)  # type: ignore[arg-type]
@@ -216,7 +216,7 @@ def test_scroll_moves_in_the_asked_direction(tkapp: TkApp, direction: str) -> No
 
 
 def test_scroll_rejects_bad_arguments(tkapp: TkApp) -> None:
-    inp = Input()
+    inp = Input(display=XDisplay.from_env())
     with pytest.raises(InputError, match="direction"):
         inp.scroll(10, 10, "sideways")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="amount"):
@@ -226,7 +226,7 @@ def test_scroll_rejects_bad_arguments(tkapp: TkApp) -> None:
 
 
 def test_drag_is_press_motion_release(tkapp: TkApp) -> None:
-    inp = Input()
+    inp = Input(display=XDisplay.from_env())
     mark = tkapp.mark()
     inp.drag(600, 700, 1200, 400)
     drag = tkapp.wait_kind("drag", since=mark)
@@ -237,7 +237,7 @@ def test_drag_is_press_motion_release(tkapp: TkApp) -> None:
 
 
 def test_points_off_the_screen_are_input_errors(tkapp: TkApp) -> None:
-    inp = Input()
+    inp = Input(display=XDisplay.from_env())
     for bad in [(1920, 5), (5, 1080), (-1, 0)]:
         with pytest.raises(InputError, match="outside the screen"):
             inp.click(*bad)
@@ -248,7 +248,7 @@ def test_points_off_the_screen_are_input_errors(tkapp: TkApp) -> None:
 
 
 def test_failsafe_trips_when_a_person_throws_the_mouse_into_a_corner(tkapp: TkApp) -> None:
-    inp = Input(failsafe=True)
+    inp = Input(failsafe=True, display=XDisplay.from_env())
     inp.click(500, 500)
     xdotool("mousemove", "0", "0")  # a person, not Jarvis, moves the pointer
     mark = tkapp.mark()
@@ -259,12 +259,12 @@ def test_failsafe_trips_when_a_person_throws_the_mouse_into_a_corner(tkapp: TkAp
     tkapp.sync()
     assert tkapp.events("click", since=mark) == []
     # Off, the same situation goes ahead.
-    Input(failsafe=False).click(700, 500)
+    Input(failsafe=False, display=XDisplay.from_env()).click(700, 500)
     assert tkapp.wait_kind("click", since=mark)["x"] == 700
 
 
 def test_jarvis_may_click_a_corner_itself(tkapp: TkApp) -> None:
-    inp = Input(failsafe=True)
+    inp = Input(failsafe=True, display=XDisplay.from_env())
     mark = tkapp.mark()
     inp.click(1919, 0)
     inp.click(960, 540)  # the pointer is in a corner, but Jarvis put it there

@@ -26,6 +26,7 @@ from jarvis.desktop.input import (
     parse_chord,
     split_for_keymap,
 )
+from jarvis.desktop.x11 import XDisplay
 from tests.tkdriver import TkApp
 
 # ------------------------------------------------------------------ key names
@@ -165,7 +166,7 @@ def _first_key(app: TkApp, mark: int) -> dict:
 )
 def test_hotkeys_arrive_as_chords(tkapp: TkApp, chord: str, mods: set[str], keysym: str) -> None:
     mark = tkapp.mark()
-    Input().hotkey(chord)
+    Input(display=XDisplay.from_env()).hotkey(chord)
     key = _first_key(tkapp, mark)
     assert set(key["mods"]) == mods
     assert key["keysym"].lower() == keysym
@@ -183,7 +184,7 @@ def test_hotkeys_arrive_as_chords(tkapp: TkApp, chord: str, mods: set[str], keys
 )  # fmt: skip
 def test_single_keys_arrive(tkapp: TkApp, key: str) -> None:
     mark = tkapp.mark()
-    Input().press_key(key)
+    Input(display=XDisplay.from_env()).press_key(key)
     got = _first_key(tkapp, mark)
     expected = x11.char_keysym(key) if len(key) == 1 else XK.string_to_keysym(x11.keysym_name(key))
     assert got["keysym_num"] == expected, got
@@ -193,7 +194,7 @@ def test_single_keys_arrive(tkapp: TkApp, key: str) -> None:
 def test_keys_beyond_the_keymap_survive_repeated_presses(tkapp: TkApp) -> None:
     """F13-F24 are not on Xvfb's keymap; they must still arrive every time."""
     mark = tkapp.mark()
-    inp = Input()
+    inp = Input(display=XDisplay.from_env())
     expected = []
     for name in ["f13", "f24", "f20", "é", "f13"] * 4:
         inp.press_key(name)
@@ -204,7 +205,7 @@ def test_keys_beyond_the_keymap_survive_repeated_presses(tkapp: TkApp) -> None:
 
 
 def test_unknown_key_presses_nothing(tkapp: TkApp) -> None:
-    inp = Input()
+    inp = Input(display=XDisplay.from_env())
     mark = tkapp.mark()
     with pytest.raises(UnknownKeyError, match="'hyperdrive'"):
         inp.press_key("hyperdrive")
@@ -229,7 +230,7 @@ CORPUS = {
 
 def _type_into_box(app: TkApp, text: str, method: str) -> None:
     app.focus("box")
-    Input(type_method=method).type_text(text)  # type: ignore[arg-type]
+    Input(type_method=method, display=XDisplay.from_env()).type_text(text)  # type: ignore[arg-type]
     try:
         app.wait_for(lambda e: e["kind"] == "text" and e["text"] == text, timeout=5)
     except AssertionError:
@@ -251,7 +252,7 @@ def test_text_arrives_exactly(tkapp: TkApp, name: str, method: str) -> None:
 def test_newlines_and_tabs_are_return_and_tab(tkapp: TkApp, method: str) -> None:
     text = "first line\n\tindented é 中\nlast 😀 <>"
     tkapp.focus("notes")
-    Input(type_method=method).type_text(text)  # type: ignore[arg-type]
+    Input(type_method=method, display=XDisplay.from_env()).type_text(text)  # type: ignore[arg-type]
     tkapp.wait_for(lambda e: e["kind"] == "text" and e["text"] == text, timeout=5)
     assert tkapp.notes_text() == text
 
@@ -267,18 +268,21 @@ def test_long_text_in_many_scripts(tkapp: TkApp) -> None:
 
 def test_control_characters_are_refused(tkapp: TkApp) -> None:
     with pytest.raises(InputError, match="U\\+001B"):
-        Input().type_text("a\x1bb")
+        Input(display=XDisplay.from_env()).type_text("a\x1bb")
     tkapp.sync()
     assert tkapp.events("key") == []
 
 
 def test_auto_types_keys_whatever_the_text(xserver: object) -> None:
     """auto never depends on an application's paste key: long CJK text is typed too."""
-    inp = Input()
+    inp = Input(display=XDisplay.from_env())
     assert inp._choose_method(ASCII) == "xdotool"
     assert inp._choose_method("Grüße aus München") == "xdotool"
     assert inp._choose_method("".join(chr(0x4E00 + i) for i in range(200))) == "xdotool"
-    assert Input(type_method="clipboard")._choose_method("abc") == "clipboard"
+    assert (
+        Input(type_method="clipboard", display=XDisplay.from_env())._choose_method("abc")
+        == "clipboard"
+    )
 
 
 # ------------------------------------------------------------------ clipboard
@@ -348,8 +352,8 @@ def test_empty_clipboard_stays_empty(tkapp: TkApp, empty_clipboard: None) -> Non
 
 
 def test_pyautogui_has_no_pause_and_its_own_failsafe_is_ours(tkapp: TkApp) -> None:
-    gui = Input().gui  # imports pyautogui on the test display
+    gui = Input(display=XDisplay.from_env()).gui  # imports pyautogui on the test display
     assert gui.PAUSE == 0  # its default adds 100 ms to every call
     assert gui.FAILSAFE is False  # replaced by Input's own corner check (it knows where it left
     # the pointer), which is on by default
-    assert Input().failsafe is True
+    assert Input(display=XDisplay.from_env()).failsafe is True

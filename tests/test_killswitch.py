@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from jarvis.agent.factory import build_agent
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus, EventRecorder, TaskFinished
 from jarvis.safety.killswitch import (
     KillSwitch,
@@ -76,7 +77,7 @@ def test_release_held_keys_keeps_the_chord() -> None:
     subprocess.run(["xdotool", "keydown", "Shift_L", "keydown", "Control_L"], check=True)
     try:
         assert len(_keys_down()) == 2
-        released = release_held_keys({"Control_L", "Escape"})
+        released = release_held_keys({"Control_L", "Escape"}, XDisplay.from_env())
         assert len(released) == 1 and len(_keys_down()) == 1
     finally:
         subprocess.run(["xdotool", "keyup", "Control_L", "keyup", "Shift_L"], check=True)
@@ -103,7 +104,7 @@ def test_grab_fires_anywhere_and_only_once(tkapp: TkApp) -> None:
         count.append(1)
         pressed.set()
 
-    with KillSwitch("ctrl+alt+escape", on_press):
+    with KillSwitch("ctrl+alt+escape", on_press, XDisplay.from_env()):
         tkapp.focus("notes")
         mark = tkapp.mark()
         _press("ctrl+alt+Escape")
@@ -115,7 +116,7 @@ def test_grab_fires_anywhere_and_only_once(tkapp: TkApp) -> None:
         finally:
             _press("Num_Lock")
         with pytest.raises(KillSwitchError, match="already grabbed"):
-            KillSwitch("ctrl+alt+escape", on_press).start()
+            KillSwitch("ctrl+alt+escape", on_press, XDisplay.from_env()).start()
         _press("ctrl+alt+e")  # another chord is not ours
         tkapp.sync()
         escapes = [e for e in tkapp.events("key", since=mark) if e["keysym"] == "Escape"]
@@ -142,9 +143,9 @@ async def test_hotkey_stops_a_typing_task(
     )
     bus = EventBus()
     recorder = EventRecorder(bus)
-    async with build_agent(settings, bus) as agent:
+    async with build_agent(settings, bus, where=XDisplay.from_env()) as agent:
         loop = asyncio.get_running_loop()
-        with kill_switch(settings, agent, loop):
+        with kill_switch(settings, agent, loop, XDisplay.from_env()):
             run = asyncio.create_task(agent.run("type a long text"))
             typing = await asyncio.to_thread(
                 tkapp.wait_for,

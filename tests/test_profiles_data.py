@@ -233,3 +233,22 @@ async def test_a_call_left_as_text_in_a_native_reply_is_never_dropped(
     assert response.tool_calls[0].parse_error == expected
     if expected is None:
         assert response.tool_calls[0].arguments == {"x": 3, "y": 4}
+
+
+@pytest.mark.parametrize("setting", ["run", "report"])
+async def test_every_adapter_takes_text_tool_calls_at_construction(setting: str) -> None:
+    """What to do with a call written as text is a constructor argument of every adapter
+    (issue 23, point 5), not an attribute set on it afterwards."""
+    from jarvis.llm.anthropic import AnthropicProvider
+    from jarvis.llm.gemini import GeminiProvider
+    from jarvis.llm.openai import OpenAIProvider
+    from jarvis.llm.openai_responses import OpenAIResponsesProvider
+
+    for adapter in (AnthropicProvider, OpenAIProvider, OpenAIResponsesProvider, GeminiProvider):
+        provider = adapter(
+            "a-model", api_key="k", base_url="http://127.0.0.1:9/v1", text_tool_calls=setting
+        )
+        try:
+            assert provider.text_tool_calls == setting, adapter.__name__
+        finally:
+            await provider.aclose()

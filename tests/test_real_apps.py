@@ -42,6 +42,7 @@ from typing import Any
 
 import pytest
 
+from jarvis.desktop.x11 import XDisplay
 from tests.realapps import (
     APPS,
     EDITORS,
@@ -312,8 +313,8 @@ def main(argv: list[str]) -> None:
     ):
         from jarvis.desktop.input import Input
 
-        inp = Input(failsafe=True)
-        paster = Input(failsafe=True, type_method="clipboard")
+        inp = Input(failsafe=True, display=XDisplay.from_env())
+        paster = Input(failsafe=True, type_method="clipboard", display=XDisplay.from_env())
         page = PageServer(lines=300)
         try:
             for name in apps:
@@ -387,7 +388,7 @@ def test_real_app(matrix: dict[str, Any], size: str, app: str, case: str) -> Non
 def test_the_corpus_needs_more_keycodes_than_there_are_spare(xserver: object) -> None:
     from jarvis.desktop.x11 import read_keymap
 
-    assert len(set(CJK)) > read_keymap().capacity()
+    assert len(set(CJK)) > read_keymap(XDisplay.from_env()).capacity()
     assert len(CJK) >= 65
 
 

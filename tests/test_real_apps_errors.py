@@ -24,6 +24,7 @@ import pytest
 from jarvis.config import Settings
 from jarvis.desktop.clipboard import PasteRoute, _time_after
 from jarvis.desktop.input import Input, InputError
+from jarvis.desktop.x11 import XDisplay
 from jarvis.tools.context import ToolContext
 from tests.realapps import selection, set_clipboard
 
@@ -98,7 +99,7 @@ def paste_app(xserver: object, request: pytest.FixtureRequest) -> Iterator[Paste
 def test_a_fetch_that_is_not_caused_by_the_paste_key_is_no_paste(paste_app: PasteApp) -> None:
     set_clipboard("held before ✓")
     with pytest.raises(InputError, match=r"JarvisPasteApp.*did not take the pasted text"):
-        Input(type_method="clipboard").type_text("never pasted 中")
+        Input(type_method="clipboard", display=XDisplay.from_env()).type_text("never pasted 中")
     fetches = paste_app.seen(timeout=2)
     assert any(f.get("got") for f in fetches), "the app read the clipboard on its own"
     assert selection("CLIPBOARD") == "held before ✓"
@@ -108,7 +109,7 @@ def test_a_fetch_that_is_not_caused_by_the_paste_key_is_no_paste(paste_app: Past
 def test_a_paste_is_done_when_the_app_fetched_it_after_the_key(paste_app: PasteApp) -> None:
     set_clipboard("held before ✓")
     text = "pasted é 中 😀"
-    typed = Input(type_method="clipboard").type_text(text)
+    typed = Input(type_method="clipboard", display=XDisplay.from_env()).type_text(text)
     assert (typed.method, typed.chars, typed.paste_key) == ("clipboard", len(text), "ctrl+v")
     assert typed.target == "JarvisPasteApp"
     assert paste_app.seen(timeout=5) == [{"pasted": text}]
@@ -126,11 +127,11 @@ def test_the_paste_off_x11_says_it_could_not_check_delivery(
     from jarvis.desktop import x11
     from jarvis.tools.computer import build_registry
 
-    monkeypatch.setattr(x11, "is_x11", lambda: False)
+    monkeypatch.setattr(x11, "is_x11", lambda where: False)
     set_clipboard("held before ✓")
     settings = Settings(data_dir=tmp_path)
     registry = build_registry(settings, presets=[])
-    ctx = ToolContext.for_task(settings, "t-off-x11", input=Input())
+    ctx = ToolContext.for_task(settings, "t-off-x11", input=Input(display=XDisplay.from_env()))
     for text, method in (("never pasted 中", "pyperclip"), ("never typed", "write")):
         result = asyncio.run(registry.execute("type", {"text": text}, ctx))
         assert result.ok and result.data["method"] == method, result
@@ -148,7 +149,7 @@ def test_keys_into_a_frozen_window_are_an_error_through_the_tool(
 
     settings = Settings(data_dir=tmp_path)
     registry = build_registry(settings, presets=[])
-    ctx = ToolContext.for_task(settings, "t-frozen", input=Input())
+    ctx = ToolContext.for_task(settings, "t-frozen", input=Input(display=XDisplay.from_env()))
     result = asyncio.run(registry.execute("type", {"text": "lost 中文"}, ctx))
     assert not result.ok and result.error is not None
     assert "did not handle the typed keys" in result.error.message
@@ -158,7 +159,7 @@ def test_keys_into_a_frozen_window_are_an_error_through_the_tool(
 @pytest.mark.parametrize("paste_app", ["closes"], indirect=True)
 def test_keys_that_close_the_window_are_a_success(paste_app: PasteApp) -> None:
     """A dialog that Return closes handled its keys: its window going away is no error."""
-    typed = Input().type_text("bye now\n")
+    typed = Input(display=XDisplay.from_env()).type_text("bye now\n")
     assert (typed.method, typed.chars, typed.target) == ("xdotool", 8, "JarvisPasteApp")
     assert paste_app.seen(timeout=5) == [{"typed": "bye now"}]
 
@@ -169,7 +170,7 @@ def test_typing_without_a_focused_window_is_refused(xserver: object) -> None:
     _set_focus(X.NONE)
     for method in ("auto", "clipboard"):
         with pytest.raises(InputError, match="no window has the keyboard focus"):
-            Input(type_method=method).type_text("nowhere")  # type: ignore[arg-type]
+            Input(type_method=method, display=XDisplay.from_env()).type_text("nowhere")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from jarvis.cli import main
 from jarvis.config import Settings
 from jarvis.desktop.screen import Size, fit_size, screen_to_model
 from jarvis.desktop.windows import Windows
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import ApprovalRequested, Event, EventBus
 from jarvis.runs.replay_run import replay_task
 from jarvis.runs.report import locate
@@ -109,7 +110,7 @@ def test_replay_repeats_exactly(tkapp: TkApp, recording: Recording, capsys) -> N
 
 
 async def test_replay_follows_a_moved_window(tkapp: TkApp, recording: Recording) -> None:
-    windows = Windows()
+    windows = Windows(XDisplay.from_env())
     try:
         app_window = windows.at(5, 5)
         assert app_window.wm_class == "Tk"
@@ -118,7 +119,9 @@ async def test_replay_follows_a_moved_window(tkapp: TkApp, recording: Recording)
         while windows.at(5, 5).id == app_window.id and time.monotonic() < deadline:
             time.sleep(0.02)
         mark = tkapp.mark()
-        outcome = await replay_task(recording.settings, recording.task_id)
+        outcome = await replay_task(
+            recording.settings, recording.task_id, where=XDisplay.from_env()
+        )
         assert outcome.stopped is None, outcome.stopped
         tkapp.sync()
         assert tkapp.ok_pressed() == TEXT
@@ -147,7 +150,7 @@ def xterm_in_front() -> Iterator[None]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    windows = Windows()
+    windows = Windows(XDisplay.from_env())
     try:
         deadline = time.monotonic() + 10
         while windows.at(60, 50).wm_class != "XTerm":
@@ -166,7 +169,7 @@ async def test_replay_stops_when_another_window_is_in_front(
 ) -> None:
     mark = tkapp.mark()
     before = pointer()
-    outcome = await replay_task(recording.settings, recording.task_id)
+    outcome = await replay_task(recording.settings, recording.task_id, where=XDisplay.from_env())
     assert outcome.stopped is not None
     assert "not on the screen" in outcome.stopped and "not acting blind" in outcome.stopped
     assert outcome.done == 0
@@ -183,7 +186,7 @@ async def test_replay_stops_when_another_window_is_in_front(
 @contextmanager
 def moved(dx: int) -> Iterator[None]:
     """The Tk app's window moved right by ``dx`` screen pixels, for the block."""
-    windows = Windows()
+    windows = Windows(XDisplay.from_env())
     app_window = windows.at(5, 5)
     assert app_window.wm_class == "Tk"
     try:
@@ -216,10 +219,14 @@ async def test_the_model_regrounds_a_target_out_of_reach(
         fake_model.script(Reply(tool_calls=[call("point", x=box[0], y=box[1])]))
         # without --model the replay refuses
         mark = tkapp.mark()
-        refused = await replay_task(recording.settings, recording.task_id)
+        refused = await replay_task(
+            recording.settings, recording.task_id, where=XDisplay.from_env()
+        )
         assert refused.stopped is not None and "not acting blind" in refused.stopped
         assert clicks(tkapp, mark) == []
-        outcome = await replay_task(recording.settings, recording.task_id, use_model=True)
+        outcome = await replay_task(
+            recording.settings, recording.task_id, use_model=True, where=XDisplay.from_env()
+        )
         assert outcome.stopped is None, outcome.stopped
         tkapp.sync()
         assert tkapp.ok_pressed() == TEXT
@@ -237,7 +244,9 @@ async def test_the_model_saying_not_found_stops_the_replay(
     fake_model.script(Reply(tool_calls=[call("not_found", reason="no such box")]))
     with moved(FAR):
         mark = tkapp.mark()
-        outcome = await replay_task(recording.settings, recording.task_id, use_model=True)
+        outcome = await replay_task(
+            recording.settings, recording.task_id, use_model=True, where=XDisplay.from_env()
+        )
     assert outcome.stopped is not None
     assert "neither the recording nor the model found the target" in outcome.stopped
     assert clicks(tkapp, mark) == [] and outcome.done == 0
@@ -283,7 +292,9 @@ async def test_a_recorded_held_call_is_held_again_and_a_denial_stops_the_replay(
     deny = lambda store, event: store.resolve(event.approval_id, "deny", "not again", via="tui")  # noqa: E731
     bus, gate, asked = _attended(settings, deny)
     mark = tkapp.mark()
-    outcome = await replay_task(settings, recording.task_id, bus=bus, approvals=gate)
+    outcome = await replay_task(
+        settings, recording.task_id, bus=bus, approvals=gate, where=XDisplay.from_env()
+    )
     assert [(a.tool_name, a.arguments) for a in asked] == [("type", {"text": TEXT})]
     assert outcome.stopped is not None and "the user denied it" in outcome.stopped
     assert "not again" in outcome.stopped and outcome.done == 1  # the first click only
@@ -294,7 +305,9 @@ async def test_a_recorded_held_call_is_held_again_and_a_denial_stops_the_replay(
     tkapp.reset()
     allow = lambda store, event: store.resolve(event.approval_id, "allow_once", via="tui")  # noqa: E731
     bus, gate, asked = _attended(settings, allow)
-    outcome = await replay_task(settings, recording.task_id, bus=bus, approvals=gate)
+    outcome = await replay_task(
+        settings, recording.task_id, bus=bus, approvals=gate, where=XDisplay.from_env()
+    )
     assert outcome.stopped is None and len(asked) == 1
     tkapp.sync()
     assert tkapp.ok_pressed() == TEXT
@@ -335,7 +348,10 @@ async def test_the_kill_switch_stops_a_replay(tkapp: TkApp, recording: Recording
     bus, gate, asked = _attended(settings, press)
     mark = tkapp.mark()
     outcome = await asyncio.wait_for(
-        replay_task(settings, recording.task_id, bus=bus, approvals=gate), 30
+        replay_task(
+            settings, recording.task_id, bus=bus, approvals=gate, where=XDisplay.from_env()
+        ),
+        30,
     )
     assert outcome.stopped == "cancelled by hotkey" and outcome.done == 1 and len(asked) == 1
     info = json.loads((outcome.folder / "run.json").read_text())

@@ -18,6 +18,7 @@ from PIL import Image
 
 from jarvis.agent.factory import build_agent
 from jarvis.desktop.screen import Size, fit_size, screen_to_model
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus
 from jarvis.llm.factory import make_provider
 from jarvis.llm.openai_actions import SafetyCheck, map_action
@@ -69,7 +70,7 @@ def script(app: TkApp, checks=()) -> list[Reply]:
 
 async def run(settings, provider) -> Any:
     bus = EventBus()
-    async with build_agent(settings, bus, provider=provider) as agent:
+    async with build_agent(settings, bus, provider=provider, where=XDisplay.from_env()) as agent:
         return await asyncio.wait_for(agent.run(TASK), timeout=120)
 
 

@@ -108,3 +108,21 @@ async def test_safety_checks_are_never_approved_unattended(tmp_path: Path) -> No
         current_context.reset(token)
     assert isinstance(verdict, str) and "no one can approve it here" in verdict
     assert not recorder.of(ApprovalRequested)
+
+
+async def test_an_approver_given_at_construction_is_kept() -> None:
+    """A caller that builds its provider with the task's gate as approver (the way to wire
+    it through the constructor) keeps it: build_agent routes only a provider that has the
+    default approver, nobody there."""
+    from jarvis.agent.safety_checks import route_safety_checks
+
+    gate = ApprovalGate(SafetySettings(), ApprovalStore(EventBus()))
+    approve = approver(gate)
+    provider = OpenAIResponsesProvider(
+        "gpt-5.4", approve=approve, api_key="k", base_url="http://127.0.0.1:9/v1"
+    )
+    try:
+        assert route_safety_checks(provider, gate) is False
+        assert provider.approve is approve
+    finally:
+        await provider.aclose()

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from jarvis.config import Settings
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus, EventRecorder, ReplyReady, TaskStarted
 from jarvis.gateway.gateway import Gateway, GatewayOptions, GatewayReport
 from jarvis.gateway.queue import MessageQueue
@@ -89,7 +90,9 @@ def serve_settings(tmp_path: Path, fake_model: FakeModel, monkeypatch: Any) -> S
 
 
 def once(settings: Settings, bus: EventBus | None = None, **options: Any) -> GatewayReport:
-    gateway = Gateway(settings, bus, options=GatewayOptions(once=True, **options))
+    gateway = Gateway(
+        settings, bus, options=GatewayOptions(once=True, **options), where=XDisplay.from_env()
+    )
     return asyncio.run(gateway.run())
 
 
@@ -258,7 +261,11 @@ async def test_a_task_cancelled_in_todos_md_stops_and_stays_cancelled(
     queue, todos = MessageQueue(settings.data_dir), TodoList(settings.data_dir)
     message = queue.append("count to a million")
     fake_model.set_default(responder(slow_step))
-    gateway = Gateway(settings, options=GatewayOptions(once=True, watch_interval_s=0.05))
+    gateway = Gateway(
+        settings,
+        options=GatewayOptions(once=True, watch_interval_s=0.05),
+        where=XDisplay.from_env(),
+    )
     run = asyncio.create_task(gateway.run())
     await until(lambda: any(is_step(r) for r in fake_model.requests))
     await asyncio.to_thread(todos.update, "T001", status="cancelled")  # a person's edit
@@ -279,7 +286,9 @@ async def test_a_hand_written_inbox_entry_is_picked_up_while_serving(
     settings = serve_settings(tmp_path, fake_model, monkeypatch)
     queue = MessageQueue(settings.data_dir)
     fake_model.set_default(responder())
-    gateway = Gateway(settings, options=GatewayOptions(poll_interval_s=0.2))
+    gateway = Gateway(
+        settings, options=GatewayOptions(poll_interval_s=0.2), where=XDisplay.from_env()
+    )
     run = asyncio.create_task(gateway.run())
     try:
         await until(gateway.ready.is_set)
@@ -313,7 +322,7 @@ async def test_an_update_merged_while_running_runs_the_task_again(
 
     fake_model.set_default(responder(step, route))
     options = GatewayOptions(poll_interval_s=0.1, settle_s=0.1)
-    gateway = Gateway(settings, options=options)
+    gateway = Gateway(settings, options=options, where=XDisplay.from_env())
     run = asyncio.create_task(gateway.run())
     await until(lambda: any(is_step(r) for r in fake_model.requests))
     second = await asyncio.to_thread(queue.append, "and sign it with my name")
@@ -350,7 +359,9 @@ async def test_long_term_memory_is_offered_and_compressed_when_idle(
         return responder()(request)
 
     fake_model.set_default(answer)
-    gateway = Gateway(settings, options=GatewayOptions(poll_interval_s=0.1))
+    gateway = Gateway(
+        settings, options=GatewayOptions(poll_interval_s=0.1), where=XDisplay.from_env()
+    )
     run = asyncio.create_task(gateway.run())
     try:
         await until(lambda: gateway.report.compressions == 1 and gateway.report.runs, 60)

@@ -11,6 +11,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus, EventRecorder, ReplyReady, TaskFinished
 from jarvis.gateway.gateway import Gateway, GatewayOptions
 from jarvis.gateway.queue import MessageQueue
@@ -51,7 +52,7 @@ async def test_a_dropped_file_is_run_on_the_desktop_and_archived_with_its_result
     events = EventRecorder(bus)
     queue, todos = MessageQueue(settings.data_dir), TodoList(settings.data_dir)
     options = GatewayOptions(poll_interval_s=0.2, settle_s=0.2)
-    gateway = Gateway(settings, bus, options=options)
+    gateway = Gateway(settings, bus, options=options, where=XDisplay.from_env())
     serving = asyncio.create_task(gateway.run())
     try:
         await until(gateway.ready.is_set)  # the drop folder is watched

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus, EventRecorder, ToolCallFinished
 from jarvis.gateway.gateway import Gateway, GatewayOptions
 from jarvis.gateway.queue import MessageQueue
@@ -48,7 +49,12 @@ async def test_skills_load_break_and_reload_while_serving(
     fake_model.set_default(responder(step))
     bus = EventBus()
     events = EventRecorder(bus)
-    gateway = Gateway(settings, bus, options=GatewayOptions(poll_interval_s=0.1, settle_s=0.05))
+    gateway = Gateway(
+        settings,
+        bus,
+        options=GatewayOptions(poll_interval_s=0.1, settle_s=0.05),
+        where=XDisplay.from_env(),
+    )
     run = asyncio.create_task(gateway.run())
     try:
         await until(gateway.ready.is_set)

@@ -19,6 +19,7 @@ from jarvis.config import load_settings
 from jarvis.desktop.input import Input
 from jarvis.desktop.screen import Screen
 from jarvis.desktop.settle import Settler, SettleResult
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import ApprovalRequested, EventBus
 from jarvis.llm.types import ToolCall
 from jarvis.memory.short_term import StepRecord
@@ -110,7 +111,9 @@ async def rig(tmp_path: Path, tkapp: TkApp) -> AsyncIterator[Rig]:
     skills.scan()
     assert skills.problems == [] and "count_letters" in registry
     with Screen.from_settings(settings) as screen:
-        ctx = ToolContext.for_task(settings, "t-props", screen=screen, input=Input())
+        ctx = ToolContext.for_task(
+            settings, "t-props", screen=screen, input=Input(display=XDisplay.from_env())
+        )
         settle = CountedSettle(Settler(screen, settings))
         async with McpManager.running(settings) as manager:
             manager.attach(registry)

@@ -19,6 +19,7 @@ from PIL import Image
 from jarvis.api.server import HttpService
 from jarvis.api.settings import HttpAddress
 from jarvis.config import Settings
+from jarvis.desktop.x11 import XDisplay
 from jarvis.gateway.gateway import Gateway, GatewayOptions
 from jarvis.runs.reader import events_after
 from jarvis.tui.app import JarvisApp
@@ -40,7 +41,7 @@ SIZE = (120, 40)
 @asynccontextmanager
 async def gateway_on(settings: Settings, port: int) -> AsyncIterator[HttpService]:
     opts = GatewayOptions(poll_interval_s=0.2, settle_s=0.05, watch_interval_s=0.1)
-    gateway = Gateway(settings, options=opts)
+    gateway = Gateway(settings, options=opts, where=XDisplay.from_env())
     service = HttpService(gateway, HttpAddress(host="127.0.0.1", port=port), announce=str)
     gateway.services.append(service.running)
     run = asyncio.create_task(gateway.run())

@@ -4,8 +4,11 @@ type concurrently from two threads, and each app sees only its own desktop's inp
 
 from __future__ import annotations
 
+import os
+import shutil
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -73,6 +76,49 @@ def test_two_desktops_drive_two_displays_at_once(xserver: Xvfb, second_display: 
             assert typed2 == "beta" * 4 + "!"
             # each screen shows its own app: the captures differ in size and content
             assert first.screen.capture().screen_size != second.screen.capture().screen_size
+    finally:
+        first_app.close()
+        second_app.close()
+
+
+def _path_without(tool: str, into: Path) -> str:
+    """A PATH with every program of this one but ``tool``: links in ``into``."""
+    into.mkdir()
+    for folder in os.environ["PATH"].split(os.pathsep):
+        if not os.path.isdir(folder):
+            continue
+        for entry in os.scandir(folder):
+            link = into / entry.name
+            if entry.name != tool and not link.exists():
+                link.symlink_to(entry.path)
+    return str(into)
+
+
+def test_keys_without_xdotool_land_on_their_own_display(
+    xserver: Xvfb, second_display: Xvfb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without xdotool a chord goes through XTEST on the Desktop's own connection: pyautogui
+    would press it on the process's DISPLAY (the first display here)."""
+    first_where = XDisplay(xserver.display, xserver.xauthority)
+    second_where = XDisplay(second_display.display, second_display.xauthority)
+    assert os.environ["DISPLAY"] == first_where.name
+    first_app = TkApp.start(env=first_where.env())
+    second_app = TkApp.start(env=second_where.env())
+    try:
+        monkeypatch.setenv("PATH", _path_without("xdotool", tmp_path / "bin"))
+        assert shutil.which("xdotool") is None and shutil.which("xclip") is not None
+        with Desktop.open(Settings(failsafe=False), second_where) as second:
+            second.input.click(*second_app.widget_center("box"))
+            second.input.hotkey("shift+x")
+            second.input.press_key("!")
+            second.input.click(*second_app.widget_center("ok"))
+            second_app.sync()
+            first_app.sync()
+            assert second_app.ok_pressed() == "X!"
+            keys = [(e["char"], e["mods"]) for e in second_app.events("key") if not e["modifier"]]
+            assert keys == [("X", ["shift"]), ("!", ["shift"])]
+            assert first_app.events("key") == []
+            assert first_app.ok_pressed() is None
     finally:
         first_app.close()
         second_app.close()

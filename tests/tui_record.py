@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from jarvis.desktop.x11 import XDisplay
 from tests.fake_model import FakeModel, Reply, call
 from tests.tkdriver import TkApp
 from tests.xserver import start_xvfb
@@ -68,7 +69,7 @@ async def record(data_dir: Path, fake: FakeModel) -> None:
         ),
         Reply(text="Reading the screen slowly " * 40, text_chunk=6, delay_s=0.01),
     )
-    async with build_agent(settings, bus) as agent:
+    async with build_agent(settings, bus, where=XDisplay.from_env()) as agent:
         await agent.run("Write hello world into the notes", task_id="T001")
         await agent.run("Log in to the mail account", task_id="T002")
         running = asyncio.create_task(agent.run("Describe the screen", task_id="T003"))
@@ -124,7 +125,7 @@ async def record_approvals(data_dir: Path, fake: FakeModel) -> None:
             Reply(text='{"done": true, "reason": "The command is typed in the box."}'),
         )
         gate = ApprovalGate(settings.safety, store)
-        async with build_agent(settings, bus, approvals=gate) as agent:
+        async with build_agent(settings, bus, approvals=gate, where=XDisplay.from_env()) as agent:
             await agent.run("Clear the scratch folder", task_id="T005")
     finally:
         app.close()

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
+from jarvis import prompts
 from jarvis.agent import cutoff
 from jarvis.agent.brain import Brain, Decision, ThinkContext
 from jarvis.agent.cerebellum import Cerebellum
@@ -381,10 +382,7 @@ class Agent:
             state.verify_failures += 1
             if state.verify_failures > self.settings.max_verify_failures:
                 raise TaskEnded("failed", f"verification failed: {result.reason}")
-            state.notes.append(
-                f"You called `finished`, but a check of the screen says the task is not done: "
-                f"{result.reason} Continue the task."
-            )
+            state.notes.append(prompts.render_text("not_done", reason=result.reason))
             return
         if verdict == "stuck":
             raise TaskEnded("failed", "stuck: the same action was repeated on an unchanged screen")

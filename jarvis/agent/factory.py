@@ -28,7 +28,7 @@ from jarvis.memory.long_term import LongTermMemory
 from jarvis.memory.recall import MemoryBridge
 from jarvis.runs.records import RunRecorder, StepHooks
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
-from jarvis.safety.takeover import ScreenHold
+from jarvis.safety.takeover import ScreenHold, interrupt_typing
 from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext
 from jarvis.tools.grounded import NAME as CLICK_TARGET
@@ -51,11 +51,11 @@ async def build_agent(
     long_term: LongTerm | None = None,
     todos: Callable[[], str] | None = None,
     approvals: ApprovalGate | None = None,
-    where: XDisplay | None = None,
+    where: XDisplay,
     on_verified: Callable[[str, str], Awaitable[None]] | None = None,
 ) -> AsyncIterator[Agent]:
-    """An Agent wired to the desktop on ``where`` (default: the display this process was
-    started on); closes the desktop, memory and provider afterwards.
+    """An Agent wired to the desktop on ``where``; closes the desktop, memory and provider
+    afterwards.
 
     Risky calls wait at ``approvals`` (default: a gate nobody answers but the API); a
     ``registry`` handed in brings its own gate. With ``settings.long_term_memory`` and no
@@ -131,7 +131,12 @@ def agent_on(
     on_verified: Callable[[str, str], Awaitable[None]] | None = None,
 ) -> Agent:
     """An Agent that works on ``desktop`` (its screen, input, settle and stop event)."""
-    hold = ScreenHold(bus, settings.takeover.idle_end_s, refused_approvers(settings.channels))
+    hold = ScreenHold(
+        bus,
+        settings.takeover.idle_end_s,
+        refused_approvers(settings.channels),
+        stop_typing=lambda: interrupt_typing(desktop.where),  # where it types now
+    )
     desktop.input.hold = hold.held  # a person's takeover: input refuses, the loop waits
 
     def context_for(task_id: str, channels: tuple[str, ...] = ()) -> ToolContext:

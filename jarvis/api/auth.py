@@ -34,10 +34,10 @@ from pathlib import Path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from jarvis.api.settings import LOOPBACK_NAMES
+from jarvis.discovery import TOKEN_FILE
 
 log = logging.getLogger(__name__)
 
-TOKEN_FILE = Path("config") / "api_token"
 COOKIE = "jarvis_session"
 MIN_TOKEN_LEN = 32
 PUBLIC_PATHS = ("/", "/login", "/api/login", "/favicon.ico", "/.well-known/agent-card.json")

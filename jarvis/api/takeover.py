@@ -110,7 +110,7 @@ async def live_view(settings: Settings, where: XDisplay | None) -> AsyncIterator
     on X11 with x11vnc installed; otherwise no display has a live view and the panel keeps
     its JPEG)."""
     view = LiveView()
-    if settings.takeover.enabled and where is not None and where.name and x11.is_x11():
+    if settings.takeover.enabled and where is not None and where.name and x11.is_x11(where):
         server = VncServer(where.name, where.xauthority)
         try:
             await asyncio.to_thread(server.start)

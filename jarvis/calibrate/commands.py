@@ -44,8 +44,10 @@ def screen_size(given: Size | None, settings: Settings) -> Size:
         return given
     try:
         from jarvis.desktop.desktop import Desktop
+        from jarvis.desktop.x11 import XDisplay
 
-        with Desktop.open(settings) as desktop:  # the same desktop the agent gets
+        # the same desktop the agent gets, on the display the command was started on
+        with Desktop.open(settings, XDisplay.from_env()) as desktop:
             return desktop.screen.size
     except Exception as exc:  # no display: the picture is synthetic, any size will do
         log.info("calibrate: no display (%s); using %s", exc, FALLBACK_SCREEN)

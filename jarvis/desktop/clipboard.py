@@ -151,11 +151,11 @@ class ClipboardPaster:
     """
 
     def __init__(
-        self, timeout: float = 3.0, selection: str = "CLIPBOARD", where: XDisplay | None = None
+        self, timeout: float = 3.0, selection: str = "CLIPBOARD", *, where: XDisplay
     ) -> None:
         self.timeout = timeout
         self.selection = selection
-        self.where = where or XDisplay.from_env()
+        self.where = where
         self._previous: ClipboardContent | None = None
 
     def __enter__(self) -> ClipboardPaster:

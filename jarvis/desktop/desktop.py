@@ -3,13 +3,14 @@
 :class:`Desktop` is made for one display (:class:`~jarvis.desktop.x11.XDisplay`: its
 name and cookie file) and holds what the agent uses there: the screen (capture, its own
 mss connection), input (mouse through its own XTEST connection, keys and text through
-xdotool run on that display), settle, window lookups (its own python-xlib connection),
-the clipboard (xclip run on that display), the kill-switch grab on that display, the
-stop event that interrupts its input and, with the ``observation`` setting, the
-accessibility tree of its focused window (``elements``, read through the display's session
-bus). Nothing here reads or changes the process's
-``DISPLAY``: the person's display, ``--sandbox``'s and a channel's private display are
-just other Desktops, and two of them can be driven from one process at once.
+xdotool run on that display, or XTEST without xdotool), settle, window lookups (its own
+python-xlib connection), the clipboard (xclip run on that display), the stop event that
+interrupts its input and, with the ``observation`` setting, the accessibility tree of its
+focused window (``elements``, read through the display's session bus). The kill switch is
+grabbed on the person's display, which a task's desktop may have left
+(:func:`jarvis.safety.killswitch.kill_switch`). Nothing here reads or changes the
+process's ``DISPLAY``: the person's display, ``--sandbox``'s and a channel's private
+display are just other Desktops, and two of them can be driven from one process at once.
 
 :meth:`Desktop.move_to` moves one onto another display between tasks (a channel's
 private display, and back); what follows it (the live screen, a recorder's crops) reads
@@ -25,7 +26,6 @@ from typing import TYPE_CHECKING
 from jarvis.desktop.a11y import A11yReader
 from jarvis.desktop.a11y_view import ElementView
 from jarvis.desktop.clipboard import ClipboardContent, read_clipboard, write_clipboard
-from jarvis.desktop.hotkey import KillSwitch
 from jarvis.desktop.input import Input
 from jarvis.desktop.screen import Screen
 from jarvis.desktop.settle import Settler
@@ -64,17 +64,16 @@ class Desktop:
     def open(
         cls,
         settings: Settings,
-        where: XDisplay | None = None,
+        where: XDisplay,
         stop: threading.Event | None = None,
         sizer: Callable[[Size], tuple[Size, Size]] | None = None,
         session_bus: str | None = None,
     ) -> Desktop:
-        """The desktop on ``where`` (default: the display this process was started on),
-        set up from ``settings``; ``stop``, once set, interrupts its input and settle;
-        ``sizer`` is the model profile's sizing rule for the screen. ``session_bus`` is
-        the D-Bus session of ``where`` whose accessibility bus the tree is read from
-        (default: the ``a11y_session_bus`` setting, else ``where``'s own)."""
-        where = where or XDisplay.from_env()
+        """The desktop on ``where``, set up from ``settings``; ``stop``, once set,
+        interrupts its input and settle; ``sizer`` is the model profile's sizing rule for
+        the screen. ``session_bus`` is the D-Bus session of ``where`` whose accessibility
+        bus the tree is read from (default: the ``a11y_session_bus`` setting, else
+        ``where``'s own)."""
         if session_bus is None:
             session_bus = settings.a11y_session_bus or where.session_bus
         stop = stop or threading.Event()
@@ -113,11 +112,6 @@ class Desktop:
         self.where = where
         for follow in self._followers:
             follow(where)
-
-    def kill_switch(self, chord: str, on_press: Callable[[], None]) -> KillSwitch:
-        """A grab of ``chord`` on this desktop's display (start it, or use it as a context
-        manager) that calls ``on_press`` in its own thread on each press."""
-        return KillSwitch(chord, on_press, self.where)
 
     def read_clipboard(self, selection: str = "CLIPBOARD") -> ClipboardContent | None:
         return read_clipboard(selection=selection, where=self.where)

@@ -53,14 +53,12 @@ def chord_grab(chord: str) -> tuple[int, str]:
 
 
 class KillSwitch:
-    """Grab ``chord`` on the X display ``where`` (default: the one this process was started
-    on) and call ``on_press`` (in the listener thread) each time it is pressed."""
+    """Grab ``chord`` on the X display ``where`` and call ``on_press`` (in the listener
+    thread) each time it is pressed."""
 
-    def __init__(
-        self, chord: str, on_press: Callable[[], None], where: x11.XDisplay | None = None
-    ) -> None:
+    def __init__(self, chord: str, on_press: Callable[[], None], where: x11.XDisplay) -> None:
         self.chord = chord
-        self.where = where or x11.XDisplay.from_env()
+        self.where = where
         self.mask, self.keysym = chord_grab(chord)
         self.on_press = on_press
         self._display: Any = None

@@ -11,7 +11,9 @@ How each primitive is delivered, and why:
   releases, so the target sees button-held motion and the release point. Scroll on X11
   is buttons 4/5 (up/down) and 6/7 (left/right); on Windows horizontal scroll is
   shift+wheel.
-- Keys on X11 go through ``xdotool key``; a keysym missing from the keymap (F13-F24,
+- Keys on X11 go through ``xdotool key``, or without xdotool XTEST on the Input's own
+  connection (:func:`jarvis.desktop.x11.key_chord`; never pyautogui, which presses on
+  the process's ``DISPLAY``); a keysym missing from the keymap (F13-F24,
   a non-ASCII character) is first put on a spare keycode (see
   :class:`jarvis.desktop.x11.SpareKeycodes`), because xdotool's own remapping races
   with the receiving client. Elsewhere keys go through pyautogui keyDown/keyUp.
@@ -128,19 +130,20 @@ class Input:
         failsafe: bool = True,
         type_method: TypeMethod = "auto",
         stop: threading.Event | None = None,
-        display: x11.XDisplay | None = None,
         hold: threading.Event | None = None,
+        *,
+        display: x11.XDisplay,
     ) -> None:
         """``stop``, once set, interrupts a running action between its pieces (typing
         chunks, drag steps) and refuses new ones, until it is cleared. ``display`` is the
-        X display to act on (default: the one this process was started on). ``hold`` acts
-        like ``stop`` while it is set: a person holds the screen (a takeover)."""
+        X display to act on (its name empty where there is no X: Windows, macOS). ``hold``
+        acts like ``stop`` while it is set: a person holds the screen (a takeover)."""
         if type_method not in ("auto", "xdotool", "clipboard"):
             raise ValueError(f"unknown type_method {type_method!r}")
         self.failsafe = failsafe
         self.type_method: TypeMethod = type_method
-        self._x11 = display is not None or x11.is_x11()
-        self.where = display or x11.XDisplay.from_env()
+        self._x11 = x11.is_x11(display)
+        self.where = display
         self._pg: Any = None
         self._pointer = XPointer(self.where)
         self._bounds: tuple[int, int, int, int] | None = None
@@ -156,7 +159,8 @@ class Input:
         cls,
         settings: Settings,
         stop: threading.Event | None = None,
-        display: x11.XDisplay | None = None,
+        *,
+        display: x11.XDisplay,
     ) -> Input:
         return cls(
             failsafe=settings.failsafe,
@@ -356,11 +360,18 @@ class Input:
         self.hotkey(key)
 
     def _press(self, chord: list[str]) -> None:
-        if self._x11 and x11.have("xdotool"):
-            self._spare.ensure([x11.keysym_number(k) for k in chord])
-            self._xdotool("key", "+".join(x11.keysym_name(k) for k in chord))
-        else:
+        if not self._x11:
             self.gui.hotkey(*[pyautogui_key(k) for k in chord])
+            return
+        keysyms = [x11.keysym_number(k) for k in chord]
+        self._spare.ensure(keysyms)
+        if x11.have("xdotool"):
+            self._xdotool("key", "+".join(x11.keysym_name(k) for k in chord))
+            return
+        try:  # XTEST on our own connection: pyautogui would press on $DISPLAY
+            x11.key_chord(self._pointer.display, keysyms)
+        except x11.X11Error as exc:
+            raise InputError(str(exc)) from exc
 
     def _xdotool(self, *args: str, timeout: float = 10.0) -> None:
         try:

@@ -128,7 +128,7 @@ class KeyTyper:
         if not client.pings:
             time.sleep(_GRACE_S)
             return
-        answer = ping(client.toplevel, _PING_TIMEOUT_S, self.spare.where)
+        answer = ping(client.toplevel, _PING_TIMEOUT_S, where=self.spare.where)
         if answer == "gone":  # the keys closed it (Return in a dialog): they were handled
             log.debug("the focused window went away while typing")
         elif answer == "silent":

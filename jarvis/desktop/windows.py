@@ -51,12 +51,12 @@ UNKNOWN = WindowInfo()
 
 
 class Windows:
-    """Window lookups on one X display (lazy; thread-safe): ``where``, default the one this
-    process was started on; :meth:`move_to` another (a task's private display, and back)."""
+    """Window lookups on one X display (lazy; thread-safe): ``where``; :meth:`move_to`
+    another (a task's private display, and back)."""
 
-    def __init__(self, where: XDisplay | None = None) -> None:
+    def __init__(self, where: XDisplay) -> None:
         self._display: Any = None
-        self._where = where or XDisplay.from_env()
+        self._where = where
         self._failed = False
         self._lock = threading.Lock()
 

@@ -72,10 +72,9 @@ class XDisplay:
         return open_display(self.name, self.xauthority)
 
 
-def is_x11(where: XDisplay | None = None) -> bool:
-    """True when ``where`` (default: the display this process was started on) is an X
-    display to talk to (Linux or BSD, a display name given)."""
-    name = (where or XDisplay.from_env()).name
+def is_x11(where: XDisplay) -> bool:
+    """True when ``where`` is an X display to talk to (Linux or BSD, a display name given)."""
+    name = where.name
     return bool(name) and os.name == "posix" and os.uname().sysname != "Darwin"
 
 
@@ -180,6 +179,38 @@ def click_burst(display: Any, button: int, count: int) -> None:
         raise X11Error(f"the display took no click: {exc!r}") from exc
 
 
+_SHIFT_L = 0xFFE1  # the Shift_L keysym
+
+
+def key_chord(display: Any, keysyms: list[int]) -> None:
+    """Press ``keysyms`` in order and release them in reverse with XTEST on ``display``
+    (an open python-xlib connection), as ``xdotool key`` does: each keysym's keycode
+    is read from the server's keymap now (python-xlib's cached copy may be older than
+    our spare keycodes), and a keysym found only on a key's shifted level gets Shift
+    held with it. A keysym not on the keymap is an X11Error; nothing is pressed then."""
+    from Xlib import X
+    from Xlib.ext import xtest
+
+    try:
+        keymap = Keymap.read(display)
+        codes: list[int] = []
+        for sym in keysyms:
+            code, level = keymap.keycode(sym)
+            if level == 1:
+                shift, _ = keymap.keycode(_SHIFT_L)
+                codes += [c for c in (shift,) if c not in codes]
+            codes.append(code)
+        for code in codes:
+            xtest.fake_input(display, X.KeyPress, code, time=_CLICK_GAP_MS)
+        for code in reversed(codes):
+            xtest.fake_input(display, X.KeyRelease, code, time=_CLICK_GAP_MS)
+        display.sync()
+    except X11Error:
+        raise
+    except Exception as exc:  # the display is gone or refuses us
+        raise X11Error(f"the display took no keys: {exc!r}") from exc
+
+
 def char_keysym(char: str) -> int:
     """The X keysym for one character (Latin-1 keysyms are the code point)."""
     code = ord(char)
@@ -265,6 +296,15 @@ class Keymap:
         """Keycodes without any keysym (no physical key), the last one left to xdotool."""
         return [self.first + i for i, row in enumerate(self.rows) if not any(row)][:-1]
 
+    def keycode(self, keysym: int) -> tuple[int, int]:
+        """(keycode, level) of ``keysym``: the first key with it unshifted (level 0),
+        else the first with it shifted (level 1); X11Error when no key has it."""
+        for level in (0, 1):
+            for i, row in enumerate(self.rows):
+                if len(row) > level and row[level] == keysym:
+                    return self.first + i, level
+        raise X11Error(f"the keysym {keysym:#x} is on no key of the keymap")
+
     def keysyms(self, base_only: bool = False) -> set[int]:
         """Every keysym on the keymap; ``base_only`` leaves out the rows we mapped."""
         rows = [r for r in self.rows if not (base_only and self.is_ours(r))]
@@ -280,8 +320,8 @@ def our_row(keysym: int) -> list[int]:
     return [keysym, keysym, _VOID, _VOID]
 
 
-def read_keymap(where: XDisplay | None = None) -> Keymap:
-    display = (where or XDisplay.from_env()).open()
+def read_keymap(where: XDisplay) -> Keymap:
+    display = where.open()
     try:
         return Keymap.read(display)
     finally:
@@ -300,8 +340,8 @@ class SpareKeycodes:
     Keycodes without keysyms have no physical key, so this changes no real key.
     """
 
-    def __init__(self, where: XDisplay | None = None) -> None:
-        self.where = where or XDisplay.from_env()
+    def __init__(self, where: XDisplay) -> None:
+        self.where = where
         self._recent: OrderedDict[int, int] = OrderedDict()  # keycode -> keysym, newest last
 
     def mapped(self, keysyms: Collection[int]) -> bool:

@@ -65,12 +65,11 @@ def _client_window(display: Any, toplevel: Any) -> Any:
     return toplevel
 
 
-def focused_client(where: XDisplay | None = None) -> FocusedClient:
-    """The client that receives key events now on ``where`` (default: this process's
-    display); NoFocusError if none does."""
+def focused_client(where: XDisplay) -> FocusedClient:
+    """The client that receives key events now on ``where``; NoFocusError if none does."""
     from Xlib import X
 
-    display = (where or XDisplay.from_env()).open()
+    display = where.open()
     try:
         root = display.screen().root
         focus = display.get_input_focus().focus
@@ -105,15 +104,15 @@ def focused_client(where: XDisplay | None = None) -> FocusedClient:
 PingResult = Literal["answered", "gone", "silent"]
 
 
-def ping(toplevel: int, timeout: float = 2.0, where: XDisplay | None = None) -> PingResult:
-    """Send ``_NET_WM_PING`` to ``toplevel`` and wait for the answer: ``answered``;
+def ping(toplevel: int, timeout: float = 2.0, *, where: XDisplay) -> PingResult:
+    """Send ``_NET_WM_PING`` to ``toplevel`` on ``where`` and wait for the answer: ``answered``;
     ``gone`` if the window was destroyed or unmapped (a dialog that typed Return
     closed has handled its keys); ``silent`` if it did not answer within ``timeout``."""
     from Xlib import X
     from Xlib import error as xerror
     from Xlib.protocol import event as xevent
 
-    display = (where or XDisplay.from_env()).open()
+    display = where.open()
     try:
         root = display.screen().root
         protocols = display.intern_atom("WM_PROTOCOLS")

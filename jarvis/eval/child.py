@@ -19,9 +19,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from jarvis.desktop.x11 import XDisplay
 
-async def run_child(spec: dict[str, Any], where: Any = None) -> dict[str, Any]:
-    """The task of ``spec`` on the display ``where`` (an XDisplay; default: this process's)."""
+
+async def run_child(spec: dict[str, Any], where: XDisplay) -> dict[str, Any]:
+    """The task of ``spec`` on the display ``where``."""
     from jarvis.agent.factory import build_agent
     from jarvis.config import load_settings
     from jarvis.eval.oracle import OracleProvider
@@ -70,8 +72,6 @@ def run_in_process(spec: dict[str, Any], env: dict[str, str], conn: Any) -> None
     import os
     import traceback
 
-    from jarvis.desktop.x11 import XDisplay
-
     where = XDisplay(env.get("DISPLAY", ""), env.get("XAUTHORITY"))
     for key, value in env.items():  # WORK, SUITE: the task's; the display goes to its Desktop
         if key not in ("DISPLAY", "XAUTHORITY"):
@@ -86,7 +86,7 @@ def run_in_process(spec: dict[str, Any], env: dict[str, str], conn: Any) -> None
 
 def main() -> int:
     spec = json.loads(sys.argv[1])
-    outcome = asyncio.run(run_child(spec))
+    outcome = asyncio.run(run_child(spec, XDisplay.from_env()))  # read once, at start-up
     print(json.dumps(outcome), flush=True)
     return 0
 

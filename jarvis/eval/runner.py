@@ -23,11 +23,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_serializer
 
 from jarvis.desktop.x11 import X11Error
 from jarvis.eval.checks import CheckContext, run_check
 from jarvis.eval.suite import EvalTask, SetupStep
+from jarvis.llm.types import Usage
 from jarvis.safety.sandbox import Sandbox
 from jarvis.safety.settings import SandboxSettings
 
@@ -44,11 +45,24 @@ class RunResult(BaseModel):
     status: str = ""
     summary: str = ""
     steps: int = 0
-    tokens: dict[str, int] = Field(default_factory=dict)
+    tokens: Usage = Field(default_factory=Usage)
     cost_usd: float = 0.0
     wall_s: float = 0.0
     report: str | None = None
     """The run's report.html (absolute path)."""
+
+    @field_serializer("tokens")
+    def _token_counts(self, tokens: Usage) -> dict[str, int]:
+        return token_counts(tokens)
+
+
+def token_counts(usage: Usage) -> dict[str, int]:
+    """The eval summary's token counts (its JSON shape): input, output and cache reads."""
+    return {
+        "input": usage.input_tokens,
+        "output": usage.output_tokens,
+        "cache_read": usage.cache_read_tokens,
+    }
 
 
 class SetupFailed(Exception):
@@ -228,12 +242,7 @@ def run_one(
                     result.status = str(outcome.get("status", ""))
                     result.summary = str(outcome.get("summary", ""))
                     result.steps = int(outcome.get("steps") or 0)
-                    usage = outcome.get("usage") or {}
-                    result.tokens = {
-                        "input": int(usage.get("input_tokens", 0)),
-                        "output": int(usage.get("output_tokens", 0)),
-                        "cache_read": int(usage.get("cache_read_tokens", 0)),
-                    }
+                    result.tokens = Usage.model_validate(outcome.get("usage") or {})
                     result.cost_usd = float(outcome.get("cost_usd") or 0.0)
                 context = CheckContext(
                     work=work,

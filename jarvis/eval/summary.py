@@ -8,23 +8,21 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from jarvis.eval.runner import RunResult
+from jarvis.eval.runner import RunResult, token_counts
+from jarvis.llm.types import Usage
 
 
 def _totals(results: list[RunResult]) -> dict[str, Any]:
     runs = len(results)
     successes = sum(r.success for r in results)
-    tokens = {"input": 0, "output": 0, "cache_read": 0}
-    for r in results:
-        for key in tokens:
-            tokens[key] += int(r.tokens.get(key, 0))
+    tokens = sum((r.tokens for r in results), Usage())
     return {
         "runs": runs,
         "successes": successes,
         "success_rate": round(successes / runs, 4) if runs else 0.0,
         "steps": sum(r.steps for r in results),
         "mean_steps": round(sum(r.steps for r in results) / runs, 2) if runs else 0.0,
-        "tokens": tokens,
+        "tokens": token_counts(tokens),
         "cost_usd": round(sum(r.cost_usd for r in results), 6),
         "wall_s": round(sum(r.wall_s for r in results), 3),
     }
@@ -93,7 +91,7 @@ def write_html(summary: dict[str, Any], results: list[RunResult], path: Path) ->
         rows.append(
             f'<tr class="{verdict} run" data-task="{escape(r.task)}"><td>{escape(r.task)}</td>'
             f'<td>{r.repeat}</td><td class="{verdict}">{verdict}</td><td>{escape(r.reason)}</td>'
-            f"<td>{r.steps}</td><td>{r.tokens.get('input', 0)} / {r.tokens.get('output', 0)}</td>"
+            f"<td>{r.steps}</td><td>{r.tokens.input_tokens} / {r.tokens.output_tokens}</td>"
             f"<td>${r.cost_usd:.4f}</td><td>{r.wall_s:.1f} s</td><td>{link}</td></tr>"
         )
     total = summary["total"]

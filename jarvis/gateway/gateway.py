@@ -125,12 +125,12 @@ class Gateway:
         *,
         options: GatewayOptions | None = None,
         provider: Provider | None = None,
-        where: XDisplay | None = None,
+        where: XDisplay,
         person: XDisplay | None = None,
     ) -> None:
-        """``where``: the display the agent works on (default: the one this process was
-        started on; ``serve --sandbox``'s private one); ``person``: the person's, where the
-        kill switch is grabbed (default: ``where``)."""
+        """``where``: the display the agent works on (the one the daemon was started on, or
+        ``serve --sandbox``'s private one); ``person``: the person's, where the kill switch
+        is grabbed (default: ``where``)."""
         self.settings = settings
         register_settings(settings)  # todos, the archive and the API redact them too
         self.bus = bus or EventBus()
@@ -147,7 +147,7 @@ class Gateway:
         self.ready = asyncio.Event()
         """Set once recovered and watching (or draining, with ``once``)."""
         self._provider = provider
-        self.display = where or XDisplay.from_env()
+        self.display = where
         self.person = person or self.display
         self.desktop: Desktop | None = None
         """The agent's desktop once assembled; a task may move it to a private display."""

@@ -14,7 +14,7 @@ import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
-from typing import Any, Protocol, TypedDict, Unpack, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, Unpack, runtime_checkable
 
 from jarvis.events import EventBus, ModelRetry, ToolModeFallback
 from jarvis.llm import text_mode
@@ -166,14 +166,17 @@ DEFAULT_TIMEOUT_S = 120.0
 
 
 class Connection(TypedDict, total=False):
-    """How an adapter reaches its API; every adapter takes these keywords, and
-    :func:`jarvis.llm.factory.make_provider` gives them from the settings."""
+    """How an adapter reaches its API, and what it does with a call the model wrote as
+    text (``text_tool_calls``, see :class:`AdapterBase`); every adapter takes these
+    keywords, and :func:`jarvis.llm.factory.make_provider` gives them from the settings
+    and the model profile."""
 
     api_key: str | None
     base_url: str | None
     bus: EventBus | None
     retry: RetryPolicy | None
     timeout_s: float
+    text_tool_calls: Literal["run", "report"]
 
 
 class AdapterBase:
@@ -186,7 +189,7 @@ class AdapterBase:
         self.bus = connection.get("bus")
         self.retry = connection.get("retry") or RetryPolicy()
         self.text_fallback = False  # auto mode fell back to text mode for this run
-        self.text_tool_calls = "report"
+        self.text_tool_calls = connection.get("text_tool_calls", "report")
         """A call written as text in a native-mode reply: "run" it (the profile says the
         model does that) or "report" it to the model as a failed call; never dropped."""
         self._client = self._connect(

@@ -57,6 +57,7 @@ def make_provider(
         "bus": bus,
         "retry": retry or RetryPolicy(max_retries=settings.max_retries),
         "timeout_s": settings.request_timeout_s,
+        "text_tool_calls": profile.text_tool_calls,
     }
     inner: AdapterBase
     if settings.provider == "anthropic":
@@ -67,22 +68,17 @@ def make_provider(
             **connection,
         )
     elif profile.api == "gemini" or settings.provider == "gemini":
-        gemini = GeminiProvider(
+        return GeminiProvider(
             settings.active_model,
             computer_use=profile.action_format == "gemini-computer",
             space=profile.space,
             approve=approve,
             **connection,
         )
-        gemini.text_tool_calls = profile.text_tool_calls
-        return gemini
     elif profile.api == "openai-responses":
-        responses = OpenAIResponsesProvider(settings.openai_model, approve=approve, **connection)
-        responses.text_tool_calls = profile.text_tool_calls
-        return responses
+        return OpenAIResponsesProvider(settings.openai_model, approve=approve, **connection)
     else:
         inner = OpenAIProvider(settings.openai_model, **connection)
-    inner.text_tool_calls = profile.text_tool_calls
     if profile.action_format in GRAMMAR_FORMATS:
         return ProfileProvider(inner, profile)
     return inner

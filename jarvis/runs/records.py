@@ -134,8 +134,8 @@ class RunRecorder:
         crop_px: int = 96,
         redactor: Redactor | None = None,
         capture: Callable[[], Observation] | None = None,
-        windows: Windows | None = None,
-        grabber: Grabber | None = None,
+        windows: Windows,
+        grabber: Grabber,
     ) -> None:
         self.data_dir = data_dir
         self.model = model
@@ -143,8 +143,8 @@ class RunRecorder:
         self.crop_px = crop_px
         self.redactor = redactor or Redactor(known_secrets(), [])
         self.capture = capture
-        self.windows = windows or Windows()
-        self.grabber = grabber or Grabber()
+        self.windows = windows
+        self.grabber = grabber
         self._tasks: dict[str, _Task] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="run-records")

@@ -43,10 +43,10 @@ async def replay_task(
     regrounder: Regrounder | None = None,
     approvals: ApprovalGate | None = None,
     signals: bool = False,
-    where: XDisplay | None = None,
+    where: XDisplay,
 ) -> ReplayOutcome:
-    """Replay the latest run of ``task_id`` on the display ``where`` (default: the one this
-    process was started on; RunNotFound when there is no run).
+    """Replay the latest run of ``task_id`` on the display ``where`` (RunNotFound when
+    there is no run).
 
     ``approvals`` is the gate held calls wait at (default: `jarvis run`'s, with nobody to
     answer); ``signals`` makes Ctrl+C and SIGTERM cancel the replay (the command line)."""

@@ -66,6 +66,7 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     import asyncio
 
+    from jarvis.desktop.x11 import XDisplay
     from jarvis.events import EventBus
     from jarvis.llm.base import ProviderError
     from jarvis.runs.replay_run import replay_task
@@ -78,7 +79,13 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
             settings.safety, ApprovalStore(bus), unattended=args.yes, channels=settings.channels
         )
         return await replay_task(
-            settings, args.task_id, use_model=args.use_model, bus=bus, approvals=gate, signals=True
+            settings,
+            args.task_id,
+            use_model=args.use_model,
+            bus=bus,
+            approvals=gate,
+            signals=True,
+            where=XDisplay.from_env(),  # read once here, at the command's start
         )
 
     try:

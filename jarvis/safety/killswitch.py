@@ -98,15 +98,14 @@ _CHORD_KEYSYMS = {
 }
 
 
-def release_held_keys(keep: set[str], where: x11.XDisplay | None = None) -> list[int]:
-    """Release every key still down on ``where`` (default: the display this process was
-    started on) except the keysyms in ``keep`` (the person's chord): a typing process
-    ended between a key's press and its release must not leave that key held. Returns
-    the released keycodes."""
+def release_held_keys(keep: set[str], where: x11.XDisplay) -> list[int]:
+    """Release every key still down on ``where`` except the keysyms in ``keep`` (the
+    person's chord): a typing process ended between a key's press and its release must not
+    leave that key held. Returns the released keycodes."""
     from Xlib import XK, X
     from Xlib.ext import xtest
 
-    display = (where or x11.XDisplay.from_env()).open()
+    display = where.open()
     try:
         kept = {display.keysym_to_keycode(XK.string_to_keysym(k)) for k in keep}
         bitmap = display.query_keymap()
@@ -134,7 +133,8 @@ def agent_brake(
     loop: asyncio.AbstractEventLoop,
     by: str = STOPPED_BY,
     chord: str = "",
-    typing_on: Callable[[], x11.XDisplay | None] = lambda: None,
+    *,
+    typing_on: Callable[[], x11.XDisplay],
 ) -> Callable[[], None]:
     """The callback that stops ``agent`` from any thread: input first, then the task;
     ``typing_on`` says on which display the agent types now (its keys are released there)."""
@@ -160,15 +160,15 @@ def kill_switch(
     settings: Settings,
     agent: Brakeable,
     loop: asyncio.AbstractEventLoop,
-    where: x11.XDisplay | None = None,
-    typing_on: Callable[[], x11.XDisplay | None] = lambda: None,
+    where: x11.XDisplay,
+    typing_on: Callable[[], x11.XDisplay] | None = None,
 ) -> Iterator[None]:
     """While inside, the configured hotkey cancels ``agent``'s task. It is grabbed on the
-    person's display ``where`` (default: the one this process was started on), also when
-    the task works on a private display (``typing_on`` names that one). Without a hotkey or
-    a display it does nothing; a grab that fails is logged (the other brakes still work)."""
+    person's display ``where``, also when the task works on a private display
+    (``typing_on`` names that one; default: ``where``). Without a hotkey or a display it
+    does nothing; a grab that fails is logged (the other brakes still work)."""
     chord = settings.safety.kill_hotkey
-    where = where or x11.XDisplay.from_env()
+    typing_on = typing_on or (lambda: where)
     if not chord or not x11.is_x11(where):
         yield
         return

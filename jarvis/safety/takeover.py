@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus, TakeoverEnded, TakeoverStarted
 from jarvis.safety import killswitch
 
@@ -64,7 +65,8 @@ class ScreenHold:
         bus: EventBus,
         idle_end_s: float = 300.0,
         refused: frozenset[str] = frozenset(),
-        stop_typing: Callable[[], None] | None = None,
+        *,
+        stop_typing: Callable[[], None],
     ) -> None:
         self.bus = bus
         self.idle_end_s = idle_end_s
@@ -76,7 +78,8 @@ class ScreenHold:
         """Counts takeovers; the agent compares it to see whether a person came meanwhile."""
         self.notes: dict[int, str] = {}
         """Per ended takeover (its generation), the note for the model."""
-        self.stop_typing = stop_typing or interrupt_typing
+        self.stop_typing = stop_typing
+        """Ends the agent's typing now (:func:`interrupt_typing` on its display)."""
         self._released: asyncio.Event | None = None
         self._idle_timer: asyncio.TimerHandle | None = None
         self.on_end: list[Callable[[], None]] = []
@@ -181,9 +184,10 @@ class ScreenHold:
         self._idle_timer = loop.call_later(self.idle_end_s - idle, self._check_idle)
 
 
-def interrupt_typing() -> None:
-    """End the agent's ``xdotool type`` now and release any key it left down."""
+def interrupt_typing(where: XDisplay) -> None:
+    """End the agent's ``xdotool type`` now and release any key it left down on ``where``
+    (the display it types on)."""
     typing = killswitch.end_own_xdotool()
     if typing:
         killswitch._wait_ended(typing)
-        killswitch.release_held_keys(set())
+        killswitch.release_held_keys(set(), where)
