@@ -158,7 +158,7 @@ async def test_unattended_safety_check_is_denied_and_nothing_runs(
     [
         ({"type": "click", "button": "left", "x": 5, "y": 6}, [("click", {"x": 5, "y": 6})]),
         ({"type": "click", "button": "right", "x": 5, "y": 6}, [("right_click", {"x": 5, "y": 6})]),
-        ({"type": "double_click", "x": 2000, "y": -4}, [("double_click", {"x": 1279, "y": 0})]),
+        ({"type": "double_click", "x": 1279, "y": 0}, [("double_click", {"x": 1279, "y": 0})]),
         ({"type": "keypress", "keys": ["CTRL", "S"]}, [("hotkey", {"keys": "ctrl+s"})]),
         ({"type": "keypress", "keys": ["ENTER"]}, [("press_key", {"key": "enter"})]),
         (
@@ -185,6 +185,8 @@ def test_action_mapping(action: dict, expected: list) -> None:
         ({"type": "click", "button": "left", "x": "a", "y": 1}, "numeric"),
         ({"type": "drag", "path": [{"x": 1, "y": 2}]}, "two points"),
         ({"type": "teleport"}, "not supported"),
+        # one out-of-screen rule for every profile: refused, never clamped (README)
+        ({"type": "double_click", "x": 2000, "y": -4}, "outside the 1280x720 picture"),
     ],
 )
 def test_unmappable_actions_are_errors(action: dict, error: str) -> None:
