@@ -196,6 +196,8 @@ class AgentWorker:
             if not run.done():  # we are being cancelled ourselves
                 self.agent.cancel()
                 run.cancel()
+        if self.stopping:  # the stop's cancel may end the run before the loop sees it
+            ran.stopped = True
         if run.cancelled():
             ran.stopped = True
             return ran
