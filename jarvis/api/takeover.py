@@ -113,7 +113,11 @@ async def live_view(settings: Settings, where: XDisplay | None) -> AsyncIterator
     if settings.takeover.enabled and where is not None and where.name and x11.is_x11(where):
         server = VncServer(where.name, where.xauthority)
         try:
-            await asyncio.to_thread(server.start)
+            try:
+                await asyncio.to_thread(server.start)
+            except BaseException:  # cancelled while it starts: the thread's x11vnc ends too
+                await asyncio.to_thread(server.stop)
+                raise
         except VncError as exc:
             log.warning("no live view: %s", exc)
         else:

@@ -66,6 +66,10 @@ class VncServer:
     view_password: str = field(default="", repr=False)
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _drain: threading.Thread | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _stopped: bool = field(default=False, repr=False)
+    """Set by :meth:`stop`: a start still running in another thread (its caller was
+    cancelled) ends its x11vnc instead of leaving it behind."""
 
     @property
     def running(self) -> bool:
@@ -93,10 +97,13 @@ class VncServer:
             "-nossl", "-quiet", "-nocmds", "-noremote", "-norc",
         ]  # fmt: skip
         try:
-            self._proc = subprocess.Popen(
-                argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, start_new_session=True,
-            )  # fmt: skip
+            with self._lock:
+                if self._stopped:
+                    raise VncError(f"x11vnc on {self.display} was stopped while it started")
+                self._proc = subprocess.Popen(
+                    argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL, start_new_session=True,
+                )  # fmt: skip
             self._wait_ready()
         except (OSError, VncError):
             self.stop()
@@ -128,7 +135,9 @@ class VncServer:
         raise VncError(f"x11vnc on {self.display} did not start within {START_TIMEOUT_S:.0f} s")
 
     def stop(self) -> None:
-        proc, self._proc = self._proc, None
+        with self._lock:
+            self._stopped = True
+            proc, self._proc = self._proc, None
         if proc is None:
             return
         if proc.poll() is None:
