@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -56,4 +59,30 @@ async def test_a_live_view_cancelled_while_it_starts_leaves_no_x11vnc(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+    assert x11vncs(xserver.display) == []
+
+
+def test_x11vnc_ends_with_a_daemon_killed_with_sigkill(xserver: Any, tmp_path: Any) -> None:
+    """A process that started x11vnc and dies at once (``kill -9``) takes it along."""
+    child = subprocess.Popen(
+        [
+            sys.executable, "-c",
+            "import sys, time\n"
+            "from jarvis.desktop.vnc import VncServer\n"
+            "VncServer(sys.argv[1], sys.argv[2] or None).start()\n"
+            "print('up', flush=True)\n"
+            "time.sleep(600)\n",
+            xserver.display, xserver.xauthority or "",
+        ],
+        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "up"
+        assert len(x11vncs(xserver.display)) == 1
+    finally:
+        child.kill()
+        child.wait()
+    deadline = time.monotonic() + 10
+    while x11vncs(xserver.display) and time.monotonic() < deadline:
+        time.sleep(0.05)  # polling for the exit, not waiting out a race
     assert x11vncs(xserver.display) == []

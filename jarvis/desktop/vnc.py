@@ -91,7 +91,11 @@ class VncServer:
         env = dict(os.environ, DISPLAY=self.display)
         if self.xauthority:
             env["XAUTHORITY"] = self.xauthority
+        # x11vnc ends with the thread that starts it, so a daemon killed with -9 leaves none
+        # polling its display (util-linux's setpriv, in every Debian and Ubuntu)
+        guard = shutil.which("setpriv")
         argv = [
+            *([guard, "--pdeathsig", "TERM"] if guard else []),
             exe, "-display", self.display, "-localhost", "-noipv6", "-rfbport", str(self.port),
             "-passwdfile", f"rm:{secret}", "-forever", "-shared", "-noxdamage", "-nolookup",
             "-nossl", "-quiet", "-nocmds", "-noremote", "-norc",
