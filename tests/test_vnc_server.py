@@ -21,9 +21,20 @@ from jarvis.desktop.x11 import XDisplay
 pytestmark = pytest.mark.usefixtures("xserver")
 
 
+BEFORE: set[str] = set()
+"""x11vnc processes that were there before these tests (another test's), left out."""
+
+
 def x11vncs(display: str) -> list[str]:
     found = subprocess.run(["pgrep", "-af", "x11vnc"], capture_output=True, text=True).stdout
-    return [line for line in found.splitlines() if f"-display {display} " in line]
+    mine = [line for line in found.splitlines() if f"-display {display} " in line]
+    return [line for line in mine if line.split()[0] not in BEFORE]
+
+
+@pytest.fixture(autouse=True)
+def _others(xserver: Any) -> None:
+    BEFORE.clear()
+    BEFORE.update(line.split()[0] for line in x11vncs(xserver.display))
 
 
 def test_a_server_stopped_before_its_start_never_runs(xserver: Any) -> None:
