@@ -18,7 +18,7 @@ from urllib.parse import quote
 import httpx
 
 from jarvis.discovery import DaemonNotFound, find_daemon
-from jarvis.tui.client import sse_events
+from jarvis.tui.client import response_body, sse_events
 
 TIMEOUT = httpx.Timeout(15.0, read=None)  # the event stream waits as long as it is quiet
 CHANNEL = "mcp"
@@ -88,11 +88,7 @@ class DaemonLink:
             raise self._unreachable(exc) from None
         if response.status_code >= 400:
             raise DaemonError(_detail(response), response.status_code)
-        if not response.content:
-            return None
-        if response.headers.get("content-type", "").startswith("application/json"):
-            return response.json()
-        return response.content
+        return response_body(response)
 
     # -- the requests the tools make --
     async def health(self) -> dict[str, Any]:

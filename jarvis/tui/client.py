@@ -85,11 +85,7 @@ class ApiBackend:
                 f"{method} {path}: {response.status_code} {_detail(response)}",
                 response.status_code,
             )
-        if not response.content:
-            return None
-        if response.headers.get("content-type", "").startswith("application/json"):
-            return response.json()
-        return response.content
+        return response_body(response)
 
     async def health(self) -> dict[str, Any]:
         found = await self._call("GET", "/api/health")
@@ -183,6 +179,15 @@ class ApiBackend:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def response_body(response: httpx.Response) -> Any:
+    """A daemon answer's body: None when empty, parsed JSON, else the raw bytes."""
+    if not response.content:
+        return None
+    if response.headers.get("content-type", "").startswith("application/json"):
+        return response.json()
+    return response.content
 
 
 def _detail(response: httpx.Response) -> str:
