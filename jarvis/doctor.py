@@ -261,26 +261,29 @@ CHECKS: list[Callable[[Settings], Check]] = [
 ]
 
 
-def cannot_start(settings: Settings, where: XDisplay) -> str | None:
+def cannot_start(settings: Settings, where: XDisplay, *, display: bool = True) -> str | None:
     """The one line that says why a task cannot start on ``where``: no key, a base URL
     that is not one, no display or none there, a bad presets file; or None. Redacted (a
-    base URL's ``user:password@``)."""
-    problem = _cannot_start(settings, where)
+    base URL's ``user:password@``). ``display`` False leaves the display out (a fleet's
+    coordinator that runs no task itself)."""
+    problem = _cannot_start(settings, where, display)
     return None if problem is None else redact(problem, known_secrets(settings))
 
 
-def _cannot_start(settings: Settings, where: XDisplay) -> str | None:
+def _cannot_start(settings: Settings, where: XDisplay, display: bool = True) -> str | None:
     key_env = KEY_ENV[settings.provider]
     if not os.environ.get(key_env):
         return f"jarvis: {key_env} is not set; export it (or pick --provider) and run again."
     problem = base_url_problem(settings.provider)
     if problem is not None:
         return f"jarvis: {problem}"
-    if not where.name and sys.platform.startswith("linux"):
+    if display and not where.name and sys.platform.startswith("linux"):
         return "jarvis: no display (DISPLAY is unset); run on a desktop or with `xvfb-run -a`."
     problem = presets_problem(settings)
     if problem is not None:
         return f"jarvis: {problem}"
+    if not display:
+        return None
     problem = display_problem(where)
     if problem is not None:
         return f"jarvis: {problem}"

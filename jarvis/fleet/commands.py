@@ -111,6 +111,15 @@ def _url(args: argparse.Namespace, settings: Settings) -> str | None:
         return None
 
 
+def worker_settings(settings: Settings, scratch: Path | None) -> Settings:
+    """A worker's settings: no long-term store (the coordinator remembers), and its data
+    dir the scratch folder when there is one."""
+    update: dict[str, Any] = {"long_term_memory": False}
+    if scratch is not None:
+        update["data_dir"] = scratch
+    return settings.model_copy(update=update)
+
+
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     url = _url(args, settings)
     if url is None:
@@ -118,11 +127,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     scratch = None
     if args.data_dir is None and not os.environ.get("JARVIS_DATA_DIR"):
         scratch = Path(tempfile.mkdtemp(prefix="jarvis-worker-"))
-    # a worker keeps no long-term store: the coordinator remembers
-    update: dict[str, Any] = {"long_term_memory": False}
-    if scratch is not None:
-        update["data_dir"] = scratch
-    settings = settings.model_copy(update=update)
+    settings = worker_settings(settings, scratch)
     try:
         if args.sandbox or settings.safety.sandbox.enabled:
             from jarvis.safety.sandbox import sandboxed
@@ -148,21 +153,11 @@ def _work(args: argparse.Namespace, settings: Settings, url: str, where: XDispla
     return asyncio.run(_serve_worker(settings, url, name, where, int(lease * 1000)))
 
 
-def _screen_size(where: XDisplay) -> str:
-    import mss
-
-    from jarvis.desktop.x11 import connecting_with
-
-    with connecting_with(where.xauthority), mss.mss(display=where.name or None) as grab:
-        monitor = grab.monitors[1]
-        return f"{monitor['width']}x{monitor['height']}"
-
-
 async def _serve_worker(
     settings: Settings, url: str, name: str, where: XDisplay, lease: int
 ) -> int:
     from jarvis.fleet.connection import client
-    from jarvis.fleet.worker import FleetWorker, WorkerOptions
+    from jarvis.fleet.worker import FleetWorker, WorkerOptions, screen_size
 
     def say(line: str) -> None:
         print(f"jarvis worker: {line}", file=sys.stderr, flush=True)
@@ -172,7 +167,7 @@ async def _serve_worker(
         name,
         url,
         where,
-        _screen_size(where),
+        screen_size(where),
         lease_ms=lease,
         heartbeat_ttl_s=settings.fleet.heartbeat_ttl_s,
     )

@@ -7,7 +7,9 @@ through the same ending as a local run's, :func:`jarvis.gateway.endings.record_e
 reassign tasks whose lease expired, then dispatch: every pending task (marked in
 progress), and every in-progress task that no stream entry carries (Redis restarted
 empty, or the coordinator died between marking and sending). Dispatch is idempotent by
-task id, and refuses a task whose outcome is on its way.
+task id, and refuses a task whose outcome is on its way. With long-term memory, each task
+entry carries the memories recalled for the task, and what workers learnt is stored here
+(:mod:`jarvis.fleet.memory`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jarvis.events import EventBus
+from jarvis.fleet.memory import MemoryKeeper, recalled_field
 from jarvis.fleet.receiver import EventFilter, Outcome, Receiver
 from jarvis.fleet.redis_queue import LEASE_MS, MAX_ATTEMPTS, Janitor, RedisQueue, Swept
 from jarvis.gateway.endings import Ran, RunRecord, emit_replies, record_ending
@@ -44,6 +47,7 @@ class FleetCoordinator:
         lease_ms: int = LEASE_MS,
         max_attempts: int = MAX_ATTEMPTS,
         on_event: EventFilter | None = None,
+        memory: MemoryKeeper | None = None,
     ) -> None:
         self.todos = todos
         self.inbox = inbox or MessageQueue(data_dir, bus=bus)
@@ -57,7 +61,12 @@ class FleetCoordinator:
         """What the janitor did in the last tick."""
         self.queue = RedisQueue(redis, "coordinator", lease_ms=lease_ms)
         self.janitor = Janitor(redis, lease_ms=lease_ms, max_attempts=max_attempts)
-        self.receiver = Receiver(redis, data_dir, bus, self.record, on_event=on_event)
+        self.memory = memory
+        """The coordinator's long-term store (None: it keeps none)."""
+        on_memory = memory.on_note if memory is not None else None
+        self.receiver = Receiver(
+            redis, data_dir, bus, self.record, on_event=on_event, on_memory=on_memory
+        )
         self.recorded: list[Outcome] = []
 
     async def setup(self) -> None:
@@ -81,11 +90,28 @@ class FleetCoordinator:
             elif todo.status != "in_progress":
                 continue
             self.started.setdefault(todo.id, todo)
-            if await self.queue.dispatch(todo.id, task_text(todo), _channels(todo)):
+            if await self.queue.carries(todo.id):
+                continue
+            body = task_text(todo)
+            memories = await self._recall(todo.id, body)
+            if await self.queue.dispatch(todo.id, body, _channels(todo), memories=memories):
                 sent.append(todo.id)
         if sent:
             log.info("dispatched %s", ", ".join(sent))
         return sent
+
+    async def _recall(self, task_id: str, body: str) -> str:
+        """The task entry's ``memories``: recalled as a local run's first recall is (on the
+        task's text); empty without a store. A recall that fails sends the task without
+        memories rather than holding it."""
+        if self.memory is None:
+            return ""
+        try:
+            lines = await asyncio.to_thread(self.memory.recall, body)
+        except Exception:  # the boundary: memory is an optional part
+            log.exception("recalling memories for %s failed; it goes without them", task_id)
+            lines = []
+        return recalled_field(lines)
 
     async def record(self, outcome: Outcome) -> None:
         """A worker's outcome (fenced by its lease token in Redis), written as a local run's

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 TASKS = "jarvis:tasks"
-"""Stream of tasks to run: fields task, text, channels, attempt."""
+"""Stream of tasks to run: fields task, text, channels, attempt, and memories (a JSON list
+of the lines the coordinator recalled; absent when it keeps no long-term memory)."""
 WORKERS_GROUP = "workers"
 CARRIED = "jarvis:carried"
 """Hash task id -> the id of the stream entry that carries it (dispatch is idempotent)."""

@@ -2,7 +2,8 @@
 
 Events are emitted on the coordinator's bus (its journal, the API's SSE and the channels
 see them as if the task ran here); artefacts are written under its data dir after their
-path is checked (:func:`jarvis.fleet.wire.write_artefact`); outcomes (which only the
+path is checked (:func:`jarvis.fleet.wire.write_artefact`); memory notes (what a worker
+learnt: :mod:`jarvis.fleet.memory`) go to ``on_memory``; outcomes (which only the
 engine's scripts write, with the current lease token) go to ``on_outcome``. A malformed
 or forged entry is logged and acknowledged, never raised. Read through the consumer group
 ``coordinator``: after a restart the coordinator goes on where it left off.
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from jarvis.events import Event, EventBus
 from jarvis.fleet import keys
+from jarvis.fleet.memory import HistoryNote, RememberNote, SkillNote, parse_note
 from jarvis.fleet.redis_queue import ensure_group, text
 from jarvis.fleet.wire import ForgedEntry, parse_event, write_artefact
 from jarvis.runs.reader import find_run
@@ -45,6 +47,8 @@ class Outcome:
 OutcomeHandler = Callable[[Outcome], Awaitable[None]]
 EventFilter = Callable[[Event, str], bool]
 """Sees each worker's event (and who sent it) first; False keeps it off the bus."""
+MemoryHandler = Callable[[RememberNote | SkillNote | HistoryNote, str, str], Awaitable[None]]
+"""Stores a worker's memory note: (note, task id, worker)."""
 
 
 class Receiver:
@@ -57,6 +61,7 @@ class Receiver:
         *,
         consumer: str = "coordinator",
         on_event: EventFilter | None = None,
+        on_memory: MemoryHandler | None = None,
     ) -> None:
         self.redis = redis
         self.data_dir = data_dir
@@ -64,6 +69,7 @@ class Receiver:
         self.on_outcome = on_outcome
         self.consumer = consumer
         self.on_event = on_event
+        self.on_memory = on_memory
         self.refused = 0
 
     async def setup(self) -> None:
@@ -108,6 +114,8 @@ class Receiver:
                 await asyncio.to_thread(
                     write_artefact, self.data_dir, rel, data if isinstance(data, bytes) else b""
                 )
+            elif kind == "memory":
+                await self._memory(fields)
             elif kind == "outcome":
                 await self.on_outcome(_outcome({k: text(v) for k, v in fields.items()}))
             else:
@@ -120,6 +128,21 @@ class Receiver:
             log.warning("entry %s of %s could not be written: %s", entry, keys.EVENTS, exc)
         await self.redis.xack(keys.EVENTS, keys.COORDINATOR_GROUP, entry)
         await self.redis.xdel(keys.EVENTS, entry)
+
+    async def _memory(self, fields: dict[str, Any]) -> None:
+        note = parse_note(text(fields.get("data", b"")))
+        task_id, worker = text(fields.get("task", b"")), text(fields.get("worker", b""))
+        if not task_id:
+            raise ForgedEntry("a memory note without a task")
+        if self.on_memory is None:
+            log.warning(
+                "a %s memory of task %s from %r dropped: long-term memory is off here",
+                note.kind,
+                task_id,
+                worker,
+            )
+            return
+        await self.on_memory(note, task_id, worker)
 
     def placed(self, task_id: str, rel: str) -> str:
         """Where a worker's step file goes here: into this task's journal folder and its

@@ -80,10 +80,17 @@ class RedisQueue:
 
     # -- the coordinator's side --
     async def dispatch(
-        self, task_id: str, body: str, channels: tuple[str, ...] = (), *, force: bool = False
+        self,
+        task_id: str,
+        body: str,
+        channels: tuple[str, ...] = (),
+        *,
+        force: bool = False,
+        memories: str = "",
     ) -> str | None:
-        """Send ``task_id`` to the workers; None when an entry already carries it."""
-        args = [task_id, body, ",".join(channels), "1", "1" if force else "0"]
+        """Send ``task_id`` to the workers; None when an entry already carries it.
+        ``memories``: the recalled memories' JSON for the task entry (empty: none kept)."""
+        args = [task_id, body, ",".join(channels), "1", "1" if force else "0", memories]
         entry = await self._run(scripts.DISPATCH, [keys.TASKS, keys.CARRIED, keys.ENDED], args)
         return text(entry) if entry else None
 
@@ -99,6 +106,14 @@ class RedisQueue:
         """The coordinator wrote ``task_id``'s outcome to todos.md: it may be sent again
         (an answer to its question, an update)."""
         await self.redis.hdel(keys.ENDED, task_id)
+
+    async def carries(self, task_id: str) -> bool:
+        """Whether an entry carries ``task_id`` or its outcome is on its way (dispatch
+        would refuse it): checked before work that only a dispatch needs."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hexists(keys.CARRIED, task_id)
+        pipe.hexists(keys.ENDED, task_id)
+        return any(await pipe.execute())
 
     async def carried(self) -> dict[str, str]:
         raw = await self.redis.hgetall(keys.CARRIED)
@@ -132,7 +147,8 @@ class RedisQueue:
         if answer != "ok":
             log.info("entry %s for task %s not taken: %s", entry, task_id, answer)
             return None
-        return Claim(task_id, body, token, attempt, channels, entry)
+        extra = {"memories": fields["memories"]} if "memories" in fields else {}
+        return Claim(task_id, body, token, attempt, channels, entry, extra)
 
     async def renew(self, claim: Claim) -> bool:
         args = [claim.token, str(self.lease_ms), keys.WORKERS_GROUP, self.worker, claim.entry]
@@ -155,7 +171,7 @@ class RedisQueue:
     async def give_back(self, claim: Claim, note: str = "") -> bool:
         run_keys = [keys.lease_key(claim.task_id), keys.TASKS, keys.CARRIED]
         args = [claim.token, keys.WORKERS_GROUP, claim.entry, claim.task_id, claim.text]
-        args += [",".join(claim.channels), str(claim.attempt)]
+        args += [",".join(claim.channels), str(claim.attempt), claim.extra.get("memories", "")]
         entry = await self._run(scripts.GIVE_BACK, run_keys, args)
         if entry:
             log.info("task %s given back%s", claim.task_id, f": {note}" if note else "")
@@ -213,7 +229,7 @@ class Janitor:
         reason = f"lost its desktop {attempt} time(s): no worker finished it (attempts capped)"
         run_keys = [keys.lease_key(task_id), keys.TASKS, keys.CARRIED, keys.EVENTS, keys.ENDED]
         args = [keys.WORKERS_GROUP, entry, task_id, body, ",".join(channels)]
-        args += [str(attempt), str(self.max_attempts), reason]
+        args += [str(attempt), str(self.max_attempts), reason, fields.get("memories", "")]
         answer = text(await self.redis.eval(scripts.REAP, len(run_keys), *run_keys, *args))
         if answer == "again":
             log.warning("task %s: its lease expired; attempt %d queued", task_id, attempt + 1)

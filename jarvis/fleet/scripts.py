@@ -3,18 +3,21 @@
 Fencing lives here: a lease is a hash ``jarvis:lease:TASK`` {token, worker, entry} with a
 PX expiry; renew, complete and give back act only when the caller's token is the one in
 it. ``jarvis:carried`` maps a task to the stream entry that carries it, so a task is
-dispatched once and a superseded entry is acknowledged and dropped. An entry is deleted
+dispatched once and a superseded entry is acknowledged and dropped. A task entry's
+``memories`` (what the coordinator recalled for it) go along when it is given back or
+queued again. An entry is deleted
 (XDEL) once acknowledged: the stream holds only tasks waiting or running.
 """
 
 from __future__ import annotations
 
 DISPATCH = """
--- KEYS: tasks, carried, ended; ARGV: task, text, channels, attempt, force
+-- KEYS: tasks, carried, ended; ARGV: task, text, channels, attempt, force, memories
 if ARGV[5] ~= '1' and (redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1
     or redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1) then return false end
-local id = redis.call('XADD', KEYS[1], '*', 'task', ARGV[1], 'text', ARGV[2],
-  'channels', ARGV[3], 'attempt', ARGV[4])
+local entry = {'task', ARGV[1], 'text', ARGV[2], 'channels', ARGV[3], 'attempt', ARGV[4]}
+if ARGV[6] and ARGV[6] ~= '' then table.insert(entry, 'memories'); table.insert(entry, ARGV[6]) end
+local id = redis.call('XADD', KEYS[1], '*', unpack(entry))
 redis.call('HSET', KEYS[2], ARGV[1], id)
 return id
 """
@@ -55,13 +58,15 @@ return 1
 """
 
 GIVE_BACK = """
--- KEYS: lease, tasks, carried; ARGV: token, group, entry, task, text, channels, attempt
+-- KEYS: lease, tasks, carried; ARGV: token, group, entry, task, text, channels, attempt,
+-- memories
 if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then return false end
 redis.call('XACK', KEYS[2], ARGV[2], ARGV[3])
 redis.call('XDEL', KEYS[2], ARGV[3])
 redis.call('DEL', KEYS[1])
-local id = redis.call('XADD', KEYS[2], '*', 'task', ARGV[4], 'text', ARGV[5],
-  'channels', ARGV[6], 'attempt', ARGV[7])
+local entry = {'task', ARGV[4], 'text', ARGV[5], 'channels', ARGV[6], 'attempt', ARGV[7]}
+if ARGV[8] and ARGV[8] ~= '' then table.insert(entry, 'memories'); table.insert(entry, ARGV[8]) end
+local id = redis.call('XADD', KEYS[2], '*', unpack(entry))
 redis.call('HSET', KEYS[3], ARGV[4], id)
 return id
 """
@@ -69,7 +74,7 @@ return id
 REAP = """
 -- the janitor, for one entry it claimed because it sat idle past the lease time
 -- KEYS: lease, tasks, carried, events, ended
--- ARGV: group, entry, task, text, channels, attempt, cap, reason
+-- ARGV: group, entry, task, text, channels, attempt, cap, reason, memories
 local holder = redis.call('HGET', KEYS[1], 'worker')
 if holder and redis.call('HGET', KEYS[1], 'entry') == ARGV[2] then
   redis.call('XCLAIM', KEYS[2], ARGV[1], holder, 0, ARGV[2], 'JUSTID')
@@ -86,8 +91,10 @@ if attempt >= tonumber(ARGV[7]) then
     'status', 'failed', 'summary', ARGV[8], 'attempt', ARGV[6], 'token', '')
   return 'failed'
 end
-local id = redis.call('XADD', KEYS[2], '*', 'task', ARGV[3], 'text', ARGV[4],
-  'channels', ARGV[5], 'attempt', tostring(attempt + 1))
+local entry = {'task', ARGV[3], 'text', ARGV[4], 'channels', ARGV[5],
+  'attempt', tostring(attempt + 1)}
+if ARGV[9] and ARGV[9] ~= '' then table.insert(entry, 'memories'); table.insert(entry, ARGV[9]) end
+local id = redis.call('XADD', KEYS[2], '*', unpack(entry))
 redis.call('HSET', KEYS[3], ARGV[3], id)
 return 'again'
 """

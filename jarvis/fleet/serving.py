@@ -6,7 +6,9 @@ of its local agent worker (or beside it, with ``--local-worker``) it runs the
 dispatch. Without Redis the channels still take messages into the inbox and the router
 makes tasks; they wait, pending, and are dispatched when Redis answers again (said once in
 the log per outage). A person's cancel or ``jarvis stop`` of a task a worker runs goes to
-that worker's control stream.
+that worker's control stream. With long-term memory on, the daemon's store is the fleet's
+(:mod:`jarvis.fleet.memory`). ``--local-worker`` runs one worker in this process, on the
+daemon's display (:mod:`jarvis.fleet.local_worker`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from jarvis.fleet import control, keys, registry
 from jarvis.fleet.approvals import FleetApprovals
 from jarvis.fleet.connection import client, reason, wait_for_redis
 from jarvis.fleet.coordinator import FleetCoordinator
+from jarvis.fleet.local_worker import LocalWorker
+from jarvis.fleet.memory import MemoryKeeper
 from jarvis.fleet.redis_queue import text
 from jarvis.gateway.endings import emit_replies, settle_ended
 
@@ -34,7 +38,7 @@ ERROR_PAUSE_S = 1.0
 class FleetService:
     """The coordinator's loop inside one gateway (see the module doc)."""
 
-    def __init__(self, gateway: Gateway, url: str) -> None:
+    def __init__(self, gateway: Gateway, url: str, *, local_worker: bool = False) -> None:
         self.gateway = gateway
         self.url = url
         self.redis = client(url)
@@ -50,7 +54,10 @@ class FleetService:
             lease_ms=int(fleet.lease_s * 1000),
             max_attempts=fleet.max_attempts,
             on_event=self.approvals.on_event,
+            memory=MemoryKeeper(gateway._bridge) if gateway._bridge is not None else None,
         )
+        self.local = LocalWorker(gateway.settings, url, gateway.display) if local_worker else None
+        """The worker in this process (``--local-worker``), on the daemon's display."""
         self.up = False
         """Redis answered and the streams are set up."""
 
@@ -58,6 +65,7 @@ class FleetService:
         """Until the gateway stops: tick, and wait for Redis with backoff when it is gone."""
         from redis.exceptions import RedisError
 
+        local = asyncio.create_task(self.local.run()) if self.local is not None else None
         try:
             while not self.gateway.stopping:
                 if not await wait_for_redis(
@@ -77,7 +85,15 @@ class FleetService:
                     log.exception("the fleet's loop failed; starting it again")
                     await asyncio.sleep(ERROR_PAUSE_S)
         finally:
+            if local is not None:  # its running task goes back to the queue first
+                self.stop()
+                await local
             await self.approvals.close()
+
+    def stop(self) -> None:
+        """The daemon stops: so does its local worker (its task goes back to the queue)."""
+        if self.local is not None:
+            self.local.stop()
 
     async def _tick(self) -> None:
         await self.coordinator.tick(TICK_WAIT_S)

@@ -5,6 +5,10 @@ worker builds it (same tools, same safety). For each claimed task: the lease is 
 while it runs; every event goes to ``jarvis:events`` as it happens and the run's files
 after each step; the outcome goes with the lease token. SIGTERM cancels the run and gives
 the task back at once. A lost lease cancels the run and sends no outcome.
+
+The worker keeps no long-term store: the memories the coordinator recalled come in the
+task entry and are the agent's recall; ``remember``, the distilled skill and the task's
+history go back to the coordinator (:class:`jarvis.fleet.memory.RelayedMemory`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from jarvis.events import ApprovalRequested, Event, EventBus, StepFinished, Task
 from jarvis.fleet import control, keys, registry
 from jarvis.fleet.approvals import RELAYED_BY
 from jarvis.fleet.connection import reason, wait_for_redis
+from jarvis.fleet.memory import RelayedMemory, carried_memories
 from jarvis.fleet.protocol import Claim
 from jarvis.fleet.redis_queue import RedisQueue
 from jarvis.fleet.shipper import Shipper
@@ -52,6 +57,19 @@ class WorkerOptions:
     size: str
     lease_ms: int = 30_000
     heartbeat_ttl_s: int = registry.HEARTBEAT_TTL_S
+    handle_signals: bool = True
+    """Stop on SIGTERM and SIGINT (off for the daemon's own worker: the daemon stops it)."""
+
+
+def screen_size(where: XDisplay) -> str:
+    """``WIDTHxHEIGHT`` of the display (for the heartbeat); blocking."""
+    import mss
+
+    from jarvis.desktop.x11 import connecting_with
+
+    with connecting_with(where.xauthority), mss.mss(display=where.name or None) as grab:
+        monitor = grab.monitors[1]
+        return f"{monitor['width']}x{monitor['height']}"
 
 
 class FleetWorker:
@@ -65,6 +83,7 @@ class FleetWorker:
         self.bus = EventBus()
         self.queue = RedisQueue(redis, options.name, lease_ms=options.lease_ms)
         self.shipper = Shipper(redis, settings.data_dir, options.name)
+        self.memory = RelayedMemory(self._send_note, options.name)
         self.info = registry.WorkerInfo(
             options.name, socket.gethostname(), options.where.name, options.size, __version__
         )
@@ -86,17 +105,28 @@ class FleetWorker:
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
         self._loop_ref, self._loop_thread = loop, threading.get_ident()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.stop)
+        if self.options.handle_signals:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self.stop)
         from jarvis.agent.factory import build_agent
+        from jarvis.tools.computer import build_registry
+        from jarvis.tools.memory import register_memory_tools
 
         if not await wait_for_redis(self.redis, self.options.url, self.say, self._stop.is_set):
             return 0
         await self.queue.setup()
         self.shipper.prime()
         self.bus.subscribe(self._post)
+        gate = self._gate()
+        tools = build_registry(self.settings, approvals=gate)
+        register_memory_tools(tools, self.memory)  # `remember`, kept at the coordinator
         async with build_agent(
-            self.settings, self.bus, where=self.options.where, approvals=self._gate()
+            self.settings,
+            self.bus,
+            where=self.options.where,
+            approvals=gate,
+            registry=tools,
+            long_term=self.memory,
         ) as agent:
             self.agent = agent
             helpers = [asyncio.create_task(self._heartbeat()), asyncio.create_task(self._control())]
@@ -147,6 +177,7 @@ class FleetWorker:
         sender = asyncio.create_task(self._send_events(claim.task_id))
         lost = asyncio.Event()
         renewer = asyncio.create_task(self._renew(claim, agent, lost))
+        self._recall(agent, claim)
         run = asyncio.create_task(agent.run(claim.text, claim.task_id, claim.channels))
         outcome = None
         try:
@@ -170,6 +201,18 @@ class FleetWorker:
                 self.ran += 1
             else:
                 log.warning("task %s: outcome refused (the lease moved on)", claim.task_id)
+
+    def _recall(self, agent: Agent, claim: Claim) -> None:
+        """The memories the task entry carried become the agent's recall; without them
+        (the coordinator keeps no long-term memory) the run has none, as a local one."""
+        raw = claim.extra.get("memories")
+        memories = None if raw is None else carried_memories(raw, claim.task_id)
+        self.memory.begin(claim.task_id, memories)
+        agent.hippocampus.long_term = self.memory if memories is not None else None
+
+    async def _send_note(self, fields: dict[str, str]) -> None:
+        note: Any = fields
+        await self.redis.xadd(keys.EVENTS, note)
 
     async def _renew(self, claim: Claim, agent: Agent, lost: asyncio.Event) -> None:
         from redis.exceptions import RedisError
@@ -212,6 +255,7 @@ class FleetWorker:
 
     async def _drain(self, sender: asyncio.Task[Any], task_id: str) -> None:
         """Send what is left: the end mark goes behind events posted from threads."""
+        await self.memory.flush()  # what the run learnt arrives before its outcome
         asyncio.get_running_loop().call_soon_threadsafe(self._outbox.put_nowait, None)
         await sender
         await self._flush_records()

@@ -102,6 +102,8 @@ class GatewayOptions:
     fleet_url: str | None = None
     """The fleet's Redis: tasks go to ``jarvis worker`` processes (:mod:`jarvis.fleet.serving`)
     rather than to an agent in this process."""
+    local_worker: bool = False
+    """With ``fleet_url``: also one worker of the fleet in this process, on ``where``."""
 
 
 @dataclass
@@ -141,7 +143,8 @@ class Gateway:
         self.report = GatewayReport()
         self.worker: AgentWorker | None = None
         self.fleet: FleetService | None = None
-        """The fleet's coordinator loop, with ``fleet_url`` (then there is no local worker)."""
+        """The fleet's coordinator loop, with ``fleet_url`` (then tasks run on the fleet's
+        workers, one of them in this process with ``local_worker``)."""
         self.email: EmailChannel | None = None
         """The email channel while serving with it on."""
         self.ready = asyncio.Event()
@@ -192,6 +195,8 @@ class Gateway:
         self._stop.set()
         if self.worker is not None:
             self.worker.stop()
+        if self.fleet is not None:
+            self.fleet.stop()
 
     async def run(self) -> GatewayReport:
         """Hold the lock, recover, then serve (or drain with ``once``). Raises ServeLockHeld."""
@@ -314,7 +319,9 @@ class Gateway:
         if self.options.fleet_url is not None:  # the workers run the tasks, not this process
             from jarvis.fleet.serving import FleetService
 
-            self.fleet = FleetService(self, self.options.fleet_url)
+            self.fleet = FleetService(
+                self, self.options.fleet_url, local_worker=self.options.local_worker
+            )
             stack.push_async_callback(self.fleet.aclose)
             return MessageRouter(
                 self.todos, provider, timeout_s=self.options.router_timeout_s, bus=self.bus

@@ -116,6 +116,11 @@ def register(subparsers: Any) -> None:
         help="be the coordinator of a fleet: tasks go through this Redis (redis:// or "
         "rediss://) to `jarvis worker` processes (default: fleet.redis_url)",
     )
+    serve.add_argument(
+        "--local-worker",
+        action="store_true",
+        help="with --fleet: also run one worker of the fleet in this daemon, on its display",
+    )
     serve.set_defaults(handler=cmd_serve)
 
 
@@ -123,6 +128,12 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from jarvis.desktop.x11 import XDisplay
 
     args.fleet = args.fleet or settings.fleet.redis_url
+    if args.local_worker and not args.fleet:
+        print(
+            "jarvis: --local-worker is a worker of a fleet; name it with --fleet URL",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     if args.fleet:
         from jarvis.fleet.connection import FleetUrlError, check_url
 
@@ -136,6 +147,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             return EXIT_FAILED
 
     person = XDisplay.from_env()  # read once here; the daemon's Desktop is made for a display
+    if args.fleet and not args.local_worker:  # no task runs here: no display is needed
+        return _serve_here(args, settings, person, person, display=False)
     if args.sandbox or settings.safety.sandbox.enabled:
         from jarvis.safety.sandbox import sandboxed
 
@@ -144,12 +157,19 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _serve_here(
-    args: argparse.Namespace, settings: Settings, where: XDisplay, person: XDisplay
+    args: argparse.Namespace,
+    settings: Settings,
+    where: XDisplay,
+    person: XDisplay,
+    *,
+    display: bool = True,
 ) -> int:
-    """The daemon with its agent on the display ``where``, the kill switch on ``person``."""
+    """The daemon with its agent on the display ``where``, the kill switch on ``person``
+    (``display`` False: a coordinator without a local worker, whose tasks all run on
+    the fleet's workers, starts without one)."""
     from jarvis.doctor import cannot_start
 
-    problem = cannot_start(settings, where)
+    problem = cannot_start(settings, where, display=display)
     if problem is not None:
         print(problem)
         return EXIT_FAILED
@@ -170,6 +190,7 @@ async def _serve(
         compress_every_s=args.compress_every * 3600.0,
         handle_signals=True,
         fleet_url=args.fleet,
+        local_worker=args.local_worker,
     )
     gateway = Gateway(settings, options=options, where=where, person=person)
     if not args.once:

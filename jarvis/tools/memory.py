@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jarvis.memory.recall import MemoryBridge
+from jarvis.memory.records import Memory, MemoryType
 from jarvis.tools.context import ToolContext
 from jarvis.tools.registry import ToolRegistry
 
@@ -28,7 +28,16 @@ class RememberArgs(BaseModel):
     importance: int = Field(5, ge=0, le=10, description="0 trivial .. 10 essential")
 
 
-def register_memory_tools(registry: ToolRegistry, bridge: MemoryBridge) -> None:
+class Remembers(Protocol):
+    """Where `remember` stores: the local store's bridge, or a fleet worker's relay to the
+    coordinator's store. Blocking; may raise ToolFailure or OSError."""
+
+    def remember(
+        self, content: str, memory_type: MemoryType, importance: float, task_id: str
+    ) -> Memory: ...
+
+
+def register_memory_tools(registry: ToolRegistry, bridge: Remembers) -> None:
     """Add `remember`, bound to one long-term store."""
 
     async def remember(args: RememberArgs, ctx: ToolContext) -> dict[str, Any]:
