@@ -10,6 +10,8 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,24 +23,32 @@ from jarvis.fleet import keys
 from jarvis.gateway.todos import TodoList
 from tests.agent_harness import TEST_KEY, agent_settings
 from tests.api_harness import NEW_TASK, is_router, serving_api, until
-from tests.fake_model import FakeModel, RecordedRequest, Reply, fake_model_fixture
+from tests.fake_model import FakeModel, RecordedRequest, Reply, call, fake_model_fixture
 from tests.redis_server import RedisServer, redis_server
 from tests.test_fleet_worker import SUMMARY, TASK, Fleet, acts, done, other
+from tests.xserver import start_xvfb
 
 __all__ = ["fake_model_fixture", "redis_server"]
 
 ROOT = Path(__file__).parent.parent
 
 
+@pytest.fixture
+def stack() -> Iterator[ExitStack]:
+    with ExitStack() as held:
+        yield held
+
+
 @pytest.mark.slow
-@pytest.mark.usefixtures("xserver")
-async def test_the_local_worker_runs_a_task_end_to_end_and_obeys_a_cancel(
+async def test_the_local_worker_runs_a_task_end_to_end_and_obeys_approvals_and_a_cancel(
     fake_model: FakeModel,
     redis_server: RedisServer,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    stack: ExitStack,
 ) -> None:
-    steps = iter([acts(), done()])
+    risky = Reply(text="Thought: elevate.", tool_calls=[call("type", text="sudo true")])
+    steps = iter([acts(), risky, done()])
     thinking, release = threading.Event(), threading.Event()
 
     def answer(request: RecordedRequest) -> Reply:
@@ -56,6 +66,9 @@ async def test_the_local_worker_runs_a_task_end_to_end_and_obeys_a_cancel(
     settings = agent_settings(
         tmp_path, fake_model, monkeypatch, fleet={"lease_s": 3}, settle_ceiling_ms=300
     )
+    xvfb = stack.enter_context(start_xvfb(800, 600))  # the display the daemon starts on
+    for name in ("DISPLAY", "XAUTHORITY"):
+        monkeypatch.setenv(name, xvfb.env()[name])
     replies: list[Event] = []
     try:
         async with (
@@ -67,8 +80,18 @@ async def test_the_local_worker_runs_a_task_end_to_end_and_obeys_a_cancel(
             assert fleet is not None and fleet.local is not None
             posted = await http.post("/api/messages", json={"text": TASK, "channel": "api"})
             assert posted.status_code == 201, posted.text
+            held: list[dict[str, Any]] = []
+            async with asyncio.timeout(90):  # its held call waits here, as a remote one's
+                while not held:
+                    await asyncio.sleep(0.1)
+                    held = (await http.get("/api/approvals")).json()["pending"]
+            answered = await http.post(
+                f"/api/approvals/{held[0]['approval_id']}", json={"decision": "allow_once"}
+            )
+            assert answered.status_code == 200, answered.text
             await until(
-                lambda: (t := TodoList(api.data_dir).get("T001")) is not None and not t.is_open, 90
+                lambda: (t := TodoList(api.data_dir).get("T001")) is not None and not t.is_open,
+                90,
             )
             listed = (await http.get("/api/workers")).json()
 
@@ -95,16 +118,22 @@ async def test_the_local_worker_runs_a_task_end_to_end_and_obeys_a_cancel(
     assert first is not None and (first.status, first.summary) == ("completed", SUMMARY)
     [worker] = listed["workers"]
     assert listed["fleet"] is True and worker["name"] == local.name
-    assert worker["name"].startswith("local-") and worker["display"] == os.environ["DISPLAY"]
+    assert worker["name"].startswith("local-") and worker["display"] == xvfb.display
+    assert worker["size"] == "800x600"
+    assert [(h["task_id"], h["tool_name"], h["arguments"]) for h in held] == [
+        ("T001", "type", {"text": "sudo true"})
+    ]
+    resolved = [e for e in api.journal("T001") if e["kind"] == "approval_resolved"]
+    assert [(e["decision"], e["by"]) for e in resolved] == [("allow_once", "api")]
     assert [(w["name"], w["state"], w["task"]) for w in running] == [
         (local.name, "running", "T002")
     ]
     kinds = [line["kind"] for line in api.journal("T001")]
     assert kinds[0] == "task_started" and kinds[-2:] == ["task_finished", "reply_ready"]
-    assert kinds.count("step_finished") == 2  # journaled here, as a remote worker's run
+    assert kinds.count("step_finished") == 3  # journaled here, as a remote worker's run
     day = datetime.now().strftime("%Y-%m-%d")
     steps_dir = api.data_dir / "runs" / day / "T001" / "steps"
-    assert sorted(p.name for p in steps_dir.iterdir()) == ["0001", "0002"]
+    assert sorted(p.name for p in steps_dir.iterdir()) == ["0001", "0002", "0003"]
     second = TodoList(api.data_dir).get("T002")
     assert second is not None and second.status == "cancelled"
     assert second.summary is not None and second.summary.endswith("cancelled by web")
