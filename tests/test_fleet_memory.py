@@ -18,11 +18,19 @@ import pytest
 from jarvis.events import EventBus
 from jarvis.fleet import keys
 from jarvis.fleet.connection import client
-from jarvis.fleet.memory import RememberNote, SkillNote, note_fields, recalled_field
+from jarvis.fleet.memory import (
+    RelayedMemory,
+    RememberNote,
+    SkillNote,
+    carried_memories,
+    note_fields,
+    recalled_field,
+)
 from jarvis.fleet.receiver import Outcome, Receiver
 from jarvis.fleet.redis_queue import Janitor, RedisQueue
 from jarvis.gateway.todos import TodoList
 from jarvis.memory.long_term import LongTermMemory, Memory
+from jarvis.tools.results import ToolFailure
 from tests.agent_harness import agent_settings
 from tests.api_harness import NEW_TASK, is_router, serving_api, until
 from tests.fake_model import FakeModel, RecordedRequest, Reply, call, fake_model_fixture
@@ -199,3 +207,32 @@ async def test_the_recalled_memories_stay_with_a_task_given_back_or_queued_again
     assert third is not None and (third.task_id, third.attempt) == ("T001", 2)
     assert third.extra == {"memories": lines}
     assert plain and fourth is not None and fourth.extra == {}  # no store: no field
+
+
+async def test_a_workers_memory_without_a_store_at_the_coordinator_stores_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sent: list[dict[str, str]] = []
+
+    async def send(fields: dict[str, str]) -> None:
+        sent.append(fields)
+
+    relay = RelayedMemory(send, "w1")
+    relay.begin("T001", None)  # the task entry carried no memories: no store there
+    with pytest.raises(ToolFailure, match="keeps no long-term memory"):
+        await asyncio.to_thread(relay.remember, "tea, no sugar", "preference", 5, "T001")
+    relay.record_task("make tea", "T001", "finished", "done", 2)
+    await relay.flush()
+    assert sent == [] and relay.recall("make tea") == []
+    with caplog.at_level(logging.WARNING, logger="jarvis.fleet.memory"):
+        assert carried_memories("{not json", "T002") == []
+        assert carried_memories(json.dumps(["fine", 3]), "T003") == []
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == ["task T002", "task T003"]
+    relay.begin("T004", carried_memories(json.dumps(["[preference] tea"]), "T004"))
+    memory = await asyncio.to_thread(relay.remember, f"key {SECRET}", "preference", 5, "T004")
+    relay.record_task("make tea", "T004", "finished", "done", 2)  # from the loop: sent later
+    await relay.flush()
+    assert relay.recall("anything") == ["[preference] tea"]
+    assert [json.loads(f["data"])["kind"] for f in sent] == ["remember", "history"]
+    assert json.loads(sent[0]["data"])["id"] == memory.id and SECRET not in sent[0]["data"]
+    assert {(f["type"], f["task"], f["worker"]) for f in sent} == {("memory", "T004", "w1")}
