@@ -12,6 +12,7 @@ with a name, text or value, each with role, name, states, value and screen bound
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
@@ -104,13 +105,21 @@ class Tree:
     elements: list[Element]
     visited: int  # elements read before pruning
     seconds: float
+    box: tuple[int, int, int, int] = (0, 0, 0, 0)  # the window's frame on the screen
+    window_id: int = 0  # the X top-level window it was read for (0: not known)
     by_id: dict[str, Element] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.by_id = {e.id: e for e in self.elements}
 
-    def render(self, max_chars: int) -> str:
-        head = f"Accessibility tree of {self.window} ({len(self.elements)} elements):"
+    def renumbered(self, first: int) -> Tree:
+        """This tree with its ids counted from ``e{first}`` (a second window's tree in the
+        same step: ids stay unique within the step)."""
+        elements = [dataclasses.replace(e, id=f"e{n}") for n, e in enumerate(self.elements, first)]
+        return dataclasses.replace(self, elements=elements)
+
+    def render(self, max_chars: int, what: str = "Accessibility tree") -> str:
+        head = f"{what} of {self.window} ({len(self.elements)} elements):"
         lines = [head]
         used = len(head)
         for i, element in enumerate(self.elements):
@@ -238,6 +247,7 @@ class A11yReader:
             elements,
             visited,
             time.monotonic() - start,
+            fbox,
         )
 
     def _frame(
