@@ -10,8 +10,6 @@ page's own rectangles, and act through ``click_element``, ``focus_element`` and
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,8 +28,6 @@ from jarvis.tools.context import ToolContext
 from jarvis.tools.registry import ToolRegistry
 from jarvis.tools.results import INVALID_PARAMS, ToolResult
 from tests.a11yapps import EventPage, publishing_env, start_chromium
-from tests.agent_harness import agent_settings, run_agent, step_files
-from tests.fake_model import FakeModel, RecordedRequest, Reply, call
 from tests.realapps import App, focus
 from tests.tkdriver import TkApp
 from tests.xserver import Xvfb
@@ -421,78 +417,6 @@ def test_doctor_says_whether_the_tree_can_be_read(session: A11ySession, tmp_path
     check = check_accessibility(wanted)
     assert not check.ok and "cannot be read" in check.detail
     assert check_accessibility(Settings(data_dir=tmp_path, a11y_session_bus=gone)).ok
-
-
-# --- a task only the tree can do ------------------------------------------------------
-LAUNCH = re.compile(r'^\[(e\d+)\] toggle button "Launch the rocket"(.*)$', re.M)
-
-
-def test_a_task_that_needs_the_tree_finishes_with_it(
-    xserver: Xvfb,
-    session: A11ySession,
-    fake_model: FakeModel,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-) -> None:
-    """The rocket's button is an 18 px square with no label drawn: the model finds it by
-    its accessible name, clicks it by id, and the verifier reads its pressed state."""
-    page = EventPage()
-    work = tmp_path / "work"
-    work.mkdir()
-    app = start_chromium(work, publishing_env(work, xserver.env(), session), page.url)
-    try:
-        page.rects()  # loaded
-        settings = agent_settings(
-            tmp_path,
-            fake_model,
-            monkeypatch,
-            observation="screenshot+tree",
-            a11y_session_bus=session.address,
-            context_policy="sliding",
-        )
-
-        def act(request: RecordedRequest) -> Reply:
-            found = LAUNCH.search(request.all_text())
-            assert found, "the tree is not in the request"
-            return Reply(
-                text="The unlabelled button is e-launch.",
-                tool_calls=[call("click_element", id=found.group(1))],
-            )
-
-        def verify(request: RecordedRequest) -> Reply:
-            found = LAUNCH.search(request.all_text())
-            done = bool(found and "pressed" in found.group(2))
-            return Reply(text=json.dumps({"done": done, "reason": "read from the tree"}))
-
-        fake_model.script(
-            act,
-            Reply(tool_calls=[call("finished", summary="launched the rocket")]),
-            verify,
-        )
-        deadline = time.monotonic() + 20  # the page's tree is published after its load
-        while not any("Launch" in line for line in _page_elements(session, app)):
-            assert time.monotonic() < deadline, "Chromium published no tree for the page"
-            time.sleep(0.1)
-        outcome, _ = asyncio.run(run_agent(settings, "Launch the rocket on the page."))
-        assert outcome.status == "finished", outcome
-        page.wait("launched")
-        assert len(fake_model.requests) == 3  # act, finish, verify (it read "pressed")
-        records = [json.loads(p.read_text()) for p in step_files(settings)]
-        assert LAUNCH.search(records[0]["tree"])  # the step record shows the tree it sent
-        assert records[0]["timings_ms"]["tree"] > 0
-        first = fake_model.requests[0].all_text()
-        assert "Accessibility tree of" in first
-        later = fake_model.requests[1].all_text()
-        assert later.count("Accessibility tree of") == 1  # the old step's tree is not resent
-    finally:
-        app.close()
-        page.close()
-
-
-def _page_elements(session: A11ySession, app: App) -> list[str]:
-    with A11yReader(session.address) as reader:
-        tree = reader.read(app.box)
-    return [e.line() for e in tree.elements] if tree else []
 
 
 def test_the_rendered_tree_is_capped_and_says_what_it_left_out() -> None:
