@@ -9,25 +9,21 @@ page's own rectangles, and act through ``click_element``, ``focus_element`` and
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from jarvis.config import Settings
 from jarvis.desktop.a11y import A11yReader, Element, Tree
 from jarvis.desktop.a11y_session import PUBLISH_ENV, A11ySession
-from jarvis.desktop.a11y_view import MARK_COLOURS, ElementView
+from jarvis.desktop.a11y_view import MARK_COLOURS
 from jarvis.desktop.desktop import Desktop
 from jarvis.tools.computer import build_registry
-from jarvis.tools.context import ToolContext
-from jarvis.tools.registry import ToolRegistry
-from jarvis.tools.results import INVALID_PARAMS, ToolResult
+from jarvis.tools.results import INVALID_PARAMS
 from tests.a11yapps import EventPage, publishing_env, start_chromium
+from tests.a11yseen import Seen, find, seen_on
 from tests.realapps import App, focus
 from tests.tkdriver import TkApp
 from tests.xserver import Xvfb
@@ -39,53 +35,10 @@ def session(xserver: Xvfb) -> Iterator[A11ySession]:
         yield started
 
 
-@dataclass
-class Seen:
-    desktop: Desktop
-    registry: ToolRegistry
-    ctx: ToolContext
-
-    @property
-    def view(self) -> ElementView:
-        assert self.desktop.elements is not None
-        return self.desktop.elements
-
-    def look(self) -> tuple[str, Tree | None]:
-        observation = self.view.look(self.desktop.screen.capture())
-        return observation.tree, self.view.tree
-
-    def until(self, ok: Callable[[Tree], bool], timeout: float = 10.0) -> Tree:
-        """The first tree (looked at again and again) for which ``ok`` holds."""
-        deadline = time.monotonic() + timeout
-        while True:
-            _, tree = self.look()
-            if tree is not None and ok(tree):
-                return tree
-            assert time.monotonic() < deadline, f"no such tree; last: {tree and tree.render(3000)}"
-            time.sleep(0.05)
-
-    def run(self, name: str, args: dict[str, Any]) -> ToolResult:
-        return asyncio.run(self.registry.execute(name, args, self.ctx))
-
-
-def find(tree: Tree, role: str, name: str) -> Element:
-    found = [e for e in tree.elements if e.role == role and e.name == name]
-    assert found, f"no {role} {name!r} in\n{tree.render(4000)}"
-    return found[0]
-
-
 @pytest.fixture
 def seen(xserver: Xvfb, session: A11ySession, tmp_path: Path) -> Iterator[Seen]:
-    settings = Settings(data_dir=tmp_path, observation="screenshot+tree")
-    desktop = Desktop.open(settings, xserver.where, session_bus=session.address)
-    registry = build_registry(settings, presets=[])
-    ctx = ToolContext.for_task(
-        settings, "t-a11y", screen=desktop.screen, input=desktop.input, elements=desktop.elements
-    )
-    try:
-        yield Seen(desktop, registry, ctx)
-    finally:
-        desktop.close()
+    with seen_on(xserver, session, tmp_path) as opened:
+        yield opened
 
 
 def test_the_element_tools_are_offered_only_with_a_tree(tmp_path: Path) -> None:
@@ -155,6 +108,29 @@ class TestMousepad:
         assert tabs_before < 2
         unknown = seen.run("click_element", {"id": "e999"})
         assert unknown.error is not None and unknown.error.code == INVALID_PARAMS
+
+    def test_a_covered_menu_item_is_activated_through_its_action(
+        self, seen: Seen, mousepad: App, session: A11ySession
+    ) -> None:
+        focus(mousepad.window)
+        _, tree = seen.look()
+        assert tree is not None
+        tabs = sum(e.role == "page tab" for e in tree.elements)
+        assert seen.run("click_element", {"id": find(tree, "menu", "File").id}).ok
+        tree = seen.until(lambda t: any(e.name == "New Window" for e in t.elements))
+        new = find(tree, "menu item", "New")
+        cover = TkApp.start({"DBUS_SESSION_BUS_ADDRESS": session.address, **PUBLISH_ENV})
+        try:  # full screen over the open menu: a click at the item would hit the Tk app
+            assert seen.desktop.windows.at(*new.center).id not in (mousepad.window, 0)
+            mark = cover.mark()
+            result = seen.run("click_element", {"id": new.id})
+            assert result.ok and result.data["via"] == "action", result
+            assert cover.events("click", since=mark) == []
+        finally:
+            cover.close()
+        assert popup_box(seen, mousepad, gone=True) is None  # the activated menu closed
+        focus(mousepad.window)
+        seen.until(lambda t: sum(e.role == "page tab" for e in t.elements) == max(tabs, 1) + 1)
 
     def test_set_value_fills_the_text_view(self, seen: Seen, mousepad: App) -> None:
         focus(mousepad.window)
