@@ -248,6 +248,7 @@ def _profile(spec: ProfileSpec, base_dir: Path | None) -> Profile:
             prompt = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ValueError(f"prompt_file: cannot read {path}: {exc.strerror}") from None
+    tree = spec.action_format in TOOL_CALLING if spec.tree is None else spec.tree
     return Profile(
         name=spec.name,
         title=spec.title or spec.name,
@@ -264,8 +265,8 @@ def _profile(spec: ProfileSpec, base_dir: Path | None) -> Profile:
         coordinates=spec.coordinates,
         prompt=prompt,
         text_tool_calls=spec.text_tool_calls,
-        tree=spec.action_format in TOOL_CALLING if spec.tree is None else spec.tree,
-        spec=spec.model_dump(exclude_defaults=False),
+        tree=tree,
+        spec={**spec.model_dump(exclude_defaults=False), "tree": tree},
     )
 
 
