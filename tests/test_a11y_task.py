@@ -171,6 +171,14 @@ def test_a_profile_without_the_tree_gets_the_screenshot_alone(
         data_dir=tmp_path, observation="screenshot+tree", model_profile="ui-tars-1.5"
     )
     assert observation_kind(grammar) == "screenshot"  # a text grammar has no click_element
+    forced = Settings(
+        data_dir=tmp_path,
+        observation="screenshot+tree",
+        model_profile="ui-tars-1.5",
+        model_profiles={"ui-tars-1.5": {"tree": True}},  # the user's word wins
+    )
+    assert observation_kind(forced) == "screenshot+tree"
+    assert observation_kind(Settings(data_dir=tmp_path)) == "screenshot"
     assert "click_element" in build_registry(wanted, presets=[]).names
     assert "click_element" not in build_registry(refused, presets=[]).names
     assert "click_element" not in build_registry(grammar, presets=[]).names
