@@ -17,8 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from jarvis.agent.brain import Brain
+from jarvis.config import Settings
 from jarvis.desktop.a11y_session import PUBLISH_ENV, A11ySession
 from jarvis.desktop.a11y_view import UNDER_TARGET
+from jarvis.events import EventBus
 from tests.a11yapps import EventPage, publishing_env, start_chromium
 from tests.a11yseen import Seen, find, seen_on
 from tests.realapps import App, focus
@@ -120,7 +123,7 @@ def test_covered_controls_are_clicked_through_their_action(
 
 
 def test_the_window_under_a_pointer_target_is_read_too(
-    seen: Seen, chromium: App, page: EventPage, tk: TkApp
+    seen: Seen, chromium: App, page: EventPage, tk: TkApp, tmp_path: Path
 ) -> None:
     assert tk.proc.poll() is None
     page_tree_seen(seen, chromium)
@@ -158,6 +161,11 @@ def test_the_window_under_a_pointer_target_is_read_too(
     assert (
         abs(again.bounds[0] - hello.bounds[0]) <= 2 and abs(again.bounds[1] - hello.bounds[1]) <= 2
     )
+    # the agent's brain looks the same way at the last step's pointer targets
+    settings = Settings(data_dir=tmp_path, observation="screenshot+tree")
+    brain = Brain(_NoModel(), seen.desktop.screen, settings, EventBus(), seen.view)  # type: ignore[arg-type]
+    brain.targets = [target]
+    assert UNDER_TARGET in brain._observe().tree
     hellos = count(page, "clicked hello")
     clicked = seen.run("click_element", {"id": again.id})
     assert clicked.ok and clicked.data["via"] == "pointer", clicked
@@ -167,3 +175,9 @@ def test_the_window_under_a_pointer_target_is_read_too(
     right_point = seen.desktop.screen.to_model(right + 100, 100)
     same = seen.view.look(capture(), [right_point])
     assert UNDER_TARGET not in same.tree and seen.view.trees == []
+
+
+class _NoModel:
+    """The provider slot of a Brain that only perceives (never asked anything)."""
+
+    name = "anthropic"

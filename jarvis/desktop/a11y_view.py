@@ -6,7 +6,9 @@ tree of the focused window (the reader's time limit applies), keeps it as the st
 observation with the tree's text (``screenshot+tree``) or with numbered boxes drawn on the
 screenshot and a shorter legend (``screenshot+marks``). When the bus is absent or the
 window publishes nothing, the observation is the screenshot alone and a note says so once
-(per window, so a later window that does publish is still seen).
+(per window, so a later window that does publish is still seen). Given the last step's
+pointer targets, a target in a window other than the focused one has that window's tree
+read and shown too (same time limit and pruning; its ids follow on).
 
 Bounds are shown in the screenshot's pixel space (what the model's coordinates mean).
 """
@@ -51,7 +53,7 @@ class ElementView:
         self.kind = kind
         self.max_chars = max_chars
         self.tree: Tree | None = None
-        """The focused window's tree this step (the first of ``trees``)."""
+        """The first of ``trees``: the focused window's when it publishes one."""
         self.trees: list[Tree] = []
         """Every tree read this step: the focused window's, then those under the points."""
         self._said: set[str] = set()
