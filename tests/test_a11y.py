@@ -393,6 +393,9 @@ def test_doctor_says_whether_the_tree_can_be_read(session: A11ySession, tmp_path
     check = check_accessibility(wanted)
     assert not check.ok and "cannot be read" in check.detail
     assert check_accessibility(Settings(data_dir=tmp_path, a11y_session_bus=gone)).ok
+    grammar = wanted.model_copy(update={"model_profile": "ui-tars-1.5"})
+    check = check_accessibility(grammar)  # its profile takes no tree: nothing is missing
+    assert check.ok and "profile ui-tars-1.5 does not take the tree" in check.detail
 
 
 def test_the_rendered_tree_is_capped_and_says_what_it_left_out() -> None:
