@@ -223,7 +223,7 @@ def check_email(settings: Settings) -> Check:
 
 def check_accessibility(settings: Settings) -> Check:
     """Whether the accessibility tree can be read (it fails only when the ``observation``
-    setting asks for the tree)."""
+    setting and the model's profile ask for the tree)."""
     from jarvis.desktop.a11y_bus import (
         ACCESSIBLE,
         REGISTRY,
@@ -232,10 +232,13 @@ def check_accessibility(settings: Settings) -> Check:
         A11yError,
         Call,
     )
+    from jarvis.llm.profiles.select import active_profile, observation_kind
 
-    needed = settings.observation != "screenshot"
+    needed = observation_kind(settings) != "screenshot"
     bus = settings.a11y_session_bus or os.environ.get("DBUS_SESSION_BUS_ADDRESS", "")
     use = f"observation = {settings.observation}"
+    if settings.observation != "screenshot" and not needed:
+        use += f"; profile {active_profile(settings).profile.name} does not take the tree"
     if not bus:
         return Check("accessibility", not needed, f"no session D-Bus to read the tree from ({use})")
     try:

@@ -9,29 +9,21 @@ page's own rectangles, and act through ``click_element``, ``focus_element`` and
 
 from __future__ import annotations
 
-import asyncio
-import json
-import re
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from jarvis.config import Settings
 from jarvis.desktop.a11y import A11yReader, Element, Tree
 from jarvis.desktop.a11y_session import PUBLISH_ENV, A11ySession
-from jarvis.desktop.a11y_view import MARK_COLOURS, ElementView
+from jarvis.desktop.a11y_view import MARK_COLOURS
 from jarvis.desktop.desktop import Desktop
 from jarvis.tools.computer import build_registry
-from jarvis.tools.context import ToolContext
-from jarvis.tools.registry import ToolRegistry
-from jarvis.tools.results import INVALID_PARAMS, ToolResult
+from jarvis.tools.results import INVALID_PARAMS
 from tests.a11yapps import EventPage, publishing_env, start_chromium
-from tests.agent_harness import agent_settings, run_agent, step_files
-from tests.fake_model import FakeModel, RecordedRequest, Reply, call
+from tests.a11yseen import Seen, find, seen_on
 from tests.realapps import App, focus
 from tests.tkdriver import TkApp
 from tests.xserver import Xvfb
@@ -43,53 +35,10 @@ def session(xserver: Xvfb) -> Iterator[A11ySession]:
         yield started
 
 
-@dataclass
-class Seen:
-    desktop: Desktop
-    registry: ToolRegistry
-    ctx: ToolContext
-
-    @property
-    def view(self) -> ElementView:
-        assert self.desktop.elements is not None
-        return self.desktop.elements
-
-    def look(self) -> tuple[str, Tree | None]:
-        observation = self.view.look(self.desktop.screen.capture())
-        return observation.tree, self.view.tree
-
-    def until(self, ok: Callable[[Tree], bool], timeout: float = 10.0) -> Tree:
-        """The first tree (looked at again and again) for which ``ok`` holds."""
-        deadline = time.monotonic() + timeout
-        while True:
-            _, tree = self.look()
-            if tree is not None and ok(tree):
-                return tree
-            assert time.monotonic() < deadline, f"no such tree; last: {tree and tree.render(3000)}"
-            time.sleep(0.05)
-
-    def run(self, name: str, args: dict[str, Any]) -> ToolResult:
-        return asyncio.run(self.registry.execute(name, args, self.ctx))
-
-
-def find(tree: Tree, role: str, name: str) -> Element:
-    found = [e for e in tree.elements if e.role == role and e.name == name]
-    assert found, f"no {role} {name!r} in\n{tree.render(4000)}"
-    return found[0]
-
-
 @pytest.fixture
 def seen(xserver: Xvfb, session: A11ySession, tmp_path: Path) -> Iterator[Seen]:
-    settings = Settings(data_dir=tmp_path, observation="screenshot+tree")
-    desktop = Desktop.open(settings, xserver.where, session_bus=session.address)
-    registry = build_registry(settings, presets=[])
-    ctx = ToolContext.for_task(
-        settings, "t-a11y", screen=desktop.screen, input=desktop.input, elements=desktop.elements
-    )
-    try:
-        yield Seen(desktop, registry, ctx)
-    finally:
-        desktop.close()
+    with seen_on(xserver, session, tmp_path) as opened:
+        yield opened
 
 
 def test_the_element_tools_are_offered_only_with_a_tree(tmp_path: Path) -> None:
@@ -159,6 +108,29 @@ class TestMousepad:
         assert tabs_before < 2
         unknown = seen.run("click_element", {"id": "e999"})
         assert unknown.error is not None and unknown.error.code == INVALID_PARAMS
+
+    def test_a_covered_menu_item_is_activated_through_its_action(
+        self, seen: Seen, mousepad: App, session: A11ySession
+    ) -> None:
+        focus(mousepad.window)
+        _, tree = seen.look()
+        assert tree is not None
+        tabs = sum(e.role == "page tab" for e in tree.elements)
+        assert seen.run("click_element", {"id": find(tree, "menu", "File").id}).ok
+        tree = seen.until(lambda t: any(e.name == "New Window" for e in t.elements))
+        new = find(tree, "menu item", "New")
+        cover = TkApp.start({"DBUS_SESSION_BUS_ADDRESS": session.address, **PUBLISH_ENV})
+        try:  # full screen over the open menu: a click at the item would hit the Tk app
+            assert seen.desktop.windows.at(*new.center).id not in (mousepad.window, 0)
+            mark = cover.mark()
+            result = seen.run("click_element", {"id": new.id})
+            assert result.ok and result.data["via"] == "action", result
+            assert cover.events("click", since=mark) == []
+        finally:
+            cover.close()
+        assert popup_box(seen, mousepad, gone=True) is None  # the activated menu closed
+        focus(mousepad.window)
+        seen.until(lambda t: sum(e.role == "page tab" for e in t.elements) == max(tabs, 1) + 1)
 
     def test_set_value_fills_the_text_view(self, seen: Seen, mousepad: App) -> None:
         focus(mousepad.window)
@@ -421,78 +393,9 @@ def test_doctor_says_whether_the_tree_can_be_read(session: A11ySession, tmp_path
     check = check_accessibility(wanted)
     assert not check.ok and "cannot be read" in check.detail
     assert check_accessibility(Settings(data_dir=tmp_path, a11y_session_bus=gone)).ok
-
-
-# --- a task only the tree can do ------------------------------------------------------
-LAUNCH = re.compile(r'^\[(e\d+)\] toggle button "Launch the rocket"(.*)$', re.M)
-
-
-def test_a_task_that_needs_the_tree_finishes_with_it(
-    xserver: Xvfb,
-    session: A11ySession,
-    fake_model: FakeModel,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-) -> None:
-    """The rocket's button is an 18 px square with no label drawn: the model finds it by
-    its accessible name, clicks it by id, and the verifier reads its pressed state."""
-    page = EventPage()
-    work = tmp_path / "work"
-    work.mkdir()
-    app = start_chromium(work, publishing_env(work, xserver.env(), session), page.url)
-    try:
-        page.rects()  # loaded
-        settings = agent_settings(
-            tmp_path,
-            fake_model,
-            monkeypatch,
-            observation="screenshot+tree",
-            a11y_session_bus=session.address,
-            context_policy="sliding",
-        )
-
-        def act(request: RecordedRequest) -> Reply:
-            found = LAUNCH.search(request.all_text())
-            assert found, "the tree is not in the request"
-            return Reply(
-                text="The unlabelled button is e-launch.",
-                tool_calls=[call("click_element", id=found.group(1))],
-            )
-
-        def verify(request: RecordedRequest) -> Reply:
-            found = LAUNCH.search(request.all_text())
-            done = bool(found and "pressed" in found.group(2))
-            return Reply(text=json.dumps({"done": done, "reason": "read from the tree"}))
-
-        fake_model.script(
-            act,
-            Reply(tool_calls=[call("finished", summary="launched the rocket")]),
-            verify,
-        )
-        deadline = time.monotonic() + 20  # the page's tree is published after its load
-        while not any("Launch" in line for line in _page_elements(session, app)):
-            assert time.monotonic() < deadline, "Chromium published no tree for the page"
-            time.sleep(0.1)
-        outcome, _ = asyncio.run(run_agent(settings, "Launch the rocket on the page."))
-        assert outcome.status == "finished", outcome
-        page.wait("launched")
-        assert len(fake_model.requests) == 3  # act, finish, verify (it read "pressed")
-        records = [json.loads(p.read_text()) for p in step_files(settings)]
-        assert LAUNCH.search(records[0]["tree"])  # the step record shows the tree it sent
-        assert records[0]["timings_ms"]["tree"] > 0
-        first = fake_model.requests[0].all_text()
-        assert "Accessibility tree of" in first
-        later = fake_model.requests[1].all_text()
-        assert later.count("Accessibility tree of") == 1  # the old step's tree is not resent
-    finally:
-        app.close()
-        page.close()
-
-
-def _page_elements(session: A11ySession, app: App) -> list[str]:
-    with A11yReader(session.address) as reader:
-        tree = reader.read(app.box)
-    return [e.line() for e in tree.elements] if tree else []
+    grammar = wanted.model_copy(update={"model_profile": "ui-tars-1.5"})
+    check = check_accessibility(grammar)  # its profile takes no tree: nothing is missing
+    assert check.ok and "profile ui-tars-1.5 does not take the tree" in check.detail
 
 
 def test_the_rendered_tree_is_capped_and_says_what_it_left_out() -> None:

@@ -52,6 +52,7 @@ from jarvis.memory.short_term import (
     ToolCallRecord,
 )
 from jarvis.runs.records import StepHooks
+from jarvis.runs.step_file import call_points
 from jarvis.safety import budget
 from jarvis.safety.channel_display import PrivateDisplayError, display_for
 from jarvis.safety.takeover import ScreenHold
@@ -452,6 +453,9 @@ class Agent:
     def _record(self, state: RunState, record: StepRecord) -> None:
         started = time.perf_counter()
         self.hippocampus.add_step(record)
+        self.brain.targets = [
+            p for c in record.tool_calls for p in call_points(c.name, c.arguments)
+        ]
         if self.recorder is not None:
             self.recorder.step_done(record)
         state.recorded = record.step

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 
 from jarvis import prompts
@@ -20,7 +21,7 @@ from jarvis.desktop.screen import Observation, Screen
 from jarvis.events import EventBus, ModelTextDelta, ToolCallStreaming, VerificationFinished
 from jarvis.llm.base import OnEvent, Provider, complete
 from jarvis.llm.pricing import cost_usd
-from jarvis.llm.profiles.select import active_profile, system_prompt
+from jarvis.llm.profiles.select import active_profile, observation_kind, system_prompt
 from jarvis.llm.types import (
     ImagePart,
     LLMRequest,
@@ -34,6 +35,8 @@ from jarvis.llm.types import (
     Usage,
     UsageSoFar,
 )
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -103,12 +106,23 @@ class Brain:
         """What the provider reported for the latest streamed call so far: a call cut short
         by a cancel still counts it."""
         self._frozen: FrozenHeader | None = None
-        self.elements = elements
+        self.targets: list[tuple[int, int]] = []
+        """The last step's pointer targets (model space): the tree of a window under one
+        that is not the focused window is read too."""
+        self.elements = elements if observation_kind(settings) != "screenshot" else None
+        """The tree beside the screenshot: only when the setting and the profile ask for it."""
+        if elements is not None and self.elements is None:
+            log.info(
+                "observation %s: profile %s does not take the accessibility tree; "
+                "the screenshot alone",
+                settings.observation,
+                self.profile.name,
+            )
 
     def _observe(self) -> Observation:
         observation = self.screen.capture()
         if self.elements is not None:
-            observation = self.elements.look(observation)
+            observation = self.elements.look(observation, self.targets)
         return observation
 
     async def perceive(self) -> Observation:

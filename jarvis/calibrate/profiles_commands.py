@@ -67,6 +67,7 @@ def summary(profile: Profile, origin: str) -> dict[str, Any]:
         "action_format": profile.action_format,
         "coordinates": profile.coordinates,
         "image": describe_image(profile),
+        "tree": profile.tree,
         "patterns": list(profile.patterns),
         "from": origin,
     }

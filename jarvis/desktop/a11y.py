@@ -12,6 +12,7 @@ with a name, text or value, each with role, name, states, value and screen bound
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
@@ -104,13 +105,21 @@ class Tree:
     elements: list[Element]
     visited: int  # elements read before pruning
     seconds: float
+    box: tuple[int, int, int, int] = (0, 0, 0, 0)  # the window's frame on the screen
+    window_id: int = 0  # the X top-level window it was read for (0: not known)
     by_id: dict[str, Element] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.by_id = {e.id: e for e in self.elements}
 
-    def render(self, max_chars: int) -> str:
-        head = f"Accessibility tree of {self.window} ({len(self.elements)} elements):"
+    def renumbered(self, first: int) -> Tree:
+        """This tree with its ids counted from ``e{first}`` (a second window's tree in the
+        same step: ids stay unique within the step)."""
+        elements = [dataclasses.replace(e, id=f"e{n}") for n, e in enumerate(self.elements, first)]
+        return dataclasses.replace(self, elements=elements)
+
+    def render(self, max_chars: int, what: str = "Accessibility tree") -> str:
+        head = f"{what} of {self.window} ({len(self.elements)} elements):"
         lines = [head]
         used = len(head)
         for i, element in enumerate(self.elements):
@@ -162,16 +171,17 @@ def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> int:
     return max(w, 0) * max(h, 0)
 
 
-PER_NODE = 5  # the questions asked about each element (see A11yReader._walk)
+def _usable(states: frozenset[str]) -> bool:
+    """Whether an element with these states can be acted on (its details are worth asking)."""
+    return "defunct" not in states and bool({"enabled", "sensitive"} & states)
 
 
 def _element(
     ref: tuple[str, str], got: list[Any], states: frozenset[str], fbox: Box
 ) -> Element | None:
-    """The element when it is enabled and on the window (what it holds is read after)."""
-    role_r, name_r, _, _, ext_r = got
-    if "defunct" in states or not ({"enabled", "sensitive"} & states):
-        return None
+    """The element when it is on the window (what it holds is read after); ``got`` holds
+    the answers to GetRoleName, Name and GetExtents."""
+    role_r, name_r, ext_r = got
     bounds = _box(ext_r)
     if bounds[2] <= 0 or bounds[3] <= 0 or (fbox[2] > 0 and not _overlap(bounds, fbox)):
         return None
@@ -238,6 +248,7 @@ class A11yReader:
             elements,
             visited,
             time.monotonic() - start,
+            fbox,
         )
 
     def _frame(
@@ -284,35 +295,43 @@ class A11yReader:
         fbox: tuple[int, int, int, int],
         deadline: float,
     ) -> tuple[list[Element], int]:
-        """Breadth first, one round trip per level (every question about every element of
-        the level in one batch), then one for the kept elements' sizes of text and values
-        and one for their text."""
+        """Breadth first, one round trip per level: each batch asks the state and children
+        of every element of a level, and the role, name and bounds of the shown, usable
+        elements of the level before (a hidden element costs two questions, and its
+        children none). Then one round trip for the kept elements' sizes of text and
+        values and one for their text."""
         found: list[Element] = []
         level = [root]
+        pending: list[tuple[tuple[str, str], frozenset[str]]] = []  # shown: details to ask
         visited = 0
-        while level and visited < self.max_nodes:
-            level = level[: self.max_nodes - visited]
+        while level or pending:
+            level = level[: max(self.max_nodes - visited, 0)]
             visited += len(level)
             calls: list[Call] = []
-            for ref in level:
+            for ref, _ in pending:
                 calls += [
                     Call(ref, ACCESSIBLE, "GetRoleName"),
                     prop(ref, ACCESSIBLE, "Name"),
-                    Call(ref, ACCESSIBLE, "GetState"),
-                    Call(ref, ACCESSIBLE, "GetChildren"),
                     Call(ref, COMPONENT, "GetExtents", "u", (0,)),
                 ]
+            for ref in level:
+                calls += [Call(ref, ACCESSIBLE, "GetState"), Call(ref, ACCESSIBLE, "GetChildren")]
             answers = bus.batch(calls, deadline)
+            for i, (ref, states) in enumerate(pending):
+                if (element := _element(ref, answers[3 * i : 3 * i + 3], states, fbox)) is not None:
+                    found.append(element)
+            answers = answers[3 * len(pending) :]
+            pending = []
             nxt: list[tuple[str, str]] = []
             for i, ref in enumerate(level):
-                got = answers[PER_NODE * i : PER_NODE * i + PER_NODE]
-                states = _states(got[2])
+                state_r, kids = answers[2 * i : 2 * i + 2]
+                states = _states(state_r)
                 if ref != root and not {"showing", "visible"} <= states:
                     continue  # hidden: nor its children
-                if _ok(got[3]):
-                    nxt += [(str(b), str(p)) for b, p in got[3][0] if p != NULL_PATH]
-                if ref != root and (element := _element(ref, got, states, fbox)) is not None:
-                    found.append(element)
+                if _ok(kids):
+                    nxt += [(str(b), str(p)) for b, p in kids[0] if p != NULL_PATH]
+                if ref != root and _usable(states):
+                    pending.append((ref, states))
             level = nxt
         kept = self._contents(bus, found, deadline)
         for n, element in enumerate(kept, 1):

@@ -6,7 +6,9 @@ tree of the focused window (the reader's time limit applies), keeps it as the st
 observation with the tree's text (``screenshot+tree``) or with numbered boxes drawn on the
 screenshot and a shorter legend (``screenshot+marks``). When the bus is absent or the
 window publishes nothing, the observation is the screenshot alone and a note says so once
-(per window, so a later window that does publish is still seen).
+(per window, so a later window that does publish is still seen). Given the last step's
+pointer targets, a target in a window other than the focused one has that window's tree
+read and shown too (same time limit and pruning; its ids follow on).
 
 Bounds are shown in the screenshot's pixel space (what the model's coordinates mean).
 """
@@ -17,6 +19,7 @@ import dataclasses
 import io
 import logging
 import threading
+from collections.abc import Sequence
 from typing import Literal
 
 from PIL import ImageDraw
@@ -24,11 +27,12 @@ from PIL import ImageDraw
 from jarvis.desktop.a11y import A11yReader, Element, Tree
 from jarvis.desktop.a11y_bus import A11yError
 from jarvis.desktop.screen import Observation, Screen
-from jarvis.desktop.windows import Windows
+from jarvis.desktop.windows import WindowInfo, Windows
 
 log = logging.getLogger(__name__)
 
 ObservationKind = Literal["screenshot", "screenshot+tree", "screenshot+marks"]
+UNDER_TARGET = "Accessibility tree (the window under the last pointer target)"
 MARK_COLOURS = ("#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#008080")
 
 
@@ -49,53 +53,119 @@ class ElementView:
         self.kind = kind
         self.max_chars = max_chars
         self.tree: Tree | None = None
+        """The first of ``trees``: the focused window's when it publishes one."""
+        self.trees: list[Tree] = []
+        """Every tree read this step: the focused window's, then those under the points."""
         self._said: set[str] = set()
         self._lock = threading.Lock()
 
-    def read(self) -> tuple[Tree | None, str]:
-        """The focused window's tree (None when there is none) and why there is none."""
-        window = self.windows.focused()
+    def read(self, point: tuple[int, int] | None = None) -> tuple[Tree | None, str]:
+        """The tree of the focused window, or of the window under the screen point
+        ``point`` (None when there is none), and why there is none."""
+        window = self.windows.focused() if point is None else self.windows.at(*point)
+        return self._read(window)
+
+    def _read(self, window: WindowInfo) -> tuple[Tree | None, str]:
         try:
             tree = self.reader.read(window.box, window.title)
         except A11yError as exc:
             return None, f"no accessibility tree ({exc}): the screenshot alone"
         if tree is None or not tree.elements:
             return None, (f"{window.label()} publishes no accessibility tree: the screenshot alone")
-        return tree, ""
+        return dataclasses.replace(tree, window_id=window.id), ""
 
-    def look(self, observation: Observation) -> Observation:
-        """``observation`` with this step's tree added; the tree is kept for the tools."""
-        tree, why = self.read()
+    def _under(self, points: Sequence[tuple[int, int]], focused: WindowInfo) -> list[Tree]:
+        """The trees of the windows under ``points`` (model space) other than the focused
+        one, each read once with the reader's time limit and pruning."""
+        trees: list[Tree] = []
+        seen = {focused.id}
+        for mx, my in points:
+            try:
+                x, y = self.screen.to_screen(mx, my)
+            except ValueError:
+                continue  # not on this monitor
+            window = self.windows.at(x, y)
+            if not window.known or window.id in seen:
+                continue
+            seen.add(window.id)
+            tree, why = self._read(window)
+            if tree is not None:
+                trees.append(tree)
+            else:
+                log.debug("no tree under (%d, %d): %s", mx, my, why)
+        return trees
+
+    def look(self, observation: Observation, points: Sequence[tuple[int, int]] = ()) -> Observation:
+        """``observation`` with this step's tree added; the tree is kept for the tools.
+
+        ``points`` (model space, e.g. the last step's pointer targets): where one lies in a
+        window other than the focused one, that window's tree is read and shown too, its
+        ids following the focused window's (unique within the step)."""
+        focused = self.windows.focused()
+        tree, why = self._read(focused)
+        trees = [tree] if tree is not None else []
+        for other in self._under(points, focused):
+            if trees and other.box == trees[0].box:
+                continue  # the same frame found again
+            first = sum(len(t.elements) for t in trees) + 1
+            trees.append(other.renumbered(first))
         with self._lock:
-            self.tree = tree
-        if tree is None:
+            self.trees = trees
+            self.tree = trees[0] if trees else None
+        if not trees:
             key = why.split(":")[0]
             if key in self._said:
                 return observation
             self._said.add(key)
             return dataclasses.replace(observation, tree=f"({why}.)")
-        shown = [m for e in tree.elements if (m := self._in_model(e)) is not None]
-        model_tree = dataclasses.replace(tree, elements=shown)
-        text = model_tree.render(self.max_chars)
+        shown: list[Tree] = []
+        for one in trees:
+            kept = [m for e in one.elements if (m := self._in_model(e)) is not None]
+            shown.append(dataclasses.replace(one, elements=kept))
+        parts: list[str] = []
+        budget = self.max_chars
+        for n, one in enumerate(shown):
+            if parts and budget < 200:
+                parts.append(f"({len(shown) - n} more windows' trees left out: size cap)")
+                break
+            what = "Accessibility tree" if n == 0 and tree is not None else UNDER_TARGET
+            part = one.render(budget, what)
+            parts.append(part)
+            budget -= len(part) + 1
+        text = "\n".join(parts)
         if self.kind == "screenshot+marks":
-            observation = self._marked(observation, model_tree)
+            every = [e for one in shown for e in one.elements]
+            observation = self._marked(observation, every)
             text = (
                 f"{text}\n(The numbered boxes on the screenshot are these elements: "
                 "box n is element en.)"
             )
-        return dataclasses.replace(observation, tree=text, tree_seconds=tree.seconds)
+        seconds = sum(t.seconds for t in trees)
+        return dataclasses.replace(observation, tree=text, tree_seconds=seconds)
 
     def element(self, element_id: str) -> Element:
-        """The element ``element_id`` of this step's tree (real screen bounds); KeyError
+        """The element ``element_id`` of this step's trees (real screen bounds); KeyError
         with the reason when there is no such element."""
         with self._lock:
-            tree = self.tree
-        if tree is None:
+            trees = self.trees
+        if not trees:
             raise KeyError("there is no accessibility tree this step")
-        found = tree.by_id.get(element_id.strip())
-        if found is None:
-            raise KeyError(f"no element {element_id!r} in this step's tree")
-        return found
+        for tree in trees:
+            found = tree.by_id.get(element_id.strip())
+            if found is not None:
+                return found
+        raise KeyError(f"no element {element_id!r} in this step's tree")
+
+    def covered(self, element: Element) -> bool:
+        """Whether another top-level window lies over ``element``'s centre now (a click
+        there would land in that window, not on the element)."""
+        with self._lock:
+            trees = self.trees
+        mine = next((t.window_id for t in trees if t.by_id.get(element.id) is element), 0)
+        if not mine:
+            return False
+        on_top = self.windows.at(*element.center)
+        return on_top.known and on_top.id != mine
 
     def _in_model(self, element: Element) -> Element | None:
         """``element`` with its bounds in the screenshot's space, clipped to the screen;
@@ -110,12 +180,12 @@ class ElementView:
         (mx1, my1), (mx2, my2) = self.screen.to_model(x1, y1), self.screen.to_model(x2, y2)
         return dataclasses.replace(element, bounds=(mx1, my1, mx2 - mx1 + 1, my2 - my1 + 1))
 
-    def _marked(self, observation: Observation, tree: Tree) -> Observation:
+    def _marked(self, observation: Observation, elements: list[Element]) -> Observation:
         image = observation.image.copy().convert("RGB")
         sx = image.width / observation.model_size.width
         sy = image.height / observation.model_size.height
         draw = ImageDraw.Draw(image)
-        for n, element in enumerate(tree.elements):
+        for n, element in enumerate(elements):
             x, y, w, h = element.bounds
             box = (x * sx, y * sy, (x + w) * sx - 1, (y + h) * sy - 1)
             colour = MARK_COLOURS[n % len(MARK_COLOURS)]

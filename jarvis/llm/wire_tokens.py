@@ -25,6 +25,11 @@ def image_tokens(data_b64: str) -> int:
     return math.ceil(width * height / 750)
 
 
+def text_tokens(text: str) -> int:
+    """The tokens a text is counted as: four bytes a token, at least one."""
+    return max(1, math.ceil(len(text.encode()) / 4))
+
+
 def _tokens(block: dict[str, Any]) -> int:
     if block.get("type") == "image":
         return image_tokens(block["source"]["data"])
@@ -33,7 +38,7 @@ def _tokens(block: dict[str, Any]) -> int:
     text = block.get("text")
     if not isinstance(text, str):
         text = json.dumps(block)
-    return max(1, math.ceil(len(text.encode()) / 4))
+    return text_tokens(text)
 
 
 def _block(block: dict[str, Any], role: str = "") -> Block:

@@ -36,6 +36,7 @@ from jarvis.desktop.windows import Windows
 from jarvis.events import Event, EventBus, TaskStarted, ToolCallFinished, ToolCallStarted
 from jarvis.fsutil import atomic_write_bytes
 from jarvis.llm.pricing import cost_usd
+from jarvis.llm.wire_tokens import text_tokens
 from jarvis.redaction import Redactor, known_secrets
 from jarvis.runs.grab import Grabber
 from jarvis.runs.step_file import (
@@ -212,6 +213,8 @@ class RunRecorder:
         file.reflection = self.redactor.text(record.reflection)
         file.result = record.result
         file.timings_ms = dict(record.timings_ms)
+        file.tree = self.redactor.text(record.tree)
+        file.tree_tokens = text_tokens(record.tree) if record.tree else 0
         file.replay = self.redactor.value(replay) if replay is not None else None
         file.tokens = record.usage.model_copy()
         file.cost_usd = cost_usd(self.model, record.usage)

@@ -7,7 +7,8 @@ model, status, verdict, duration, tokens, cost; with several runs, the current r
 how the task ended in words (finished with the summary and the verification, failed with
 the reason, cancelled with who stopped it, needs you with the question), a filmstrip, and
 a card per step with the screenshot and its markers (:mod:`jarvis.runs.markers`), the
-thought, the calls and their results, a timing bar and the tokens. Failed steps stand
+thought, the calls and their results, a timing bar and the tokens (and the accessibility
+tree the step sent, with its share of the step's input tokens). Failed steps stand
 out; the step a cancel cut short is badged cancelled. A task that ran more than once
 (after an answer or an update) shows every run, each under a heading with what the person
 said and how that run ended. A replay's report
@@ -37,6 +38,7 @@ from jarvis.redaction import known_secrets, redact
 from jarvis.runs.markers import ARROW_DEFS, step_markers
 from jarvis.runs.reader import find_run, folder_name
 from jarvis.runs.report_takeovers import takeovers_html
+from jarvis.runs.report_tree import tree_html, tree_meta
 from jarvis.runs.run_info import RunInfo, RunPart
 from jarvis.runs.step_file import CallFile, StepFile, load_steps, step_folder
 
@@ -142,6 +144,7 @@ def _meta(info: RunInfo | None, steps: list[tuple[Path, StepFile]], task_id: str
         ("steps", str(len(steps))),
         ("tokens", f'<span id="tokens">{_fmt_tokens(tokens)}</span>'),
         ("cost", f'<span id="cost">${float(cost):.4f}</span>'),
+        *tree_meta(steps),
     ]
     if len(runs) > 1:
         last = runs[-1]
@@ -337,7 +340,7 @@ def _card(folder: Path, step: StepFile, original: Path | None, cut: bool) -> str
         f'<p class="thought">{escape(step.thought) or "<i>(no thought)</i>"}</p>'
         f'<table class="calls">{rows}</table>{_timing(step)}'
         f'<div class="tokens">{_fmt_tokens(tokens)} tokens · ${step.cost_usd:.4f}</div>'
-        f"{_diff(step, original)}</div></div></section>"
+        f"{tree_html(step, _anchor(step))}{_diff(step, original)}</div></div></section>"
     )
 
 

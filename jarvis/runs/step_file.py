@@ -95,6 +95,12 @@ class StepFile(BaseModel):
     after: str | None = None
     replay: dict[str, Any] | None = None
     """For a replay's steps: what was compared and how the action was placed."""
+    tree: str = ""
+    """The accessibility tree's text sent beside the screenshot (the ``observation``
+    setting), or the note that there was none."""
+    tree_tokens: int = 0
+    """The tokens the tree adds to the step's request (four bytes a token, as the cost
+    model counts text); part of the step's input tokens."""
 
     _tokens = field_validator("tokens", mode="before")(lambda v: usage_of(v))
 

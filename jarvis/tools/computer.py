@@ -27,6 +27,7 @@ from jarvis.desktop.input import (
     normalize_key,
     parse_chord,
 )
+from jarvis.llm.profiles.select import observation_kind
 from jarvis.tools.context import InputLike, ScreenLike, ToolContext
 from jarvis.tools.presets import Preset, load_default_presets, load_presets, register_presets
 from jarvis.tools.registry import ToolRegistry, current_call_id
@@ -352,7 +353,7 @@ def build_registry(
     """
     registry = ToolRegistry(settings, approvals=approvals)
     register_computer_tools(registry)
-    if settings.observation != "screenshot":
+    if observation_kind(settings) != "screenshot":  # the setting and the profile ask for it
         from jarvis.tools.elements import register_element_tools
 
         register_element_tools(registry)

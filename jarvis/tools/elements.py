@@ -6,7 +6,9 @@ first (:meth:`jarvis.desktop.a11y.A11yReader.check`): an element that vanished, 
 hidden or moved is an invalid-params error the model sees, and nothing is done.
 
 - ``click_element``: a left click at the element's centre (what a person's click does);
-  an element off the screen is activated through its accessible action instead.
+  an element off the screen, or under another window (the click would land there), is
+  activated through its accessible action instead (``Action.DoAction``: a button presses,
+  a check box toggles, a menu item activates).
 - ``focus_element``: the element takes the keyboard focus (``Component.GrabFocus``).
 - ``set_value``: a text field's whole text (``EditableText.SetTextContents``; where the
   field has no such interface, as in Chromium, it is focused, selected and typed into) or a
@@ -80,26 +82,37 @@ def _on_screen(view: ElementView, element: Element) -> bool:
     return ox <= x < ox + size.width and oy <= y < oy + size.height
 
 
-def click_element(args: ElementArgs, ctx: ToolContext) -> dict[str, Any]:
-    """Click an element of the accessibility tree by its id (e.g. 'e7')."""
-    view, element = _live(ctx, args.id)
-    if _on_screen(view, element):
-        x, y = element.center
-        _act(ctx, lambda: _input(ctx).click(x, y))
-        return _described(element, via="pointer")
+def _do_action(view: ElementView, element: Element) -> str:
+    """Run the element's first accessible action (``Action.DoAction(0)``, what a click
+    does: press, toggle, activate); its name."""
     if ACTION not in element.interfaces:
         raise ToolFailure(
-            INVALID_PARAMS, f"element {element.id} is off the screen and has no action"
+            INVALID_PARAMS,
+            f"element {element.id} cannot be clicked: it is off the screen or covered, "
+            "and has no accessible action",
         )
     try:
-        done = view.reader.call(Call(element.ref, ACTION, "DoAction", "i", (0,)))[0]
+        count = int(view.reader.call(prop(element.ref, ACTION, "NActions"))[0][1])
+        name = str(view.reader.call(Call(element.ref, ACTION, "GetName", "i", (0,)))[0])
+        done = bool(count) and view.reader.call(Call(element.ref, ACTION, "DoAction", "i", (0,)))[0]
     except A11yError as exc:
         raise ToolFailure(
             INVALID_PARAMS, f"element {element.id} refused its action: {exc}"
         ) from exc
     if not done:
         raise ToolFailure(INVALID_PARAMS, f"element {element.id} refused its action")
-    return _described(element, via="action")
+    return name
+
+
+def click_element(args: ElementArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Click an element of the accessibility tree by its id (e.g. 'e7')."""
+    view, element = _live(ctx, args.id)
+    if _on_screen(view, element) and not view.covered(element):
+        x, y = element.center
+        _act(ctx, lambda: _input(ctx).click(x, y))
+        return _described(element, via="pointer")
+    action = _do_action(view, element)  # a click at its centre would miss it
+    return _described(element, via="action", action=action)
 
 
 def focus_element(args: ElementArgs, ctx: ToolContext) -> dict[str, Any]:

@@ -55,6 +55,9 @@ VENDOR_API = {
     "openai-computer": "openai-responses",
     "gemini-computer": "gemini",
 }
+TOOL_CALLING = frozenset({"tools", "claude-computer", "openai-computer", "gemini-computer"})
+"""Formats whose requests carry Jarvis's own tools (``click_element`` among them): by
+default their models get the accessibility tree when the ``observation`` setting asks."""
 SHIPPED = "profiles.json"
 
 
@@ -127,6 +130,10 @@ class ProfileSpec(BaseModel):
     resolution_prompt: str = ""
     prompt_file: str | None = None
     text_tool_calls: Literal["run", "report"] = "report"
+    tree: bool | None = None
+    """Whether the model gets the accessibility tree (and the element tools) when the
+    ``observation`` setting asks for it; None: yes for the formats that call Jarvis's tools
+    (:data:`TOOL_CALLING`), no for text grammars, which have no element action to use it."""
     grounding: GroundingSpec | None = None
     history: HistorySpec = Field(default_factory=HistorySpec)
     sampling: SamplingSpec = Field(default_factory=SamplingSpec)
@@ -202,6 +209,8 @@ class Profile:
     """The text of ``prompt_file``: the action-space prompt in place of the format's own."""
     text_tool_calls: Literal["run", "report"] = "report"
     """A tool call written as text in a native-mode reply: run it, or report it as an error."""
+    tree: bool = True
+    """Whether the model gets the accessibility tree when the ``observation`` setting asks."""
     spec: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def grid_note(self, image: Size) -> str:
@@ -239,6 +248,7 @@ def _profile(spec: ProfileSpec, base_dir: Path | None) -> Profile:
             prompt = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ValueError(f"prompt_file: cannot read {path}: {exc.strerror}") from None
+    tree = spec.action_format in TOOL_CALLING if spec.tree is None else spec.tree
     return Profile(
         name=spec.name,
         title=spec.title or spec.name,
@@ -255,7 +265,8 @@ def _profile(spec: ProfileSpec, base_dir: Path | None) -> Profile:
         coordinates=spec.coordinates,
         prompt=prompt,
         text_tool_calls=spec.text_tool_calls,
-        spec=spec.model_dump(exclude_defaults=False),
+        tree=tree,
+        spec={**spec.model_dump(exclude_defaults=False), "tree": tree},
     )
 
 

@@ -25,6 +25,15 @@ def active_profile(settings: Settings) -> Choice:
     return choose_profile(settings.active_model, settings.model_profile, profiles_of(settings))
 
 
+def observation_kind(settings: Settings) -> str:
+    """What the model is shown each step: the ``observation`` setting when the active
+    profile takes the accessibility tree (its ``tree`` field), else the screenshot alone.
+    The tree costs tokens every step, so both must ask for it."""
+    if settings.observation == "screenshot" or not active_profile(settings).profile.tree:
+        return "screenshot"
+    return settings.observation
+
+
 def uses_native_tool(profile: Profile, settings: Settings) -> bool:
     """Whether the vendor's own computer tool is in use (Claude's only with the setting)."""
     if profile.action_format == "claude-computer":
