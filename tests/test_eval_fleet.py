@@ -67,8 +67,19 @@ def test_the_fleet_runs_the_suite_with_the_serial_summary(tmp_path: Path, worker
 
 def test_a_fleet_that_cannot_be_reached_is_one_line(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "jarvis", "eval", "starter", "--provider", "oracle"]
-        + ["--fleet", "redis://127.0.0.1:9/0", "--data-dir", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "jarvis",
+            "eval",
+            "starter",
+            "--provider",
+            "oracle",
+            "--fleet",
+            "redis://127.0.0.1:9/0",
+            "--data-dir",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=60,

@@ -37,8 +37,19 @@ def same_fields(summary: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("bad", ["0", "-2", "two", "1.5", ""])
 def test_a_bad_number_of_workers_is_refused_in_one_line(tmp_path: Path, bad: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "jarvis", "eval", "starter", "--workers", bad]
-        + ["--provider", "oracle", "--data-dir", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "jarvis",
+            "eval",
+            "starter",
+            "--workers",
+            bad,
+            "--provider",
+            "oracle",
+            "--data-dir",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -119,8 +130,19 @@ def test_ctrl_c_stops_the_runs_and_every_display(tmp_path: Path) -> None:
     suite = barrier_suite(tmp_path / "suite", waits, seconds=120)
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "XAUTHORITY")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jarvis", "eval", str(suite), "--provider", "oracle"]
-        + ["--workers", "2", "--data-dir", str(tmp_path / "data")],
+        [
+            sys.executable,
+            "-m",
+            "jarvis",
+            "eval",
+            str(suite),
+            "--provider",
+            "oracle",
+            "--workers",
+            "2",
+            "--data-dir",
+            str(tmp_path / "data"),
+        ],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
