@@ -1,7 +1,7 @@
 """`jarvis eval SUITE`: run a suite and print one JSON summary.
 
 Exit codes: 0 every run passed its check, 1 some did not, 2 usage (no such suite, a
-malformed task file).
+malformed task file, a bad ``--workers``, a fleet that cannot be reached), 130 Ctrl+C.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,17 +35,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model", dest="eval_model", help="model name for the chosen provider")
     p.add_argument("--only", action="append", help="run only this task id (repeat for more)")
     p.add_argument("--out", type=Path, help="where the HTML summary goes (default DATA/eval/)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--workers",
+        metavar="N",
+        help="run N tasks at once, each on its own private display (default 1)",
+    )
+    where.add_argument(
+        "--fleet",
+        metavar="URL",
+        help="run the tasks on the fleet's `jarvis worker --eval` processes (Redis URL)",
+    )
     p.set_defaults(handler=cmd_eval)
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     from jarvis.doctor import base_url_problem
+    from jarvis.eval.parallel import parse_workers, run_parallel
     from jarvis.eval.runner import RunResult, run_suite
     from jarvis.eval.suite import SuiteError, load_suite, resolve_suite
     from jarvis.eval.summary import summarize, write_html
 
     if args.repeat < 1:
         print("jarvis: --repeat must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        workers = parse_workers(args.workers) if args.workers is not None else 1
+    except ValueError as exc:
+        print(f"jarvis: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
         folder = resolve_suite(args.suite)
@@ -70,16 +87,29 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         mark = "PASS" if result.success else "FAIL"
         print(f"{mark}  {result.task} #{result.repeat}  {result.reason}", file=sys.stderr)
 
-    results = run_suite(
-        tasks,
-        folder,
-        settings.data_dir,
-        provider=provider,
-        model=args.eval_model,
-        repeat=args.repeat,
-        stamp=stamp,
-        on_result=progress,
-    )
+    common: dict[str, Any] = {
+        "provider": provider,
+        "model": args.eval_model,
+        "repeat": args.repeat,
+        "stamp": stamp,
+        "on_result": progress,
+    }
+    try:
+        if args.fleet:
+            from jarvis.eval.fleet import FleetEvalError, run_on_fleet
+
+            try:
+                results = run_on_fleet(tasks, folder, settings, args.fleet, **common)
+            except FleetEvalError as exc:
+                print(f"jarvis: {exc}", file=sys.stderr)
+                return EXIT_USAGE
+        elif workers > 1:
+            results = run_parallel(tasks, folder, settings.data_dir, workers=workers, **common)
+        else:
+            results = run_suite(tasks, folder, settings.data_dir, **common)
+    except KeyboardInterrupt:
+        print("jarvis: eval interrupted; its displays are stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
     summary = summarize(
         results, suite=folder.name, provider=provider, model=model, repeat=args.repeat
     )

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -156,8 +157,25 @@ def _context() -> Any:
     return ctx
 
 
+INTERRUPTED = "the eval was interrupted"
+POLL_S = 0.2
+
+
+def _answered(receive: Any, timeout: float, stop: threading.Event | None) -> bool | None:
+    """True once the child answered, False past ``timeout``, None when ``stop`` is set."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if receive.poll(max(0.0, min(left, POLL_S) if stop is not None else left)):
+            return True
+        if stop is not None and stop.is_set():
+            return None
+        if left <= 0:
+            return False
+
+
 def _child(
-    spec: dict[str, Any], env: dict[str, str], timeout: float
+    spec: dict[str, Any], env: dict[str, str], timeout: float, stop: threading.Event | None = None
 ) -> tuple[dict[str, Any] | None, str]:
     from jarvis.eval.child import run_in_process
 
@@ -167,7 +185,10 @@ def _child(
     proc.start()
     send.close()
     try:
-        if not receive.poll(timeout):
+        answered = _answered(receive, timeout, stop)
+        if answered is None:
+            return None, INTERRUPTED
+        if not answered:
             return None, f"the task took longer than its budget of {timeout:g} s"
         try:
             answer = receive.recv()
@@ -197,8 +218,10 @@ def run_one(
     provider: str,
     model: str | None,
     delay_s: float = 0.0,
+    stop: threading.Event | None = None,
 ) -> RunResult:
-    """One run of ``task``; never raises for what goes wrong inside the run."""
+    """One run of ``task``; never raises for what goes wrong inside the run. ``stop``
+    (set from another thread) ends the agent early; the display is stopped as ever."""
     result = RunResult(task=task.id, repeat=repeat, run_id=run_id)
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix=f"jarvis-eval-{task.id}-"))
@@ -237,7 +260,7 @@ def run_one(
                     "model": model,
                     "delay_s": delay_s,
                 }
-                outcome, problem = _child(spec, env, task.budget.seconds)
+                outcome, problem = _child(spec, env, task.budget.seconds, stop)
                 if outcome is not None:
                     result.status = str(outcome.get("status", ""))
                     result.summary = str(outcome.get("summary", ""))
@@ -274,18 +297,26 @@ def run_suite(
     on_result: Callable[[RunResult], None] | None = None,
 ) -> list[RunResult]:
     """Every task ``repeat`` times, in order; the runs are ``e-STAMP-TASK-N``."""
+    results = []
+    for task, n, run_id in jobs(tasks, repeat, stamp):
+        result = run_one(task, suite_dir, data_dir, run_id, n, provider, model, delay_s)
+        add_report(result, data_dir)
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return results
+
+
+def jobs(tasks: list[EvalTask], repeat: int, stamp: str) -> list[tuple[EvalTask, int, str]]:
+    """The runs of a suite in the summary's order: (task, repeat number, run id)."""
+    return [(t, n, f"e-{stamp}-{t.id}-{n}") for t in tasks for n in range(1, repeat + 1)]
+
+
+def add_report(result: RunResult, data_dir: Path) -> None:
+    """Write the run's report.html (none when the agent never started)."""
     from jarvis.runs.report import locate, write_report
 
-    results = []
-    for task in tasks:
-        for n in range(1, repeat + 1):
-            run_id = f"e-{stamp}-{task.id}-{n}"
-            result = run_one(task, suite_dir, data_dir, run_id, n, provider, model, delay_s)
-            try:
-                result.report = str(write_report(locate(data_dir, run_id), data_dir))
-            except LookupError:
-                result.report = None  # the agent never started: nothing to report
-            results.append(result)
-            if on_result is not None:
-                on_result(result)
-    return results
+    try:
+        result.report = str(write_report(locate(data_dir, result.run_id), data_dir))
+    except LookupError:
+        result.report = None

@@ -80,6 +80,11 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="lease time (default fleet.lease_s, 30)",
     )
+    worker.add_argument(
+        "--eval",
+        action="store_true",
+        help="also run `jarvis eval --fleet` tasks: their setup and check commands run here",
+    )
     worker.add_argument("--provider", choices=["anthropic", "openai"])
     worker.add_argument("--model", help="model name for the chosen provider")
     worker.add_argument("--max-steps", type=int, help="step bound for each task")
@@ -150,11 +155,13 @@ def _work(args: argparse.Namespace, settings: Settings, url: str, where: XDispla
         return EXIT_FAILED
     name = args.name or f"{socket.gethostname()}-{os.getpid()}"
     lease = args.lease or settings.fleet.lease_s
-    return asyncio.run(_serve_worker(settings, url, name, where, int(lease * 1000)))
+    return asyncio.run(
+        _serve_worker(settings, url, name, where, int(lease * 1000), evals=args.eval)
+    )
 
 
 async def _serve_worker(
-    settings: Settings, url: str, name: str, where: XDisplay, lease: int
+    settings: Settings, url: str, name: str, where: XDisplay, lease: int, *, evals: bool = False
 ) -> int:
     from jarvis.fleet.connection import client
     from jarvis.fleet.worker import FleetWorker, WorkerOptions, screen_size
@@ -170,6 +177,7 @@ async def _serve_worker(
         screen_size(where),
         lease_ms=lease,
         heartbeat_ttl_s=settings.fleet.heartbeat_ttl_s,
+        evals=evals,
     )
     try:
         worker = FleetWorker(settings, redis, options, say)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from jarvis import __version__
 from jarvis.config import Settings
 from jarvis.desktop.x11 import XDisplay
+from jarvis.eval.remote import EVAL_CHANNEL
 from jarvis.events import ApprovalRequested, Event, EventBus, StepFinished, TaskFinished
 from jarvis.fleet import control, keys, registry
 from jarvis.fleet.approvals import RELAYED_BY
@@ -59,6 +60,8 @@ class WorkerOptions:
     heartbeat_ttl_s: int = registry.HEARTBEAT_TTL_S
     handle_signals: bool = True
     """Stop on SIGTERM and SIGINT (off for the daemon's own worker: the daemon stops it)."""
+    evals: bool = False
+    """Run eval tasks (channel ``eval``): their setup and check commands run here."""
 
 
 def screen_size(where: XDisplay) -> str:
@@ -178,10 +181,13 @@ class FleetWorker:
         lost = asyncio.Event()
         renewer = asyncio.create_task(self._renew(claim, agent, lost))
         self._recall(agent, claim)
-        run = asyncio.create_task(agent.run(claim.text, claim.task_id, claim.channels))
         outcome = None
+        ended: tuple[str, str] | None = None
         try:
-            outcome = await run
+            if EVAL_CHANNEL in claim.channels:
+                ended = await self._eval(claim)
+            else:
+                outcome = await agent.run(claim.text, claim.task_id, claim.channels)
         except Exception:  # the boundary: an agent crash becomes a failed task
             log.exception("task %s: the agent stopped with an error", claim.task_id)
         finally:
@@ -191,12 +197,16 @@ class FleetWorker:
             self.info.state, self.info.task = "idle", None
         if lost.is_set():
             log.warning("task %s: the lease was lost; no outcome sent", claim.task_id)
-        elif self._stop.is_set() and (outcome is None or outcome.status == "cancelled"):
+        elif self._stop.is_set() and (
+            (outcome is None and ended is None) or (outcome and outcome.status == "cancelled")
+        ):
             await self.queue.give_back(claim, "the worker stopped (SIGTERM)")
             self.say(f"task {claim.task_id} given back to the queue")
         else:
             status = STATUS_OF_RUN[outcome.status] if outcome else "failed"
             summary = outcome.summary if outcome else "the agent stopped with an error"
+            if ended is not None:
+                status, summary = ended
             if await self.queue.complete(claim, status, summary):
                 self.ran += 1
             else:
@@ -214,6 +224,23 @@ class FleetWorker:
         note: Any = fields
         await self.redis.xadd(keys.EVENTS, note)
 
+    async def _eval(self, claim: Claim) -> tuple[str, str]:
+        """An eval task: its setup, agent and check on this desktop (jarvis.eval.remote)."""
+        if not self.options.evals:
+            return "failed", "this worker runs no eval tasks (start it with --eval)"
+        from jarvis.eval.remote import run_claimed
+
+        main = self.agent
+
+        def attach(agent: Agent | None) -> None:
+            self.agent = agent or main
+
+        where = self.options.where
+        gate = self._gate()
+        return await run_claimed(
+            claim.text, claim.task_id, self.settings, self.bus, where, gate, attach
+        )
+
     async def _renew(self, claim: Claim, agent: Agent, lost: asyncio.Event) -> None:
         from redis.exceptions import RedisError
 
@@ -226,7 +253,7 @@ class FleetWorker:
                 continue
             if not held:
                 lost.set()
-                agent.cancel("lease")
+                (self.agent or agent).cancel("lease")  # an eval task's agent, if one runs
                 return
 
     async def _send_events(self, task_id: str) -> None:
