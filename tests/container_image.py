@@ -1,0 +1,205 @@
+"""The Jarvis desktop image for the container tests, built with Podman from the
+``Containerfile`` users build.
+
+Docker Hub is not reachable here, so the base image is made locally: ``debootstrap
+--variant=minbase bookworm`` from the Debian mirror this machine's apt uses, imported as
+``debian:bookworm-slim``; then ``podman build --pull=never``. Podman runs with ``runc``,
+the ``cgroupfs`` manager and no default ulimits (a ``containers.conf`` of our own, named
+by ``CONTAINERS_CONF``), and ``--network host`` (the build reaches the package indexes,
+the containers reach the tests' loopback model and Redis).
+
+Cached between runs on one machine (``~/.cache/jarvis-tests/container``, or
+``$JARVIS_TEST_CONTAINER_CACHE``): the debootstrap tarball, keyed by a hash of what
+makes it (mirror, suite, variant); the imported base image (labelled with that key);
+pip's downloads (the Containerfile's cache mount) and Podman's layers.
+
+``jarvis_image`` (a session fixture) yields a :class:`Podman` with the built image.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE = "docker.io/library/debian:bookworm-slim"
+IMAGE = "localhost/jarvis-desktop:test"
+SUITE, VARIANT = "bookworm", "minbase"
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+BASE_LABEL = "org.jarvis.test-base"
+CONTAINERS_CONF = """[containers]
+default_ulimits = []
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+"""
+CA_BUNDLES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
+
+
+def cache_dir() -> Path:
+    default = Path.home() / ".cache" / "jarvis-tests" / "container"
+    path = Path(os.environ.get("JARVIS_TEST_CONTAINER_CACHE", default))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def debian_mirror(sources: Path = Path("/etc/apt")) -> str:
+    """The Debian archive this machine's apt uses (deb822 ``.sources`` or one-line form)."""
+    files = [sources / "sources.list", *sorted((sources / "sources.list.d").glob("*"))]
+    for path in files:
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for stanza in re.split(r"\n\s*\n", text):
+            uris = re.search(r"^URIs:\s*(\S+)", stanza, re.M)
+            suites = re.search(r"^Suites:\s*(.+)$", stanza, re.M)
+            if uris and suites and SUITE in suites.group(1).split():
+                return uris.group(1).rstrip("/")
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) >= 3 and parts[0] == "deb" and SUITE in parts[2:3]:
+                url = next((p for p in parts[1:] if "://" in p), None)
+                if url:
+                    return url.rstrip("/")
+    return DEFAULT_MIRROR
+
+
+@dataclass
+class Podman:
+    """``podman`` with this tests' configuration."""
+
+    env: dict[str, str]
+    image: str = IMAGE
+    build_s: float = 0.0
+
+    def run(
+        self, *args: str, check: bool = True, timeout: float = 120, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            ["podman", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            input=input,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"podman {' '.join(args[:2])} failed: {proc.stderr[-2000:]}")
+        return proc
+
+    def exists(self, image: str) -> bool:
+        return self.run("image", "exists", image, check=False).returncode == 0
+
+    def label(self, image: str, name: str) -> str:
+        fmt = '{{index .Labels "' + name + '"}}'
+        return self.run("image", "inspect", "--format", fmt, image).stdout.strip()
+
+    def exec(self, container: str, *argv: str, timeout: float = 60) -> str:
+        return self.run("exec", container, *argv, timeout=timeout).stdout
+
+    def logs(self, container: str) -> str:
+        proc = self.run("logs", container, check=False)
+        return proc.stdout + proc.stderr
+
+    def remove(self, container: str) -> None:
+        self.run("rm", "--force", "--time", "0", container, check=False, timeout=60)
+
+
+def podman() -> Podman:
+    if shutil.which("podman") is None or shutil.which("runc") is None:
+        pytest.fail("podman and runc are not installed (make system installs them)")
+    conf = cache_dir() / "containers.conf"
+    if not conf.exists() or conf.read_text() != CONTAINERS_CONF:
+        conf.write_text(CONTAINERS_CONF)
+    return Podman(env={**os.environ, "CONTAINERS_CONF": str(conf)})
+
+
+def base_image(tool: Podman) -> None:
+    """``debian:bookworm-slim``: the one there, or one made with debootstrap (cached)."""
+    mirror = debian_mirror()
+    key = hashlib.sha256(f"{mirror} {SUITE} {VARIANT} v1".encode()).hexdigest()[:16]
+    if tool.exists(BASE):
+        return  # a real one (pulled) or ours from an earlier run
+    tarball = cache_dir() / f"{SUITE}-{VARIANT}-{key}.tar"
+    if not tarball.exists():
+        if shutil.which("debootstrap") is None:
+            pytest.fail("debootstrap is not installed (make system installs it)")
+        root = cache_dir() / f"rootfs-{key}"
+        shutil.rmtree(root, ignore_errors=True)
+        made = subprocess.run(
+            ["debootstrap", f"--variant={VARIANT}", SUITE, str(root), mirror],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        if made.returncode != 0:
+            pytest.fail(f"debootstrap failed: {made.stdout[-1500:]}{made.stderr[-1500:]}")
+        for leftover in ("var/cache/apt/archives", "var/lib/apt/lists"):  # as slim has none
+            for item in (root / leftover).glob("*"):
+                if item.is_file():
+                    item.unlink()
+        partial = tarball.with_suffix(".partial")
+        subprocess.run(["tar", "-C", str(root), "-cf", str(partial), "."], check=True)
+        partial.rename(tarball)
+        shutil.rmtree(root, ignore_errors=True)
+    tool.run("import", "--change", f"LABEL {BASE_LABEL}={key}", str(tarball), BASE, timeout=300)
+
+
+def build_image(tool: Podman) -> float:
+    """Build the Containerfile; the seconds it took."""
+    args = ["build", "--pull=never", "--network", "host", "--format", "docker"]
+    ca = next((c for c in CA_BUNDLES if os.path.isfile(c)), None)
+    if ca:  # a TLS-inspecting proxy's CA reaches pip as a build secret, not in the image
+        args += ["--secret", f"id=ca-bundle,src={ca}"]
+    args += ["-t", tool.image, "-f", str(ROOT / "Containerfile"), str(ROOT)]
+    started = time.monotonic()
+    tool.run(*args, timeout=1800)
+    return time.monotonic() - started
+
+
+@pytest.fixture(scope="session")
+def jarvis_image() -> Iterator[Podman]:
+    tool = podman()
+    base_image(tool)
+    tool.build_s = build_image(tool)
+    size = tool.run("image", "inspect", "--format", "{{.Size}}", tool.image).stdout.strip()
+    print(f"jarvis image: built in {tool.build_s:.0f} s, {int(size) / 1e9:.2f} GB")
+    yield tool
+
+
+def free_display(skip: tuple[str, ...] = ()) -> str:
+    """An X display number of this helper's range (:200-:209) that nothing holds: with
+    ``--network host`` a container's X server binds the host's abstract socket."""
+    for number in range(200, 210):
+        if f":{number}" in skip:
+            continue
+        if Path(f"/tmp/.X11-unix/X{number}").exists() or Path(f"/tmp/.X{number}-lock").exists():
+            continue
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.bind(f"\0/tmp/.X11-unix/X{number}")
+        except OSError:
+            continue
+        finally:
+            probe.close()
+        return f":{number}"
+    pytest.fail("no free X display in :200-:209")
+
+
+def wait_for(condition: object, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout:.0f} s")
+        time.sleep(0.2)
