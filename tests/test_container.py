@@ -182,11 +182,6 @@ for p in pathlib.Path('/proc').iterdir():
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after a task with long-term memory, jarvis serve prints its last line on SIGTERM "
-    "but its process lingers past supervisord's stopwaitsecs (6 s) and is killed",
-)
 def test_podman_stop_ends_every_process_through_supervisord_within_10_s(
     desktop: Desktop,
 ) -> None:
