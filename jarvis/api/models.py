@@ -94,6 +94,9 @@ class WorkerView(BaseModel):
     task: str | None = None
     """The task it runs now."""
     last_heartbeat: datetime
+    live: bool = False
+    """Its screen can be watched here (``WS /api/vnc/worker/{name}``): it runs on this
+    machine. A worker on another host has no live view from here."""
 
 
 class Workers(BaseModel):

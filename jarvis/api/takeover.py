@@ -10,6 +10,10 @@
 - ``POST /api/handback {note?}`` -> {held: false, by, note, answered}: the agent goes on
   with a fresh screenshot and the note; ``answered`` is the task whose question the hand
   back answered (a message addressed to it, like ``POST /api/tasks/{id}/answer``).
+- A task a fleet worker runs (``serve --fleet``) is taken over and handed back through
+  that worker's control stream, and its screen is at ``WS /api/vnc/worker/{name}``
+  (:mod:`jarvis.api.fleet_screens`); ``POST /api/handback`` takes ``task_id`` to say which
+  worker's screen when several are held.
 - ``WS /api/vnc/{display}`` (``?ticket=`` for input): an RFB session relayed to x11vnc on
   127.0.0.1 (:mod:`jarvis.api.vnc_relay`), view-only without a valid ticket. The guard in
   front checks the token or cookie, Host and Origin as for every route; an unknown display
@@ -23,12 +27,13 @@ import contextlib
 import hmac
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request, WebSocket
 from pydantic import BaseModel, ConfigDict, Field
 
+from jarvis.api import fleet_screens
 from jarvis.api.auth import Guard
 from jarvis.api.vnc_relay import relay
 from jarvis.desktop import x11
@@ -85,6 +90,8 @@ class LiveView:
         self.control: set[asyncio.Event] = set()
         self.closing = asyncio.Event()
         self._watched: set[int] = set()
+        self.closers: list[Callable[[], None]] = []
+        """Called by :meth:`close` (blocking, in a thread): the fleet's live views."""
 
     def end_control(self) -> None:
         """The takeover ended: close the full-access views, forget the ticket."""
@@ -102,6 +109,8 @@ class LiveView:
         self.end_control()
         for server in self.servers.values():
             server.stop()
+        for closer in self.closers:
+            closer()
 
 
 @contextlib.asynccontextmanager
@@ -140,6 +149,8 @@ class HandbackIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     note: str = Field("", max_length=MAX_NOTE)
+    task_id: str | None = Field(None, min_length=1, max_length=128)
+    """A fleet worker's task whose screen is handed back (default: the one held)."""
 
 
 def _service(app: Any) -> DaemonService:
@@ -154,14 +165,20 @@ def _view(app: Any) -> LiveView:
 
 @router.get("/takeover")
 async def status(request: Request) -> TakeoverState:
-    hold = _service(request.app).screen_hold()
+    service = _service(request.app)
+    hold = service.screen_hold()
     base = hold.status() if hold is not None else ScreenHold.idle_status()
+    if not base["held"]:
+        base = fleet_screens.fleet_status(service) or base
     return TakeoverState.model_validate(base | {"displays": sorted(_view(request.app).servers)})
 
 
 @router.post("/takeover")
 async def take(body: TakeoverIn, request: Request) -> TakenOver:
     service = _service(request.app)
+    fleet = await fleet_screens.fleet_take(service, body.by, body.task_id)
+    if fleet is not None:  # a worker runs it: paused through its control stream
+        return TakenOver.model_validate(fleet.status() | {"ticket": fleet.ticket})
     hold = service.screen_hold()
     if hold is None:
         raise HTTPException(503, "no agent runs: nothing to take over from")
@@ -180,6 +197,10 @@ async def take(body: TakeoverIn, request: Request) -> TakenOver:
 async def hand_back(body: HandbackIn, request: Request) -> HandedBack:
     service = _service(request.app)
     hold = service.screen_hold()
+    if hold is None or hold.holder is None:
+        fleet = await fleet_screens.fleet_hand_back(service, body.task_id, body.note)
+        if fleet is not None:
+            return HandedBack(by=fleet.by, note=body.note.strip())
     if hold is None:
         raise HTTPException(409, "nobody holds the screen")
     try:
@@ -236,4 +257,18 @@ def mount_takeover(guard: Guard, view: LiveView) -> None:
     if not isinstance(app, FastAPI):
         raise TypeError("mount_takeover needs the guard of create_app's FastAPI app")
     app.state.live_view = view
+    app.state.fleet_controls = controls = fleet_screens.FleetControls()
+    service = _service(app)
+
+    def close_fleet_views() -> None:  # the fleet starts after the API: looked up at the end
+        controls.close()
+        screens = service.fleet_screens()
+        if screens is not None:
+            screens.close()
+        holds = service.fleet_holds()
+        if holds is not None:
+            holds.close()
+
+    view.closers.append(close_fleet_views)
+    app.include_router(fleet_screens.router)
     app.include_router(router)

@@ -1,4 +1,6 @@
-"""Control messages to one worker (``jarvis:ctl:WORKER``): cancel, stop, approval answers.
+"""Control messages to one worker (``jarvis:ctl:WORKER``): cancel, stop, approval answers,
+and a person's takeover of its screen (``takeover``: pause at the next tool boundary;
+``handback``: go on, with the person's ``note`` and the ``reason`` it ended).
 
 A message names the task it is for; a worker ignores (with a warning) one for a task it
 does not run, and a malformed one. Workers only read this stream; the coordinator writes.
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
 
 log = logging.getLogger(__name__)
-KINDS = ("cancel", "stop", "approval")
+KINDS = ("cancel", "stop", "approval", "takeover", "handback")
 MAX_CONTROL_LEN = 1000
 
 
@@ -29,6 +31,7 @@ class Control:
     approval_id: str = ""
     decision: str = ""
     note: str = ""
+    reason: str = ""
 
 
 async def send(redis: Redis, worker: str, control: Control) -> str:
@@ -50,6 +53,7 @@ def parse(entry: str, raw: dict[Any, Any]) -> Control | None:
         approval_id=fields.get("approval_id", ""),
         decision=fields.get("decision", ""),
         note=fields.get("note", ""),
+        reason=fields.get("reason", ""),
     )
 
 

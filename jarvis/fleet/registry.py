@@ -1,6 +1,7 @@
 """The fleet's workers, as they announce themselves: a heartbeat key per worker with a
-TTL (JSON: name, host, display, size, version, task, state, last heartbeat). A worker
-that dies disappears when its key expires."""
+TTL (JSON: name, host, display, size, version, task, state, last heartbeat, and the path
+of the display's cookie file, which only a coordinator on the same host can use for its
+live view). A worker that dies disappears when its key expires."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ class WorkerInfo:
     """idle, running, stopping"""
     task: str | None = None
     heartbeat: float = 0.0
+    xauthority: str = ""
+    """The cookie file of ``display`` on ``host`` (empty: the default one); a path, never
+    the cookie, and not shown by the API."""
 
 
 async def beat(redis: Redis, info: WorkerInfo, ttl_s: int = HEARTBEAT_TTL_S) -> None:

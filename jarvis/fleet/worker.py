@@ -28,7 +28,7 @@ from jarvis.config import Settings
 from jarvis.desktop.x11 import XDisplay
 from jarvis.eval.remote import EVAL_CHANNEL
 from jarvis.events import ApprovalRequested, Event, EventBus, StepFinished, TaskFinished
-from jarvis.fleet import control, keys, registry
+from jarvis.fleet import control, holds, keys, registry
 from jarvis.fleet.approvals import RELAYED_BY
 from jarvis.fleet.connection import reason, wait_for_redis
 from jarvis.fleet.memory import RelayedMemory, carried_memories
@@ -90,6 +90,7 @@ class FleetWorker:
         self.info = registry.WorkerInfo(
             options.name, socket.gethostname(), options.where.name, options.size, __version__
         )
+        self.info.xauthority = options.where.xauthority or ""
         self.current: Claim | None = None
         self.agent: Agent | None = None
         self._stop = asyncio.Event()
@@ -98,6 +99,8 @@ class FleetWorker:
         self.ran = 0
         self._loop_ref: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
+        self._held: set[asyncio.Task[Any]] = set()
+        """Takeovers under way (a person's pause waits for the agent's typing to end)."""
 
     def stop(self) -> None:
         """Stop at once: the running task is cancelled and given back."""
@@ -316,6 +319,9 @@ class FleetWorker:
                 self._obey(message)
 
     def _obey(self, message: control.Control) -> None:
+        if message.kind == "handback" and holds.held_for(self.agent, message.task):
+            holds.obey(self.agent, message, self._held)  # its task may have ended meanwhile
+            return
         current = self.current
         if current is None or message.task != current.task_id or self.agent is None:
             log.warning(
@@ -329,6 +335,8 @@ class FleetWorker:
             self.agent.cancel(message.by or message.kind)
         elif message.kind == "approval":
             self._answer(message)
+        elif message.kind in ("takeover", "handback"):
+            holds.obey(self.agent, message, self._held)
 
     def _answer(self, message: control.Control) -> None:
         from jarvis.safety.approvals import ApprovalError

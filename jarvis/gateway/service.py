@@ -24,6 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from jarvis.desktop.x11 import XDisplay
 from jarvis.events import Event, ReplyReady, RoutingFailed
+from jarvis.fleet.holds import FleetHolds
+from jarvis.fleet.screens import WorkerScreens, why_not_here
+from jarvis.gateway.channels.settings import refused_approvers
 from jarvis.gateway.router import ANSWERS
 from jarvis.gateway.todos import Todo, TodoState
 from jarvis.runs.reader import RunInfo, find_run, list_runs, load_run, read_events
@@ -69,6 +72,8 @@ class FleetWorker:
     state: str
     task: str | None
     last_heartbeat: datetime
+    live: bool = False
+    """Its display can be shown from here (on this machine; :mod:`jarvis.fleet.screens`)."""
 
 
 @dataclass
@@ -87,6 +92,8 @@ class DaemonService:
 
     def __init__(self, gateway: Gateway) -> None:
         self._gateway = gateway
+        self._screens: WorkerScreens | None = None
+        self._holds: FleetHolds | None = None
 
     @property
     def settings(self) -> Settings:
@@ -221,12 +228,43 @@ class DaemonService:
         if fleet is None:
             return []
         found = []
+        screens = self.fleet_screens()
         for w in await fleet.workers():
             try:
-                found.append(_worker(w))
+                live = screens is not None and screens.enabled and why_not_here(w) is None
+                found.append(_worker(w, live))
             except (KeyError, TypeError, ValueError, OverflowError):
                 log.warning("a heartbeat of worker %r is malformed; skipped", w.get("name"))
         return found
+
+    def fleet_screens(self) -> WorkerScreens | None:
+        """The live views of the fleet's workers on this machine; None without a fleet."""
+        fleet = self._gateway.fleet
+        if fleet is None:
+            return None
+        if self._screens is None:
+            self._screens = WorkerScreens(fleet.redis, self._gateway.settings.takeover.enabled)
+        return self._screens
+
+    def fleet_holds(self) -> FleetHolds | None:
+        """Who holds which worker's screen (a person's takeover); None without a fleet."""
+        fleet = self._gateway.fleet
+        if fleet is None:
+            return None
+        if self._holds is None:
+            settings = self._gateway.settings
+            refused = refused_approvers(settings.channels)
+            self._holds = FleetHolds(fleet.redis, settings.takeover.idle_end_s, refused)
+        return self._holds
+
+    async def worker_of(self, task_id: str) -> str | None:
+        """The fleet worker that runs ``task_id`` now (None: none, or no fleet)."""
+        fleet = self._gateway.fleet
+        return await fleet.worker_of(task_id) if fleet is not None else None
+
+    def watched_task(self) -> str | None:
+        """The task the journal shows running (the agent's here; a worker's in a fleet)."""
+        return self._gateway.journal.current
 
     # -- reading --
     def state(self) -> DaemonState:
@@ -285,7 +323,7 @@ class DaemonService:
         return list(read_events(folder / "events.jsonl")) if folder is not None else []
 
 
-def _worker(beat: dict[str, Any]) -> FleetWorker:
+def _worker(beat: dict[str, Any], live: bool = False) -> FleetWorker:
     task = beat.get("task")
     return FleetWorker(
         name=str(beat["name"]),
@@ -296,4 +334,5 @@ def _worker(beat: dict[str, Any]) -> FleetWorker:
         state=str(beat.get("state", "")),
         task=str(task) if task else None,
         last_heartbeat=datetime.fromtimestamp(float(beat["heartbeat"]), UTC),
+        live=live,
     )

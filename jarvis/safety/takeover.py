@@ -95,10 +95,11 @@ class ScreenHold:
             return self.idle_status()
         return {"held": True, "by": h.by, "since": h.since, "task_id": h.task_id}
 
-    async def take(self, by: str, task_id: str | None) -> Holder:
+    async def take(self, by: str, task_id: str | None, *, idle_clock: bool = True) -> Holder:
         """A person takes the screen; the agent's input stops now: ``held`` refuses every
         next action, and the ``xdotool type`` running now is ended (in a thread: waiting for
-        it to exit must not hold up the loop)."""
+        it to exit must not hold up the loop). ``idle_clock`` false: the person's input
+        does not pass here (a fleet worker's: the coordinator's relay keeps that clock)."""
         if by in self.refused:
             raise TakeoverRefused(403, f"the {by} channel may not take over the screen")
         if self.holder is not None:
@@ -112,7 +113,8 @@ class ScreenHold:
         except Exception as exc:  # the gate holds either way: the next piece is refused
             log.warning("takeover: could not end the agent's typing: %s", exc)
         self.bus.emit(TakeoverStarted(task_id=task_id, by=by))
-        self._arm_idle()
+        if idle_clock:
+            self._arm_idle()
         log.info("takeover: %s holds the screen", by)
         return holder
 

@@ -44,6 +44,8 @@ SCREEN_KINDS = frozenset({"step_finished", "tool_call_finished", "task_finished"
 TODO_KINDS = frozenset({"task_started", "task_finished", "reply_ready"})
 APPROVAL_KINDS = frozenset({"approval_requested", "approval_resolved", "task_finished"})
 TAKEOVER_KINDS = frozenset({"takeover_started", "takeover_ended"})
+WORKERS_EVERY_S = 5.0
+"""How often the side panel asks for the fleet's workers."""
 
 
 class JarvisApp(App[None]):
@@ -95,6 +97,7 @@ class JarvisApp(App[None]):
         self.set_interval(self.tui.stream_refresh_ms / 1000, self._draw_pending)
         if self.tui.live_screen_s > 0:
             self.set_interval(self.tui.live_screen_s, self._live_screen)
+        self.set_interval(WORKERS_EVERY_S, self._load_workers)
         self._stream()
 
     # --- lines in --------------------------------------------------------------------
@@ -208,6 +211,7 @@ class JarvisApp(App[None]):
     # --- side panel -------------------------------------------------------------------
     def _load_side(self) -> None:
         self._load_todos()
+        self._load_workers()
         self._load_screen()
         self._load_runs()
 
@@ -217,6 +221,14 @@ class JarvisApp(App[None]):
             self.side.show_todos(await self.backend.todos())
         except BackendError as exc:
             log.info("todos: %s", exc)
+
+    @work(exclusive=True, group="workers")
+    async def _load_workers(self) -> None:
+        """The fleet's workers (``GET /api/workers``), every few seconds."""
+        try:
+            self.side.show_workers(await self.backend.workers())
+        except BackendError as exc:
+            log.info("workers: %s", exc)
 
     def _live_screen(self) -> None:
         """While a task runs, the display as it is now (the sandbox's under --sandbox)."""

@@ -73,6 +73,11 @@ class Backend(Protocol):
 
     async def approval_screenshot(self, approval_id: str) -> bytes | None: ...
 
+    async def workers(self) -> dict[str, Any]:
+        """The fleet's workers: ``{fleet, workers: [{name, host, display, state, task,
+        live, ...}]}`` (``fleet`` false: the daemon runs its tasks itself)."""
+        ...
+
     async def pause(self) -> None:
         """Take the screen from the agent (a takeover by the TUI: no VNC in a terminal)."""
         ...
@@ -103,6 +108,7 @@ class ReplayBackend:
         label: str = "replay",
         pending: list[dict[str, Any]] | None = None,
         approval_screenshots: dict[str, bytes] | None = None,
+        workers: list[dict[str, Any]] | None = None,
     ) -> None:
         self.label = label
         self._history = list(history or [])
@@ -120,6 +126,8 @@ class ReplayBackend:
         self.approvals: list[tuple[str, str, str]] = []
         """``(approval_id, decision, note)`` of every answer given."""
         self.takeovers: list[str] = []
+        self.fleet_workers = workers
+        """The fleet's workers to show (None: not a fleet)."""
         """``pause`` and ``resume`` in the order they were asked."""
 
     @classmethod
@@ -192,6 +200,10 @@ class ReplayBackend:
 
     async def approval_screenshot(self, approval_id: str) -> bytes | None:
         return self._approval_screenshots.get(approval_id)
+
+    async def workers(self) -> dict[str, Any]:
+        found = self.fleet_workers
+        return {"fleet": found is not None, "workers": list(found or [])}
 
     async def pause(self) -> None:
         self.takeovers.append("pause")

@@ -155,6 +155,10 @@ class ApiBackend:
         body = {"decision": decision, "note": note, "by": "tui"}
         await self._call("POST", f"/api/approvals/{quote(approval_id, safe='')}", json=body)
 
+    async def workers(self) -> dict[str, Any]:
+        found = await self._call("GET", "/api/workers")
+        return found if isinstance(found, dict) else {"fleet": False, "workers": []}
+
     async def pause(self) -> None:
         await self._call("POST", "/api/takeover", json={"by": "tui"})
 

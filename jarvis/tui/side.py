@@ -1,4 +1,5 @@
-"""The side panel: a live thumbnail of the screen (last click marked) and the todos."""
+"""The side panel: a live thumbnail of the screen (last click marked), the todos, and the
+fleet's workers (``jarvis serve --fleet``; hidden for a daemon that runs its tasks itself)."""
 
 from __future__ import annotations
 
@@ -64,6 +65,25 @@ def todo_lines(todos: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+WORKER_MARKS = {"idle": "○", "running": "●", "stopping": "◌"}
+
+
+def worker_lines(workers: list[dict[str, Any]]) -> str:
+    """One line per worker: name, display, state, the task it runs."""
+    if not workers:
+        return "no worker has sent a heartbeat lately"
+    lines = []
+    for w in workers:
+        state = str(w.get("state", ""))
+        doing = f"runs {w['task']}" if w.get("task") else state
+        where = str(w.get("display", ""))
+        if w.get("live") is False:
+            where = f"{w.get('host', '')} {where}".strip()
+        mark = WORKER_MARKS.get(state, "•")
+        lines.append(f"{mark} {escape(str(w.get('name', '')))} {escape(where)} · {escape(doing)}")
+    return "\n".join(lines)
+
+
 class SidePanel(Vertical):
     """Screen thumbnail on top, todos below."""
 
@@ -77,6 +97,9 @@ class SidePanel(Vertical):
         self.thumb = thumbnail_widget(halfblocks, id="thumb")
         self.todos = Static("no todos", id="todos", markup=True)
         self.caption = Static("no screenshot yet", id="thumb-caption")
+        self.workers_title = Static("Workers", classes="side-title", id="workers-title")
+        self.fleet_list = Static("", id="workers", markup=True)
+        self.workers_title.display = self.fleet_list.display = False
 
     def compose(self) -> ComposeResult:
         yield Static("Screen", classes="side-title")
@@ -84,6 +107,8 @@ class SidePanel(Vertical):
         yield self.caption
         yield Static("Todos", classes="side-title")
         yield self.todos
+        yield self.workers_title
+        yield self.fleet_list
 
     def show_screen(self, png: bytes, click: tuple[int, int] | None) -> None:
         self.thumb.image = marked_thumbnail(png, click)
@@ -92,3 +117,10 @@ class SidePanel(Vertical):
 
     def show_todos(self, todos: list[dict[str, Any]]) -> None:
         self.todos.update(todo_lines(todos))
+
+    def show_workers(self, fleet: dict[str, Any]) -> None:
+        """``GET /api/workers``'s answer: the list, shown only for a fleet."""
+        shown = bool(fleet.get("fleet"))
+        self.workers_title.display = self.fleet_list.display = shown
+        if shown:
+            self.fleet_list.update(worker_lines(list(fleet.get("workers") or [])))

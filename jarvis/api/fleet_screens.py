@@ -1,0 +1,158 @@
+"""The live view and takeover of fleet workers' screens (``serve --fleet``; DESIGN 10, 11).
+
+- ``GET /api/workers/{name}/live`` -> {worker, host, display, live: true}: worker
+  ``name``'s screen can be watched here. 404 when no such worker sends heartbeats, 409
+  when it runs on another machine (its live view is not reachable from here: no VNC port
+  is opened on the network for it) or its display cannot be served.
+- ``WS /api/vnc/worker/{name}`` (``?ticket=`` for input): an RFB session relayed to
+  x11vnc on that worker's display, which the coordinator serves on 127.0.0.1 (started on
+  the first view, :mod:`jarvis.fleet.screens`); view-only without the ticket of the
+  takeover of that worker. Refused (close 1008, with the reason) for a worker whose
+  display is not reachable from here.
+- ``POST /api/takeover`` and ``POST /api/handback`` of :mod:`jarvis.api.takeover` come
+  here for a task a worker runs: the worker is paused and resumed through its control
+  stream (:mod:`jarvis.fleet.holds`), wherever it runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request, WebSocket
+from pydantic import BaseModel
+
+from jarvis.api.vnc_relay import relay
+from jarvis.fleet.holds import FleetHolder, FleetHolds
+from jarvis.fleet.screens import Unreachable, WorkerScreens
+from jarvis.gateway.service import DaemonService
+from jarvis.safety.takeover import TakeoverRefused
+
+log = logging.getLogger(__name__)
+router = APIRouter(prefix="/api", tags=["takeover"])
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+class WorkerLive(BaseModel):
+    worker: str
+    host: str
+    display: str
+    live: bool = True
+
+
+class FleetControls:
+    """The person's full-access views of workers' displays, closed when their takeover
+    ends (as :class:`~jarvis.api.takeover.LiveView` does for the daemon's display)."""
+
+    def __init__(self) -> None:
+        self.control: dict[str, set[asyncio.Event]] = {}
+        self.closing = asyncio.Event()
+        self._watched: set[int] = set()
+
+    def watch(self, holds: FleetHolds) -> None:
+        if id(holds) not in self._watched:
+            self._watched.add(id(holds))
+            holds.on_end.append(self.end_control)
+
+    def end_control(self, worker: str) -> None:
+        for closed in list(self.control.get(worker, ())):
+            closed.set()
+
+    def close(self) -> None:
+        self.closing.set()
+        for worker in list(self.control):
+            self.end_control(worker)
+
+
+def _service(app: Any) -> DaemonService:
+    service: DaemonService = app.state.daemon.service
+    return service
+
+
+def _controls(app: Any) -> FleetControls:
+    controls: FleetControls = app.state.fleet_controls
+    return controls
+
+
+def _screens(service: DaemonService) -> WorkerScreens:
+    screens = service.fleet_screens()
+    if screens is None:
+        raise Unreachable(404, "this daemon coordinates no fleet")
+    return screens
+
+
+@router.get("/workers/{name}/live")
+async def worker_live(name: str, request: Request) -> WorkerLive:
+    try:
+        beat = await _screens(_service(request.app)).check(name)
+    except Unreachable as exc:
+        raise HTTPException(exc.status, exc.detail) from exc
+    return WorkerLive(worker=name, host=str(beat["host"]), display=str(beat["display"]))
+
+
+@router.websocket("/vnc/worker/{name}")
+async def worker_vnc(websocket: WebSocket, name: str, ticket: str = "") -> None:
+    service = _service(websocket.app)
+    controls = _controls(websocket.app)
+    try:
+        server = await _screens(service).server(name)
+    except Unreachable as exc:
+        await websocket.close(code=1008, reason=exc.detail[:120])
+        return
+    if not ticket:
+        await relay(websocket, server.port, server.view_password, controls.closing)
+        return
+    holds = service.fleet_holds()
+    holder = holds.holders.get(name) if holds is not None else None
+    if holds is None or holder is None or not hmac.compare_digest(ticket, holder.ticket):
+        await websocket.close(code=1008, reason="this ticket does not hold the screen")
+        return
+    controls.watch(holds)
+    closed = asyncio.Event()
+    controls.control.setdefault(name, set()).add(closed)
+    try:
+        await relay(
+            websocket, server.port, server.full_password, closed, lambda: holds.touched(name)
+        )
+    finally:
+        controls.control.get(name, set()).discard(closed)
+
+
+async def fleet_take(service: DaemonService, by: str, task_id: str | None) -> FleetHolder | None:
+    """A takeover of a task a fleet worker runs (``task_id``, or else the watched task
+    when no local agent runs one); None when it is not a fleet worker's."""
+    holds = service.fleet_holds()
+    if holds is None:
+        return None
+    wanted = task_id or (None if service.running_task() else service.watched_task())
+    if wanted is None:
+        return None
+    worker = await service.worker_of(wanted)
+    if worker is None:
+        return None
+    try:
+        return await holds.take(worker, by, wanted)
+    except TakeoverRefused as exc:
+        raise HTTPException(exc.status, exc.detail) from exc
+
+
+async def fleet_hand_back(
+    service: DaemonService, task_id: str | None, note: str
+) -> FleetHolder | None:
+    """Hand a worker's screen back (the one held for ``task_id``, or the one held); None
+    when no worker's screen is held."""
+    holds = service.fleet_holds()
+    if holds is None or holds.of_task(task_id) is None:
+        return None
+    try:
+        return await holds.hand_back(task_id, note)
+    except TakeoverRefused as exc:
+        raise HTTPException(exc.status, exc.detail) from exc
+
+
+def fleet_status(service: DaemonService) -> dict[str, object] | None:
+    holds = service.fleet_holds()
+    holder = holds.of_task(None) if holds is not None else None
+    return holder.status() if holder is not None else None

@@ -1,0 +1,137 @@
+"""The live view of fleet workers' displays, served by the coordinator (DESIGN section 11).
+
+A worker on the coordinator's machine is reached on loopback like the daemon's own
+display: its heartbeat names its host, display and cookie file, and when the host is this
+one, the coordinator starts x11vnc on that display (127.0.0.1 only, passwords made per
+start, :class:`~jarvis.desktop.vnc.VncServer`), once, on the first view asked for, and
+keeps it while the worker stays on that display. A worker on another host has no live
+view from here: no VNC port is ever opened on the network for it (:class:`Unreachable`
+says so); it can still be paused and resumed through its control stream
+(:mod:`jarvis.fleet.holds`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+from typing import TYPE_CHECKING, Any
+
+from jarvis.desktop.vnc import VncError, VncServer
+from jarvis.fleet import keys
+from jarvis.redaction import register
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+log = logging.getLogger(__name__)
+
+
+class Unreachable(Exception):
+    """No live view of that worker from here; ``status`` is the HTTP status to answer
+    (404: no such worker now; 409: it exists but its display cannot be reached)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+def why_not_here(beat: dict[str, Any], host: str | None = None) -> str | None:
+    """Why worker ``beat``'s display cannot be served from this machine; None when it can
+    (same host, an X display named, its cookie file readable here)."""
+    name, here = beat.get("name"), host or socket.gethostname()
+    if beat.get("host") != here:
+        return (
+            f"worker {name} runs on host {beat.get('host')!r}, not on this machine "
+            f"({here!r}): its live view is not reachable from here"
+        )
+    display = beat.get("display")
+    if not isinstance(display, str) or not display.startswith(":"):
+        return f"worker {name} has no local X display to show"
+    cookie = beat.get("xauthority") or ""
+    if cookie and not os.access(cookie, os.R_OK):
+        return f"worker {name}'s display {display} does not let this process in"
+    return None
+
+
+class WorkerScreens:
+    """x11vnc per local worker display, started on demand (see the module doc)."""
+
+    def __init__(self, redis: Redis, enabled: bool = True) -> None:
+        self.redis = redis
+        self.enabled = enabled
+        self.servers: dict[str, tuple[tuple[str, str], VncServer]] = {}
+        """Per worker: (display, cookie file) it serves, and its x11vnc."""
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._closed = False
+
+    async def beat(self, name: str) -> dict[str, Any] | None:
+        """Worker ``name``'s last heartbeat; None when it has none (gone, or no such)."""
+        raw = await self.redis.get(keys.worker_key(name))
+        if raw is None:
+            return None
+        try:
+            beat = json.loads(raw)
+        except ValueError:
+            return None
+        return beat if isinstance(beat, dict) and beat.get("name") == name else None
+
+    async def check(self, name: str) -> dict[str, Any]:
+        """Worker ``name``'s heartbeat when its live view can be served from here; raises
+        :class:`Unreachable` otherwise."""
+        from redis.exceptions import RedisError
+
+        if not self.enabled:
+            raise Unreachable(409, "the live view is off (takeover.enabled is false)")
+        try:
+            beat = await self.beat(name)
+        except (RedisError, OSError) as exc:
+            raise Unreachable(503, "the fleet's Redis does not answer") from exc
+        if beat is None:
+            raise Unreachable(404, f"no worker {name} has sent a heartbeat lately")
+        why = why_not_here(beat)
+        if why is not None:
+            raise Unreachable(409, why)
+        return beat
+
+    async def server(self, name: str) -> VncServer:
+        """A running x11vnc on worker ``name``'s display (started now if needed)."""
+        beat = await self.check(name)
+        where = (str(beat["display"]), str(beat.get("xauthority") or ""))
+        lock = self._locks.setdefault(name, asyncio.Lock())
+        async with lock:
+            if self._closed:
+                raise Unreachable(503, "the daemon is stopping")
+            known = self.servers.get(name)
+            if known is not None and known[0] == where and known[1].running:
+                return known[1]
+            if known is not None:  # the worker moved to another display, or x11vnc ended
+                self.servers.pop(name, None)
+                await asyncio.to_thread(known[1].stop)
+            server = VncServer(where[0], where[1] or None)
+            try:
+                try:
+                    await asyncio.to_thread(server.start)
+                except BaseException:  # cancelled while it starts: its x11vnc ends too
+                    await asyncio.to_thread(server.stop)
+                    raise
+            except VncError as exc:
+                raise Unreachable(409, f"worker {name}'s display cannot be served: {exc}") from exc
+            register(server.full_password, server.view_password)
+            self.servers[name] = (where, server)
+            log.info("live view of worker %s (%s)", name, where[0])
+            return server
+
+    def running(self, name: str) -> VncServer | None:
+        known = self.servers.get(name)
+        return known[1] if known is not None and known[1].running else None
+
+    def close(self) -> None:
+        """Stop every x11vnc (blocking: call in a thread)."""
+        self._closed = True
+        for _where, server in list(self.servers.values()):
+            server.stop()
+        self.servers.clear()
