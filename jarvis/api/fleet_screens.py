@@ -99,6 +99,7 @@ async def worker_vnc(websocket: WebSocket, name: str, ticket: str = "") -> None:
     try:
         server = await _screens(service).server(name)
     except Unreachable as exc:
+        log.info("no live view of worker %s: %s", name, exc.detail)
         await websocket.close(code=1008, reason=exc.detail[:120])
         return
     if not ticket:
