@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -188,6 +189,7 @@ async def test_taking_over_a_fleet_task_pauses_its_worker_and_the_hand_back_resu
             redis = client(redis_server.url)
             await control.send(redis, "w1", control.Control("takeover", "T999", by="web"))
             await fleet.said("w1", "control takeover for task T999 ignored")
+            [beat] = await registry.workers(redis)
             await redis.aclose()
 
             refused = await http.post("/api/takeover", json={"by": "email", "task_id": "T001"})
@@ -210,6 +212,9 @@ async def test_taking_over_a_fleet_task_pauses_its_worker_and_the_hand_back_resu
             )
             await person.pointer(700, 500)
             assert await person.frame() > 0
+            async with asyncio.timeout(30):  # the pointer moved on w1's display
+                while await pointer_on(beat) != (700, 500):
+                    await asyncio.sleep(0.1)
             assert len(gate.steps) == 1  # held: the worker asks the model nothing more
             assert "step_started" not in kinds(api)[kinds(api).index("step_finished") :]
 
@@ -241,6 +246,17 @@ async def test_taking_over_a_fleet_task_pauses_its_worker_and_the_hand_back_resu
         "handed_back",
     )
     assert "takeover of task" not in fleet.err("w1").replace("T999", "")
+
+
+async def pointer_on(beat: dict[str, Any]) -> tuple[int, int]:
+    """Where the pointer is on a worker's display (xdotool, with the worker's cookie)."""
+    env = {**os.environ, "DISPLAY": beat["display"], "XAUTHORITY": beat["xauthority"]}
+    proc = await asyncio.create_subprocess_exec(
+        "xdotool", "getmouselocation", "--shell", env=env, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await proc.communicate()
+    found = dict(line.split("=", 1) for line in out.decode().splitlines() if "=" in line)
+    return int(found.get("X", -1)), int(found.get("Y", -1))
 
 
 def kinds(api: Api) -> list[str]:
