@@ -46,8 +46,11 @@ Endpoints (JSON unless said otherwise)::
     GET  /api/events   Server-Sent Events, see below
     GET  /api/runs?limit=50 -> {runs: [RunInfo]}   newest first
     GET  /api/workers -> {fleet, workers: [{name, host, display, size, version, state,
-         task, last_heartbeat}]}   the fleet's live workers (``serve --fleet``); empty
-         and fleet false for a daemon that runs its tasks itself
+         task, last_heartbeat, live}]}   the fleet's live workers (``serve --fleet``);
+         empty and fleet false for a daemon that runs its tasks itself; ``live``: its
+         screen can be watched here (it runs on this machine)
+    GET  /api/workers/{name}/live -> {worker, host, display, live}   404 no such worker,
+         409 its live view is not reachable from here (jarvis.api.fleet_screens)
     GET  /api/screenshots/{path} -> image   path relative to DATA/memory/screenshots/
          (as in a step's ``screenshot`` minus that prefix); anything else is 404
     GET  /api/screen/latest -> image   the running (or last) task's latest step screenshot
@@ -64,7 +67,8 @@ Endpoints (JSON unless said otherwise)::
     POST /api/stop {by: cli|web|tui|api = api} -> 202 {stopping: bool, by}
          cancels the running task now, recorded in task_finished's ``stopped_by``
     GET  /api/takeover, POST /api/takeover {by, task_id?}, POST /api/handback {note?},
-         WS /api/vnc/{display}: the live view and takeover (jarvis.api.takeover)
+         WS /api/vnc/{display}: the live view and takeover (jarvis.api.takeover);
+         WS /api/vnc/worker/{name}: a fleet worker's screen (jarvis.api.fleet_screens)
     POST /api/login {token} -> 204 + cookie;  POST /api/logout -> 204
     GET  /docs, /openapi.json   OpenAPI (behind the token too): every route's response
          model or media type; /docs is Swagger UI from ``static/swagger/`` (no CDN)
