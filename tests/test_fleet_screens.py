@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -144,7 +145,9 @@ async def test_a_local_workers_screen_is_relayed_and_a_remote_one_is_refused(
             async with panel(api, "fleet-worker-screen") as page:
                 from playwright.async_api import expect
 
-                await page.click('#todos li[data-id="T001"]')
+                shown = page.locator('#todos li[data-id="T001"]')
+                await shown.click()  # the task watched: T001, which w1 runs
+                await expect(shown).to_have_class(re.compile(r"\bshown\b"))
                 box = page.locator("#vnc")
                 await expect(page.locator("#vnc-box")).to_be_visible(timeout=30_000)
                 await expect(box).to_have_attribute("data-worker", "w1", timeout=30_000)
