@@ -74,8 +74,9 @@ def test_kill_9_of_the_coordinator_and_of_redis_mid_run_loses_nothing_and_ends_e
         texts |= {drop(data, n) for n in range(12, 16)}  # the inbox takes them meanwhile
         wait_for(lambda: len(fake_model.requests) >= steps + 4, 60, "workers going on")
         aof_redis.kill()  # and kill -9 of Redis in the middle too
-        for name in WORKERS:
-            asyncio.run(fleet.said(name, "waiting for Redis at", timeout=30))
+        wait_for(
+            lambda: any("waiting for Redis at" in fleet.err(n) for n in WORKERS), 30, "noticed"
+        )
         aof_redis.start()  # the same port, password and directory: its AOF back
         coordinator.start()  # the same data dir
         wait_for(
@@ -136,7 +137,8 @@ def test_a_worker_killed_mid_task_loses_it_to_another_and_its_late_outcome_is_re
         stuck.set()
         wait_for(second.is_set, 120, "the second attempt asked the model")
         refused = asyncio.run(_replay_late_outcome(old, dead, aof_redis.url))
-        wait_for(lambda: "without the current lease's token" in coordinator.output(), 30, "the replay refused")
+        refusal = "without the current lease's token"
+        wait_for(lambda: refusal in coordinator.output(), 30, "the replayed outcome refused")
         assert [t.status for t in coordinator.todos()] == ["in_progress"]
         release.set()
         wait_for(lambda: coordinator.done() or not coordinator.alive(), 120, "T001 completed")
