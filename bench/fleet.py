@@ -145,7 +145,9 @@ async def session(args: argparse.Namespace, workers: int, tmp: Path) -> dict[str
         gateway = Gateway(
             settings, options=GatewayOptions(fleet_url=redis.url), where=XDisplay.from_env()
         )
-        service = HttpService(gateway, HttpAddress("127.0.0.1", 0), announce=lambda _l: None)
+        service = HttpService(
+            gateway, HttpAddress(host="127.0.0.1", port=0), announce=lambda _l: None
+        )
         gateway.services.append(service.running)
         run = asyncio.create_task(gateway.run())
         stop, delays = threading.Event(), []
