@@ -15,7 +15,8 @@ the inbox (written aside, then moved in, so the inbox need not wait for more wri
   a worker sends the model (inbox, router, todos.md, dispatch, claim, the agent's first
   look at the screen); p50 over ``--dispatch-samples``.
 - event latency: a worker's step_started (its ``ts`` is set on the worker when the event
-  is made) to an SSE client of ``/api/events`` on the coordinator (another thread).
+  is made) to an SSE client of ``/api/events`` on the coordinator (another thread); and,
+  to tell the parts apart, to the coordinator's bus.
 - recovery: a worker killed with -9 mid-task (lease ``--lease`` s); the time from its
   lease's expiry (its PTTL when it was killed) to the task's next step request on
   another worker; and from the kill.
@@ -152,7 +153,14 @@ async def session(args: argparse.Namespace, workers: int, tmp: Path) -> dict[str
         )
         gateway.services.append(service.running)
         run = asyncio.create_task(gateway.run())
-        stop, delays = threading.Event(), []
+        stop, delays, on_bus = threading.Event(), [], []
+
+        def arrived(event: Any) -> None:  # on the coordinator's bus: the wire's part of it
+            on_bus.append((time.time() - event.ts) * 1000)
+
+        from jarvis.events import StepStarted
+
+        gateway.bus.subscribe(arrived, StepStarted)
         try:
             await until(lambda: gateway.ready.is_set() or run.done(), 60)
             assert service.daemon is not None
@@ -203,7 +211,7 @@ async def session(args: argparse.Namespace, workers: int, tmp: Path) -> dict[str
                 again = model.step_times[name][seen]
                 out["recovery_s"] = round(again - expires, 2)  # from the lease's expiry
                 out["kill_to_running_again_s"] = round(again - killed, 2)
-            out["event_ms"] = list(delays)
+            out["event_ms"], out["bus_ms"] = list(delays), list(on_bus)
         finally:
             stop.set()
             gateway.stop()
@@ -242,6 +250,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             results[n] = await session(args, n, Path(tmp))
     one = results[1]["tasks_per_min"]
     events = sorted(d for r in results.values() for d in r.pop("event_ms"))
+    bus = sorted(d for r in results.values() for d in r.pop("bus_ms"))
     dispatch = results[1]["dispatch_ms"]
     efficiency = {str(n): round(results[n]["tasks_per_min"] / (n * one), 3) for n in (1, 2, 4)}
     recovery = results[2]["recovery_s"]
@@ -257,6 +266,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         "dispatch_p50_ms": round(statistics.median(dispatch), 1),
         "event_p50_ms": round(statistics.median(events), 2),
         "event_p95_ms": round(statistics.quantiles(events, n=20)[18], 2),
+        "event_to_coordinator_bus_p50_ms": round(statistics.median(bus), 2),
         "events": len(events),
         "recovery_after_lease_s": recovery,
         "targets": {
