@@ -2,7 +2,11 @@
 snapshot, its own directory; stopped (and its files removed) at the end.
 
 ``redis_server`` (a pytest fixture) yields a :class:`RedisServer`; ``.url`` carries the
-password (``redis://:PASSWORD@127.0.0.1:PORT/0``). Each test gets an empty server.
+password (``redis://:PASSWORD@127.0.0.1:PORT/0``), for clients in the test's process;
+a process the test starts gets ``.bare_url`` and the password in its environment
+(``.env``, ``JARVIS_REDIS_PASSWORD``), never on its command line. The server reads its
+password from a config file of its own, not from its argv either. Each test gets an
+empty server.
 """
 
 from __future__ import annotations
@@ -41,14 +45,26 @@ class RedisServer:
     def url(self) -> str:
         return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
 
+    @property
+    def bare_url(self) -> str:
+        """The URL without its password (that goes in :attr:`env`)."""
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"JARVIS_REDIS_PASSWORD": self.password}
+
     def start(self) -> RedisServer:
         binary = shutil.which("redis-server")
         if binary is None:
             pytest.fail("redis-server is not installed (make system installs it)")
         self.port = self.port or free_port()
-        args = [binary, "--port", str(self.port), "--bind", "127.0.0.1"]
+        conf = self.dir / "redis.conf"  # the password stays off the command line
+        conf.touch(mode=0o600)
+        conf.write_text(f"requirepass {self.password}\n", encoding="utf-8")
+        args = [binary, str(conf), "--port", str(self.port), "--bind", "127.0.0.1"]
         args += ["--save", "", "--appendonly", "yes" if self.appendonly else "no"]
-        args += ["--dir", str(self.dir), "--requirepass", self.password, "--loglevel", "warning"]
+        args += ["--dir", str(self.dir), "--loglevel", "warning"]
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -75,6 +91,13 @@ class RedisServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self.process = None
+
+    def kill(self) -> None:
+        """kill -9: what the AOF holds is all that survives."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
         self.process = None
 
     def __enter__(self) -> RedisServer:

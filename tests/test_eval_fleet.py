@@ -29,9 +29,9 @@ def workers(tmp_path: Path, fake_model: FakeModel, redis_server: RedisServer):  
         procs = []
         for name in ("desk-1", "desk-2"):
             screen = stack.enter_context(start_xvfb(1280, 800))
-            env = serve_env(screen, fake_model)
+            env = serve_env(screen, fake_model) | redis_server.env  # the password: not in argv
             display = env.pop("DISPLAY")
-            args = ["worker", "--eval", "--redis", redis_server.url, "--display", display]
+            args = ["worker", "--eval", "--redis", redis_server.bare_url, "--display", display]
             args += ["--name", name, "--data-dir", str(tmp_path / name)]
             procs.append(
                 subprocess.Popen(
@@ -42,7 +42,7 @@ def workers(tmp_path: Path, fake_model: FakeModel, redis_server: RedisServer):  
                     stderr=subprocess.DEVNULL,
                 )
             )
-        yield redis_server.url
+        yield redis_server
         for proc in procs:
             proc.terminate()
         for proc in procs:
@@ -53,10 +53,13 @@ def workers(tmp_path: Path, fake_model: FakeModel, redis_server: RedisServer):  
                 proc.wait()
 
 
-def test_the_fleet_runs_the_suite_with_the_serial_summary(tmp_path: Path, workers: str) -> None:
+def test_the_fleet_runs_the_suite_with_the_serial_summary(
+    tmp_path: Path, workers: RedisServer
+) -> None:
     suite = wrong_suite(tmp_path / "wrong")
     serial_code, serial = run_eval(suite, tmp_path / "serial", "--provider", "oracle")
-    code, fleet = run_eval(suite, tmp_path / "fleet", "--provider", "oracle", "--fleet", workers)
+    extra = ("--provider", "oracle", "--fleet", workers.bare_url)
+    code, fleet = run_eval(suite, tmp_path / "fleet", *extra, env=workers.env)
     assert serial_code == code == 1
     assert same_fields(fleet) == same_fields(serial)
     for run in fleet["runs"]:

@@ -192,12 +192,14 @@ async def test_a_coordinator_on_a_box_without_a_display_starts_and_dispatches(
         JARVIS_LONG_TERM_MEMORY="false",
         JARVIS_FLEET__LEASE_S="3",
         ANONYMIZED_TELEMETRY="False",
+        JARVIS_REDIS_PASSWORD=redis_server.password,  # not in argv
     )
     out = tmp_path / "coordinator.log"
     fleet = Fleet(tmp_path, fake_model, redis_server.url)
+    args = ["serve", "--fleet", redis_server.bare_url, "--http", "off"]
     with out.open("wb") as log:
         coordinator = subprocess.Popen(
-            [sys.executable, "-m", "jarvis", "serve", "--fleet", redis_server.url, "--http", "off"],
+            [sys.executable, "-m", "jarvis", *args],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=log,

@@ -102,8 +102,10 @@ async def test_the_receiver_writes_artefacts_emits_events_and_refuses_forgeries(
         {"type": "event", "task": "T001", "worker": "w1", "data": "{broken"},
         {"type": "who-knows"},
         {"type": "outcome", "task": "T001"},  # no status
+        {"type": "outcome", "task": "T001", "status": "failed", "summary": "x", "token": "old"},
         {"type": "outcome", "task": "T001", "status": "completed", "summary": "ok", "token": "t"},
     ]
+    await redis.hset(keys.ENDED, "T001", "t")  # as the COMPLETE script leaves it: token "t"
     for fields in entries:
         await redis.xadd(keys.EVENTS, fields)
     handled = await receiver.read_once(wait_s=0.1)
@@ -111,8 +113,9 @@ async def test_the_receiver_writes_artefacts_emits_events_and_refuses_forgeries(
     assert [e.kind for e in seen.events] == ["task_started"]
     assert (data / BEFORE).read_bytes() == b"\xff\xd8jpeg"
     assert not (tmp_path / "escaped.txt").exists() and not Path("/tmp/absolute.txt").exists()
-    assert receiver.refused == 5
-    assert caplog.text.count("refused") >= 5 and "escaped.txt" in caplog.text
+    assert receiver.refused == 6  # the outcome with a stale token too
+    assert caplog.text.count("refused") >= 6 and "escaped.txt" in caplog.text
+    assert "outcome of T001 without the current lease's token" in caplog.text
     assert [(o.task_id, o.status, o.summary) for o in outcomes] == [("T001", "completed", "ok")]
     assert await redis.xlen(keys.EVENTS) == 0  # read, acknowledged and deleted
     pending: Any = await redis.xpending(keys.EVENTS, keys.COORDINATOR_GROUP)

@@ -18,6 +18,7 @@ from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -74,7 +75,8 @@ class Fleet:
         env = serve_env(screen, self.fake_model)
         display = env.pop("DISPLAY")  # given by --display, as a user would
         env["JARVIS_SETTLE_CEILING_MS"] = "300"
-        args = ["worker", "--redis", self.url, "--display", display, "--name", name]
+        url, env["JARVIS_REDIS_PASSWORD"] = without_password(self.url)  # not in argv
+        args = ["worker", "--redis", url, "--display", display, "--name", name]
         args += ["--lease", str(lease_s), "--data-dir", str(self.tmp_path / name)]
         proc = subprocess.Popen(
             [sys.executable, "-m", "jarvis", *args],
@@ -168,13 +170,25 @@ def journal_lines(data_dir: Path, task_id: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+def without_password(url: str) -> tuple[str, str]:
+    """``url`` without its password, and the password (for ``JARVIS_REDIS_PASSWORD``)."""
+    parts = urlsplit(url)
+    host = f"{parts.hostname}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=host)), parts.password or ""
+
+
 def jarvis_workers(url: str) -> dict[str, Any]:
+    bare, password = without_password(url)
     proc = subprocess.run(
-        [sys.executable, "-m", "jarvis", "workers", "--redis", url, "--json"],
+        [sys.executable, "-m", "jarvis", "workers", "--redis", bare, "--json"],
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)},
+        env={
+            **os.environ,
+            "PYTHONPATH": str(Path(__file__).parent.parent),
+            "JARVIS_REDIS_PASSWORD": password,
+        },
     )
     assert proc.returncode == 0, proc.stderr
     assert url.split("@")[0].split(":")[-1] not in proc.stdout + proc.stderr  # no password

@@ -9,8 +9,9 @@ WORKERS_GROUP = "workers"
 CARRIED = "jarvis:carried"
 """Hash task id -> the id of the stream entry that carries it (dispatch is idempotent)."""
 ENDED = "jarvis:ended"
-"""Hash task id -> status: an outcome the coordinator has not written to todos.md yet
-(dispatch refuses such a task, so an ended task is not sent again meanwhile)."""
+"""Hash task id -> the token of its outcome that the coordinator has not written to
+todos.md yet (dispatch refuses such a task, so an ended task is not sent again meanwhile;
+the coordinator takes only the outcome entry that carries this token)."""
 EVENTS = "jarvis:events"
 """Stream from workers to the coordinator: events, artefacts and outcomes."""
 COORDINATOR_GROUP = "coordinator"

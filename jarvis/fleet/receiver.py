@@ -4,7 +4,8 @@ Events are emitted on the coordinator's bus (its journal, the API's SSE and the 
 see them as if the task ran here); artefacts are written under its data dir after their
 path is checked (:func:`jarvis.fleet.wire.write_artefact`); memory notes (what a worker
 learnt: :mod:`jarvis.fleet.memory`) go to ``on_memory``; outcomes (which only the
-engine's scripts write, with the current lease token) go to ``on_outcome``. A malformed
+engine's scripts write, with the current lease token, kept in ``jarvis:ended`` until then;
+any other outcome entry is refused) go to ``on_outcome``. A malformed
 or forged entry is logged and acknowledged, never raised. Read through the consumer group
 ``coordinator``: after a restart the coordinator goes on where it left off.
 """
@@ -117,7 +118,9 @@ class Receiver:
             elif kind == "memory":
                 await self._memory(fields)
             elif kind == "outcome":
-                await self.on_outcome(_outcome({k: text(v) for k, v in fields.items()}))
+                outcome = _outcome({k: text(v) for k, v in fields.items()})
+                await self._fenced(outcome)
+                await self.on_outcome(outcome)
             else:
                 raise ForgedEntry(f"unknown entry type {kind!r}")
         except (ForgedEntry, KeyError, ValueError) as exc:
@@ -143,6 +146,14 @@ class Receiver:
             )
             return
         await self.on_memory(note, task_id, worker)
+
+    async def _fenced(self, outcome: Outcome) -> None:
+        """:class:`ForgedEntry` unless ``outcome`` carries the token its lease had when it
+        ended (kept in ``jarvis:ended`` by the engine's scripts): an outcome entry put on
+        the stream by a worker that lost its lease, or replayed, is not written."""
+        ended = await self.redis.hget(keys.ENDED, outcome.task_id)
+        if not outcome.token or ended is None or text(ended) != outcome.token:
+            raise ForgedEntry(f"outcome of {outcome.task_id} without the current lease's token")
 
     def placed(self, task_id: str, rel: str) -> str:
         """Where a worker's step file goes here: into this task's journal folder and its

@@ -230,6 +230,7 @@ class Janitor:
         run_keys = [keys.lease_key(task_id), keys.TASKS, keys.CARRIED, keys.EVENTS, keys.ENDED]
         args = [keys.WORKERS_GROUP, entry, task_id, body, ",".join(channels)]
         args += [str(attempt), str(self.max_attempts), reason, fields.get("memories", "")]
+        args.append(f"janitor-{secrets.token_hex(16)}")
         answer = text(await self.redis.eval(scripts.REAP, len(run_keys), *run_keys, *args))
         if answer == "again":
             log.warning("task %s: its lease expired; attempt %d queued", task_id, attempt + 1)

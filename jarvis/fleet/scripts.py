@@ -5,7 +5,10 @@ PX expiry; renew, complete and give back act only when the caller's token is the
 it. ``jarvis:carried`` maps a task to the stream entry that carries it, so a task is
 dispatched once and a superseded entry is acknowledged and dropped. A task entry's
 ``memories`` (what the coordinator recalled for it) go along when it is given back or
-queued again. An entry is deleted
+queued again. ``jarvis:ended`` keeps the token of the one outcome on its way per task:
+the coordinator writes an outcome entry only when its token is that one (an outcome put
+on ``jarvis:events`` by hand, by a worker that lost its lease, is refused there). An
+entry is deleted
 (XDEL) once acknowledged: the stream holds only tasks waiting or running.
 """
 
@@ -47,7 +50,7 @@ COMPLETE = """
 -- KEYS: lease, tasks, carried, events, ended
 -- ARGV: token, group, entry, task, worker, status, summary, attempt
 if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[5], ARGV[4], ARGV[6])
+redis.call('HSET', KEYS[5], ARGV[4], ARGV[1])
 redis.call('XADD', KEYS[4], '*', 'type', 'outcome', 'task', ARGV[4], 'worker', ARGV[5],
   'status', ARGV[6], 'summary', ARGV[7], 'attempt', ARGV[8], 'token', ARGV[1])
 redis.call('XACK', KEYS[2], ARGV[2], ARGV[3])
@@ -74,7 +77,7 @@ return id
 REAP = """
 -- the janitor, for one entry it claimed because it sat idle past the lease time
 -- KEYS: lease, tasks, carried, events, ended
--- ARGV: group, entry, task, text, channels, attempt, cap, reason, memories
+-- ARGV: group, entry, task, text, channels, attempt, cap, reason, memories, token
 local holder = redis.call('HGET', KEYS[1], 'worker')
 if holder and redis.call('HGET', KEYS[1], 'entry') == ARGV[2] then
   redis.call('XCLAIM', KEYS[2], ARGV[1], holder, 0, ARGV[2], 'JUSTID')
@@ -86,9 +89,9 @@ if redis.call('HGET', KEYS[3], ARGV[3]) ~= ARGV[2] then return 'stale' end
 local attempt = tonumber(ARGV[6])
 if attempt >= tonumber(ARGV[7]) then
   redis.call('HDEL', KEYS[3], ARGV[3])
-  redis.call('HSET', KEYS[5], ARGV[3], 'failed')
+  redis.call('HSET', KEYS[5], ARGV[3], ARGV[10])
   redis.call('XADD', KEYS[4], '*', 'type', 'outcome', 'task', ARGV[3], 'worker', '',
-    'status', 'failed', 'summary', ARGV[8], 'attempt', ARGV[6], 'token', '')
+    'status', 'failed', 'summary', ARGV[8], 'attempt', ARGV[6], 'token', ARGV[10])
   return 'failed'
 end
 local entry = {'task', ARGV[3], 'text', ARGV[4], 'channels', ARGV[5],

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from jarvis.fleet import control, keys, registry
@@ -72,9 +73,11 @@ class FleetService:
                     self.redis, self.url, log.warning, lambda: self.gateway.stopping
                 ):
                     return
+                waker: asyncio.Task[None] | None = None
                 try:
                     await self.coordinator.setup()
                     self.up = True
+                    waker = asyncio.create_task(self._dispatch_on_work(), name="fleet-dispatch")
                     while not self.gateway.stopping:
                         await self._tick()
                 except (RedisError, OSError) as exc:
@@ -84,6 +87,11 @@ class FleetService:
                     self.up = False
                     log.exception("the fleet's loop failed; starting it again")
                     await asyncio.sleep(ERROR_PAUSE_S)
+                finally:
+                    if waker is not None:
+                        waker.cancel()
+                        with suppress(asyncio.CancelledError):
+                            await waker
         finally:
             if local is not None:  # its running task goes back to the queue first
                 self.stop()
@@ -94,6 +102,22 @@ class FleetService:
         """The daemon stops: so does its local worker (its task goes back to the queue)."""
         if self.local is not None:
             self.local.stop()
+
+    async def _dispatch_on_work(self) -> None:
+        """Dispatch a task as soon as the router made it, not after the tick's wait for
+        what workers send (up to TICK_WAIT_S). Under the books' lock, as an outcome is
+        written: a task is never read in progress here while its ending is written."""
+        from redis.exceptions import RedisError
+
+        work = self.gateway._work
+        while not self.gateway.stopping:
+            await work.wait()
+            work.clear()
+            try:
+                async with self.gateway._books:
+                    await self.coordinator.dispatch()
+            except (RedisError, OSError) as exc:  # the tick notices, and waits for Redis
+                log.debug("dispatch on new work failed: %s", reason(exc))
 
     async def _tick(self) -> None:
         await self.coordinator.tick(TICK_WAIT_S)

@@ -18,10 +18,11 @@ import logging
 import signal
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from jarvis import __version__
 from jarvis.config import Settings
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 CLAIM_WAIT_S = 2.0
 CONTROL_WAIT_S = 1.0
+T = TypeVar("T")
 
 
 @dataclass
@@ -206,14 +208,17 @@ class FleetWorker:
         elif self._stop.is_set() and (
             (outcome is None and ended is None) or (outcome and outcome.status == "cancelled")
         ):
-            await self.queue.give_back(claim, "the worker stopped (SIGTERM)")
-            self.say(f"task {claim.task_id} given back to the queue")
+            note = "the worker stopped (SIGTERM)"
+            if await self._retrying(lambda: self.queue.give_back(claim, note), "give back"):
+                self.say(f"task {claim.task_id} given back to the queue")
         else:
             status = STATUS_OF_RUN[outcome.status] if outcome else "failed"
             summary = outcome.summary if outcome else "the agent stopped with an error"
             if ended is not None:
                 status, summary = ended
-            if await self.queue.complete(claim, status, summary):
+            if await self._retrying(
+                lambda: self.queue.complete(claim, status, summary), "the outcome"
+            ):
                 self.ran += 1
             else:
                 log.warning("task %s: outcome refused (the lease moved on)", claim.task_id)
@@ -263,13 +268,13 @@ class FleetWorker:
                 return
 
     async def _send_events(self, task_id: str) -> None:
-        from redis.exceptions import RedisError
-
         while (event := await self._outbox.get()) is not None:
-            try:
-                await self._send(event, task_id)
-            except (RedisError, OSError) as exc:
-                log.warning("event %s of %s not sent: %s", event.kind, task_id, reason(exc))
+            if await self._retrying(partial(self._sent, event, task_id), event.kind) is None:
+                log.warning("event %s of %s not sent: Redis is away", event.kind, task_id)
+
+    async def _sent(self, event: Event, task_id: str) -> bool:
+        await self._send(event, task_id)
+        return True
 
     async def _send(self, event: Event, task_id: str) -> None:
         fields: Any = event_fields(event, self.options.name)
@@ -292,7 +297,21 @@ class FleetWorker:
         asyncio.get_running_loop().call_soon_threadsafe(self._outbox.put_nowait, None)
         await sender
         await self._flush_records()
-        await self.shipper.ship(task_id)
+        await self._retrying(lambda: self.shipper.ship(task_id), "the run's files")
+
+    async def _retrying(self, send: Callable[[], Awaitable[T]], what: str) -> T | None:
+        """``send()``'s answer; while Redis is away, tried again once it is back (so an
+        outcome, an event or a file is not lost to an outage); None when the worker stops
+        first."""
+        from redis.exceptions import RedisError
+
+        while True:
+            try:
+                return await send()
+            except (RedisError, OSError) as exc:
+                log.warning("sending %s failed: %s; again once Redis is back", what, reason(exc))
+            if not await wait_for_redis(self.redis, self.options.url, self.say, self._stop.is_set):
+                return None
 
     async def _heartbeat(self) -> None:
         from redis.exceptions import RedisError
