@@ -9,6 +9,8 @@ page's own rectangles, and act through ``click_element``, ``focus_element`` and
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -148,6 +150,34 @@ class TestMousepad:
         assert focused.title.startswith("*")  # mousepad marks the document as changed
         no_value = seen.run("set_value", {"id": find(tree, "menu", "Help").id, "value": "x"})
         assert no_value.error is not None and no_value.error.code == INVALID_PARAMS
+
+    def test_a_read_of_a_stopped_app_ends_at_its_limit_and_falls_back(
+        self, xserver: Xvfb, session: A11ySession, mousepad: App, tmp_path: Path
+    ) -> None:
+        focus(mousepad.window)
+        settings = Settings(data_dir=tmp_path, observation="screenshot+tree", tree_timeout_ms=300)
+        with Desktop.open(settings, xserver.where, session_bus=session.address) as desktop:
+            view = desktop.elements
+            assert view is not None
+            assert view.look(desktop.screen.capture()).tree.startswith("Accessibility tree")
+            os.kill(mousepad.proc.pid, signal.SIGSTOP)  # it answers no D-Bus call now
+            try:
+                started = time.monotonic()
+                observation = view.look(desktop.screen.capture())
+                took = time.monotonic() - started
+            finally:
+                os.kill(mousepad.proc.pid, signal.SIGCONT)
+            assert view.tree is None and observation.data  # the screenshot alone
+            assert observation.tree == (
+                "(no accessibility tree (the accessibility tree took too long to read): "
+                "the screenshot alone.)"
+            )
+            assert took < 0.3 + 1.0, took  # the limit, plus the screenshot's own work
+            deadline = time.monotonic() + 10
+            while view.tree is None:  # running again: the tree is back
+                view.look(desktop.screen.capture())
+                assert time.monotonic() < deadline, "no tree after SIGCONT"
+                time.sleep(0.05)
 
 
 # --- featherpad (Qt) ---------------------------------------------------------------------
