@@ -118,6 +118,9 @@ class VerificationFinished(Event):
     cache_read_tokens: int = 0
     cost_usd: float = 0.0
     """Of the verification call alone (the next step's totals include it)."""
+    tree_tokens: int = 0
+    """The accessibility tree's part of the verification's input (``step.json``'s
+    ``tree_tokens`` counts the steps' trees only)."""
 
 
 class AgentWarning(Event):

@@ -31,6 +31,9 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>controls</titl
 <button id="launch" aria-label="Launch the rocket" aria-pressed="false"
  style="width:18px;height:18px;padding:0"
  onclick="this.setAttribute('aria-pressed', 'true'); post('launched')"></button>
+<button id="target" onclick="post('clicked target')">Target</button>
+<button id="disabler" onclick="document.getElementById('target').disabled = true;
+ post('disabled target')">Disable target</button>
 <script>
 function post(text) { fetch("/event", {method: "POST", body: text}); }
 function rects() {

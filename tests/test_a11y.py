@@ -9,6 +9,10 @@ page's own rectangles, and act through ``click_element``, ``focus_element`` and
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,6 +150,34 @@ class TestMousepad:
         assert focused.title.startswith("*")  # mousepad marks the document as changed
         no_value = seen.run("set_value", {"id": find(tree, "menu", "Help").id, "value": "x"})
         assert no_value.error is not None and no_value.error.code == INVALID_PARAMS
+
+    def test_a_read_of_a_stopped_app_ends_at_its_limit_and_falls_back(
+        self, xserver: Xvfb, session: A11ySession, mousepad: App, tmp_path: Path
+    ) -> None:
+        focus(mousepad.window)
+        settings = Settings(data_dir=tmp_path, observation="screenshot+tree", tree_timeout_ms=300)
+        with Desktop.open(settings, xserver.where, session_bus=session.address) as desktop:
+            view = desktop.elements
+            assert view is not None
+            assert view.look(desktop.screen.capture()).tree.startswith("Accessibility tree")
+            os.kill(mousepad.proc.pid, signal.SIGSTOP)  # it answers no D-Bus call now
+            try:
+                started = time.monotonic()
+                observation = view.look(desktop.screen.capture())
+                took = time.monotonic() - started
+            finally:
+                os.kill(mousepad.proc.pid, signal.SIGCONT)
+            assert view.tree is None and observation.data  # the screenshot alone
+            assert observation.tree == (
+                "(no accessibility tree (the accessibility tree took too long to read): "
+                "the screenshot alone.)"
+            )
+            assert took < 0.3 + 1.0, took  # the limit, plus the screenshot's own work
+            deadline = time.monotonic() + 10
+            while view.tree is None:  # running again: the tree is back
+                view.look(desktop.screen.capture())
+                assert time.monotonic() < deadline, "no tree after SIGCONT"
+                time.sleep(0.05)
 
 
 # --- featherpad (Qt) ---------------------------------------------------------------------
@@ -303,6 +335,60 @@ class TestChromium:
         assert again.error is not None and again.error.code == INVALID_PARAMS
         assert f"element {vanish.id}" in again.error.message
 
+    def test_a_control_disabled_after_the_read_is_not_clicked(
+        self, seen: Seen, chromium: App, page: EventPage
+    ) -> None:
+        focus(chromium.window)
+        tree = _page_tree(seen)
+        target = find(tree, "push button", "Target")
+        assert seen.run("click_element", {"id": find(tree, "push button", "Disable target").id}).ok
+        page.wait("disabled target")  # the page's script disabled it after the tree was read
+        deadline = time.monotonic() + 5  # the page's accessibility tree follows the DOM
+        while seen.view.reader.check(target) is None:
+            assert time.monotonic() < deadline, "the disabled button still looks enabled"
+            time.sleep(0.05)
+        result = seen.run("click_element", {"id": target.id})
+        assert result.error is not None and result.error.code == INVALID_PARAMS
+        assert f"element {target.id} is disabled now" in result.error.message
+        assert "clicked target" not in page.events
+
+    def test_set_value_types_nothing_into_another_focused_window(
+        self, seen: Seen, chromium: App, page: EventPage, tmp_path: Path
+    ) -> None:
+        """A full-screen window over Chromium takes the keyboard back each time it loses it
+        (a modal dialog that keeps the focus): GrabFocus answers yes, yet keys sent then
+        would go to that window. set_value must type nothing."""
+        focus(chromium.window)
+        tree = _page_tree(seen)
+        entry = find(tree, "entry", "Full name")
+        keys = tmp_path / "keys.txt"
+        keys.write_text("")
+        holder = subprocess.Popen(
+            [sys.executable, "-c", FOCUS_HOLDER, str(keys)], env=seen.desktop.where.env()
+        )
+        try:
+            deadline = time.monotonic() + 20
+            while (over := seen.desktop.windows.at(*entry.center)).id in (0, chromium.window):
+                assert time.monotonic() < deadline, "the focus holder showed no window"
+                time.sleep(0.05)
+            focus(over.id)
+            deadline = time.monotonic() + 5
+            while seen.desktop.windows.focused().id != over.id:
+                assert time.monotonic() < deadline, "the holder did not take the keyboard"
+                time.sleep(0.05)
+            result = seen.run("set_value", {"id": entry.id, "value": "Grace Hopper"})
+            assert not result.ok and result.error is not None, result
+            assert "nothing typed" in result.error.message
+            seen.desktop.input.press_key("f9")  # a marker: the holder does get keys
+            deadline = time.monotonic() + 5
+            while "F9" not in keys.read_text():
+                assert time.monotonic() < deadline, "the holder got no keys at all"
+                time.sleep(0.05)
+            assert keys.read_text().split() == ["F9"]  # nothing of set_value reached it
+        finally:
+            holder.terminate()
+            holder.wait(5)
+
     def test_marks_draw_numbered_boxes_on_the_screenshot(
         self, xserver: Xvfb, session: A11ySession, chromium: App, tmp_path: Path
     ) -> None:
@@ -321,6 +407,19 @@ class TestChromium:
             # the box's left edge is drawn in a mark colour where the page was plain
             assert after.getpixel((x, y + 6)) != before.getpixel((x, y + 6))
             assert after.getpixel((x, y + 6)) in {_rgb(c) for c in MARK_COLOURS}
+
+
+FOCUS_HOLDER = """
+import sys, tkinter as tk
+root = tk.Tk()
+root.geometry("1920x1080+0+0")
+out = open(sys.argv[1], "a")
+def key(e):
+    out.write(e.keysym + "\\n"); out.flush()
+root.bind("<KeyPress>", key)
+root.bind("<FocusOut>", lambda e: root.after_idle(root.focus_force))
+root.mainloop()
+"""
 
 
 def _rgb(colour: str) -> tuple[int, int, int]:

@@ -152,6 +152,13 @@ def test_a_task_that_needs_the_tree_finishes_and_the_report_shows_the_tree(
         assert f"{first.tree_tokens} of {whole} input tokens" in html
         sent = sum(1 for s in steps if s.tree)
         assert f"{sent} of {len(steps)} steps" in html  # the run's share in the header
+        # the verifier got the tree too: the cost meter counts it
+        verify_text = fake_model.requests[2].all_text()
+        assert "Accessibility tree of" in verify_text
+        assert info.verdict is not None and info.verdict.tree_tokens > 0
+        verify_tree = verify_text[verify_text.index("Accessibility tree of") :]
+        assert info.verdict.tree_tokens <= text_tokens(verify_tree)
+        assert f"the verification ≈ {info.verdict.tree_tokens} tokens more" in html
     finally:
         app.close()
         page.close()

@@ -35,6 +35,7 @@ from jarvis.llm.types import (
     Usage,
     UsageSoFar,
 )
+from jarvis.llm.wire_tokens import text_tokens
 
 log = logging.getLogger(__name__)
 
@@ -231,6 +232,7 @@ class Brain:
                 output_tokens=usage.output_tokens,
                 cache_read_tokens=usage.cache_read_tokens,
                 cost_usd=cost_usd(self.settings.active_model, usage),
+                tree_tokens=text_tokens(observation.tree) if observation.tree else 0,
             )
         )
         return Verdict(done=done, reason=reason, response=response)

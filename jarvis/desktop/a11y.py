@@ -390,12 +390,22 @@ class A11yReader:
             return f"element {element.id} is gone from the window"
         if not {"showing", "visible"} <= states:
             return f"element {element.id} is no longer shown"
+        if {"enabled", "sensitive"} & element.states - states:
+            return f"element {element.id} is disabled now"
         if not _ok(ext):
             return f"element {element.id} has no bounds any more"
         now = _box(ext)
         if any(abs(a - b) > tolerance for a, b in zip(now, element.bounds, strict=True)):
             return f"element {element.id} moved from {element.bounds} to {now}"
         return None
+
+    def states(self, element: Element) -> frozenset[str]:
+        """The element's states in the live tree now (empty when it is gone)."""
+        with self._lock:
+            got = self._connect().batch(
+                [Call(element.ref, ACCESSIBLE, "GetState")], time.monotonic() + self.timeout
+            )[0]
+        return _states(got)
 
     def call(self, call: Call) -> Any:
         with self._lock:

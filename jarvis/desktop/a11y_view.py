@@ -156,12 +156,16 @@ class ElementView:
                 return found
         raise KeyError(f"no element {element_id!r} in this step's tree")
 
+    def window_of(self, element: Element) -> int:
+        """The X top-level window of this step's tree that holds ``element`` (0: none)."""
+        with self._lock:
+            trees = self.trees
+        return next((t.window_id for t in trees if t.by_id.get(element.id) is element), 0)
+
     def covered(self, element: Element) -> bool:
         """Whether another top-level window lies over ``element``'s centre now (a click
         there would land in that window, not on the element)."""
-        with self._lock:
-            trees = self.trees
-        mine = next((t.window_id for t in trees if t.by_id.get(element.id) is element), 0)
+        mine = self.window_of(element)
         if not mine:
             return False
         on_top = self.windows.at(*element.center)

@@ -112,6 +112,20 @@ class Windows:
                 log.debug("focus lookup failed: %s", exc)
                 return UNKNOWN
 
+    def activate(self, window_id: int) -> None:
+        """Ask that the top-level window ``window_id`` get the keyboard: through the window
+        manager (``_NET_ACTIVE_WINDOW``) when one supports it, else (bare X) by raising it
+        and setting the input focus on it. Whether it took is for the caller to check
+        (:meth:`focused`); a window gone meanwhile is no error here."""
+        with self._lock:
+            d = self._open()
+            if d is None:
+                return
+            try:
+                self._activate(d, window_id)
+            except Exception as exc:
+                log.debug("activating window 0x%x failed: %s", window_id, exc)
+
     def close(self) -> None:
         with self._lock:
             self._drop()
@@ -126,6 +140,27 @@ class Windows:
         self._failed = False
 
     # -- internals --
+    @staticmethod
+    def _activate(d: Any, window_id: int) -> None:
+        from Xlib import X, Xatom
+        from Xlib.protocol import event
+
+        root = d.screen().root
+        top = d.create_resource_object("window", window_id)
+        client = _client(top)
+        active = d.intern_atom("_NET_ACTIVE_WINDOW")
+        supported = root.get_full_property(d.intern_atom("_NET_SUPPORTED"), Xatom.ATOM)
+        if supported is not None and active in supported.value:
+            message = event.ClientMessage(
+                window=client, client_type=active, data=(32, [2, X.CurrentTime, 0, 0, 0])
+            )  # source 2: a pager, which window managers obey
+            mask = X.SubstructureRedirectMask | X.SubstructureNotifyMask
+            root.send_event(message, event_mask=mask)
+        else:
+            top.configure(stack_mode=X.Above)
+            client.set_input_focus(X.RevertToParent, X.CurrentTime)
+        d.sync()
+
     def _at(self, d: Any, x: int, y: int) -> WindowInfo:
         root = d.screen().root
         for child in reversed(root.query_tree().children):  # top of the stack first
@@ -176,3 +211,15 @@ def _names(d: Any, window: Any) -> tuple[str, str]:
         title = name.decode("latin-1") if isinstance(name, bytes) else (name or "")
     klass = window.get_wm_class()
     return title, (klass[1] if klass else "")
+
+
+def _client(toplevel: Any) -> Any:
+    """The window holding WM_CLASS: ``toplevel`` itself or (framed by a window manager)
+    the first descendant that has it."""
+    queue = [toplevel]
+    while queue:
+        window = queue.pop(0)
+        if window.get_wm_class() is not None:
+            return window
+        queue.extend(window.query_tree().children)
+    return toplevel

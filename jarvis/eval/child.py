@@ -1,7 +1,9 @@
 """One eval task's agent, in its own process on the task's display.
 
 Every task runs in a fresh process whose agent's Desktop is made for the task's display
-(``DISPLAY`` and ``XAUTHORITY`` of the environment the runner gives it). The runner forks
+(``DISPLAY`` and ``XAUTHORITY`` of the environment the runner gives it, and
+``DBUS_SESSION_BUS_ADDRESS``: the display's session, whose accessibility bus the tree is
+read from when the ``observation`` setting asks for it). The runner forks
 it from a forkserver that has imported the agent already (:func:`run_in_process`), which
 saves seconds of imports per task; it can also run on its own::
 
@@ -17,15 +19,38 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jarvis.desktop.x11 import XDisplay
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+
+SESSION_KEYS = ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS")
+"""The display's part of the environment: it goes to the agent's Desktop, not os.environ."""
+
+
+def task_settings(spec: dict[str, Any], steps: int) -> Settings:
+    """The settings the agent of ``spec`` runs with (``steps``: the task's step budget);
+    the runner reads them too, to start the display the way they ask (a tree: a bus)."""
+    from jarvis.config import load_settings
+
+    provider_name = spec.get("provider") or None
+    overrides: dict[str, Any] = {
+        "max_steps": steps,
+        "long_term_memory": False,
+        "max_retries": spec.get("max_retries"),
+    }
+    if provider_name in ("anthropic", "openai"):
+        overrides["provider"] = provider_name
+        if spec.get("model"):
+            overrides["model" if provider_name == "anthropic" else "openai_model"] = spec["model"]
+    return load_settings(spec["data_dir"], **overrides)
 
 
 async def run_child(spec: dict[str, Any], where: XDisplay) -> dict[str, Any]:
     """The task of ``spec`` on the display ``where``."""
     from jarvis.agent.factory import build_agent
-    from jarvis.config import load_settings
     from jarvis.eval.oracle import OracleProvider
     from jarvis.eval.suite import load_task
     from jarvis.events import EventBus
@@ -34,16 +59,7 @@ async def run_child(spec: dict[str, Any], where: XDisplay) -> dict[str, Any]:
 
     task = load_task(Path(spec["task_file"]))
     provider_name = spec.get("provider") or None
-    overrides: dict[str, Any] = {
-        "max_steps": task.budget.steps,
-        "long_term_memory": False,
-        "max_retries": spec.get("max_retries"),
-    }
-    if provider_name in ("anthropic", "openai"):
-        overrides["provider"] = provider_name
-        if spec.get("model"):
-            overrides["model" if provider_name == "anthropic" else "openai_model"] = spec["model"]
-    settings = load_settings(spec["data_dir"], **overrides)
+    settings = task_settings(spec, task.budget.steps)
     bus = EventBus()
     oracle = None
     if provider_name == "oracle":
@@ -72,9 +88,11 @@ def run_in_process(spec: dict[str, Any], env: dict[str, str], conn: Any) -> None
     import os
     import traceback
 
-    where = XDisplay(env.get("DISPLAY", ""), env.get("XAUTHORITY"))
+    where = XDisplay(
+        env.get("DISPLAY", ""), env.get("XAUTHORITY"), env.get("DBUS_SESSION_BUS_ADDRESS", "")
+    )
     for key, value in env.items():  # WORK, SUITE: the task's; the display goes to its Desktop
-        if key not in ("DISPLAY", "XAUTHORITY"):
+        if key not in SESSION_KEYS:
             os.environ[key] = value
     try:
         conn.send({"outcome": asyncio.run(run_child(spec, where))})

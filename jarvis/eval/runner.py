@@ -209,6 +209,19 @@ def _child(
     return answer["outcome"], ""
 
 
+def _wants_tree(spec: dict[str, Any], task: EvalTask) -> bool:
+    """Whether the agent of ``spec`` reads the accessibility tree (its settings, as the
+    agent's process loads them)."""
+    from jarvis.eval.child import task_settings
+    from jarvis.safety.sandbox import wants_tree
+
+    try:
+        return wants_tree(task_settings(spec, task.budget.steps))
+    except Exception as exc:  # the agent's process meets the same error and reports it
+        log.warning("eval task %s: settings not readable (%s); no accessibility bus", task.id, exc)
+        return False
+
+
 def run_one(
     task: EvalTask,
     suite_dir: Path,
@@ -230,10 +243,19 @@ def run_one(
             path = work / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        # a bare private display (no window manager: the tasks' windows sit at 0,0)
+        spec = {
+            "task_file": task.source,
+            "task_id": run_id,
+            "data_dir": str(data_dir),
+            "provider": provider,
+            "model": model,
+            "delay_s": delay_s,
+        }
+        # a bare private display (no window manager: the tasks' windows sit at 0,0), with
+        # the accessibility bus when the agent reads the tree (its apps then publish)
         width, height = task.size
         bare = SandboxSettings(size=f"{width}x{height}", window_manager=None)
-        with Sandbox(bare) as display:
+        with Sandbox(bare, _wants_tree(spec, task)) as display:
             env = {
                 **os.environ,
                 **display.env(),
@@ -252,14 +274,6 @@ def run_one(
             }
             procs = _setup(task.setup, app_env, work)
             try:
-                spec = {
-                    "task_file": task.source,
-                    "task_id": run_id,
-                    "data_dir": str(data_dir),
-                    "provider": provider,
-                    "model": model,
-                    "delay_s": delay_s,
-                }
                 outcome, problem = _child(spec, env, task.budget.seconds, stop)
                 if outcome is not None:
                     result.status = str(outcome.get("status", ""))

@@ -362,7 +362,11 @@ class JournalWriter:
             part.tokens = part.tokens + event_usage(event)
             part.cost_usd = event.cost_usd
         elif isinstance(event, VerificationFinished):
-            part.verdict = Verdict(done=event.done, reason=redact(event.reason, self._known()))
+            part.verdict = Verdict(
+                done=event.done,
+                reason=redact(event.reason, self._known()),
+                tree_tokens=event.tree_tokens,
+            )
         elif isinstance(event, TaskFinished):
             part.status, part.ended = event.status, event.ts
             part.summary = redact(event.summary, self._known())

@@ -144,7 +144,7 @@ def _meta(info: RunInfo | None, steps: list[tuple[Path, StepFile]], task_id: str
         ("steps", str(len(steps))),
         ("tokens", f'<span id="tokens">{_fmt_tokens(tokens)}</span>'),
         ("cost", f'<span id="cost">${float(cost):.4f}</span>'),
-        *tree_meta(steps),
+        *tree_meta(steps, verdict.tree_tokens if verdict is not None else 0),
     ]
     if len(runs) > 1:
         last = runs[-1]

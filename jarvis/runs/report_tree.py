@@ -3,7 +3,9 @@
 A step that sent the tree beside its screenshot (the ``observation`` setting) recorded the
 tree's text and the tokens it adds (``tree`` and ``tree_tokens`` in ``step.json``). The
 report shows, per step, that text and its share of the step's input tokens, and in the
-header the tree's tokens over the run beside every input token the run paid for.
+header the tree's tokens over the run beside every input token the run paid for, and the
+tree's tokens in the verification of ``finished`` (``tree_tokens`` of the verdict in
+``run.json``).
 """
 
 from __future__ import annotations
@@ -40,12 +42,15 @@ def tree_html(step: StepFile, anchor: str) -> str:
     )
 
 
-def tree_meta(steps: list[tuple[Path, StepFile]]) -> list[tuple[str, str]]:
-    """The header row for the tree's tokens over the run (none when no step sent one)."""
+def tree_meta(steps: list[tuple[Path, StepFile]], verifier: int = 0) -> list[tuple[str, str]]:
+    """The header row for the tree's tokens over the run (none when no step sent one);
+    ``verifier``: the tree's tokens in the verification of ``finished``, said apart."""
     sent = [step for _, step in steps if step.tree]
-    if not sent:
+    if not sent and not verifier:
         return []
     tokens = sum(step.tree_tokens for step in sent)
     whole = sum(prompt_tokens(step.tokens) for _, step in steps)
     text = f"{len(sent)} of {len(steps)} steps, {_share(tokens, whole)}"
+    if verifier:
+        text += f"; the verification ≈ {verifier} tokens more"
     return [("accessibility tree", f'<span id="tree-tokens">{escape(text)}</span>')]

@@ -41,6 +41,8 @@ def usage_of(value: Any) -> Any:
 class Verdict(BaseModel):
     done: bool
     reason: str = ""
+    tree_tokens: int = 0
+    """The accessibility tree's tokens in the verification's input."""
 
 
 class RunPart(BaseModel):

@@ -4,7 +4,8 @@ formerly ``safety.sandbox.channels``, still read).
 `jarvis run --sandbox` and `jarvis serve --sandbox` put the whole process on a private
 display. With a channel's ``private_display`` on, only its tasks go there: for
 each such task a fresh :class:`~jarvis.safety.sandbox.Sandbox` (``safety.sandbox``'s
-size, window manager and apps) is started and the agent's
+size, window manager and apps; with its own accessibility bus when the agent reads the
+tree, and the desktop's tree reader follows it there) is started and the agent's
 :class:`~jarvis.desktop.desktop.Desktop` moves to it (:meth:`Desktop.move_to`: screen,
 input, window lookups, and the recorder's crops with it); when the task ends it moves
 back and the display and everything on it are stopped. Tasks from other channels run on
@@ -25,7 +26,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from jarvis.desktop.x11 import X11Error, XDisplay
-from jarvis.safety.sandbox import Sandbox
+from jarvis.safety.sandbox import Sandbox, wants_tree
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
@@ -59,7 +60,7 @@ async def display_for(
         raise PrivateDisplayError(
             f"tasks from {which} run on a private display, and this agent cannot move there"
         )
-    box = Sandbox(settings.safety.sandbox)
+    box = Sandbox(settings.safety.sandbox, wants_tree(settings))  # a tree: with its bus
     try:
         await _to_the_end(asyncio.to_thread(box.start), box.stop)
     except (X11Error, OSError) as exc:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from jarvis.desktop.a11y_bus import A11yError
-from jarvis.desktop.a11y_session import CHROMIUM_FLAG, PUBLISH_ENV, A11ySession
+from jarvis.desktop.a11y_session import CHROMIUM_FLAG, CHROMIUMS, A11ySession
 from jarvis.desktop.x11 import X11Error, XDisplay
 from jarvis.safety.settings import SandboxSettings
 
@@ -42,7 +42,6 @@ log = logging.getLogger(__name__)
 
 _FAMILY_LOCAL, _FAMILY_WILD = 256, 0xFFFF
 STOP_WAIT_S = 5.0
-CHROMIUMS = {"chromium", "chromium-browser", "google-chrome", "chrome"}
 
 
 def xauth_entries(number: str, cookie: bytes) -> bytes:
@@ -97,7 +96,7 @@ class Sandbox:
     def env(self) -> dict[str, str]:
         env = {"DISPLAY": self.display, "XAUTHORITY": self.xauthority}
         if self._a11y is not None:  # apps publish their widgets on its accessibility bus
-            env.update(PUBLISH_ENV, DBUS_SESSION_BUS_ADDRESS=self._a11y.address)
+            env.update(self._a11y.publish_env())
         return env
 
     @property
@@ -249,12 +248,19 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
             continue
 
 
+def wants_tree(settings: Settings) -> bool:
+    """Whether the agent reads the accessibility tree (the ``observation`` setting and the
+    model profile both ask for it): then a display Jarvis starts gets the bus too."""
+    from jarvis.llm.profiles.select import observation_kind
+
+    return observation_kind(settings) != "screenshot"
+
+
 def sandboxed(settings: Settings, body: Callable[[XDisplay], int]) -> int:
     """Run a command's ``body`` with the private display it is to work on (``jarvis run``
     and ``jarvis serve`` with ``--sandbox``); 1 when the display cannot be started."""
     try:
-        accessibility = settings.observation != "screenshot"
-        with Sandbox(settings.safety.sandbox, accessibility) as box:
+        with Sandbox(settings.safety.sandbox, wants_tree(settings)) as box:
             print(f"jarvis: running on the private display {box.display}", file=sys.stderr)
             return body(box.where)
     except X11Error as exc:

@@ -3,15 +3,18 @@
 Offered when the ``observation`` setting is ``screenshot+tree`` or ``screenshot+marks``.
 Each call looks the id up in the step's tree and checks the element against the live tree
 first (:meth:`jarvis.desktop.a11y.A11yReader.check`): an element that vanished, was
-hidden or moved is an invalid-params error the model sees, and nothing is done.
+hidden, became disabled or moved is an invalid-params error the model sees, and nothing is done.
 
 - ``click_element``: a left click at the element's centre (what a person's click does);
   an element off the screen, or under another window (the click would land there), is
   activated through its accessible action instead (``Action.DoAction``: a button presses,
   a check box toggles, a menu item activates).
-- ``focus_element``: the element takes the keyboard focus (``Component.GrabFocus``).
+- ``focus_element``: the element takes the keyboard focus (``Component.GrabFocus``), read
+  back from the live tree (its FOCUSED state) before it reports.
 - ``set_value``: a text field's whole text (``EditableText.SetTextContents``; where the
-  field has no such interface, as in Chromium, it is focused, selected and typed into) or a
+  field has no such interface, as in Chromium, it is focused, selected and typed into, and
+  only once its window has the X input focus, activated if need be, and the element is
+  FOCUSED in the live tree: otherwise nothing is typed and the model gets an error) or a
   slider's or spin box's number (``Value.CurrentValue``), read back before it reports.
 """
 
@@ -123,12 +126,21 @@ def focus_element(args: ElementArgs, ctx: ToolContext) -> dict[str, Any]:
             INVALID_PARAMS, f"element {element.id} ({element.role}) cannot take focus"
         )
     try:
-        done = view.reader.call(Call(element.ref, COMPONENT, "GrabFocus"))[0]
+        _grab_focus(view, element)
     except A11yError as exc:
         raise ToolFailure(INTERNAL, f"focusing element {element.id} failed: {exc}") from exc
-    if not done:
-        raise ToolFailure(INVALID_PARAMS, f"element {element.id} did not take the focus")
     return _described(element, focused=True)
+
+
+def _grab_focus(view: ElementView, element: Element) -> None:
+    """``Component.GrabFocus``, then the element's FOCUSED state read back from the live
+    tree (an app may answer yes and not move its focus)."""
+    if not view.reader.call(Call(element.ref, COMPONENT, "GrabFocus"))[0]:
+        raise ToolFailure(INVALID_PARAMS, f"element {element.id} did not take the focus")
+    if not _read_back(lambda: "focused" in view.reader.states(element), True):
+        raise ToolFailure(
+            INVALID_PARAMS, f"element {element.id} did not take the focus (it is not focused)"
+        )
 
 
 def _read_text(view: ElementView, element: Element) -> str:
@@ -147,10 +159,32 @@ def _read_back(read: Any, expected: Any, timeout: float = 1.0) -> Any:
         time.sleep(0.02)
 
 
+def _keys_reach(view: ElementView, element: Element) -> None:
+    """Make sure keys typed now reach ``element``: its window has the X input focus
+    (activated when it has not) and the element is focused in the live tree; a
+    ToolFailure (and nothing typed) when either does not hold."""
+    window = view.window_of(element)
+    if not window:
+        raise ToolFailure(
+            INVALID_PARAMS, f"the window of element {element.id} is not known: nothing typed"
+        )
+    if view.windows.focused().id != window:
+        view.windows.activate(window)
+        _read_back(lambda: view.windows.focused().id, window)
+    _grab_focus(view, element)
+    now = view.windows.focused()
+    if now.id != window:
+        raise ToolFailure(
+            INVALID_PARAMS,
+            f"the keyboard is on {now.label()}, not on the window of element {element.id}, "
+            "and that window could not be activated: nothing typed",
+        )
+
+
 def _type_into(ctx: ToolContext, view: ElementView, element: Element, value: str) -> None:
-    """Replace a field's text as a person would: focus it, select all, type."""
-    if not view.reader.call(Call(element.ref, COMPONENT, "GrabFocus"))[0]:
-        raise ToolFailure(INVALID_PARAMS, f"element {element.id} did not take the focus")
+    """Replace a field's text as a person would: focus it, select all, type; only once
+    the keys are sure to reach it (:func:`_keys_reach`)."""
+    _keys_reach(view, element)
     hands = _input(ctx)
     _act(ctx, lambda: hands.hotkey("ctrl+a"))
     if value:
