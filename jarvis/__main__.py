@@ -1,3 +1,3 @@
-from jarvis.cli import main
+from jarvis.cli import entry
 
-raise SystemExit(main())
+entry()
