@@ -54,9 +54,14 @@ Endpoints (JSON unless said otherwise)::
     GET  /api/screenshots/{path} -> image   path relative to DATA/memory/screenshots/
          (as in a step's ``screenshot`` minus that prefix); anything else is 404
     GET  /api/screen/latest -> image   the running (or last) task's latest step screenshot
-    GET  /api/screen/live -> image/jpeg   the daemon's display now (its DISPLAY: under
-         ``serve --sandbox`` the private one), scaled like the model's screenshots;
-         503 {detail} when no display can be captured (jarvis.api.live)
+    GET  /api/screen/live[?task_id=] -> image/jpeg   the daemon's display now (its DISPLAY:
+         under ``serve --sandbox`` the private one), scaled like the model's screenshots;
+         503 {detail} when no display can be captured (jarvis.api.live). In a fleet: the
+         display of the worker running the watched task (or task_id) when it is on this
+         machine, else that task's last step screenshot (PNG or JPEG) with the header
+         ``x-jarvis-screen: last-step`` (``live`` otherwise; x-jarvis-worker, x-jarvis-task,
+         x-jarvis-step say whose); 404/409 {detail} when nothing can be shown, e.g. no task
+         runs and the coordinator has no display (jarvis.api.fleet_live)
     GET  /api/health -> {status, version, pid, ready, running, last_seq}
     GET  /api/approvals -> {pending: [approval_requested event]}   (jarvis.api.approvals)
     POST /api/approvals/{id} {decision: allow_once|allow_task|deny, note?}

@@ -9,6 +9,9 @@ bound to the thread that made it) in a worker thread, grabs the monitor the agen
 scales it like the model's screenshots (longest side at most ``max_side``). One capture
 runs at a time; clients asking within :data:`FRESH_S` of the last one share its frame, so
 several open panels cost no more than one.
+
+In a fleet the picture is the worker's that runs the watched task: :mod:`jarvis.api.fleet_live`
+passes that worker's display here.
 """
 
 from __future__ import annotations
@@ -61,9 +64,10 @@ class LiveScreen:
     """(when, of which display, the frame): a task that moved to a private display since
     gets a frame of that one."""
 
-    async def frame(self, monitor: int, max_side: int) -> bytes:
+    async def frame(self, monitor: int, max_side: int, where: XDisplay | None = None) -> bytes:
+        """A frame of ``where`` (a fleet worker's display), by default of ``where()``."""
         async with self._lock:
-            last, display = self._last, self.where()
+            last, display = self._last, where if where is not None else self.where()
             if (
                 last is not None
                 and last[1] == display

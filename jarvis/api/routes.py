@@ -16,6 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from jarvis import __version__
 from jarvis.api.auth import COOKIE, LoginCodes, cookie_value
+from jarvis.api.fleet_live import LIVE, NoPicture, Picture, fleet_picture
 from jarvis.api.live import LiveScreen, NoDisplay
 from jarvis.api.models import Cancelled, Health, Runs, Todos, TodoView, Workers, WorkerView
 from jarvis.api.stream import EventHub, event_stream
@@ -270,19 +271,33 @@ async def screen_latest(d: D) -> FileResponse:
     return _image(found)
 
 
-@router.get(
-    "/screen/live", response_class=Response, responses={200: {"content": {"image/jpeg": BINARY}}}
-)
-async def screen_live(d: D) -> Response:
-    """The daemon's display now (the one the agent works on; the private one under
-    ``serve --sandbox``) as JPEG, scaled like the model's screenshots. 503 when no display
-    can be captured."""
+@router.get("/screen/live", response_class=Response, responses={200: IMAGE})
+async def screen_live(
+    d: D,
+    task_id: Annotated[
+        str | None, Query(min_length=1, max_length=TASK_ID_MAX, pattern=r"^[ -~]+$")
+    ] = None,
+) -> Response:
+    """The display the agent works on now (the private one under ``serve --sandbox``) as
+    JPEG, scaled like the model's screenshots; 503 when no display can be captured. In a
+    fleet, the screen of the worker that runs the watched task (or ``task_id``); for a
+    worker on another machine the task's last step screenshot, marked
+    ``x-jarvis-screen: last-step`` (:mod:`jarvis.api.fleet_live`); 404/409 when there is
+    nothing to show."""
     settings = d.service.settings
     try:
-        data = await d.live.frame(settings.monitor, settings.max_side)
+        if d.service.fleet:
+            picture = await fleet_picture(
+                d.service, d.live, task_id, settings.monitor, settings.max_side
+            )
+        else:
+            data = await d.live.frame(settings.monitor, settings.max_side)
+            picture = Picture(data, "image/jpeg", LIVE)
     except NoDisplay as exc:
         raise HTTPException(503, str(exc)) from exc
-    return Response(data, media_type="image/jpeg", headers={"cache-control": "no-store"})
+    except NoPicture as exc:
+        raise HTTPException(exc.status, exc.detail) from exc
+    return Response(picture.data, media_type=picture.media_type, headers=picture.headers())
 
 
 @router.get(
