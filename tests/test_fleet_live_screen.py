@@ -1,0 +1,191 @@
+"""``GET /api/screen/live`` at a fleet's coordinator that has no display of its own (DISPLAY
+unset): a real redis-server, a real `jarvis worker` on its own 800x600 Xvfb, the
+coordinator's API in the test's loop; only the model is scripted.
+
+While the worker runs the watched task, the live picture is that worker's display (its
+size, and a window of a known colour drawn there, repainted and followed); a worker on
+another host (a forged heartbeat and lease) gets the task's last step screenshot that the
+worker shipped, marked ``x-jarvis-screen: last-step``; with no task running the answer is
+a one-line JSON 404, never the coordinator's screen or a 500. The TUI's thumbnail comes
+through the same route (its API client) and shows the same picture."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from PIL import Image
+
+from jarvis.fleet import keys, registry
+from jarvis.fleet.connection import client
+from jarvis.tui.client import ApiBackend
+from tests.api_harness import serving_api
+from tests.fake_model import FakeModel, fake_model_fixture
+from tests.redis_server import RedisServer, redis_server
+from tests.test_api_screen_live import BLUE, RED, near, painted
+from tests.test_fleet_screens import Gate, running_on
+from tests.test_fleet_serve import coordinator_settings, until_status
+from tests.test_fleet_worker import SUMMARY, TASK, Fleet, done
+
+__all__ = ["fake_model_fixture", "redis_server"]
+
+pytestmark = [pytest.mark.usefixtures("xserver"), pytest.mark.slow]
+
+BOX = (200, 150, 400, 300)  # on the worker's 800x600 display
+INSIDE, OUTSIDE = (400, 300), (100, 80)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, fake_model: FakeModel, redis_server: RedisServer) -> Iterator[Fleet]:
+    made = Fleet(tmp_path, fake_model, redis_server.url)
+    yield made
+    made.stop()
+
+
+async def picture(http: httpx.AsyncClient, query: str = "") -> tuple[httpx.Response, Image.Image]:
+    response = await http.get("/api/screen/live" + query)
+    assert response.status_code == 200, response.text
+    assert response.headers["cache-control"] == "no-store"
+    return response, Image.open(io.BytesIO(response.content)).convert("RGB")
+
+
+async def picture_until(
+    http: httpx.AsyncClient, colour: tuple[int, int, int], query: str = ""
+) -> tuple[httpx.Response, Image.Image]:
+    """The first live picture with ``colour`` inside the window (each request is a new
+    capture once the shared one is a quarter second old)."""
+    deadline = time.monotonic() + 15
+    while True:
+        response, image = await picture(http, query)
+        if near(image.getpixel(INSIDE), colour):
+            return response, image
+        assert time.monotonic() < deadline, "the live picture never showed it"
+
+
+def nothing_to_show(response: httpx.Response, status: int, *words: str) -> str:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/json"
+    detail = str(response.json()["detail"])
+    assert "\n" not in detail and "Traceback" not in response.text
+    for word in words:
+        assert word in detail, detail
+    return detail
+
+
+async def workers_beat(url: str, name: str) -> dict[str, Any]:
+    redis = client(url)
+    try:
+        async with asyncio.timeout(60):
+            while True:
+                for beat in await registry.workers(redis):
+                    if beat["name"] == name:
+                        return beat
+                await asyncio.sleep(0.1)
+    finally:
+        await redis.aclose()
+
+
+async def test_the_live_picture_is_the_workers_screen_or_its_last_step(
+    fleet: Fleet,
+    fake_model: FakeModel,
+    redis_server: RedisServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    gate = Gate()
+    fake_model.set_default(gate.answer(done(), done()))
+    settings = coordinator_settings(tmp_path, fake_model, monkeypatch)
+    monkeypatch.delenv("DISPLAY")  # the coordinator has no display of its own
+    try:
+        async with serving_api(settings, fleet_url=redis_server.url) as api, api.client() as http:
+            assert api.gateway.display_now().name == ""
+            idle = await http.get("/api/screen/live")
+            nothing_to_show(idle, 404, "no task is running", "no display")
+
+            fleet.start("w1")
+            beat = await workers_beat(redis_server.url, "w1")
+            env = {**os.environ, "DISPLAY": beat["display"], "XAUTHORITY": beat["xauthority"]}
+            with painted(BOX, RED, env) as painter:  # before the task: its step 1 shows it
+                posted = await http.post("/api/messages", json={"text": TASK, "channel": "api"})
+                assert posted.status_code == 201, posted.text
+                await asyncio.to_thread(gate.asked.wait, 90)  # step 1 is being decided
+                await running_on(http, "w1")
+
+                # the watched task's worker: its own display, captured now
+                response, image = await picture_until(http, RED)
+                assert image.size == (800, 600)  # the worker's, not a 1920x1080 one
+                assert not near(image.getpixel(OUTSIDE), RED)  # the window where it was put
+                assert response.headers["content-type"] == "image/jpeg"
+                assert response.headers["x-jarvis-screen"] == "live"
+                assert response.headers["x-jarvis-worker"] == "w1"
+                assert response.headers["x-jarvis-task"] == "T001"
+                painter.paint(BLUE)
+                response, image = await picture_until(http, BLUE, "?task_id=T001")
+                assert response.headers["x-jarvis-screen"] == "live"
+
+                # the TUI's thumbnail: the same route through its API client
+                tui = ApiBackend(api.base, api.token)
+                try:
+                    deadline = time.monotonic() + 15
+                    while True:
+                        thumb = await tui.screen(live=True)
+                        assert thumb is not None
+                        shown = Image.open(io.BytesIO(thumb)).convert("RGB")
+                        if near(shown.getpixel(INSIDE), BLUE):
+                            break
+                        assert time.monotonic() < deadline, "the TUI never got the picture"
+                    assert shown.size == (800, 600)
+                finally:
+                    await tui.aclose()
+                gate.go.set()
+                ended = await until_status(api, "completed")
+            assert ended.summary == SUMMARY
+
+            # no task runs now: nothing to show, and not the coordinator's screen
+            async with asyncio.timeout(30):
+                while api.gateway.journal.current is not None:
+                    await asyncio.sleep(0.05)
+            after = await http.get("/api/screen/live")
+            nothing_to_show(after, 404, "no task is running")
+
+            # a worker on another host runs T001 (as a forged heartbeat and lease say):
+            # the last step's screenshot that arrived here, marked as not live
+            redis = client(redis_server.url)
+            far = registry.WorkerInfo("far", "another-host", ":0", "1024x768", "0", "running")
+            far.task = "T001"
+            await registry.beat(redis, far, 60)
+            await redis.hset(keys.lease_key("T001"), mapping={"worker": "far", "token": "x"})
+            await redis.pexpire(keys.lease_key("T001"), 60_000)
+            steps = [r for r in api.journal("T001") if r["kind"] == "step_finished"]
+            shot = api.data_dir / steps[-1]["screenshot"]
+            async with asyncio.timeout(30):  # shipped with the step; written as it arrives
+                while not shot.is_file():
+                    await asyncio.sleep(0.05)
+            response, image = await picture(http, "?task_id=T001")
+            assert response.headers["x-jarvis-screen"] == "last-step"
+            assert response.headers["x-jarvis-worker"] == "far"
+            assert response.headers["x-jarvis-task"] == "T001"
+            assert response.headers["x-jarvis-step"] == str(steps[-1]["step"])
+            assert response.content == shot.read_bytes()
+            assert near(image.getpixel(INSIDE), RED)  # painted before step 1: w1's screen
+            assert image.size == (800, 600)
+
+            # a remote worker's task with no step picture yet: a clear 409
+            await redis.hset(keys.lease_key("T999"), mapping={"worker": "far", "token": "y"})
+            await redis.pexpire(keys.lease_key("T999"), 60_000)
+            none_yet = await http.get("/api/screen/live?task_id=T999")
+            nothing_to_show(none_yet, 409, "another-host", "no picture of a step")
+            unknown = await http.get("/api/screen/live?task_id=T404")
+            nothing_to_show(unknown, 404, "T404 runs on no worker")
+            bad = await http.get("/api/screen/live?task_id=%0a")
+            assert bad.status_code == 422
+            await redis.aclose()
+    finally:
+        gate.go.set()
