@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,13 +27,14 @@ from PIL import Image
 from jarvis.fleet import keys, registry
 from jarvis.fleet.connection import client
 from jarvis.tui.client import ApiBackend
-from tests.api_harness import serving_api
-from tests.fake_model import FakeModel, fake_model_fixture
+from tests.api_harness import NEW_TASK, is_router, serving_api
+from tests.fake_model import FakeModel, RecordedRequest, Reply, fake_model_fixture
 from tests.redis_server import RedisServer, redis_server
 from tests.test_api_screen_live import BLUE, RED, near, painted
-from tests.test_fleet_screens import Gate, running_on
+from tests.test_fleet_screens import running_on
 from tests.test_fleet_serve import coordinator_settings, until_status
-from tests.test_fleet_worker import SUMMARY, TASK, Fleet, done
+from tests.test_fleet_worker import SUMMARY, TASK, Fleet, acts, done, other
+from tests.test_web_panel_approvals import image_loaded, panel
 
 __all__ = ["fake_model_fixture", "redis_server"]
 
@@ -92,6 +94,41 @@ async def workers_beat(url: str, name: str) -> dict[str, Any]:
         await redis.aclose()
 
 
+class SecondStepGate:
+    """Step 1 acts (its screenshot is shipped with it), step 2 waits for the test."""
+
+    def __init__(self) -> None:
+        self.held = threading.Event()
+        self.go = threading.Event()
+        self.steps = 0
+
+    def reply(self, request: RecordedRequest) -> Reply:
+        if is_router(request):
+            return NEW_TASK
+        if (known := other(request)) is not None:
+            return known
+        self.steps += 1
+        if self.steps == 1:
+            return acts()
+        if self.steps == 2:
+            self.held.set()
+            self.go.wait(120)
+        return done()
+
+
+async def forge_remote(url: str, task_id: str) -> None:
+    """A worker on another host that runs ``task_id``, as its heartbeat and the task's
+    lease (its token kept) say."""
+    redis = client(url)
+    try:
+        far = registry.WorkerInfo("far", "another-host", ":0", "1024x768", "0", "running")
+        far.task = task_id
+        await registry.beat(redis, far, 60)
+        await redis.hset(keys.lease_key(task_id), "worker", "far")
+    finally:
+        await redis.aclose()
+
+
 async def test_the_live_picture_is_the_workers_screen_or_its_last_step(
     fleet: Fleet,
     fake_model: FakeModel,
@@ -99,8 +136,10 @@ async def test_the_live_picture_is_the_workers_screen_or_its_last_step(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    gate = Gate()
-    fake_model.set_default(gate.answer(done(), done()))
+    from playwright.async_api import expect
+
+    gate = SecondStepGate()
+    fake_model.set_default(gate.reply)
     settings = coordinator_settings(tmp_path, fake_model, monkeypatch)
     monkeypatch.delenv("DISPLAY")  # the coordinator has no display of its own
     try:
@@ -112,38 +151,69 @@ async def test_the_live_picture_is_the_workers_screen_or_its_last_step(
             fleet.start("w1")
             beat = await workers_beat(redis_server.url, "w1")
             env = {**os.environ, "DISPLAY": beat["display"], "XAUTHORITY": beat["xauthority"]}
-            with painted(BOX, RED, env) as painter:  # before the task: its step 1 shows it
+            with painted(BOX, RED, env) as painter:  # before the task: step 1 shows it
                 posted = await http.post("/api/messages", json={"text": TASK, "channel": "api"})
                 assert posted.status_code == 201, posted.text
-                await asyncio.to_thread(gate.asked.wait, 90)  # step 1 is being decided
+                await asyncio.to_thread(gate.held.wait, 90)  # step 2 is being decided
                 await running_on(http, "w1")
 
                 # the watched task's worker: its own display, captured now
-                response, image = await picture_until(http, RED)
+                painter.paint(BLUE)
+                response, image = await picture_until(http, BLUE)
                 assert image.size == (800, 600)  # the worker's, not a 1920x1080 one
-                assert not near(image.getpixel(OUTSIDE), RED)  # the window where it was put
+                assert not near(image.getpixel(OUTSIDE), BLUE)  # the window where it was put
                 assert response.headers["content-type"] == "image/jpeg"
                 assert response.headers["x-jarvis-screen"] == "live"
                 assert response.headers["x-jarvis-worker"] == "w1"
                 assert response.headers["x-jarvis-task"] == "T001"
-                painter.paint(BLUE)
                 response, image = await picture_until(http, BLUE, "?task_id=T001")
                 assert response.headers["x-jarvis-screen"] == "live"
 
                 # the TUI's thumbnail: the same route through its API client
                 tui = ApiBackend(api.base, api.token)
                 try:
-                    deadline = time.monotonic() + 15
-                    while True:
-                        thumb = await tui.screen(live=True)
-                        assert thumb is not None
-                        shown = Image.open(io.BytesIO(thumb)).convert("RGB")
-                        if near(shown.getpixel(INSIDE), BLUE):
-                            break
-                        assert time.monotonic() < deadline, "the TUI never got the picture"
-                    assert shown.size == (800, 600)
+                    thumb = await tui.screen(live=True)
+                    assert thumb is not None
+                    shown = Image.open(io.BytesIO(thumb)).convert("RGB")
+                    assert shown.size == (800, 600) and near(shown.getpixel(INSIDE), BLUE)
                 finally:
                     await tui.aclose()
+
+                # the task's worker is on another host (as a forged heartbeat and lease
+                # say): the last step's screenshot that arrived here, marked as not live
+                steps = [r for r in api.journal("T001") if r["kind"] == "step_finished"]
+                assert [r["step"] for r in steps] == [1]
+                shot = api.data_dir / steps[0]["screenshot"]
+                async with asyncio.timeout(30):  # shipped with the step
+                    while not shot.is_file():
+                        await asyncio.sleep(0.05)
+                await forge_remote(redis_server.url, "T001")
+                response, image = await picture(http)
+                assert response.headers["x-jarvis-screen"] == "last-step"
+                assert response.headers["x-jarvis-worker"] == "far"
+                assert response.headers["x-jarvis-task"] == "T001"
+                assert response.headers["x-jarvis-step"] == "1"
+                assert response.content == shot.read_bytes()
+                assert image.size == (800, 600)
+                assert near(image.getpixel(INSIDE), RED)  # step 1's, not the screen now
+                assert not near(image.getpixel(INSIDE), BLUE)
+
+                # the panel says so under the picture
+                async with panel(api, "fleet-last-step") as page:
+                    shown_task = page.locator('#todos li[data-id="T001"]')
+                    await shown_task.click()
+                    img = page.locator("#live-img")
+                    await expect(img).to_have_attribute("data-source", "last-step", timeout=30_000)
+                    caption = page.locator("#live-caption")
+                    await expect(caption).to_contain_text("last step's picture (step 1")
+                    await expect(caption).to_contain_text("on worker far")
+                    await expect(caption).to_contain_text("not live")
+                    await image_loaded(page, "#live-img")
+
+                redis = client(redis_server.url)  # w1 again, and go on
+                await redis.hset(keys.lease_key("T001"), "worker", "w1")
+                await registry.forget(redis, "far")
+                await redis.aclose()
                 gate.go.set()
                 ended = await until_status(api, "completed")
             assert ended.summary == SUMMARY
@@ -155,37 +225,13 @@ async def test_the_live_picture_is_the_workers_screen_or_its_last_step(
             after = await http.get("/api/screen/live")
             nothing_to_show(after, 404, "no task is running")
 
-            # a worker on another host runs T001 (as a forged heartbeat and lease say):
-            # the last step's screenshot that arrived here, marked as not live
-            redis = client(redis_server.url)
-            far = registry.WorkerInfo("far", "another-host", ":0", "1024x768", "0", "running")
-            far.task = "T001"
-            await registry.beat(redis, far, 60)
-            await redis.hset(keys.lease_key("T001"), mapping={"worker": "far", "token": "x"})
-            await redis.pexpire(keys.lease_key("T001"), 60_000)
-            steps = [r for r in api.journal("T001") if r["kind"] == "step_finished"]
-            shot = api.data_dir / steps[-1]["screenshot"]
-            async with asyncio.timeout(30):  # shipped with the step; written as it arrives
-                while not shot.is_file():
-                    await asyncio.sleep(0.05)
-            response, image = await picture(http, "?task_id=T001")
-            assert response.headers["x-jarvis-screen"] == "last-step"
-            assert response.headers["x-jarvis-worker"] == "far"
-            assert response.headers["x-jarvis-task"] == "T001"
-            assert response.headers["x-jarvis-step"] == str(steps[-1]["step"])
-            assert response.content == shot.read_bytes()
-            assert near(image.getpixel(INSIDE), RED)  # painted before step 1: w1's screen
-            assert image.size == (800, 600)
-
             # a remote worker's task with no step picture yet: a clear 409
-            await redis.hset(keys.lease_key("T999"), mapping={"worker": "far", "token": "y"})
-            await redis.pexpire(keys.lease_key("T999"), 60_000)
+            await forge_remote(redis_server.url, "T999")
             none_yet = await http.get("/api/screen/live?task_id=T999")
             nothing_to_show(none_yet, 409, "another-host", "no picture of a step")
             unknown = await http.get("/api/screen/live?task_id=T404")
             nothing_to_show(unknown, 404, "T404 runs on no worker")
             bad = await http.get("/api/screen/live?task_id=%0a")
             assert bad.status_code == 422
-            await redis.aclose()
     finally:
         gate.go.set()

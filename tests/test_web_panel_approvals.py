@@ -307,7 +307,7 @@ async def test_budget_line_shows_what_the_task_spent(
             # step 2 is held (the task runs): the live view; then live fails -> latest step
             await expect(page.locator("#live-img")).to_have_attribute("data-source", "live")
             await page.route(
-                "**/api/screen/live",
+                "**/api/screen/live*",
                 lambda route: route.fulfill(status=503, json={"detail": "no display (test)"}),
             )
             await expect(page.locator("#live-img")).to_have_attribute("data-source", "latest")
