@@ -5,9 +5,10 @@ coordinator's API in the test's loop; only the model is scripted.
 While the worker runs the watched task, the live picture is that worker's display (its
 size, and a window of a known colour drawn there, repainted and followed); a worker on
 another host (a forged heartbeat and lease) gets the task's last step screenshot that the
-worker shipped, marked ``x-jarvis-screen: last-step``; with no task running the answer is
-a one-line JSON 404, never the coordinator's screen or a 500. The TUI's thumbnail comes
-through the same route (its API client) and shows the same picture."""
+worker shipped, marked ``x-jarvis-screen: last-step``, and the web panel and the TUI (its
+thumbnail comes through the same route, by its API client) say under it that it is not
+live; with no task running the answer is a one-line JSON 404, never the coordinator's
+screen or a 500."""
 
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ from PIL import Image
 
 from jarvis.fleet import keys, registry
 from jarvis.fleet.connection import client
+from jarvis.tui.app import JarvisApp
 from jarvis.tui.client import ApiBackend
+from jarvis.tui.settings import TuiSettings
 from tests.api_harness import NEW_TASK, is_router, serving_api
 from tests.fake_model import FakeModel, RecordedRequest, Reply, fake_model_fixture
 from tests.redis_server import RedisServer, redis_server
@@ -35,6 +38,7 @@ from tests.test_fleet_screens import running_on
 from tests.test_fleet_serve import coordinator_settings, until_status
 from tests.test_fleet_worker import SUMMARY, TASK, Fleet, acts, done, other
 from tests.test_web_panel_approvals import image_loaded, panel
+from tests.tui_fixtures import until
 
 __all__ = ["fake_model_fixture", "redis_server"]
 
@@ -79,6 +83,19 @@ def nothing_to_show(response: httpx.Response, status: int, *words: str) -> str:
     for word in words:
         assert word in detail, detail
     return detail
+
+
+def thumb_shows(app: JarvisApp, colour: tuple[int, int, int]) -> bool:
+    """The TUI's thumbnail has ``colour`` where the window is on the worker's display."""
+    image = app.side.thumb.image
+    if not isinstance(image, Image.Image):
+        return False
+    x, y = (INSIDE[0] * image.width // 800, INSIDE[1] * image.height // 600)
+    return image.height * 800 == image.width * 600 and near(image.getpixel((x, y)), colour)
+
+
+def caption_of(app: JarvisApp) -> str:
+    return str(app.side.caption.render())
 
 
 async def workers_beat(url: str, name: str) -> dict[str, Any]:
@@ -169,16 +186,13 @@ async def test_the_live_picture_is_the_workers_screen_or_its_last_step(
                 response, image = await picture_until(http, BLUE, "?task_id=T001")
                 assert response.headers["x-jarvis-screen"] == "live"
 
-                # the TUI's thumbnail: the same route through its API client
-                tui = ApiBackend(api.base, api.token)
-                try:
-                    thumb = await tui.screen(live=True)
-                    assert thumb is not None
-                    shown = Image.open(io.BytesIO(thumb)).convert("RGB")
-                    assert shown.size == (800, 600) and near(shown.getpixel(INSIDE), BLUE)
-                finally:
-                    await tui.aclose()
-
+                # the TUI's thumbnail: the same route through its API client, live
+                tui = ApiBackend(api.base, api.token, label="fleet")
+                app = JarvisApp(tui, TuiSettings(thumbnail="halfblocks", live_screen_s=0.2))
+                async with app.run_test(size=(160, 40)) as pilot:
+                    await until(lambda: thumb_shows(app, BLUE), pilot, 30)
+                    assert tui.screen_note == ""
+                    assert "not live" not in caption_of(app)
                 # the task's worker is on another host (as a forged heartbeat and lease
                 # say): the last step's screenshot that arrived here, marked as not live
                 steps = [r for r in api.journal("T001") if r["kind"] == "step_finished"]
@@ -209,6 +223,15 @@ async def test_the_live_picture_is_the_workers_screen_or_its_last_step(
                     await expect(caption).to_contain_text("on worker far")
                     await expect(caption).to_contain_text("not live")
                     await image_loaded(page, "#live-img")
+
+                # and the TUI's thumbnail, with the same words under it (the app closes
+                # its backend when it ends: a new one)
+                tui = ApiBackend(api.base, api.token, label="fleet")
+                app = JarvisApp(tui, TuiSettings(thumbnail="halfblocks", live_screen_s=0.2))
+                async with app.run_test(size=(160, 40)) as pilot:
+                    await until(lambda: "not live" in caption_of(app), pilot, 30)
+                    assert caption_of(app).startswith("last step's picture (step 1 on worker far)")
+                    assert thumb_shows(app, RED)
 
                 redis = client(redis_server.url)  # w1 again, and go on
                 await redis.hset(keys.lease_key("T001"), "worker", "w1")

@@ -243,7 +243,7 @@ class JarvisApp(App[None]):
             log.info("screen: %s", exc)
             return
         if png:
-            self.side.show_screen(png, self.cockpit.last_click)
+            self.side.show_screen(png, self.cockpit.last_click, self.backend.screen_note)
 
     @work(exclusive=True, group="runs")
     async def _load_runs(self) -> None:

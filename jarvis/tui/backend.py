@@ -38,6 +38,9 @@ class Backend(Protocol):
     """True when this TUI started the gateway itself (quitting stops it)."""
     recorded: bool
     """True for a recorded journal (``jarvis tui --replay``): nothing is live."""
+    screen_note: str
+    """What the last :meth:`screen` picture is when it is not the screen now (a fleet
+    worker on another machine: its last step's screenshot); empty otherwise."""
 
     async def history(self, runs: int) -> list[dict[str, Any]]: ...
 
@@ -98,6 +101,7 @@ class ReplayBackend:
 
     owns_gateway = False
     recorded = False
+    screen_note = ""
 
     def __init__(
         self,

@@ -68,6 +68,7 @@ class ApiBackend:
         self.label = label or f"serve at {self.base_url}"
         self.owns_gateway = owns_gateway
         self.recorded = False
+        self.screen_note = ""
         self._client = httpx.AsyncClient(
             base_url=self.base_url,
             headers={"authorization": f"Bearer {token}"},
@@ -76,6 +77,9 @@ class ApiBackend:
         )
 
     async def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        return response_body(await self._request(method, path, **kwargs))
+
+    async def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
             response = await self._client.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
@@ -85,7 +89,7 @@ class ApiBackend:
                 f"{method} {path}: {response.status_code} {_detail(response)}",
                 response.status_code,
             )
-        return response_body(response)
+        return response
 
     async def health(self) -> dict[str, Any]:
         found = await self._call("GET", "/api/health")
@@ -145,7 +149,9 @@ class ApiBackend:
 
     async def screen(self, live: bool = False) -> bytes | None:
         paths = ("/api/screen/live", "/api/screen/latest") if live else ("/api/screen/latest",)
-        return await self._image(*paths)
+        found, headers = await self._image_of(*paths)
+        self.screen_note = last_step_note(headers)
+        return found
 
     async def pending_approvals(self) -> list[dict[str, Any]]:
         found = await self._call("GET", "/api/approvals")
@@ -169,20 +175,35 @@ class ApiBackend:
         return await self._image(f"/api/approvals/{quote(approval_id, safe='')}/screenshot")
 
     async def _image(self, *paths: str) -> bytes | None:
-        """The image at the first of ``paths`` the daemon has one for; None when none has
-        (404: no picture, or a daemon that does not serve it; 503: no display to capture)."""
+        return (await self._image_of(*paths))[0]
+
+    async def _image_of(self, *paths: str) -> tuple[bytes | None, httpx.Headers]:
+        """The image at the first of ``paths`` the daemon has one for, and its headers;
+        None when none has (404: no picture, or a daemon that does not serve it; 409: a
+        fleet worker's screen with nothing to show; 503: no display to capture)."""
         for path in paths:
             try:
-                found = await self._call("GET", path)
+                response = await self._request("GET", path)
             except BackendError as exc:
-                if exc.status in (404, 503):
+                if exc.status in (404, 409, 503):
                     continue
                 raise
-            return found if isinstance(found, bytes) else None
-        return None
+            found = response_body(response)
+            return (found if isinstance(found, bytes) else None), response.headers
+        return None, httpx.Headers()
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def last_step_note(headers: httpx.Headers) -> str:
+    """The caption of a fleet worker's last step picture (``x-jarvis-screen: last-step``:
+    not the screen now); empty for a live picture."""
+    if headers.get("x-jarvis-screen") != "last-step":
+        return ""
+    worker = headers.get("x-jarvis-worker", "")
+    on = f" on worker {worker}" if worker else ""
+    return f"last step's picture (step {headers.get('x-jarvis-step', '?')}{on}), not live"
 
 
 def response_body(response: httpx.Response) -> Any:

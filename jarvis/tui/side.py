@@ -110,10 +110,12 @@ class SidePanel(Vertical):
         yield self.workers_title
         yield self.fleet_list
 
-    def show_screen(self, png: bytes, click: tuple[int, int] | None) -> None:
+    def show_screen(self, png: bytes, click: tuple[int, int] | None, note: str = "") -> None:
+        """The thumbnail; ``note`` says when it is not the screen now (a fleet worker's
+        last step picture)."""
         self.thumb.image = marked_thumbnail(png, click)
         where = f"last click at {click[0]},{click[1]}" if click else "no click yet"
-        self.caption.update(where)
+        self.caption.update(f"{note} · {where}" if note else where)
 
     def show_todos(self, todos: list[dict[str, Any]]) -> None:
         self.todos.update(todo_lines(todos))
