@@ -121,12 +121,13 @@ class DaemonLink:
         await self.call("POST", f"/api/tasks/{_segment(task_id)}/answer", json=body)
 
     async def image(self, *paths: str) -> bytes | None:
-        """The image at the first of ``paths`` the daemon has (404, 503: the next one)."""
+        """The image at the first of ``paths`` the daemon has (404, 409, 503: the next one;
+        409: a fleet worker with nothing to show yet)."""
         for path in paths:
             try:
                 found = await self.call("GET", path)
             except DaemonError as exc:
-                if exc.status in (404, 503):
+                if exc.status in (404, 409, 503):
                     continue
                 raise
             if isinstance(found, bytes):
