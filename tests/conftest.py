@@ -128,3 +128,23 @@ def network_guard() -> Iterator[list[str]]:
         socket.socket.connect, socket.socket.connect_ex = real_connect, real_connect_ex  # type: ignore[method-assign]
     if tried:
         pytest.fail(f"tests tried to reach the network: {sorted(set(tried))}")
+
+
+BIG_COMPARISON = 20_000
+
+
+def pytest_assertrepr_compare(op: str, left: object, right: object) -> list[str] | None:
+    """A failing ``==`` between two large sequences (screen bytes, long texts) is told in
+    one line: pytest's own diff is quadratic and ran for hours on two screenshots."""
+    if op not in ("==", "!=") or not isinstance(left, bytes | str | list | tuple):
+        return None
+    if not isinstance(right, bytes | str | list | tuple):
+        return None
+    if max(len(left), len(right)) < BIG_COMPARISON:
+        return None
+    first = next(
+        (i for i, (a, b) in enumerate(zip(left, right, strict=False)) if a != b),
+        min(len(left), len(right)),
+    )
+    kind = type(left).__name__
+    return [f"{kind} of {len(left)} {op} {len(right)} items: first difference at index {first}"]

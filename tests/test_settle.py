@@ -114,8 +114,10 @@ def test_animation_is_never_captured_midway(tkapp: TkApp, settler: Settler, run:
     tkapp.sync()
     _, final = screen.grab_raw()
     assert not result.timed_out
-    assert settled != before  # the square did move
-    assert settled == final  # and wait() did not return before it stopped
+    # compared as booleans: a failing bytes comparison would have pytest diff megabytes
+    moved, stopped = settled != before, settled == final
+    assert moved, "the square did not move"
+    assert stopped, "wait() returned before the animation stopped"
 
 
 def test_endless_animation_times_out_at_the_ceiling(tkapp: TkApp, settler: Settler) -> None:
