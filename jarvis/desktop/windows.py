@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from jarvis.desktop.x11 import XDisplay, is_x11
+from jarvis.desktop.x11_focus import client_window
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +148,7 @@ class Windows:
 
         root = d.screen().root
         top = d.create_resource_object("window", window_id)
-        client = _client(top)
+        client = client_window(top)
         active = d.intern_atom("_NET_ACTIVE_WINDOW")
         supported = root.get_full_property(d.intern_atom("_NET_SUPPORTED"), Xatom.ATOM)
         if supported is not None and active in supported.value:
@@ -211,15 +212,3 @@ def _names(d: Any, window: Any) -> tuple[str, str]:
         title = name.decode("latin-1") if isinstance(name, bytes) else (name or "")
     klass = window.get_wm_class()
     return title, (klass[1] if klass else "")
-
-
-def _client(toplevel: Any) -> Any:
-    """The window holding WM_CLASS: ``toplevel`` itself or (framed by a window manager)
-    the first descendant that has it."""
-    queue = [toplevel]
-    while queue:
-        window = queue.pop(0)
-        if window.get_wm_class() is not None:
-            return window
-        queue.extend(window.query_tree().children)
-    return toplevel

@@ -53,7 +53,7 @@ def _toplevel(display: Any, window: Any) -> Any:
         current = tree.parent
 
 
-def _client_window(display: Any, toplevel: Any) -> Any:
+def client_window(toplevel: Any) -> Any:
     """The window holding WM_CLASS: the toplevel itself, or (re-parented by a window
     manager) the first descendant that has it."""
     queue = [toplevel]
@@ -83,7 +83,7 @@ def focused_client(where: XDisplay) -> FocusedClient:
                     "click into the window first"
                 )
             focus = child
-        toplevel = _client_window(display, _toplevel(display, focus))
+        toplevel = client_window(_toplevel(display, focus))
         wm_class = toplevel.get_wm_class() or ("", "")
         protocols = toplevel.get_wm_protocols() or []
         ping_atom = display.intern_atom("_NET_WM_PING")
