@@ -70,7 +70,7 @@ class Fleet:
         self.lines: dict[str, list[str]] = {}
         self.readers: list[threading.Thread] = []
 
-    def start(self, name: str, lease_s: float = 3.0) -> subprocess.Popen[str]:
+    def start(self, name: str, lease_s: float = 10.0) -> subprocess.Popen[str]:
         screen: Xvfb = self.stack.enter_context(start_xvfb(800, 600))
         env = serve_env(screen, self.fake_model)
         display = env.pop("DISPLAY")  # given by --display, as a user would
