@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from jarvis.config import Settings
@@ -28,7 +29,7 @@ from jarvis.tools.computer import build_registry
 from jarvis.tools.results import INVALID_PARAMS
 from tests.a11yapps import EventPage, publishing_env, start_chromium
 from tests.a11yseen import Seen, find, seen_on
-from tests.realapps import App, focus
+from tests.realapps import App, focus, grab
 from tests.tkdriver import TkApp
 from tests.xserver import Xvfb
 
@@ -214,10 +215,106 @@ class TestFeatherpad:
         seen.desktop.input.press_key("esc")
         assert popup_box(seen, featherpad, gone=True) is None
 
+    def test_qt_bounds_match_the_x_windows_and_the_pixels(
+        self, seen: Seen, featherpad: App
+    ) -> None:
+        tree = open_menu(seen, featherpad, "Options")
+        popup = popup_box(seen, featherpad)  # the menu's own X window
+        assert popup is not None
+        items = sorted(
+            (e for e in tree.elements if e.role == "menu item" and e.bounds[1] >= popup[1] - 2),
+            key=lambda e: e.bounds[1],
+        )
+        assert len(items) >= 5, tree.render(6000)
+        first, last = items[0].bounds, items[-1].bounds
+        assert abs(first[0] - popup[0]) <= 2 and abs(first[1] - popup[1]) <= 2, (first, popup)
+        assert abs(last[1] + last[3] - (popup[1] + popup[3])) <= 2, (last, popup)
+        assert all(abs(e.bounds[2] - popup[2]) <= 2 for e in items), (items, popup)
+        dialog = open_preferences(seen, featherpad, tree)
+        box = popup_box(seen, featherpad, title="Preferences")  # the dialog's X window
+        assert box is not None
+        assert all(abs(a - b) <= 2 for a, b in zip(dialog.box, box, strict=True)), dialog.box
+        # Qt's dialog layout keeps one margin on every side: the outermost controls
+        # (the tab bar at the top, Help and Close at the bottom) are inset alike
+        tabs = find(dialog, "page tab list", "Window").bounds
+        helps, close = (find(dialog, "push button", n).bounds for n in ("Help", "Close"))
+        insets = (
+            helps[0] - box[0],
+            box[0] + box[2] - (close[0] + close[2]),
+            tabs[1] - box[1],
+            box[1] + box[3] - (close[1] + close[3]),
+        )
+        assert max(insets) - min(insets) <= 2 and 0 <= min(insets) < 40, insets
+        # the real screen: each button's outline and the check box's square lie where
+        # the tree says (the darkest pixel within 4 px of each reported edge)
+        shot = grab(box)
+        for control in (find(dialog, "push button", "Close"), find(dialog, "push button", "Help")):
+            x, y, w, h = control.bounds
+            row, col = shot[y + h // 2 - box[1]], shot[:, x + 4 - box[0]]
+            found = (dark_edge(row, box[0], x), dark_edge(col, box[1], y))
+            found += (dark_edge(row, box[0], x + w - 1), dark_edge(col, box[1], y + h - 1))
+            want = (x, y, x + w - 1, y + h - 1)
+            assert all(abs(a - b) <= 2 for a, b in zip(found, want, strict=True)), (control, found)
+        x, y, _, h = find(dialog, "check box", "Do not show toolbar").bounds
+        assert abs(dark_edge(shot[y + h // 2 - box[1]], box[0], x) - x) <= 2
+        seen.desktop.input.press_key("esc")
+        assert popup_box(seen, featherpad, gone=True, title="Preferences") is None
 
-def popup_box(seen: Seen, app: App, gone: bool = False) -> tuple[int, int, int, int] | None:
-    """The mapped top-level window of ``app`` other than its main window (a menu); with
-    ``gone``, None once there is no such window."""
+    def test_click_element_on_a_qt_checkbox_and_button(self, seen: Seen, featherpad: App) -> None:
+        for hidden in (True, False):  # hide the main window's tool bar, then show it again
+            dialog = open_preferences(seen, featherpad, open_menu(seen, featherpad, "Options"))
+            check = find(dialog, "check box", "Do not show toolbar")
+            assert ("checked" in check.states) is not hidden
+            result = seen.run("click_element", {"id": check.id})
+            assert result.ok and result.data["via"] == "pointer", result
+            dialog = seen.until(
+                lambda t, h=hidden: any(
+                    e.name == "Do not show toolbar" and ("checked" in e.states) is h
+                    for e in t.elements
+                )
+            )
+            result = seen.run("click_element", {"id": find(dialog, "push button", "Close").id})
+            assert result.ok, result
+            assert popup_box(seen, featherpad, gone=True, title="Preferences") is None
+            focus(featherpad.window)
+            seen.until(
+                lambda t, h=hidden: (
+                    t.window.endswith('featherpad.txt"')
+                    and any(e.name == "New" for e in t.elements) is not h
+                )
+            )
+
+
+def open_menu(seen: Seen, app: App, menu: str) -> Tree:
+    """The tree once ``app``'s menu ``menu`` (a menu bar item) is open."""
+    focus(app.window)
+    tree = seen.until(lambda t: any(e.name == menu for e in t.elements))
+    assert seen.run("click_element", {"id": find(tree, "menu item", menu).id}).ok
+    return seen.until(lambda t: sum(e.role == "menu item" for e in t.elements) > 8)
+
+
+def open_preferences(seen: Seen, app: App, menu: Tree) -> Tree:
+    """featherpad's Preferences dialog's tree, opened from the open Options menu: the
+    item is drawn in the menu's own X window, so the click is the pointer's."""
+    result = seen.run("click_element", {"id": find(menu, "menu item", "Preferences").id})
+    assert result.ok and result.data["via"] == "pointer", result
+    return seen.until(lambda t: t.window == '"Preferences"' and len(t.elements) > 10)
+
+
+def dark_edge(line: np.ndarray, start: int, at: int) -> int:
+    """The screen coordinate of the darkest pixel within 4 px of ``at`` on ``line`` (a row
+    or column of grey pixels that begins at screen coordinate ``start``): a drawn edge."""
+    lo = at - 4 - start
+    band = line[max(lo, 0) : lo + 9]
+    assert band.size and band.min() < np.median(line) - 40, f"no edge drawn near {at}: {band}"
+    return start + max(lo, 0) + int(band.argmin())
+
+
+def popup_box(
+    seen: Seen, app: App, gone: bool = False, title: str = ""
+) -> tuple[int, int, int, int] | None:
+    """The mapped top-level window of ``app`` other than its main window (a menu, or
+    the one named ``title``); with ``gone``, None once there is no such window."""
     from Xlib import X
 
     display = seen.desktop.where.open()
@@ -231,6 +328,8 @@ def popup_box(seen: Seen, app: App, gone: bool = False) -> tuple[int, int, int, 
                     continue
                 if app.name not in (child.get_wm_class() or ("", ""))[0].lower():
                     continue
+                if title and child.get_wm_name() != title:
+                    continue
                 if geom.width > 50 and geom.height > 50:
                     found = (geom.x, geom.y, geom.width, geom.height)
             if (found is None) == gone:
@@ -238,7 +337,8 @@ def popup_box(seen: Seen, app: App, gone: bool = False) -> tuple[int, int, int, 
             time.sleep(0.05)
     finally:
         display.close()
-    raise AssertionError("the menu window stayed" if gone else "no menu window appeared")
+    what = f"the window {title!r}" if title else "the menu window"
+    raise AssertionError(f"{what} stayed" if gone else f"{what} did not appear")
 
 
 # --- Chromium, a page on a loopback server ----------------------------------------------

@@ -164,12 +164,37 @@ class ElementView:
 
     def covered(self, element: Element) -> bool:
         """Whether another top-level window lies over ``element``'s centre now (a click
-        there would land in that window, not on the element)."""
+        there would land in that window, not on the element); the application's own
+        pop-up that draws the element is no cover."""
         mine = self.window_of(element)
         if not mine:
             return False
         on_top = self.windows.at(*element.center)
-        return on_top.known and on_top.id != mine
+        if not on_top.known or on_top.id == mine:
+            return False
+        return not self._drawn_in(element, mine, on_top)
+
+    def _drawn_in(self, element: Element, mine: int, on_top: WindowInfo) -> bool:
+        """Whether ``on_top`` is where ``element`` is drawn though the tree is ``mine``'s:
+        a pop-up (override-redirect) window of the same X client that holds the element's
+        bounds, e.g. a Qt menu whose items the main window's tree lists."""
+        x, y, w, h = element.bounds
+        bx, by, bw, bh = on_top.box or (0, 0, 0, 0)
+        if not (bx - 2 <= x and y >= by - 2 and x + w <= bx + bw + 2 and y + h <= by + bh + 2):
+            return False
+        try:
+            display = self.windows.where.open()
+        except Exception:  # no display to ask: a cover, as before
+            return False
+        try:
+            mask = int(display.display.info.resource_id_mask)
+            popup = display.create_resource_object("window", on_top.id).get_attributes()
+            same_client = on_top.id & ~mask == mine & ~mask
+            return same_client and bool(popup.override_redirect)
+        except Exception:  # the window went away meanwhile
+            return False
+        finally:
+            display.close()
 
     def _in_model(self, element: Element) -> Element | None:
         """``element`` with its bounds in the screenshot's space, clipped to the screen;

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from jarvis.desktop.a11y import ACTION, EDITABLE_TEXT, TEXT, VALUE, Element
-from jarvis.desktop.a11y_bus import COMPONENT, PROPS, A11yError, Call, prop
+from jarvis.desktop.a11y_bus import COMPONENT, PROPS, A11yError, A11yTimeout, Call, prop
 from jarvis.desktop.a11y_view import ElementView
 from jarvis.tools.computer import _act, _input
 from jarvis.tools.context import ToolContext
@@ -98,6 +98,12 @@ def _do_action(view: ElementView, element: Element) -> str:
         count = int(view.reader.call(prop(element.ref, ACTION, "NActions"))[0][1])
         name = str(view.reader.call(Call(element.ref, ACTION, "GetName", "i", (0,)))[0])
         done = bool(count) and view.reader.call(Call(element.ref, ACTION, "DoAction", "i", (0,)))[0]
+    except A11yTimeout as exc:  # e.g. Qt answers a menu item's action once its dialog closes
+        raise ToolFailure(
+            INVALID_PARAMS,
+            f"element {element.id}'s action got no answer in time: it may have happened "
+            "(a dialog may have opened); look again before repeating it",
+        ) from exc
     except A11yError as exc:
         raise ToolFailure(
             INVALID_PARAMS, f"element {element.id} refused its action: {exc}"
