@@ -1,10 +1,11 @@
 """The accessibility tree beside the screenshot, on Xvfb with real applications.
 
-mousepad (GTK 3) and a Chromium page on a loopback server publish their widgets on a
-private accessibility bus; the tests read the tree through a Desktop with
-``observation = screenshot+tree``, check its bounds against X window geometry and the
-page's own rectangles, and act through ``click_element``, ``focus_element`` and
-``set_value``. The Tk test app publishes nothing: its observation is the screenshot alone.
+mousepad (GTK 3), featherpad (Qt 5) and a Chromium page on a loopback server publish
+their widgets on a private accessibility bus; the tests read the tree through a Desktop
+with ``observation = screenshot+tree``, check its bounds against X window geometry, the
+screen's pixels and the page's own rectangles, and act through ``click_element``,
+``focus_element`` and ``set_value``. The Tk test app publishes nothing: its observation
+is the screenshot alone.
 """
 
 from __future__ import annotations
