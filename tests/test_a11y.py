@@ -317,6 +317,7 @@ def popup_box(
     """The mapped top-level window of ``app`` other than its main window (a menu, or
     the one named ``title``); with ``gone``, None once there is no such window."""
     from Xlib import X
+    from Xlib.error import XError
 
     display = seen.desktop.where.open()
     try:
@@ -324,12 +325,14 @@ def popup_box(
         while time.monotonic() < deadline:
             found = None
             for child in display.screen().root.query_tree().children:
-                attrs, geom = child.get_attributes(), child.get_geometry()
+                try:
+                    attrs, geom = child.get_attributes(), child.get_geometry()
+                    names = child.get_wm_class() or ("", ""), child.get_wm_name()
+                except XError:  # destroyed since the query (a closed menu or dialog)
+                    continue
                 if child.id == app.window or attrs.map_state != X.IsViewable:
                     continue
-                if app.name not in (child.get_wm_class() or ("", ""))[0].lower():
-                    continue
-                if title and child.get_wm_name() != title:
+                if app.name not in names[0][0].lower() or (title and names[1] != title):
                     continue
                 if geom.width > 50 and geom.height > 50:
                     found = (geom.x, geom.y, geom.width, geom.height)
