@@ -11,7 +11,17 @@ the containers reach the tests' loopback model and Redis).
 Cached between runs on one machine (``~/.cache/jarvis-tests/container``, or
 ``$JARVIS_TEST_CONTAINER_CACHE``): the debootstrap tarball, keyed by a hash of what
 makes it (mirror, suite, variant); the imported base image (labelled with that key);
-pip's downloads (the Containerfile's cache mount) and Podman's layers.
+a wheelhouse of the dependencies, keyed by their list; and Podman's layers.
+
+The test build installs from this machine, not the network (the Containerfile is the
+one users build; only the build's mounts differ, and no mount is kept in the image):
+- pip: the wheelhouse, made on the host by ``pip wheel`` (the host's pip configuration,
+  its local indexes and download cache make this quick), reaches the build read-only
+  with a ``pip.conf`` of ``no-index`` and ``find-links`` bound over ``/etc/pip.conf``.
+- apt: the host's downloaded packages (``/var/cache/apt/archives``) as an overlay: apt
+  takes what matches the index there and downloads the rest into the overlay's upper
+  layer, which is thrown away with what ``apt-get clean`` removes; the host's files are
+  never written.
 
 ``jarvis_image`` (a session fixture) yields a :class:`Podman` with the built image.
 """
@@ -20,16 +30,24 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
+import tomllib
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from email.parser import Parser
 from pathlib import Path
 
 import pytest
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = "docker.io/library/debian:bookworm-slim"
@@ -45,6 +63,12 @@ cgroup_manager = "cgroupfs"
 events_logger = "file"
 """
 CA_BUNDLES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
+APT_ARCHIVES = Path("/var/cache/apt/archives")
+WHEELS_IN_BUILD = "/var/cache/jarvis-wheels"
+BUILD_PIP_CONF = f"[global]\nno-index = true\nfind-links = {WHEELS_IN_BUILD}\n"
+# Debian bookworm's python3: environment markers can differ between patch releases
+# (redis wants async-timeout below 3.11.3)
+IMAGE_PYTHON = "3.11.2"
 
 
 def cache_dir() -> Path:
@@ -156,12 +180,94 @@ def base_image(tool: Podman) -> None:
     tool.run("import", "--change", f"LABEL {BASE_LABEL}={key}", str(tarball), BASE, timeout=300)
 
 
+def wheelhouse() -> Path | None:
+    """Wheels of the image's Python dependencies (and the build's setuptools), made on
+    the host with its pip; None when the host's Python cannot make them for the image
+    or pip fails (the build then downloads as users' builds do)."""
+    if sys.version_info[:2] != (3, 11) or platform.machine() != "x86_64":
+        return None
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    wanted = [*pyproject["build-system"]["requires"], *pyproject["project"]["dependencies"]]
+    key = hashlib.sha256("\n".join(["v1", *wanted]).encode()).hexdigest()[:16]
+    path = cache_dir() / f"wheels-{key}"
+    if (path / ".complete").exists():
+        return path
+    partial = cache_dir() / f"wheels-{key}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir()
+    (partial / "requirements.txt").write_text("\n".join(wanted) + "\n", encoding="utf-8")
+    pip = [sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check"]
+    pip += ["--wheel-dir", str(partial)]
+    made = subprocess.run(
+        [*pip, "--requirement", str(partial / "requirements.txt")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    while made.returncode == 0 and (missing := image_only_requirements(partial)):
+        made = subprocess.run([*pip, *missing], capture_output=True, text=True, timeout=900)
+    if made.returncode != 0:
+        print(f"no wheelhouse (the build downloads): {made.stderr[-1000:]}")
+        shutil.rmtree(partial, ignore_errors=True)
+        return None
+    for old in cache_dir().glob("wheels-*"):  # an earlier list's wheels
+        if old != partial:
+            shutil.rmtree(old, ignore_errors=True)
+    (partial / ".complete").touch()
+    partial.rename(path)
+    return path
+
+
+def image_only_requirements(wheels: Path) -> list[str]:
+    """Requirements of the wheels in ``wheels`` that the image's Python needs and this
+    one does not (markers on ``python_full_version``), and no wheel there satisfies."""
+    host = default_environment()
+    image = {**host, "python_full_version": IMAGE_PYTHON}
+    have: dict[str, str] = {}
+    needed: list[Requirement] = []
+    for wheel in wheels.glob("*.whl"):
+        with zipfile.ZipFile(wheel) as archive:
+            name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+            metadata = Parser().parsestr(archive.read(name).decode("utf-8"))
+        have[canonicalize_name(metadata["Name"])] = metadata["Version"]
+        for line in metadata.get_all("Requires-Dist") or []:
+            requirement = Requirement(line)
+            marker = requirement.marker
+            if (
+                marker
+                and marker.evaluate({**image, "extra": ""})
+                and not marker.evaluate({**host, "extra": ""})
+            ):
+                needed.append(requirement)
+    return [
+        f"{r.name}{r.specifier}"
+        for r in needed
+        if not r.specifier.contains(have.get(canonicalize_name(r.name), "0"), prereleases=True)
+    ]
+
+
+def local_sources() -> list[str]:
+    """``podman build`` options that let the build install from this machine."""
+    options: list[str] = []
+    wheels = wheelhouse()
+    if wheels is not None:
+        conf = cache_dir() / "build-pip.conf"
+        if not conf.exists() or conf.read_text() != BUILD_PIP_CONF:
+            conf.write_text(BUILD_PIP_CONF)
+        options += ["--volume", f"{wheels}:{WHEELS_IN_BUILD}:ro"]
+        options += ["--volume", f"{conf}:/etc/pip.conf:ro"]
+    if any(APT_ARCHIVES.glob("*.deb")):
+        options += ["--volume", f"{APT_ARCHIVES}:{APT_ARCHIVES}:O"]
+    return options
+
+
 def build_image(tool: Podman) -> float:
     """Build the Containerfile; the seconds it took."""
     args = ["build", "--pull=never", "--network", "host", "--format", "docker"]
     ca = next((c for c in CA_BUNDLES if os.path.isfile(c)), None)
     if ca:  # a TLS-inspecting proxy's CA reaches pip as a build secret, not in the image
         args += ["--secret", f"id=ca-bundle,src={ca}"]
+    args += local_sources()
     args += ["-t", tool.image, "-f", str(ROOT / "Containerfile"), str(ROOT)]
     started = time.monotonic()
     tool.run(*args, timeout=1800)
