@@ -152,8 +152,8 @@ def podman() -> Podman:
 def base_image(tool: Podman) -> None:
     """``debian:bookworm-slim``: the one there, or one made with debootstrap (cached)."""
     mirror = debian_mirror()
-    key = hashlib.sha256(f"{mirror} {SUITE} {VARIANT} v1".encode()).hexdigest()[:16]
-    if tool.exists(BASE):
+    key = hashlib.sha256(f"{mirror} {SUITE} {VARIANT} v2".encode()).hexdigest()[:16]
+    if tool.exists(BASE) and tool.label(BASE, BASE_LABEL) in ("", key):
         return  # a real one (pulled) or ours from an earlier run
     tarball = cache_dir() / f"{SUITE}-{VARIANT}-{key}.tar"
     if not tarball.exists():
@@ -169,15 +169,50 @@ def base_image(tool: Podman) -> None:
         )
         if made.returncode != 0:
             pytest.fail(f"debootstrap failed: {made.stdout[-1500:]}{made.stderr[-1500:]}")
-        for leftover in ("var/cache/apt/archives", "var/lib/apt/lists"):  # as slim has none
-            for item in (root / leftover).glob("*"):
-                if item.is_file():
-                    item.unlink()
+        slim(root)
         partial = tarball.with_suffix(".partial")
         subprocess.run(["tar", "-C", str(root), "-cf", str(partial), "."], check=True)
         partial.rename(tarball)
         shutil.rmtree(root, ignore_errors=True)
     tool.run("import", "--change", f"LABEL {BASE_LABEL}={key}", str(tarball), BASE, timeout=300)
+
+
+SLIM_EXCLUDES = """path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/man/*
+path-exclude /usr/share/groff/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/lintian/*
+path-exclude /usr/share/linda/*
+path-exclude /usr/share/locale/*
+path-include /usr/share/locale/locale.alias
+"""
+
+
+def slim(root: Path) -> None:
+    """What Debian's -slim images leave out (debuerreotype's slimify): docs but the
+    copyrights, manuals, translations, and the downloaded packages and indexes."""
+    (root / "etc/dpkg/dpkg.cfg.d/docker").write_text(SLIM_EXCLUDES)
+    for folder in ("usr/share/man", "usr/share/groff", "usr/share/info", "usr/share/lintian"):
+        for item in (root / folder).glob("*"):
+            _remove(item)
+    for item in (root / "usr/share/locale").glob("*"):
+        if item.name != "locale.alias":
+            _remove(item)
+    for item in (root / "usr/share/doc").rglob("*"):
+        if (item.is_file() or item.is_symlink()) and item.name != "copyright":
+            item.unlink()
+    for folder in ("var/cache/apt/archives", "var/cache/apt", "var/lib/apt/lists"):
+        for item in (root / folder).glob("*"):
+            if item.is_file():
+                item.unlink()
+
+
+def _remove(item: Path) -> None:
+    if item.is_dir() and not item.is_symlink():
+        shutil.rmtree(item)
+    else:
+        item.unlink()
 
 
 def wheelhouse() -> Path | None:

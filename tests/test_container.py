@@ -1,6 +1,7 @@
 """The Jarvis desktop image (``Containerfile``) built with Podman and run in serve mode,
 with the scripted model on the host's loopback (``--network host``): a task drives the
-terminal inside to write a file, seen from outside with ``podman exec``; the API answers
+terminal inside to write a file, seen from outside with ``podman exec``, and long-term
+memory (on, as by default) keeps the task's history in its store; the API answers
 with the token only; the healthcheck (``jarvis doctor``) passes; x11vnc listens on
 loopback only and the takeover view works through the API's relay; ``podman stop``
 stops every process through supervisord within 10 s. One container serves the module."""
@@ -31,6 +32,22 @@ SCREEN = (1024, 768)
 WRITTEN = "/home/jarvis/written-by-jarvis.txt"
 TASK = "In the terminal, write 'hello from the box' into ~/written-by-jarvis.txt"
 DATA = "/home/jarvis/data"
+# the long-term memory's rows, read from its chromadb store (`jarvis memory list` would
+# wait for the store's owner lock, which `jarvis serve` holds)
+MEMORIES = f"""
+import sqlite3
+try:
+    db = sqlite3.connect('file:{DATA}/memory/long_term/vector/chroma.sqlite3?mode=ro', uri=True)
+    rows = db.execute(
+        "SELECT kind.string_value, tasks.string_value FROM embedding_metadata kind"
+        " JOIN embedding_metadata tasks ON kind.id = tasks.id"
+        " WHERE kind.key = 'type' AND tasks.key = 'task_ids'"
+    ).fetchall()
+except sqlite3.Error:  # not made yet
+    rows = []
+for kind, tasks in rows:
+    print(kind, tasks)
+"""
 
 
 @dataclass
@@ -120,6 +137,12 @@ def test_a_task_drives_the_terminal_inside_and_the_api_needs_the_token(
     assert written == "hello from the box\n"
     owner = desktop.podman.exec(desktop.name, "stat", "-c", "%U", WRITTEN).strip()
     assert owner == "jarvis"  # not root
+
+    def remembered() -> bool:
+        rows = desktop.podman.exec(desktop.name, "python3", "-c", MEMORIES).splitlines()
+        return any(row.startswith("history ") and '"T001"' in row for row in rows)
+
+    wait_for(remembered, 30, "the task's history in long-term memory")
     logs = desktop.podman.logs(desktop.name)
     assert token not in logs and TEST_KEY not in logs  # the login link's code is one-time
 
