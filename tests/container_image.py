@@ -14,7 +14,7 @@ makes it (mirror, suite, variant); the imported base image (labelled with that k
 a wheelhouse of the dependencies, keyed by their list; and Podman's layers.
 
 The test build installs from this machine, not the network (the Containerfile is the
-one users build; only the build's mounts differ, and no mount is kept in the image):
+one users build; only the build's mounts differ):
 - pip: the wheelhouse, made on the host by ``pip wheel`` (the host's pip configuration,
   its local indexes and download cache make this quick), reaches the build read-only
   with a ``pip.conf`` of ``no-index`` and ``find-links`` bound over ``/etc/pip.conf``.
@@ -64,7 +64,9 @@ events_logger = "file"
 """
 CA_BUNDLES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
 APT_ARCHIVES = Path("/var/cache/apt/archives")
-WHEELS_IN_BUILD = "/var/cache/jarvis-wheels"
+# an empty folder of the base image: mounting there leaves nothing behind (the bind over
+# /etc/pip.conf leaves an empty file in the test image: an empty pip configuration)
+WHEELS_IN_BUILD = "/mnt"
 BUILD_PIP_CONF = f"[global]\nno-index = true\nfind-links = {WHEELS_IN_BUILD}\n"
 # Debian bookworm's python3: environment markers can differ between patch releases
 # (redis wants async-timeout below 3.11.3)
