@@ -285,6 +285,57 @@ class TestFeatherpad:
                 )
             )
 
+    def test_controls_scrolled_out_of_view_and_a_closed_combo_list_are_left_out(
+        self, seen: Seen, featherpad: App
+    ) -> None:
+        """Qt keeps the Preferences page's lower check boxes SHOWING and VISIBLE though its
+        scroll area shows only the top of the page, and the closed Tab position combo box's
+        items SHOWING at 0,0: a click there would land nowhere. Only what is in view is
+        listed (cut to the part in view), until the page is scrolled or the combo opened."""
+        hidden = ("Tab navigation wraps around", "Do not show a single tab")
+        dialog = open_preferences(seen, featherpad, open_menu(seen, featherpad, "Options"))
+        page = find(dialog, "panel", "Window Settings")
+        assert page.extent is not None and page.extent[3] > page.bounds[3]  # cut
+        view = page.bounds  # the scroll area's viewport: above the dialog's buttons
+        bottom = view[1] + view[3]
+        assert bottom <= find(dialog, "push button", "Help").bounds[1]
+        names = {e.name for e in dialog.elements}
+        assert not names & set(hidden), dialog.render(6000)
+        assert not [e for e in dialog.elements if e.role == "list item"], dialog.render(6000)
+        combo = find(dialog, "combo box", "North")  # half in view: its bounds are cut
+        assert combo.extent is not None and combo.bounds[1] + combo.bounds[3] == bottom
+        for e in dialog.elements:  # nothing on the page is listed beyond the viewport
+            if e.bounds[1] > view[1]:
+                assert e.bounds[1] + e.bounds[3] <= bottom or e.bounds[1] >= bottom + 10, e
+        # the open combo's list is its own pop-up over the scroll area: listed, not cut
+        assert seen.run("click_element", {"id": combo.id}).ok  # checked against the live tree
+        opened = seen.until(lambda t: any(e.name == "East" for e in t.elements))
+        east = find(opened, "list item", "East")
+        assert east.extent is None and east.bounds[1] + east.bounds[3] > bottom
+        assert abs(east.bounds[0] - combo.bounds[0]) <= 2
+        seen.desktop.input.press_key("esc")
+        seen.until(
+            lambda t: (
+                t.window == '"Preferences"' and not any(e.role == "list item" for e in t.elements)
+            )
+        )
+        # scrolled down (the wheel over an empty part of the page), they are in view
+        seen.desktop.input.scroll(view[0] + view[2] - 30, view[1] + view[3] // 2, "down", 10)
+        moved = seen.until(lambda t: all(any(e.name == n for e in t.elements) for n in hidden))
+        wraps = find(moved, "check box", hidden[0])
+        assert view[1] <= wraps.bounds[1] and wraps.bounds[1] + wraps.bounds[3] <= bottom
+        for state in (True, False):  # a click on it now does what it says, twice
+            assert ("checked" in wraps.states) is not state
+            assert seen.run("click_element", {"id": wraps.id}).ok
+            moved = seen.until(
+                lambda t, s=state: any(
+                    e.name == hidden[0] and ("checked" in e.states) is s for e in t.elements
+                )
+            )
+            wraps = find(moved, "check box", hidden[0])
+        seen.desktop.input.press_key("esc")
+        assert popup_box(seen, featherpad, gone=True, title="Preferences") is None
+
 
 def open_menu(seen: Seen, app: App, menu: str) -> Tree:
     """The tree once ``app``'s menu ``menu`` (a menu bar item) is open."""

@@ -5,7 +5,8 @@ address is given: a Desktop's resource, never this process's ``DISPLAY`` or
 ``DBUS_SESSION_BUS_ADDRESS``). :meth:`A11yReader.read` finds the application frame that
 matches a window (its box, then its title, then the active frame), walks it level by level
 with a time limit, and keeps only what a model can use: showing, visible, enabled elements
-with a name, text or value, each with role, name, states, value and screen bounds. Ids
+with a name, text or value, each with role, name, states, value and screen bounds, cut to
+what scroll areas show (:mod:`jarvis.desktop.a11y_clip`). Ids
 (``e1``, ``e2``, ...) follow the walk order and are stable within one :class:`Tree`.
 :meth:`A11yReader.check` compares an element with the live tree before anything acts on it.
 """
@@ -29,6 +30,7 @@ from jarvis.desktop.a11y_bus import (
     Call,
     prop,
 )
+from jarvis.desktop.a11y_clip import Clips
 
 TEXT = "org.a11y.atspi.Text"
 VALUE = "org.a11y.atspi.Value"
@@ -76,6 +78,8 @@ class Element:
     text: str = ""
     value: float | None = None
     interfaces: frozenset[str] = frozenset()
+    extent: tuple[int, int, int, int] | None = None
+    """The bounds the application reports when a scroll area shows only ``bounds`` of it."""
 
     @property
     def center(self) -> tuple[int, int]:
@@ -177,17 +181,21 @@ def _usable(states: frozenset[str]) -> bool:
 
 
 def _element(
-    ref: tuple[str, str], got: list[Any], states: frozenset[str], fbox: Box
+    ref: tuple[str, str], got: list[Any], states: frozenset[str], fbox: Box, clips: Clips
 ) -> Element | None:
-    """The element when it is on the window (what it holds is read after); ``got`` holds
-    the answers to GetRoleName, Name and GetExtents."""
+    """The element when the window shows it (what it holds is read after), its bounds cut
+    to the part a scroll area shows; ``got`` holds the answers to GetRoleName, Name and
+    GetExtents."""
     role_r, name_r, ext_r = got
-    bounds = _box(ext_r)
-    if bounds[2] <= 0 or bounds[3] <= 0 or (fbox[2] > 0 and not _overlap(bounds, fbox)):
-        return None
     role = str(role_r[0]) if _ok(role_r) else "unknown"
+    extent = _box(ext_r)
+    bounds = clips.settle(ref, role, extent)
+    outside = fbox[2] > 0 and not _overlap(bounds or extent, fbox) and not clips.popped(ref)
+    if bounds is None or outside:
+        return None
     name = " ".join(str(_variant(name_r) or "").split())  # GTK pads menu items
-    return Element("", ref, role, name, states, bounds)
+    cut = extent if bounds != extent else None
+    return Element("", ref, role, name, states, bounds, extent=cut)
 
 
 class A11yReader:
@@ -298,9 +306,12 @@ class A11yReader:
         """Breadth first, one round trip per level: each batch asks the state and children
         of every element of a level, and the role, name and bounds of the shown, usable
         elements of the level before (a hidden element costs two questions, and its
-        children none). Then one round trip for the kept elements' sizes of text and
-        values and one for their text."""
+        children none). An element outside the part of a scroll area in view, or in a
+        closed combo box's list, is left out (:class:`Clips`, from the bounds already read).
+        Then one round trip for the kept elements' sizes of text and values and one for
+        their text."""
         found: list[Element] = []
+        clips = Clips()
         level = [root]
         pending: list[tuple[tuple[str, str], frozenset[str]]] = []  # shown: details to ask
         visited = 0
@@ -318,7 +329,8 @@ class A11yReader:
                 calls += [Call(ref, ACCESSIBLE, "GetState"), Call(ref, ACCESSIBLE, "GetChildren")]
             answers = bus.batch(calls, deadline)
             for i, (ref, states) in enumerate(pending):
-                if (element := _element(ref, answers[3 * i : 3 * i + 3], states, fbox)) is not None:
+                got = answers[3 * i : 3 * i + 3]
+                if (element := _element(ref, got, states, fbox, clips)) is not None:
                     found.append(element)
             answers = answers[3 * len(pending) :]
             pending = []
@@ -326,12 +338,16 @@ class A11yReader:
             for i, ref in enumerate(level):
                 state_r, kids = answers[2 * i : 2 * i + 2]
                 states = _states(state_r)
-                if ref != root and not {"showing", "visible"} <= states:
+                if ref != root and (not {"showing", "visible"} <= states or clips.hidden(ref)):
                     continue  # hidden: nor its children
                 if _ok(kids):
-                    nxt += [(str(b), str(p)) for b, p in kids[0] if p != NULL_PATH]
+                    children = [(str(b), str(p)) for b, p in kids[0] if p != NULL_PATH]
+                    clips.adopt(ref, children)
+                    nxt += children
                 if ref != root and _usable(states):
                     pending.append((ref, states))
+                else:
+                    clips.pass_on(ref)
             level = nxt
         kept = self._contents(bus, found, deadline)
         for n, element in enumerate(kept, 1):
@@ -394,9 +410,9 @@ class A11yReader:
             return f"element {element.id} is disabled now"
         if not _ok(ext):
             return f"element {element.id} has no bounds any more"
-        now = _box(ext)
-        if any(abs(a - b) > tolerance for a, b in zip(now, element.bounds, strict=True)):
-            return f"element {element.id} moved from {element.bounds} to {now}"
+        now, then = _box(ext), element.extent or element.bounds
+        if any(abs(a - b) > tolerance for a, b in zip(now, then, strict=True)):
+            return f"element {element.id} moved from {then} to {now}"
         return None
 
     def states(self, element: Element) -> frozenset[str]:
