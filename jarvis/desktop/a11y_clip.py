@@ -8,8 +8,10 @@ ancestors (no extra D-Bus call), which rectangle each element may show in:
 
 - a ``scroll pane``, ``viewport`` or ``filler`` (Qt publishes a scroll area's viewport as
   an unnamed filler) with a size limits its descendants to its box;
-- other roles pass their ancestors' limit on unchanged: a Qt menu item lies outside its
-  parent (the menu-bar entry) and must not be clipped by it;
+- a ``menu`` or ``menu item`` opens a pop-up menu, a window of its own: nothing limits
+  its descendants (GTK's menu bar lies in a filler the open menu reaches far beyond; a Qt
+  menu's items are children of the menu-bar entry);
+- other roles pass their ancestors' limit on unchanged;
 - a combo box's ``list`` or ``menu`` child is its pop-up, a window of its own: nothing
   limits it when it has a size, and while it has none (the combo is closed) it and all
   its descendants are hidden. Open, it may reach past the window the tree was read for
@@ -23,6 +25,7 @@ Ref = tuple[str, str]
 
 CLIPPING = frozenset({"scroll pane", "viewport", "filler"})
 POPUPS = frozenset({"list", "menu"})
+MENUS = frozenset({"menu", "menu item"})
 
 
 def intersect(a: Box, b: Box) -> Box | None:
@@ -91,7 +94,9 @@ class Clips:
             self._popped.add(ref)
         if self.popup(ref, role):
             limit = None  # drawn in a window of its own, over the scroll area
-        if role in CLIPPING and sized:
+        if role in MENUS:
+            self._inner[ref] = None  # what it opens is a pop-up window
+        elif role in CLIPPING and sized:
             inner = bounds if limit is None else intersect(bounds, limit)
             self._inner[ref] = inner if inner is not None else (bounds[0], bounds[1], 0, 0)
         else:
