@@ -79,24 +79,30 @@ class Receiver:
     async def read_once(self, wait_s: float = 1.0) -> int:
         """Handle what is waiting (first what this consumer read but did not finish before
         a restart); the number of entries handled."""
-        handled = 0
-        for start in ("0", ">"):
-            found: Any = await self.redis.xreadgroup(
-                keys.COORDINATOR_GROUP,
-                self.consumer,
-                {keys.EVENTS: start},
-                count=READ_COUNT,
-                block=int(wait_s * 1000) if start == ">" else None,
-            )
-            for _stream, entries in found or []:
-                for entry_id, raw in entries:
-                    await self.handle(text(entry_id), raw or {})
-                    handled += 1
-        return handled
+        return await self._read("0", None) + await self._read(">", wait_s)
 
-    async def run(self, stopping: Callable[[], bool]) -> None:
+    async def run(self, stopping: Callable[[], bool], wait_s: float = 1.0) -> None:
+        """Handle entries as they come, until ``stopping()``: what this consumer read but
+        did not finish first, then each new entry as soon as XREADGROUP's BLOCK hands it
+        over (checking ``stopping`` at least every ``wait_s``)."""
+        await self._read("0", None)
         while not stopping():
-            await self.read_once()
+            await self._read(">", wait_s)
+
+    async def _read(self, start: str, wait_s: float | None) -> int:
+        found: Any = await self.redis.xreadgroup(
+            keys.COORDINATOR_GROUP,
+            self.consumer,
+            {keys.EVENTS: start},
+            count=READ_COUNT,
+            block=int(wait_s * 1000) if wait_s is not None else None,
+        )
+        handled = 0
+        for _stream, entries in found or []:
+            for entry_id, raw in entries:
+                await self.handle(text(entry_id), raw or {})
+                handled += 1
+        return handled
 
     async def handle(self, entry: str, raw: dict[Any, Any]) -> None:
         fields = {text(k): v for k, v in raw.items()}
@@ -109,11 +115,11 @@ class Receiver:
                     self.bus.emit(event)
             elif kind == "artefact":
                 data = fields.get("data", b"")
-                rel = await asyncio.to_thread(
-                    self.placed, text(fields.get("task", b"")), text(fields.get("path", b""))
-                )
                 await asyncio.to_thread(
-                    write_artefact, self.data_dir, rel, data if isinstance(data, bytes) else b""
+                    self._write,
+                    text(fields.get("task", b"")),
+                    text(fields.get("path", b"")),
+                    data if isinstance(data, bytes) else b"",
                 )
             elif kind == "memory":
                 await self._memory(fields)
@@ -129,8 +135,13 @@ class Receiver:
             log.warning("entry %s of %s from %r refused: %s", entry, keys.EVENTS, worker, exc)
         except OSError as exc:
             log.warning("entry %s of %s could not be written: %s", entry, keys.EVENTS, exc)
-        await self.redis.xack(keys.EVENTS, keys.COORDINATOR_GROUP, entry)
-        await self.redis.xdel(keys.EVENTS, entry)
+        pipe = self.redis.pipeline(transaction=False)  # done with it: one round trip
+        pipe.xack(keys.EVENTS, keys.COORDINATOR_GROUP, entry)
+        pipe.xdel(keys.EVENTS, entry)
+        await pipe.execute()
+
+    def _write(self, task_id: str, rel: str, data: bytes) -> None:
+        write_artefact(self.data_dir, self.placed(task_id, rel), data)
 
     async def _memory(self, fields: dict[str, Any]) -> None:
         note = parse_note(text(fields.get("data", b"")))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from jarvis.fleet import control, keys, registry
@@ -73,13 +72,10 @@ class FleetService:
                     self.redis, self.url, log.warning, lambda: self.gateway.stopping
                 ):
                     return
-                waker: asyncio.Task[None] | None = None
                 try:
                     await self.coordinator.setup()
                     self.up = True
-                    waker = asyncio.create_task(self._dispatch_on_work(), name="fleet-dispatch")
-                    while not self.gateway.stopping:
-                        await self._tick()
+                    await self._serve()
                 except (RedisError, OSError) as exc:
                     self.up = False
                     log.warning("the fleet's Redis failed: %s; tasks wait", reason(exc))
@@ -87,11 +83,6 @@ class FleetService:
                     self.up = False
                     log.exception("the fleet's loop failed; starting it again")
                     await asyncio.sleep(ERROR_PAUSE_S)
-                finally:
-                    if waker is not None:
-                        waker.cancel()
-                        with suppress(asyncio.CancelledError):
-                            await waker
         finally:
             if local is not None:  # its running task goes back to the queue first
                 self.stop()
@@ -103,10 +94,33 @@ class FleetService:
         if self.local is not None:
             self.local.stop()
 
+    async def _serve(self) -> None:
+        """Three lanes, so none waits for another: what workers send, handled as soon as
+        it comes; dispatch as soon as the router made a task; and the rounds of the
+        janitor, dispatch and settling every TICK_WAIT_S. The first to fail (Redis went
+        away) ends all three."""
+
+        def stopping() -> bool:
+            return self.gateway.stopping
+
+        lanes = [
+            asyncio.create_task(self.coordinator.receiver.run(stopping, TICK_WAIT_S)),
+            asyncio.create_task(self._dispatch_on_work(), name="fleet-dispatch"),
+            asyncio.create_task(self._rounds(), name="fleet-rounds"),
+        ]
+        try:
+            done, _ = await asyncio.wait(lanes, return_when=asyncio.FIRST_COMPLETED)
+            for lane in done:
+                lane.result()  # its error, if any
+        finally:
+            for lane in lanes:
+                lane.cancel()
+            await asyncio.gather(*lanes, return_exceptions=True)
+
     async def _dispatch_on_work(self) -> None:
-        """Dispatch a task as soon as the router made it, not after the tick's wait for
-        what workers send (up to TICK_WAIT_S). Under the books' lock, as an outcome is
-        written: a task is never read in progress here while its ending is written."""
+        """Dispatch a task as soon as the router made it, not at the next round (up to
+        TICK_WAIT_S). Under the books' lock, as an outcome is written: a task is never
+        read in progress here while its ending is written."""
         from redis.exceptions import RedisError
 
         work = self.gateway._work
@@ -116,14 +130,22 @@ class FleetService:
             try:
                 async with self.gateway._books:
                     await self.coordinator.dispatch()
-            except (RedisError, OSError) as exc:  # the tick notices, and waits for Redis
+            except (RedisError, OSError) as exc:  # the rounds notice, and wait for Redis
                 log.debug("dispatch on new work failed: %s", reason(exc))
 
+    async def _rounds(self) -> None:
+        while not self.gateway.stopping:
+            await self._tick()
+            await asyncio.sleep(TICK_WAIT_S)
+
     async def _tick(self) -> None:
-        await self.coordinator.tick(TICK_WAIT_S)
-        swept = self.coordinator.swept
+        """The janitor, then dispatch (under the books' lock: an outcome may be written
+        meanwhile by the receiving lane), then settling."""
+        swept = self.coordinator.swept = await self.coordinator.janitor.sweep()
         for task_id in swept.again + swept.failed:  # its worker is gone: so is what it asked
             self.approvals.forget_task(task_id, "the worker that asked is gone")
+        async with self.gateway._books:
+            await self.coordinator.dispatch()
         self.gateway.report.runs += self.coordinator.runs
         self.coordinator.runs.clear()
         await self.settle()
@@ -134,8 +156,8 @@ class FleetService:
     async def settle(self) -> list[Message]:
         """Answer the messages of tasks that ended without a run (a cancel before dispatch,
         a status set by hand); not those a worker may still be running."""
-        running = set(self.coordinator.started)
-        async with self.gateway._books:
+        async with self.gateway._books:  # (an outcome is not written meanwhile)
+            running = set(self.coordinator.started)
             settled = await asyncio.to_thread(
                 settle_ended, self.gateway.todos, self.gateway.queue, running
             )

@@ -2,8 +2,11 @@
 
 The agent is built by :func:`jarvis.agent.factory.build_agent`, as ``jarvis serve``'s
 worker builds it (same tools, same safety). For each claimed task: the lease is renewed
-while it runs; every event goes to ``jarvis:events`` as it happens and the run's files
-after each step; the outcome goes with the lease token. SIGTERM cancels the run and gives
+while it runs; every event goes to ``jarvis:events`` as it happens, in order, and the
+run's files after each step in a lane of their own (a step's files follow its
+``step_finished``; the next events do not wait for them; an approval's screenshot goes
+before its request); the run's last files and what it learnt go before the outcome,
+which goes with the lease token. SIGTERM cancels the run and gives
 the task back at once. A lost lease cancels the run and sends no outcome.
 
 The worker keeps no long-term store: the memories the coordinator recalled come in the
@@ -18,6 +21,7 @@ import logging
 import signal
 import socket
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -35,7 +39,7 @@ from jarvis.fleet.connection import reason, wait_for_redis
 from jarvis.fleet.memory import RelayedMemory, carried_memories
 from jarvis.fleet.protocol import Claim
 from jarvis.fleet.redis_queue import RedisQueue
-from jarvis.fleet.shipper import Shipper
+from jarvis.fleet.shipper import Shipper, since_day
 from jarvis.fleet.wire import event_fields
 from jarvis.gateway.channels.settings import refused_approvers
 from jarvis.gateway.endings import STATUS_OF_RUN
@@ -101,6 +105,12 @@ class FleetWorker:
         self._stop = asyncio.Event()
         self._outbox: asyncio.Queue[Event | None] = asyncio.Queue()
         """Events to send; None ends a task's sending (after all posted before it)."""
+        self._files_wanted = asyncio.Event()
+        """Set after a step's end is sent: the files lane ships what changed."""
+        self._since = ""
+        """The first date folder the current run may write into (what a step's ship walks)."""
+        self._files_closing = False
+        """The task's end: the files lane stops (its last ship is the drain's)."""
         self.ran = 0
         self._loop_ref: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
@@ -185,6 +195,10 @@ class FleetWorker:
         self.current = claim
         self.info.state, self.info.task = "running", claim.task_id
         log.info("task %s (attempt %d) started", claim.task_id, claim.attempt)
+        self._files_wanted.clear()
+        self._files_closing = False
+        self._since = since_day(time.time())
+        shipping = asyncio.create_task(self._ship_files(claim.task_id))
         sender = asyncio.create_task(self._send_events(claim.task_id))
         lost = asyncio.Event()
         renewer = asyncio.create_task(self._renew(claim, agent, lost))
@@ -199,7 +213,7 @@ class FleetWorker:
         except Exception:  # the boundary: an agent crash becomes a failed task
             log.exception("task %s: the agent stopped with an error", claim.task_id)
         finally:
-            await self._drain(sender, claim.task_id)  # the lease is still renewed meanwhile
+            await self._drain(sender, shipping, claim.task_id)  # the lease is still renewed
             renewer.cancel()
             self.current = None
             self.info.state, self.info.task = "idle", None
@@ -279,11 +293,24 @@ class FleetWorker:
     async def _send(self, event: Event, task_id: str) -> None:
         fields: Any = event_fields(event, self.options.name)
         if isinstance(event, ApprovalRequested):  # its screenshot is there when it is shown
-            await self.shipper.ship(task_id)
+            await self.shipper.ship(task_id, self._since)
         await self.redis.xadd(keys.EVENTS, fields)
         if isinstance(event, StepFinished | TaskFinished):
+            self._files_wanted.set()  # behind the step's end on the stream, as its files
+
+    async def _ship_files(self, task_id: str) -> None:
+        """The files lane: after each step's end, the files the step recorder wrote (once
+        on disk) and any other that changed; the events do not wait for it. The run's last
+        files go in :meth:`_drain`, before the outcome."""
+        while True:
+            await self._files_wanted.wait()
+            self._files_wanted.clear()
+            if self._files_closing:
+                return
             await self._flush_records()
-            await self.shipper.ship(task_id)
+            ship = partial(self.shipper.ship, task_id, self._since)
+            if await self._retrying(ship, "a step's files") is None:
+                return
 
     async def _flush_records(self) -> None:
         """Wait for the step recorder's files to be on disk (it writes in a thread)."""
@@ -291,11 +318,17 @@ class FleetWorker:
         if flush is not None:
             await asyncio.to_thread(flush)
 
-    async def _drain(self, sender: asyncio.Task[Any], task_id: str) -> None:
-        """Send what is left: the end mark goes behind events posted from threads."""
+    async def _drain(
+        self, sender: asyncio.Task[Any], shipping: asyncio.Task[Any], task_id: str
+    ) -> None:
+        """Send what is left: the end mark goes behind events posted from threads; then
+        the files lane stops (a ship under way ends first) and what changed since goes."""
         await self.memory.flush()  # what the run learnt arrives before its outcome
         asyncio.get_running_loop().call_soon_threadsafe(self._outbox.put_nowait, None)
         await sender
+        self._files_closing = True
+        self._files_wanted.set()
+        await shipping
         await self._flush_records()
         await self._retrying(lambda: self.shipper.ship(task_id), "the run's files")
 

@@ -43,7 +43,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    EVENT_TYPE_CLOSED_NO_WRITE,
+    EVENT_TYPE_OPENED,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
@@ -77,6 +82,9 @@ MAX_DROP_BYTES = 4 * MAX_MESSAGE_CHARS
 """A drop file is read only up to this size (the API's cap on a message, in UTF-8's worst
 case); a larger one is refused unread."""
 OnMessages = Callable[[list[Message]], Any]
+READS = (EVENT_TYPE_OPENED, EVENT_TYPE_CLOSED_NO_WRITE)
+"""Watcher events that change nothing (a file opened, or closed unwritten): each scan
+reads ``inbox.md``, so waking on these would scan again and again."""
 
 
 def wanted(name: str) -> bool:
@@ -457,6 +465,8 @@ class _Wake(FileSystemEventHandler):
         self.drop_dir = os.path.abspath(channel.drop_dir)
 
     def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in READS:  # the scan's own reads: waking on them never stops
+            return
         paths = [event.src_path, getattr(event, "dest_path", "")]
         for raw in paths:
             if not raw:
