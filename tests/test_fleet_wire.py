@@ -4,14 +4,23 @@ dir, forged paths and malformed entries are refused with a warning, never raised
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from redis.asyncio import Redis
 
-from jarvis.events import EventBus, EventRecorder, StepFinished, TaskFinished, TaskStarted
+from jarvis.events import (
+    EventBus,
+    EventRecorder,
+    StepFinished,
+    StepStarted,
+    TaskFinished,
+    TaskStarted,
+)
 from jarvis.fleet import keys
 from jarvis.fleet.connection import FleetUrlError, check_url, client, shown
 from jarvis.fleet.receiver import Outcome, Receiver
@@ -120,6 +129,44 @@ async def test_the_receiver_writes_artefacts_emits_events_and_refuses_forgeries(
     assert await redis.xlen(keys.EVENTS) == 0  # read, acknowledged and deleted
     pending: Any = await redis.xpending(keys.EVENTS, keys.COORDINATOR_GROUP)
     assert pending["pending"] == 0
+
+
+async def test_the_receivers_lane_handles_each_entry_as_it_comes(
+    redis: Redis, tmp_path: Path
+) -> None:
+    bus = EventBus()
+    seen = EventRecorder(bus)
+
+    async def on_outcome(outcome: Outcome) -> None:
+        raise AssertionError("no outcome was sent")
+
+    receiver = Receiver(redis, tmp_path / "data", bus, on_outcome)
+    await receiver.setup()
+    # read before a restart and never handled: pending for this consumer
+    await redis.xadd(keys.EVENTS, event_fields(TaskStarted(task_id="T001", task="x"), "w1"))
+    await redis.xreadgroup(keys.COORDINATOR_GROUP, "coordinator", {keys.EVENTS: ">"})
+    stopping = False
+    # a wait far past the deadline: only XREADGROUP's hand-over can deliver in time
+    lane = asyncio.create_task(receiver.run(lambda: stopping, wait_s=60))
+    try:
+        await until(lambda: len(seen.events) == 1)
+        await redis.xadd(keys.EVENTS, event_fields(StepStarted(task_id="T001", step=1), "w1"))
+        await until(lambda: len(seen.events) == 2)
+    finally:
+        stopping = True
+        lane.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await lane
+    assert [e.kind for e in seen.events] == ["task_started", "step_started"]
+    assert await redis.xlen(keys.EVENTS) == 0  # acknowledged and deleted
+    pending: Any = await redis.xpending(keys.EVENTS, keys.COORDINATOR_GROUP)
+    assert pending["pending"] == 0
+
+
+async def until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.01)
 
 
 def test_a_redis_url_is_checked_and_its_password_never_shown(

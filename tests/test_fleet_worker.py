@@ -144,6 +144,19 @@ class Coordinator:
         self.outcomes: list[Outcome] = []
         self.receiver = Receiver(self.redis, data_dir, self.bus, self._outcome)
         self.queue = RedisQueue(self.redis, "coordinator")
+        self.order: list[str] = []
+        """What came on the stream, in order: an event's kind, an artefact's path."""
+        handle = self.receiver.handle
+
+        async def noted(entry: str, raw: dict[Any, Any]) -> None:
+            kind = raw.get(b"type", b"").decode()
+            if kind == "event":
+                self.order.append(json.loads(raw[b"data"])["kind"])
+            else:
+                self.order.append(raw.get(b"path", kind.encode()).decode())
+            await handle(entry, raw)
+
+        self.receiver.handle = noted  # type: ignore[method-assign]
 
     async def _outcome(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
@@ -235,6 +248,11 @@ async def test_a_worker_runs_a_task_and_its_record_lands_in_the_coordinators_dat
     step_dirs = sorted(p for p in (run / "steps").iterdir() if p.is_dir())
     assert len(step_dirs) == 2
     assert all((d / "step.json").is_file() and (d / "before.jpg").is_file() for d in step_dirs)
+    order = coordinator.order  # a step's files follow its end; all of them, the outcome
+    ends = [i for i, what in enumerate(order) if what == "step_finished"]
+    for step, end in zip(("0001", "0002"), ends, strict=True):
+        assert min(i for i, w in enumerate(order) if f"/steps/{step}/" in w) > end
+    assert order[-1] == "outcome" and order.index("task_finished") < len(order) - 1
     step_records = sorted((home / "memory" / "steps").rglob("*.json"))
     assert len(step_records) == 2
     shot = json.loads(step_records[0].read_text())["screenshot"]["path"]

@@ -181,6 +181,41 @@ def test_watcher_notices_drops_and_hand_edits(queue: MessageQueue, polling: bool
     assert [m.id for m in queue.pending()] == [m.id for m in seen]
 
 
+def test_the_channels_own_reads_of_the_inbox_do_not_wake_it(queue: MessageQueue) -> None:
+    """Each scan reads inbox.md; inotify reports that read (opened, closed unwritten):
+    woken by it, the channel would scan again and again, a core busy for nothing."""
+    seen: list[Message] = []
+    scans = 0
+
+    async def scenario() -> None:
+        nonlocal scans
+        channel = InboxChannel(queue, poll_interval_s=300, settle_s=0.05, on_messages=seen.extend)
+        scan = channel.scan
+
+        async def counted() -> list[Message]:
+            nonlocal scans
+            scans += 1
+            return await scan()
+
+        channel.scan = counted  # type: ignore[method-assign]
+        await channel.start()
+        try:
+            drop(queue, "first.md", "one")
+            await until(lambda: len(seen) == 1)
+            for _ in range(20):  # reads, as each scan makes
+                await asyncio.to_thread(queue.pending)
+            drop(queue, "second.md", "two")  # a change after the reads: it wakes the channel
+            await until(lambda: len(seen) == 2)
+            with pytest.raises(AssertionError):  # woken by its reads, it would go on and on
+                await until(lambda: scans >= 12, timeout=1.0)
+        finally:
+            await channel.stop()
+
+    asyncio.run(scenario())
+    assert [m.text for m in seen] == ["one", "two"]
+    assert scans < 12, f"{scans} scans for two drops"
+
+
 def test_without_any_file_watcher_a_scan_still_finds_drops(
     queue: MessageQueue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
