@@ -81,6 +81,7 @@ class FleetCoordinator:
 
     async def dispatch(self) -> list[str]:
         sent = []
+        todos = []
         for todo in await asyncio.to_thread(self.todos.all):
             if todo.status == "pending":
                 try:
@@ -90,7 +91,10 @@ class FleetCoordinator:
             elif todo.status != "in_progress":
                 continue
             self.started.setdefault(todo.id, todo)
-            if await self.queue.carries(todo.id):
+            todos.append(todo)
+        carried = await self.queue.carrying([todo.id for todo in todos])  # one round trip
+        for todo in todos:
+            if todo.id in carried:
                 continue
             body = task_text(todo)
             memories = await self._recall(todo.id, body)

@@ -110,10 +110,18 @@ class RedisQueue:
     async def carries(self, task_id: str) -> bool:
         """Whether an entry carries ``task_id`` or its outcome is on its way (dispatch
         would refuse it): checked before work that only a dispatch needs."""
+        return task_id in await self.carrying([task_id])
+
+    async def carrying(self, task_ids: list[str]) -> set[str]:
+        """Those of ``task_ids`` that :meth:`carries` says are carried, in one round trip."""
+        if not task_ids:
+            return set()
         pipe = self.redis.pipeline(transaction=False)
-        pipe.hexists(keys.CARRIED, task_id)
-        pipe.hexists(keys.ENDED, task_id)
-        return any(await pipe.execute())
+        for task_id in task_ids:
+            pipe.hexists(keys.CARRIED, task_id)
+            pipe.hexists(keys.ENDED, task_id)
+        found = await pipe.execute()
+        return {t for i, t in enumerate(task_ids) if found[2 * i] or found[2 * i + 1]}
 
     async def carried(self) -> dict[str, str]:
         raw = await self.redis.hgetall(keys.CARRIED)
