@@ -163,6 +163,40 @@ async def test_the_receivers_lane_handles_each_entry_as_it_comes(
     assert pending["pending"] == 0
 
 
+async def test_an_outcome_being_written_holds_up_no_other_tasks_events(
+    redis: Redis, tmp_path: Path
+) -> None:
+    bus = EventBus()
+    seen = EventRecorder(bus)
+    written: list[str] = []
+    release = asyncio.Event()
+
+    async def on_outcome(outcome: Outcome) -> None:  # todos.md, the archive: slow
+        await release.wait()
+        written.append(outcome.task_id)
+
+    receiver = Receiver(redis, tmp_path / "data", bus, on_outcome)
+    await receiver.setup()
+    await redis.hset(keys.ENDED, "T001", "t")
+    stopping = False
+    lane = asyncio.create_task(receiver.run(lambda: stopping, wait_s=0.2))
+    try:
+        outcome: Any = {"type": "outcome", "task": "T001", "status": "completed", "token": "t"}
+        await redis.xadd(keys.EVENTS, outcome)
+        await redis.xadd(keys.EVENTS, event_fields(StepStarted(task_id="T002", step=1), "w2"))
+        await until(lambda: len(seen.events) == 1)  # while T001's outcome is being written
+        assert written == []
+        pending: Any = await redis.xpending(keys.EVENTS, keys.COORDINATOR_GROUP)
+        assert pending["pending"] == 1  # the outcome: not acknowledged before it is written
+        stopping = True  # stopping waits for the outcome handed over
+        release.set()
+        await asyncio.wait_for(lane, timeout=10)
+    finally:
+        lane.cancel()
+    assert written == ["T001"]
+    assert await redis.xlen(keys.EVENTS) == 0
+
+
 async def until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
     async with asyncio.timeout(timeout):
         while not condition():

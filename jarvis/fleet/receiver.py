@@ -72,6 +72,8 @@ class Receiver:
         self.on_event = on_event
         self.on_memory = on_memory
         self.refused = 0
+        self._outcomes: asyncio.Queue[tuple[str, dict[str, Any]] | None] | None = None
+        """While :meth:`run` runs: where outcomes go to be written in their own lane."""
 
     async def setup(self) -> None:
         await ensure_group(self.redis, keys.EVENTS, keys.COORDINATOR_GROUP)
@@ -84,10 +86,27 @@ class Receiver:
     async def run(self, stopping: Callable[[], bool], wait_s: float = 1.0) -> None:
         """Handle entries as they come, until ``stopping()``: what this consumer read but
         did not finish first, then each new entry as soon as XREADGROUP's BLOCK hands it
-        over (checking ``stopping`` at least every ``wait_s``)."""
-        await self._read("0", None)
-        while not stopping():
-            await self._read(">", wait_s)
+        over (checking ``stopping`` at least every ``wait_s``). Outcomes are written in a
+        lane of their own, in order, each acknowledged once written: the events of other
+        tasks do not wait for ``todos.md`` (a task's own entries all came before its
+        outcome, and its next run's come only once the outcome is written)."""
+        queue: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
+        lane = asyncio.create_task(self._outcome_lane(queue))
+        self._outcomes = queue
+        try:
+            await self._read("0", None)
+            while not stopping() and not lane.done():
+                await self._read(">", wait_s)
+            self._outcomes = None
+            queue.put_nowait(None)  # the outcomes handed over are written first
+            await lane  # (its error, if it stopped on one)
+        finally:
+            self._outcomes = None
+            lane.cancel()
+
+    async def _outcome_lane(self, queue: asyncio.Queue[tuple[str, dict[str, Any]] | None]) -> None:
+        while (item := await queue.get()) is not None:
+            await self._handled(*item, "outcome")
 
     async def _read(self, start: str, wait_s: float | None) -> int:
         found: Any = await self.redis.xreadgroup(
@@ -107,6 +126,13 @@ class Receiver:
     async def handle(self, entry: str, raw: dict[Any, Any]) -> None:
         fields = {text(k): v for k, v in raw.items()}
         kind = text(fields.get("type", b""))
+        if kind == "outcome" and self._outcomes is not None:
+            self._outcomes.put_nowait((entry, fields))  # acknowledged once written
+            return
+        await self._handled(entry, fields, kind)
+
+    async def _handled(self, entry: str, fields: dict[str, Any], kind: str) -> None:
+        """Act on one entry, then acknowledge and delete it (a refused one too)."""
         try:
             if kind == "event":
                 event = parse_event(text(fields.get("data", b"")))
