@@ -98,13 +98,15 @@ class FleetService:
         """Three lanes, so none waits for another: what workers send, handled as soon as
         it comes; dispatch as soon as the router made a task; and the rounds of the
         janitor, dispatch and settling every TICK_WAIT_S. The first to fail (Redis went
-        away) ends all three."""
+        away) ends all three; when the daemon stops, the outcomes already read are written
+        first."""
 
         def stopping() -> bool:
             return self.gateway.stopping
 
+        receiving = asyncio.create_task(self.coordinator.receiver.run(stopping, TICK_WAIT_S))
         lanes = [
-            asyncio.create_task(self.coordinator.receiver.run(stopping, TICK_WAIT_S)),
+            receiving,
             asyncio.create_task(self._dispatch_on_work(), name="fleet-dispatch"),
             asyncio.create_task(self._rounds(), name="fleet-rounds"),
         ]
@@ -112,10 +114,17 @@ class FleetService:
             done, _ = await asyncio.wait(lanes, return_when=asyncio.FIRST_COMPLETED)
             for lane in done:
                 lane.result()  # its error, if any
+            await receiving  # the rounds saw the daemon stop: so does the receiver, soon
         finally:
             for lane in lanes:
                 lane.cancel()
             await asyncio.gather(*lanes, return_exceptions=True)
+            self._report()
+
+    def _report(self) -> None:
+        """The runs whose outcomes were written go to the daemon's report."""
+        self.gateway.report.runs += self.coordinator.runs
+        self.coordinator.runs.clear()
 
     async def _dispatch_on_work(self) -> None:
         """Dispatch a task as soon as the router made it, not at the next round (up to
@@ -146,8 +155,7 @@ class FleetService:
             self.approvals.forget_task(task_id, "the worker that asked is gone")
         async with self.gateway._books:
             await self.coordinator.dispatch()
-        self.gateway.report.runs += self.coordinator.runs
-        self.coordinator.runs.clear()
+        self._report()
         await self.settle()
 
     async def aclose(self) -> None:
