@@ -139,7 +139,8 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
             return sandboxed(settings, lambda box: _work(args, settings, url, box))
         # one process, one desktop: the display named, else the one it was started on
-        where = XDisplay(args.display) if args.display else XDisplay.from_env()
+        started_on = XDisplay.from_env()  # a named display opens with this process's cookie
+        where = XDisplay(args.display, started_on.xauthority) if args.display else started_on
         return _work(args, settings, url, where)
     finally:
         if scratch is not None:

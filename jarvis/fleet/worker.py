@@ -96,10 +96,8 @@ class FleetWorker:
         self.info = registry.WorkerInfo(
             options.name, socket.gethostname(), options.where.name, options.size, __version__
         )
-        cookie = options.where.xauthority  # None: this process's own (its XAUTHORITY)
-        self.info.xauthority = (
-            cookie if cookie is not None else XDisplay.from_env().xauthority
-        ) or ""
+        # the cookie file the coordinator opens this display with (start-up named it)
+        self.info.xauthority = options.where.xauthority or ""
         self.current: Claim | None = None
         self.agent: Agent | None = None
         self._stop = asyncio.Event()
