@@ -103,7 +103,7 @@ def test_lines_carry_seq_ts_kind_task_and_the_event_fields(tmp_path: Path) -> No
         "cache_write_tokens": 0,
     }
     assert run["cost_usd"] == 0.75 and run["steps"] == 1 and run["summary"] == "clicked"
-    assert run["verdict"] == {"done": True, "reason": "looks done"}
+    assert run["verdict"] == {"done": True, "reason": "looks done", "tree_tokens": 0}
     assert (run["first_seq"], run["last_seq"]) == (1, 9)
     assert run["ended"] >= run["started"]
 
