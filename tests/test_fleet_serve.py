@@ -62,6 +62,19 @@ def step_texts(fake_model: FakeModel) -> str:
     return "\n".join(r.all_text() for r in fake_model.requests if not is_router(r))
 
 
+def route_then_play(fake_model: FakeModel, replies: list[Reply]) -> None:
+    """The router makes every message a new task; the steps get ``replies`` in turn
+    (after the non-step requests ``other`` answers)."""
+    script = iter(replies)
+
+    def answer(request: RecordedRequest) -> Reply:
+        if is_router(request):
+            return NEW_TASK
+        return other(request) or next(script)
+
+    fake_model.set_default(answer)
+
+
 @pytest.mark.slow
 async def test_a_message_to_the_fleet_runs_on_a_worker_and_ends_as_a_local_task(
     fleet: Fleet,
@@ -70,14 +83,7 @@ async def test_a_message_to_the_fleet_runs_on_a_worker_and_ends_as_a_local_task(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    steps = iter([acts(), done()])
-
-    def answer(request: RecordedRequest) -> Reply:
-        if is_router(request):
-            return NEW_TASK
-        return other(request) or next(steps)
-
-    fake_model.set_default(answer)
+    route_then_play(fake_model, [acts(), done()])
     settings = coordinator_settings(tmp_path, fake_model, monkeypatch)
     replies: list[Event] = []
     async with serving_api(settings, fleet_url=redis_server.url) as api, api.client() as http:
@@ -142,14 +148,7 @@ async def test_a_workers_held_call_is_approved_and_denied_at_the_coordinator(
     risky = Reply(text="Thought: elevate.", tool_calls=[call("type", text="sudo true")])
     allowed = Reply(tool_calls=[call("finished", summary="typed it")])
     denied = Reply(tool_calls=[call("finished", summary="did without it")])
-    script = iter([risky, allowed, risky, denied])
-
-    def answer(request: RecordedRequest) -> Reply:
-        if is_router(request):
-            return NEW_TASK
-        return other(request) or next(script)
-
-    fake_model.set_default(answer)
+    route_then_play(fake_model, [risky, allowed, risky, denied])
     settings = coordinator_settings(tmp_path, fake_model, monkeypatch)
     async with serving_api(settings, fleet_url=redis_server.url) as api, api.client() as http:
         fleet.start("w1")
@@ -192,14 +191,7 @@ async def test_a_workers_held_call_is_approved_and_denied_at_the_coordinator(
 async def test_without_redis_a_message_waits_as_a_task_and_runs_when_redis_is_back(
     tmp_path: Path, fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    steps = iter([done()])
-
-    def answer(request: RecordedRequest) -> Reply:
-        if is_router(request):
-            return NEW_TASK
-        return other(request) or next(steps)
-
-    fake_model.set_default(answer)
+    route_then_play(fake_model, [done()])
     settings = coordinator_settings(tmp_path, fake_model, monkeypatch)
     with RedisServer(appendonly=True) as server:
         server.stop()  # the coordinator starts with its Redis away
