@@ -37,6 +37,7 @@ from jarvis.gateway.channels.settings import (
     fold_legacy,
     legacy_warnings,
 )
+from jarvis.gateway.settings import RouterSettings, TodosSettings
 from jarvis.runs.settings import RunsSettings
 from jarvis.safety.settings import SafetySettings
 from jarvis.safety.takeover_settings import TakeoverSettings
@@ -219,6 +220,10 @@ class Settings(BaseSettings):
 
     # the fleet: many desktops, one queue (jarvis serve --fleet, jarvis worker)
     fleet: FleetSettings = Field(default_factory=FleetSettings)
+
+    # the books at scale: todos.md's ended tasks, the router's candidates (gateway/settings.py)
+    todos: TodosSettings = Field(default_factory=TodosSettings)
+    router: RouterSettings = Field(default_factory=RouterSettings)
 
     @field_validator("model_profile")
     @classmethod

@@ -48,6 +48,7 @@ BOTTOM = frozenset(
         "jarvis.prompts",
         "jarvis.shipped",
         "jarvis.owner_lock",
+        "jarvis.book_index",  # rebuildable SQLite indexes beside the books
     }
 )
 SECTIONS = frozenset(
@@ -60,6 +61,7 @@ SECTIONS = frozenset(
         "jarvis.tools.toolbox_settings",
         "jarvis.gateway.channels.email.settings",
         "jarvis.gateway.channels.settings",
+        "jarvis.gateway.settings",
         "jarvis.fleet.settings",
         "jarvis.llm.profiles.catalog",
     }
