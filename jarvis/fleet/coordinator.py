@@ -5,11 +5,12 @@ journal records them as if the task ran here; artefacts into the data dir; outco
 through the same ending as a local run's, :func:`jarvis.gateway.endings.record_ending`:
 ``todos.md``, the archive of the messages it answered, the replies), let the janitor
 reassign tasks whose lease expired, then dispatch: every pending task (marked in
-progress), and every in-progress task that no stream entry carries (Redis restarted
-empty, or the coordinator died between marking and sending). Dispatch is idempotent by
-task id, and refuses a task whose outcome is on its way. With long-term memory, each task
-entry carries the memories recalled for the task, and what workers learnt is stored here
-(:mod:`jarvis.fleet.memory`).
+progress), and every in-progress task (read from the tasks that changed since the last
+round, so a round costs the same with ten thousand ended tasks as with none) that no
+stream entry carries (Redis restarted empty, or the coordinator died between marking and
+sending). Dispatch is idempotent by task id, and refuses a task whose outcome is on its
+way. With long-term memory, each task entry carries the memories recalled for the task,
+and what workers learnt is stored here (:mod:`jarvis.fleet.memory`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ class FleetCoordinator:
         self.bus = bus
         self.books = books or asyncio.Lock()
         """Held while todos.md and the inbox's files are brought in line (as the router)."""
+        self.active: dict[str, Todo] = {}
+        """The tasks in progress, as the last rounds read them."""
+        self._seen = 0
+        """The version of todos.md's list the last dispatch round read up to."""
         self.started: dict[str, Todo] = {}
         """Each task as it was dispatched (the messages its run saw), until its ending."""
         self.runs: list[RunRecord] = []
@@ -80,21 +85,25 @@ class FleetCoordinator:
         return await self.dispatch()
 
     async def dispatch(self) -> list[str]:
-        sent = []
-        todos = []
-        for todo in await asyncio.to_thread(self.todos.all):
+        """Send every in-progress task no stream entry carries, after marking the pending
+        ones in progress. Only the tasks that changed since the last round are read."""
+        version, changed = await asyncio.to_thread(self.todos.changed_since, self._seen)
+        self._seen = version
+        for todo in changed:
             if todo.status == "pending":
                 try:
                     todo = await asyncio.to_thread(self.todos.mark_in_progress, todo.id)
                 except (KeyError, TodoState):
-                    continue  # changed meanwhile
-            elif todo.status != "in_progress":
-                continue
-            self.started.setdefault(todo.id, todo)
-            todos.append(todo)
-        carried = await self.queue.carrying([todo.id for todo in todos])  # one round trip
-        for todo in todos:
-            if todo.id in carried:
+                    continue  # changed meanwhile: the next round sees it
+            if todo.status == "in_progress":
+                self.active[todo.id] = todo
+                self.started.setdefault(todo.id, todo)
+            else:
+                self.active.pop(todo.id, None)
+        carried = await self.queue.carrying(list(self.active))  # one round trip
+        sent = []
+        for todo in [t for t in self.active.values() if t.id not in carried]:
+            if not await self._still_running(todo.id):
                 continue
             body = task_text(todo)
             memories = await self._recall(todo.id, body)
@@ -103,6 +112,15 @@ class FleetCoordinator:
         if sent:
             log.info("dispatched %s", ", ".join(sent))
         return sent
+
+    async def _still_running(self, task_id: str) -> bool:
+        """Whether the list still has the task in progress (it may have ended and left the
+        list between two rounds)."""
+        todo = await asyncio.to_thread(self.todos.get, task_id)
+        if todo is None or todo.status != "in_progress":
+            self.active.pop(task_id, None)
+            return False
+        return True
 
     async def _recall(self, task_id: str, body: str) -> str:
         """The task entry's ``memories``: recalled as a local run's first recall is (on the
@@ -124,6 +142,7 @@ class FleetCoordinator:
         async with self.books:
             record = await asyncio.to_thread(self._record, outcome)
         self.started.pop(outcome.task_id, None)
+        self.active.pop(outcome.task_id, None)
         if record is not None:
             self.recorded.append(outcome)
             self.runs.append(record)

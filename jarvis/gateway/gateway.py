@@ -58,7 +58,7 @@ from jarvis.gateway.queue import MessageQueue
 from jarvis.gateway.router import Backoff
 from jarvis.gateway.serve_lock import ServeLock
 from jarvis.gateway.todos import Todo, TodoList, TodoState
-from jarvis.gateway.worker import AgentWorker, CachedTodos, RunRecord
+from jarvis.gateway.worker import AgentWorker, RunRecord, describe_open
 from jarvis.redaction import register_settings
 from jarvis.runs.journal import JournalWriter
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
@@ -139,7 +139,6 @@ class Gateway:
         self.options = options or GatewayOptions()
         self.queue = MessageQueue.from_settings(settings, self.bus)
         self.todos = TodoList.from_settings(settings, self.bus)
-        self.cached = CachedTodos(self.todos)
         self.report = GatewayReport()
         self.worker: AgentWorker | None = None
         self.fleet: FleetService | None = None
@@ -257,7 +256,7 @@ class Gateway:
         return message
 
     def _channel_of(self, todo_id: str) -> str | None:
-        todo = self.cached.get(todo_id)
+        todo = self.todos.get(todo_id)
         return todo.source if todo is not None else None
 
     async def cancel_task(self, todo_id: str, by: str = "user") -> Todo:
@@ -305,7 +304,7 @@ class Gateway:
         """The provider (shared by router and agent), memory, agent, router and worker."""
         from jarvis.agent.factory import build_agent
         from jarvis.agent.safety_checks import approver
-        from jarvis.gateway.router import MessageRouter, describe_tasks
+        from jarvis.gateway.router import MessageRouter
         from jarvis.llm.factory import make_provider
         from jarvis.safety.killswitch import kill_switch
 
@@ -328,7 +327,7 @@ class Gateway:
             )
 
         def open_tasks() -> str:
-            return describe_tasks([t for t in self.cached.all() if t.is_open])
+            return describe_open(self.todos.open_tasks(), self.settings.router.candidates)
 
         agent = await stack.enter_async_context(
             build_agent(
@@ -354,7 +353,6 @@ class Gateway:
             self.bus,
             books=self._books,
             watch_interval_s=self.options.watch_interval_s,
-            cached=self.cached,
         )
         if self.stopping:  # a signal came while we were starting
             self.worker.stop()

@@ -357,6 +357,10 @@ class MarkdownFile:
             data = data[3:]
         return Snapshot(data.decode("utf-8", "surrogateescape"), stamp)
 
+    def stamp(self) -> tuple[int, int, int] | None:
+        """(inode, size, mtime_ns) of the file now; None when it is missing."""
+        return _stamp(self.path)
+
     def replace(self, snapshot: Snapshot, text: str) -> None:
         """Write ``text`` unless the file changed since ``snapshot`` (then ChangedOnDisk)."""
         if _stamp(self.path) != snapshot.stamp:

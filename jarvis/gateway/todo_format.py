@@ -288,19 +288,20 @@ def _parse_section(section: Section) -> tuple[Todo | Malformed, bool]:
         return bad(error_summary(exc))
 
 
-def parse_todos(text: str) -> Document[Todo]:
-    """Read ``todos.md``; never raises. New tasks and id clashes get fresh ids."""
+def parse_todos(text: str, first_free: int = 1) -> Document[Todo]:
+    """Read ``todos.md``; never raises. New tasks and id clashes get fresh ids, none below
+    ``first_free`` (the id counter's next number)."""
     preamble, sections = split_sections(text, is_header)
     doc: Document[Todo] = Document(preamble)
     doc.warnings = near_misses(text, HEADER_START, is_header, "looks like a task header but is not")
     taken = [int(n) for n in _ID_IN_RAW.findall(text)]
-    next_number = max(taken, default=0) + 1
+    next_number = max(max(taken, default=0) + 1, first_free)
     seen: set[str] = set()
     for section in sections:
         item, missing = _parse_section(section)
         if isinstance(item, Todo):
             if item.id == "T0" or item.id in seen:
-                item.id, next_number = f"T{next_number:03d}", next_number + 1
+                item.id, next_number = format_id(next_number), next_number + 1
                 missing = True
             seen.add(item.id)
             doc.changed |= missing
@@ -312,7 +313,12 @@ def render_todos(doc: Document[Todo]) -> str:
     return render_document(doc, format_todo)
 
 
-def next_id(doc: Document[Todo]) -> str:
+def highest_number(doc: Document[Todo]) -> int:
+    """The highest task number in ``doc``, readable tasks and unreadable sections alike."""
     text = "\n".join(item.raw if isinstance(item, Malformed) else "" for item in doc.items)
     numbers = [int(t.id[1:]) for t in doc.entries()] + [int(n) for n in _ID_IN_RAW.findall(text)]
-    return f"T{max(numbers, default=0) + 1:03d}"
+    return max(numbers, default=0)
+
+
+def format_id(number: int) -> str:
+    return f"T{number:03d}"

@@ -1,13 +1,27 @@
-"""The task list, ``data/todos.md``: what Jarvis will do, is doing and has done.
+"""The task list, ``data/todos.md``: what Jarvis will do, is doing and has just done.
 
 Tasks are in the format of :mod:`jarvis.gateway.todo_format`. The file is shared by the
 daemon, the TUI and people with an editor: locked, written atomically, re-read when someone
 else changed it, and a section that cannot be read stays as it is and is reported once.
+
+A change costs what it touches, not what the list has held (DESIGN section 14):
+
+- the parsed list is kept in memory with each task's text, and parsed again only when the
+  file's text is not what this process last read or wrote; a change is applied to a copy of
+  it and written back whole (the list is bounded: open tasks and the newest ended ones);
+- ended tasks beyond ``keep_ended`` move to the monthly archive
+  (:mod:`jarvis.gateway.todo_archive`), written there before they leave the list;
+- ids come from a counter (``todos/seq``) that never goes below the highest id in the list
+  or the archive, so an id is never reused;
+- an outside save (an editor's stale buffer) loses no task and no change of Jarvis's
+  (:mod:`jarvis.gateway.todo_outside`);
+- lookups by id and message id use indexes, falling back to the archive's.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,27 +31,34 @@ from jarvis.events import EventBus
 from jarvis.gateway.markdown import (
     LOCK_TIMEOUT_S,
     Document,
+    Malformed,
     MarkdownFile,
     Problem,
     ProblemLog,
+    Snapshot,
     format_timestamp,
+    join_sections,
     now,
     problems_of,
     retrying,
 )
+from jarvis.gateway.todo_archive import IdCounter, TodoArchive
 from jarvis.gateway.todo_format import (
     FINAL_STATUSES,
     OPEN_STATUSES,
     STATUSES,
     Todo,
     TodoStatus,
-    next_id,
+    format_id,
+    format_todo,
+    highest_number,
     parse_status,
     parse_todos,
-    render_todos,
 )
+from jarvis.gateway.todo_outside import WrittenVersions, reconcile
 
 __all__ = [
+    "ENDED_STATUSES",
     "FINAL_STATUSES",
     "OPEN_STATUSES",
     "STATUSES",
@@ -55,6 +76,8 @@ TODOS_PREAMBLE = (
     "<!-- Jarvis keeps this list. To add a task by hand: a line `### [new] what to do`,\n"
     "     optionally `- priority: high`, then a description. -->"
 )
+ENDED_STATUSES = ("completed", "failed", "cancelled")
+DEFAULT_KEEP_ENDED = 50
 
 
 # --- the list -----------------------------------------------------------------------
@@ -66,40 +89,134 @@ class TodoList:
     """``todos.md`` shared by the daemon, the TUI and people with an editor."""
 
     def __init__(
-        self, data_dir: Path, *, bus: EventBus | None = None, lock_timeout: float = LOCK_TIMEOUT_S
+        self,
+        data_dir: Path,
+        *,
+        bus: EventBus | None = None,
+        lock_timeout: float = LOCK_TIMEOUT_S,
+        keep_ended: int = DEFAULT_KEEP_ENDED,
     ) -> None:
-        self.file = MarkdownFile(Path(data_dir) / "todos.md", lock_timeout=lock_timeout)
+        data_dir = Path(data_dir)
+        self.file = MarkdownFile(data_dir / "todos.md", lock_timeout=lock_timeout)
+        books = data_dir / "todos"
+        self.archive = TodoArchive(books / "archive", books / "archive.sqlite")
+        self.ids = IdCounter(books / "seq", self.archive)
+        self.keep_ended = keep_ended
         self._problems = ProblemLog(bus)
+        self._mutex = threading.RLock()
+        self._snapshot = Snapshot("", None)
+        self._doc: Document[Todo] | None = None
+        self._texts: dict[str, tuple[Todo, str]] = {}
+        self._written = WrittenVersions()
+        self._by_id: dict[str, Todo] = {}
+        self._by_message: dict[str, str] = {}
+        self.version = 0
+        """Bumped by every change this list sees (its own or read from the file)."""
+        self._touched: dict[str, int] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings, bus: EventBus | None = None) -> TodoList:
-        return cls(settings.data_dir, bus=bus)
+        return cls(settings.data_dir, bus=bus, keep_ended=settings.todos.keep_ended)
 
     @property
     def path(self) -> Path:
         return self.file.path
 
+    # -- the kept copy --
     def _edit(self, change: Callable[[Document[Todo]], R], what: str) -> R:
-        """Read, apply ``change`` (which sets ``doc.changed`` when it edits), write back."""
-        with self.file.locked():
+        """Apply ``change`` to a copy of the list (it sets ``doc.changed`` when it edits);
+        write the copy back when anything changed, and keep it."""
+        with self._mutex, self.file.locked():
 
             def operation() -> R:
-                snapshot = self.file.read()
-                doc = parse_todos(snapshot.text)
-                if snapshot.stamp is None:
-                    doc.preamble = TODOS_PREAMBLE
-                self._problems.report(problems_of(self.file.path, doc))
+                current = self._current()
+                doc = Document(current.preamble, list(current.items), current.changed)
+                doc.warnings = current.warnings
                 result = change(doc)
                 if doc.changed:
-                    self.file.replace(snapshot, render_todos(doc))
+                    self._rotate(doc)
+                    self._write(doc)
                 return result
 
             return retrying(operation, what)
 
+    def _current(self) -> Document[Todo]:
+        """The kept list, parsed again (and checked against an outside save) when the
+        file's text is not what this process last read or wrote."""
+        snapshot = self.file.read()
+        kept = self._doc
+        if kept is not None and snapshot.text == self._snapshot.text:
+            self._snapshot = snapshot
+            return kept
+        doc = parse_todos(snapshot.text, first_free=self._next_number(None))
+        if snapshot.stamp is None:
+            doc.preamble = TODOS_PREAMBLE
+        self._problems.report(problems_of(self.file.path, doc))
+        if kept is not None:
+            reconcile(kept, doc, self._written, self._archived)
+        else:
+            self._settle(doc)
+        self._rotate(doc)
+        self._snapshot = snapshot
+        self._adopt(doc, kept)
+        if doc.changed:  # ids filled in, tasks restored or moved: write it back now
+            self._write(doc)
+        return doc
+
+    def _archived(self, ids: list[str]) -> set[str]:
+        return set(self.archive.holds(ids))
+
+    def _adopt(self, doc: Document[Todo], before: Document[Todo] | None) -> None:
+        """Keep ``doc``: indexes, and which tasks changed (for :meth:`changed_since`)."""
+        old = {t.id: t for t in before.entries()} if before is not None else {}
+        self.version += 1
+        self._by_id, self._by_message = {}, {}
+        for todo in doc.entries():
+            self._by_id[todo.id] = todo
+            for message_id in todo.message_ids:
+                self._by_message.setdefault(message_id, todo.id)
+            previous = old.get(todo.id)
+            if previous is not todo and previous != todo:
+                self._touched[todo.id] = self.version
+        if len(self._touched) > len(self._by_id):
+            self._touched = {i: v for i, v in self._touched.items() if i in self._by_id}
+        self._doc = doc
+
+    def _render(self, doc: Document[Todo]) -> str:
+        """The file's text, each task formatted once per version of it."""
+        blocks = []
+        for item in doc.items:
+            if isinstance(item, Malformed):
+                blocks.append(item.raw)
+                continue
+            hit = self._texts.get(item.id)
+            if hit is None or hit[0] is not item:
+                hit = self._texts[item.id] = (item, format_todo(item))
+                self._written.add(item.id, hit[1])
+            blocks.append(hit[1])
+        if len(self._texts) > len(blocks):
+            present = {item.id for item in doc.entries()}
+            self._texts = {i: hit for i, hit in self._texts.items() if i in present}
+            self._written.keep_only(present)
+        return join_sections(doc.preamble, blocks)
+
+    def _write(self, doc: Document[Todo]) -> None:
+        text = self._render(doc)
+        self.file.replace(self._snapshot, text)
+        doc.changed = False
+        self._snapshot = Snapshot(text, self.file.stamp())
+        self._adopt(doc, self._doc)
+
+    # -- ids --
+    def _next_number(self, doc: Document[Todo] | None) -> int:
+        """The next free task number: above the counter, the list and the archive."""
+        return max(self.ids.highest(), highest_number(doc) if doc is not None else 0) + 1
+
     def _change(self, todo_id: str, what: str, edit: Callable[[Todo], dict[str, Any]]) -> Todo:
         def change(doc: Document[Todo]) -> Todo:
+            key = todo_id.strip().upper()
             for index, item in enumerate(doc.items):
-                if isinstance(item, Todo) and item.id == todo_id.upper():
+                if isinstance(item, Todo) and item.id == key:
                     updated = Todo.model_validate(item.model_dump() | edit(item))
                     doc.items[index] = updated
                     doc.changed = True
@@ -108,26 +225,83 @@ class TodoList:
 
         return self._edit(change, what)
 
+    # -- the archive --
+    def _settle(self, doc: Document[Todo]) -> None:
+        """At the first read: ended tasks a crash left both in the list and the archive
+        leave the list (see :mod:`jarvis.gateway.todo_archive`)."""
+        ended = [t for t in doc.entries() if t.status in ENDED_STATUSES]
+        if not ended:
+            return
+        done, torn = self.archive.settle(ended)
+        for todo_id in torn:
+            log.warning("todos/archive: a torn copy of %s was cut off; it moves again", todo_id)
+        if done:
+            doc.items = [i for i in doc.items if not (isinstance(i, Todo) and i.id in done)]
+            doc.changed = True
+            log.warning("todos.md: %d task(s) already in the archive left the list", len(done))
+
+    def _rotate(self, doc: Document[Todo]) -> None:
+        """Move the ended tasks beyond the newest ``keep_ended`` to the archive."""
+        ended = [t for t in doc.entries() if t.status in ENDED_STATUSES]
+        if len(ended) <= self.keep_ended:
+            return
+        ended.sort(key=lambda t: t.completed or t.created)
+        moving = ended[: len(ended) - self.keep_ended]
+        done, _ = self.archive.settle(moving)  # a move tried before (a write that failed)
+        self.archive.append([t for t in moving if t.id not in done])
+        gone = {t.id for t in moving}
+        doc.items = [i for i in doc.items if not (isinstance(i, Todo) and i.id in gone)]
+        doc.changed = True
+        level = logging.INFO if len(moving) > 1 else logging.DEBUG
+        log.log(level, "todos.md: moved %d ended task(s) to todos/archive/", len(moving))
+
     # -- reading --
     def all(self) -> list[Todo]:
-        """Every readable task in file order (hand-written ones get ids written back)."""
-        return self._edit(lambda doc: doc.entries(), "reading todos")
+        """Every readable task of the list in file order (hand-written ones get ids written
+        back); archived tasks are not in it."""
+        return self._read(lambda: list(self._by_id.values()))
+
+    def _read(self, look: Callable[[], R]) -> R:
+        with self._mutex, self.file.locked():
+            retrying(self._current, "reading todos")
+            return look()
 
     def get(self, todo_id: str) -> Todo | None:
-        return next((t for t in self.all() if t.id == todo_id.upper()), None)
+        """A task of the list or of the archive."""
+        todo_id = todo_id.strip().upper()
+        found = self._read(lambda: self._by_id.get(todo_id))
+        return found if found is not None else self.archive.get(todo_id)
 
     def find_by_message(self, message_id: str) -> Todo | None:
-        """The task a message was routed to, if any (to skip routing it twice)."""
-        return next((t for t in self.all() if message_id in t.message_ids), None)
+        """The task a message was routed to, if any (in the list or the archive)."""
+        task_id = self._read(lambda: self._by_message.get(message_id))
+        if task_id is not None:
+            return self._by_id.get(task_id) or self.get(task_id)
+        return self.archive.find_by_message(message_id)
 
     def open_tasks(self) -> list[Todo]:
-        return [t for t in self.all() if t.is_open]
+        return self._read(lambda: [t for t in self._by_id.values() if t.is_open])
 
     def next_pending(self) -> Todo | None:
         """The pending task to run next: highest priority, then oldest."""
-        pending = [(i, t) for i, t in enumerate(self.all()) if t.status == "pending"]
-        pending.sort(key=lambda p: (-p[1].priority, p[1].created, p[0]))
-        return pending[0][1] if pending else None
+
+        def pick() -> Todo | None:
+            pending = [(i, t) for i, t in enumerate(self._by_id.values()) if t.status == "pending"]
+            if not pending:
+                return None
+            return min(pending, key=lambda p: (-p[1].priority, p[1].created, p[0]))[1]
+
+        return self._read(pick)
+
+    def changed_since(self, version: int) -> tuple[int, list[Todo]]:
+        """The tasks of the list that changed after ``version`` (0: all), and the version
+        to ask with next time."""
+
+        def look() -> tuple[int, list[Todo]]:
+            touched = [self._by_id.get(i) for i, v in self._touched.items() if v > version]
+            return self.version, [t for t in touched if t is not None]
+
+        return self._read(look)
 
     def problems(self) -> list[Problem]:
         return problems_of(self.path, parse_todos(self.file.read().text))
@@ -145,7 +319,7 @@ class TodoList:
     ) -> Todo:
         def change(doc: Document[Todo]) -> Todo:
             todo = Todo(
-                id=next_id(doc),
+                id=format_id(self.ids.take(self._next_number(doc))),
                 title=title,
                 description=description,
                 source=source,

@@ -34,6 +34,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Protocol
 
+from jarvis import prompts
 from jarvis.events import EventBus
 from jarvis.gateway.endings import (
     STATUS_OF_RUN,
@@ -45,9 +46,10 @@ from jarvis.gateway.endings import (
 )
 from jarvis.gateway.message_format import Message
 from jarvis.gateway.queue import MessageQueue
+from jarvis.gateway.router import describe_tasks
 from jarvis.gateway.todos import Todo, TodoList, TodoState
 
-__all__ = ["STATUS_OF_RUN", "AgentWorker", "CachedTodos", "RunRecord", "task_text"]
+__all__ = ["STATUS_OF_RUN", "AgentWorker", "RunRecord", "task_text"]
 
 if TYPE_CHECKING:
     from jarvis.agent.agent import TaskOutcome
@@ -72,27 +74,18 @@ def task_text(todo: Todo) -> str:
     return todo.description or todo.title
 
 
-class CachedTodos:
-    """``todos.md`` read again only when it changed on disk: for polls and prompts, which
-    would otherwise parse the whole list every second or every step."""
+_RUNS_FIRST = {"in_progress": 0, "needs_user": 1, "pending": 2}
 
-    def __init__(self, todos: TodoList) -> None:
-        self.todos = todos
-        self._stamp: tuple[int, int, int] | None = None
-        self._items: list[Todo] = []
 
-    def all(self) -> list[Todo]:
-        try:
-            st = self.todos.path.stat()
-        except FileNotFoundError:
-            return self.todos.all()
-        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-        if stamp != self._stamp:  # stat first: a change after it is seen next time
-            self._items, self._stamp = self.todos.all(), stamp
-        return self._items
-
-    def get(self, todo_id: str) -> Todo | None:
-        return next((t for t in self.all() if t.id == todo_id.upper()), None)
+def describe_open(tasks: list[Todo], limit: int) -> str:
+    """The open tasks the agent is shown each step: the running and waiting ones, then the
+    pending ones in the order they run, at most ``limit`` (a step's prompt stays the same
+    size with a backlog of a thousand tasks)."""
+    order = sorted(tasks, key=lambda t: (_RUNS_FIRST.get(t.status, 3), -t.priority, t.created))
+    text = describe_tasks(order[:limit])
+    if len(order) > limit:
+        text += "\n" + prompts.render_text("open_tasks_cut", hidden=str(len(order) - limit))
+    return text
 
 
 class AgentWorker:
@@ -107,7 +100,6 @@ class AgentWorker:
         *,
         books: asyncio.Lock | None = None,
         watch_interval_s: float = 1.0,
-        cached: CachedTodos | None = None,
     ) -> None:
         self.agent = agent
         self.todos = todos
@@ -116,7 +108,6 @@ class AgentWorker:
         self.books = books or asyncio.Lock()
         """Held while todos.md and the queue are brought in line (the router holds it too)."""
         self.watch_interval_s = watch_interval_s
-        self.cached = cached or CachedTodos(todos)
         self.current: str | None = None
         self._stop = asyncio.Event()
         self._seen: list[str] = []
@@ -244,7 +235,7 @@ class AgentWorker:
         return tuple(dict.fromkeys(c for c in found if c))
 
     def _cancelled_by_person(self, todo_id: str) -> bool:
-        todo = self.cached.get(todo_id)
+        todo = self.todos.get(todo_id)
         return todo is None or todo.status == "cancelled"
 
     # -- recording (in a thread, holding the books lock) --

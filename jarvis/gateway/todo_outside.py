@@ -1,0 +1,99 @@
+"""Saves of ``todos.md`` that Jarvis did not make: telling a hand edit from a stale buffer.
+
+An editor that read the list a while ago and saves it whole brings back what the list held
+then: tasks added since are missing, and tasks changed since are back as they were. A person
+who edits the list means their changes. So when the file changed under the kept copy:
+
+- a task of the kept copy that is missing from the file (and was not archived meanwhile,
+  nor left in a section that no longer reads) is restored from the kept copy;
+- a task whose text in the file is one that Jarvis wrote earlier (an older version) takes
+  the kept copy again;
+- anything else in the file is the person's edit and wins.
+
+Each restore is said in one warning line.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import deque
+from collections.abc import Callable, Iterable
+
+from jarvis.gateway.markdown import Document, Malformed
+from jarvis.gateway.todo_format import Todo, format_todo
+
+log = logging.getLogger(__name__)
+
+VERSIONS_KEPT = 8
+"""Older texts remembered per task, to recognise a stale save."""
+_ID_IN_RAW = re.compile(r"^### \[\s*[Tt](\d+)\s*\]", re.MULTILINE)
+
+
+class WrittenVersions:
+    """The last texts this process wrote for each task."""
+
+    def __init__(self) -> None:
+        self._texts: dict[str, deque[str]] = {}
+
+    def add(self, todo_id: str, text: str) -> None:
+        kept = self._texts.setdefault(todo_id, deque(maxlen=VERSIONS_KEPT))
+        if not kept or kept[-1] != text:
+            kept.append(text)
+
+    def older(self, todo_id: str, text: str) -> bool:
+        """Whether ``text`` is a version of the task this process wrote before."""
+        kept = self._texts.get(todo_id)
+        return kept is not None and text in kept
+
+    def keep_only(self, ids: Iterable[str]) -> None:
+        wanted = set(ids)
+        for todo_id in [i for i in self._texts if i not in wanted]:
+            del self._texts[todo_id]
+
+
+def reconcile(
+    kept: Document[Todo],
+    found: Document[Todo],
+    written: WrittenVersions,
+    archived: Callable[[list[str]], set[str]],
+) -> list[str]:
+    """Bring ``kept``'s tasks back into ``found`` (the file as just read) where an outside
+    save lost them (see the module doc); returns the ids restored, ``found.changed`` set."""
+    mine = {t.id: t for t in kept.entries()}
+    restored: list[str] = []
+    for index, item in enumerate(found.items):
+        if isinstance(item, Malformed) or item.id not in mine or item == mine[item.id]:
+            continue
+        if written.older(item.id, format_todo(item)):
+            ours = mine[item.id]
+            found.items[index] = ours
+            restored.append(item.id)
+            log.warning(
+                "todos.md: an outside save brought back an older copy of %s (%s); "
+                "kept Jarvis's newer one (%s)",
+                item.id,
+                item.status,
+                ours.status,
+            )
+    present = {int(t.id[1:]) for t in found.entries()} | _numbers_in_unreadable(found)
+    missing = [todo_id for todo_id in mine if int(todo_id[1:]) not in present]
+    gone_to_archive = archived(missing) if missing else set()
+    for todo_id in missing:
+        if todo_id in gone_to_archive:
+            continue
+        found.items.append(mine[todo_id])
+        restored.append(todo_id)
+        log.warning(
+            "todos.md: task %s (%s) vanished under an outside save; restored from Jarvis's "
+            "own copy (to end a task, cancel it)",
+            todo_id,
+            mine[todo_id].status,
+        )
+    found.changed |= bool(restored)
+    return restored
+
+
+def _numbers_in_unreadable(doc: Document[Todo]) -> set[int]:
+    text = "\n".join(item.raw for item in doc.malformed())
+    return {int(n) for n in _ID_IN_RAW.findall(text)}
