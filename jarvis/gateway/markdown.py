@@ -19,8 +19,10 @@ import errno
 import hashlib
 import logging
 import os
+import random
 import re
 import stat
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -41,6 +43,7 @@ R = TypeVar("R")
 LOCK_TIMEOUT_S = 30.0
 LOCK_POLL_S = 0.005
 WRITE_ATTEMPTS = 8
+RETRY_PAUSE_S = 0.005
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
 _TIMESTAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})(?::(\d{2}))?")
 
@@ -377,6 +380,7 @@ def retrying(operation: Callable[[], R], what: str) -> R:
             log.info(
                 "%s: %s changed while we wrote it (attempt %d); reading again", what, exc, attempt
             )
+            time.sleep(random.uniform(0, RETRY_PAUSE_S * attempt))  # let the other writer finish
     raise ChangedOnDisk(f"{what}: the file kept changing; gave up after {WRITE_ATTEMPTS} tries")
 
 

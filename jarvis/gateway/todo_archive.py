@@ -87,7 +87,8 @@ def _decode(data: bytes) -> str:
 
 
 def _task_of(text: str) -> Todo | None:
-    if has_surrogates(text):
+    """The one task ``text`` is the whole section of, else None."""
+    if has_surrogates(text) or not is_header(text.split("\n", 1)[0]):
         return None
     entries = parse_todos(text).entries()
     return entries[0] if len(entries) == 1 else None
@@ -135,9 +136,23 @@ class TodoArchive:
             known = index.source(path.name)
             if known == (st.st_size, st.st_mtime_ns):
                 continue
-            grew = known is not None and known[0] <= st.st_size and known[0] > 0
+            grew = known is not None and 0 < known[0] <= st.st_size and self._in_place(path)
             read += self._index_file(index, path, known[0] if grew and known else 0)
         return read
+
+    def _in_place(self, path: Path) -> bool:
+        """Whether the file's last indexed section is still where the index says (so the
+        file only grew after it; an edit before it moved it)."""
+        assert self._index is not None
+        row = self._index.one(
+            "SELECT id, offset, length FROM tasks WHERE file = ? ORDER BY offset DESC LIMIT 1",
+            (path.name,),
+        )
+        if row is None:
+            return False
+        text = self.read(Placed(path.name, int(row[1]), int(row[2])))
+        todo = _task_of(text)
+        return todo is not None and todo.id == row[0]
 
     def _index_file(self, index: BookIndex, path: Path, start: int) -> int:
         with open(path, "rb") as f:

@@ -63,7 +63,14 @@ def reconcile(
     mine = {t.id: t for t in kept.entries()}
     restored: list[str] = []
     for index, item in enumerate(found.items):
-        if isinstance(item, Malformed) or item.id not in mine or item == mine[item.id]:
+        if isinstance(item, Malformed):
+            ours = _torn_copy(item, mine)
+            if ours is not None:  # read while an editor was still writing it
+                found.items[index] = ours
+                restored.append(ours.id)
+                log.warning("todos.md: %s was cut short in the file; restored", ours.id)
+            continue
+        if item.id not in mine or item == mine[item.id]:
             continue
         if written.older(item.id, format_todo(item)):
             ours = mine[item.id]
@@ -97,3 +104,12 @@ def reconcile(
 def _numbers_in_unreadable(doc: Document[Todo]) -> set[int]:
     text = "\n".join(item.raw for item in doc.malformed())
     return {int(n) for n in _ID_IN_RAW.findall(text)}
+
+
+def _torn_copy(item: Malformed, mine: dict[str, Todo]) -> Todo | None:
+    """The kept task an unreadable section is the beginning of, if any."""
+    head = _ID_IN_RAW.match(item.raw)
+    if head is None:
+        return None
+    ours = next((t for t in mine.values() if int(t.id[1:]) == int(head[1])), None)
+    return ours if ours is not None and format_todo(ours).startswith(item.raw) else None
