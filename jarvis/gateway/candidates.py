@@ -97,14 +97,14 @@ def _waiting_then_newest(tasks: Sequence[Todo]) -> list[Todo]:
 
 def thread_of(message: Message, open_tasks: Sequence[Todo], answers: str | None) -> list[Todo]:
     """The open tasks of the message's thread, most likely first (see the module doc)."""
-    answered = (answers or "").strip().upper()
+    answered = _number((answers or "").strip().upper()) or None
     addresses = {a for a in (message.reply_to, message.sender) if a}
     replies = [t for t in open_tasks if t.reply_to is not None and t.reply_to in addresses]
     sender = [
         t for t in open_tasks if t.source == message.channel and t.reply_to == message.reply_to
     ]
     ordered = [
-        *(t for t in open_tasks if t.id == answered),
+        *(t for t in open_tasks if _number(t.id) == answered),
         *_waiting_then_newest(replies),
         *_waiting_then_newest(sender)[:SENDER_RECENT],
     ]
