@@ -31,7 +31,7 @@ from jarvis.gateway.candidates import (
 )
 from jarvis.gateway.gateway import Gateway
 from jarvis.gateway.markdown import Document
-from jarvis.gateway.router import MessageRouter
+from jarvis.gateway.router import MessageRouter, describe_tasks
 from jarvis.gateway.todo_format import Todo, render_todos
 from jarvis.gateway.todos import TODOS_PREAMBLE, TodoList
 from jarvis.memory.embedding import make_embedding
@@ -308,3 +308,17 @@ def test_the_gateway_hands_the_setting_to_its_router(tmp_path: Path) -> None:
     (tmp_path / "config" / "settings.json").write_text(values, encoding="utf-8")
     router = Gateway(load_settings(tmp_path), where=XDisplay.from_env())._router(ScriptedModel())
     assert router.candidates == 7 and router.similarity.vectors is None
+
+
+def test_a_task_is_described_without_saying_anything_twice(tmp_path: Path) -> None:
+    two_lines = task(1, "Print the report", description="Print the report\nonly page 3")
+    titled = task(2, "Email Bob", description="write to bob about the party", priority=1)
+    same = task(3, "Open the calculator", description="Open the calculator")
+    text = describe_tasks([two_lines, titled, same])
+    assert text.split("\n") == [
+        "- T001 (pending, from tui): Print the report",
+        "  only page 3",
+        "- T002 (pending, priority high, from tui): Email Bob",
+        "  write to bob about the party",
+        "- T003 (pending, from tui): Open the calculator",
+    ]

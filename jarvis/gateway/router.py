@@ -153,21 +153,30 @@ def derive_title(text: str) -> str:
 
 
 def describe_tasks(tasks: list[Todo]) -> str:
+    """One line a task (its priority only when not normal), then what its description
+    adds to the title, cut, and the question it asked the user."""
     if not tasks:
         return "(none)"
     lines = []
     for task in tasks:
+        priority = f", priority {format_priority(task.priority)}" if task.priority else ""
         lines.append(
-            f"- {task.id} ({task.status}, priority {format_priority(task.priority)}, "
-            f"from {task.source or 'unknown'}): {task.title}"
+            f"- {task.id} ({task.status}{priority}, from {task.source or 'unknown'}): {task.title}"
         )
-        excerpt = clean_line(task.description)
-        if excerpt and excerpt != task.title:
+        excerpt = clean_line(_after_title(task))
+        if excerpt:
             cut = excerpt if len(excerpt) <= EXCERPT_MAX else excerpt[:EXCERPT_MAX] + "…"
             lines.append(f"  {cut}")
         if task.status == "needs_user" and task.summary:
             lines.append(f"  asked the user: {clean_line(task.summary)}")
     return "\n".join(lines)
+
+
+def _after_title(task: Todo) -> str:
+    """The description without its first line when that line is the title (as for a task
+    made from a message whose first line became its title)."""
+    first, _, rest = task.description.partition("\n")
+    return rest if clean_line(first) == task.title else task.description
 
 
 def _same_task(a: str, b: str) -> bool:
