@@ -135,7 +135,7 @@ def choose(
     if similarity:
         rest = [t for t in open_tasks if t.id not in reasons and t.id in similarity]
         rest.sort(key=lambda t: (-similarity[t.id], -_number(t.id)))
-        take(rest, "similar", max(len(reasons), cap - cap // 4))
+        take(rest, "similar", cap - cap // 4)  # a quarter stays for the newest
     take(newest_first(open_tasks), "newest", cap)
     shown = [t for t in open_tasks if t.id in reasons]
     return Candidates(shown, len(open_tasks), reasons, _ids(open_tasks))
