@@ -79,7 +79,7 @@ def test_merge_update(todos: TodoList) -> None:
     assert todos.get("T001").description.endswith("Update (m-new):\nBerlin, not Paris")  # type: ignore[union-attr]
     assert len(todos.all()) == 3
     prompt = model.requests[0].messages[0].text
-    assert "T001 (pending, priority normal, from tui)" in prompt
+    assert "T001 (pending, from tui): Open Chrome and search the weather" in prompt
     assert "T002 (pending, priority high" in prompt
     assert "An old finished task" not in prompt  # only open tasks are offered
     assert "Berlin, not Paris" in prompt and "{{" not in prompt

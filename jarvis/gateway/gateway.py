@@ -304,7 +304,6 @@ class Gateway:
         """The provider (shared by router and agent), memory, agent, router and worker."""
         from jarvis.agent.factory import build_agent
         from jarvis.agent.safety_checks import approver
-        from jarvis.gateway.router import MessageRouter
         from jarvis.llm.factory import make_provider
         from jarvis.safety.killswitch import kill_switch
 
@@ -322,9 +321,7 @@ class Gateway:
                 self, self.options.fleet_url, local_worker=self.options.local_worker
             )
             stack.push_async_callback(self.fleet.aclose)
-            return MessageRouter(
-                self.todos, provider, timeout_s=self.options.router_timeout_s, bus=self.bus
-            )
+            return self._router(provider)
 
         def open_tasks() -> str:
             return describe_open(self.todos.open_tasks(), self.settings.router.candidates)
@@ -356,8 +353,21 @@ class Gateway:
         )
         if self.stopping:  # a signal came while we were starting
             self.worker.stop()
+        return self._router(provider)
+
+    def _router(self, provider: Provider) -> MessageRouter:
+        """The router, finding similar tasks with long-term memory's model when it is on."""
+        from jarvis.gateway.candidates import embedder_of
+        from jarvis.gateway.router import MessageRouter
+
+        memory = self._memory
         return MessageRouter(
-            self.todos, provider, timeout_s=self.options.router_timeout_s, bus=self.bus
+            self.todos,
+            provider,
+            timeout_s=self.options.router_timeout_s,
+            bus=self.bus,
+            candidates=self.settings.router.candidates,
+            embed=embedder_of(memory.embedding) if memory is not None else None,
         )
 
     async def _open_memory(self, stack: AsyncExitStack, gate: ApprovalGate) -> ToolRegistry | None:

@@ -16,6 +16,10 @@ addressed to a task (``answers:T003`` in its header: an answer sent through the 
 merged into that task without asking the model, if it is still open. A message marked
 ``new_task`` (an A2A message: every one is its own task), and every message of another
 agent's channel (a2a, mcp), becomes a new task of its own without asking.
+
+The model is shown at most ``candidates`` open tasks (:mod:`jarvis.gateway.candidates`:
+the message's thread, the most similar, the newest), and the prompt says when the list was
+cut. It can merge only into a task it was shown: any other id makes the message a new task.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from jarvis import prompts
 from jarvis.events import AgentWarning, EventBus
+from jarvis.gateway.candidates import Candidates, Embed, Similarity, choose, everything
 from jarvis.gateway.markdown import clean_line, format_priority, format_timestamp, parse_priority
 from jarvis.gateway.message_format import Message
 from jarvis.gateway.todos import Todo, TodoList, TodoState
@@ -148,21 +153,30 @@ def derive_title(text: str) -> str:
 
 
 def describe_tasks(tasks: list[Todo]) -> str:
+    """One line a task (its priority only when not normal), then what its description
+    adds to the title, cut, and the question it asked the user."""
     if not tasks:
         return "(none)"
     lines = []
     for task in tasks:
+        priority = f", priority {format_priority(task.priority)}" if task.priority else ""
         lines.append(
-            f"- {task.id} ({task.status}, priority {format_priority(task.priority)}, "
-            f"from {task.source or 'unknown'}): {task.title}"
+            f"- {task.id} ({task.status}{priority}, from {task.source or 'unknown'}): {task.title}"
         )
-        excerpt = clean_line(task.description)
-        if excerpt and excerpt != task.title:
+        excerpt = clean_line(_after_title(task))
+        if excerpt:
             cut = excerpt if len(excerpt) <= EXCERPT_MAX else excerpt[:EXCERPT_MAX] + "…"
             lines.append(f"  {cut}")
         if task.status == "needs_user" and task.summary:
             lines.append(f"  asked the user: {clean_line(task.summary)}")
     return "\n".join(lines)
+
+
+def _after_title(task: Todo) -> str:
+    """The description without its first line when that line is the title (as for a task
+    made from a message whose first line became its title)."""
+    first, _, rest = task.description.partition("\n")
+    return rest if clean_line(first) == task.title else task.description
 
 
 def _same_task(a: str, b: str) -> bool:
@@ -171,6 +185,16 @@ def _same_task(a: str, b: str) -> bool:
         return True
     numbers = re.fullmatch(r"T(\d+)", a), re.fullmatch(r"T(\d+)", b)
     return bool(numbers[0] and numbers[1] and int(numbers[0][1]) == int(numbers[1][1]))
+
+
+def _not_offered(task_id: str, offered: Candidates) -> str:
+    """Why a merge into ``task_id`` (a task the model was not shown) is not followed."""
+    if any(_same_task(open_id, task_id) for open_id in offered.open_ids):
+        return (
+            f"the model named {task_id}, an open task it was not shown "
+            f"({len(offered.shown)} of {offered.total:,} were)"
+        )
+    return f"the model named {task_id}, which is not an open task"
 
 
 class MessageRouter:
@@ -184,12 +208,20 @@ class MessageRouter:
         timeout_s: float = 60.0,
         max_tokens: int = 400,
         bus: EventBus | None = None,
+        candidates: int = 20,
+        embed: Embed | None = None,
     ) -> None:
+        """``candidates``: the most open tasks shown to the model for one message;
+        ``embed``: the embedding model that finds the most similar ones (None: none)."""
+        if candidates < 1:
+            raise ValueError(f"the router shows at least one task, not {candidates}")
         self.todos = todos
         self.provider = provider
         self.timeout_s = timeout_s
         self.max_tokens = max_tokens
         self.bus = bus
+        self.candidates = candidates
+        self.similarity = Similarity(embed)
 
     async def route(self, message: Message) -> Routed:
         """Put ``message`` on the todo list (merged or new) and say where it went."""
@@ -204,13 +236,30 @@ class MessageRouter:
             todo = await asyncio.to_thread(self._new_task, message, NewDecision(action="new"))
             return Routed(todo, "new")
         open_tasks = await asyncio.to_thread(self.todos.open_tasks)
-        decision, fallback = await self.decide(message, open_tasks)
-        return await asyncio.to_thread(self._apply, message, decision, open_tasks, fallback)
+        offered = await asyncio.to_thread(self.offer, message, open_tasks)
+        decision, fallback = await self.decide(message, offered)
+        return await asyncio.to_thread(self._apply, message, decision, offered, fallback)
 
-    def build_request(self, message: Message, open_tasks: list[Todo]) -> LLMRequest:
+    def offer(self, message: Message, open_tasks: list[Todo]) -> Candidates:
+        """The open tasks to show the model for ``message`` (blocking: it may embed)."""
+        if len(open_tasks) <= self.candidates:
+            return everything(open_tasks)
+        return choose(
+            message,
+            open_tasks,
+            self.candidates,
+            answers=message.meta.get(ANSWERS),
+            similarity=self.similarity.scores(message, open_tasks),
+        )
+
+    def build_request(self, message: Message, offered: Candidates) -> LLMRequest:
+        cut = ""
+        if offered.cut:
+            cut = prompts.render("merge_cut", shown=len(offered.shown), total=f"{offered.total:,}")
         prompt = prompts.render(
             "merge",
-            tasks=describe_tasks(open_tasks),
+            cut=cut,
+            tasks=describe_tasks(offered.shown),
             sender=message.sender,
             channel=message.channel,
             received=format_timestamp(message.timestamp),
@@ -226,12 +275,12 @@ class MessageRouter:
         )
 
     async def decide(
-        self, message: Message, open_tasks: list[Todo]
+        self, message: Message, offered: Candidates
     ) -> tuple[MergeDecision | NewDecision, str | None]:
         """The model's decision, or a new-task decision and the reason for falling back."""
         if self.provider is None:
             return self._fallback(message, "no model configured")
-        request = self.build_request(message, open_tasks)
+        request = self.build_request(message, offered)
         try:
             async with asyncio.timeout(self.timeout_s):
                 response = await complete(self.provider, request)
@@ -271,13 +320,13 @@ class MessageRouter:
         self,
         message: Message,
         decision: MergeDecision | NewDecision,
-        open_tasks: list[Todo],
+        offered: Candidates,
         fallback: str | None,
     ) -> Routed:
         if isinstance(decision, MergeDecision):
-            target = next((t for t in open_tasks if _same_task(t.id, decision.task_id)), None)
+            target = next((t for t in offered.shown if _same_task(t.id, decision.task_id)), None)
             if target is None:
-                fallback = f"the model named {decision.task_id}, which is not an open task"
+                fallback = _not_offered(decision.task_id, offered)
                 log.warning("message %s: %s; making a new task", message.id, fallback)
             elif decision.mode == "update":
                 try:
