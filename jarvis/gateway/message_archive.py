@@ -27,6 +27,7 @@ import re
 import stat
 import threading
 import time
+from collections.abc import Iterable
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -35,7 +36,13 @@ from filelock import FileLock
 from jarvis.book_index import BookIndex
 from jarvis.gateway import durable_append
 from jarvis.gateway.markdown import LOCK_POLL_S, LOCK_TIMEOUT_S, ChangedOnDisk, MarkdownFile
-from jarvis.gateway.message_format import Message, format_message, is_header, parse_messages
+from jarvis.gateway.message_format import (
+    Message,
+    format_message,
+    header_id,
+    is_header,
+    parse_messages,
+)
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +63,19 @@ _FIND = (
 Row = tuple[str, int, int]  # (message id, offset, length) of one section
 
 
+def title(day: date) -> str:
+    return f"# Jarvis archive {day.isoformat()}"
+
+
+def render_day(day: date, records: Iterable[Message]) -> str:
+    """A day file's text, as archiving ``records`` one after the other writes it."""
+    return "\n\n".join([title(day), *map(format_message, records)]) + "\n"
+
+
 def section_rows(data: bytes, base: int) -> tuple[bool, list[Row]]:
     """The sections of ``data`` (bytes of a day file from offset ``base``): whether what comes
-    before the first one is blank, and each entry's id, offset and length (its trailing
-    blank lines left out)."""
+    before the first one is blank, and each one's message id, offset and length (trailing
+    blank lines left out). The id is the header's; only an entry without one is parsed."""
     lines: list[tuple[int, bytes]] = []
     pos = len(_BOM) if base == 0 and data.startswith(_BOM) else 0
     for line in data[pos:].splitlines(keepends=True):
@@ -77,8 +93,9 @@ def section_rows(data: bytes, base: int) -> tuple[bool, list[Row]]:
         while last > first and not lines[last][1].strip():
             last -= 1
         start, end = lines[first][0], lines[last][0] + len(lines[last][1].rstrip(b"\r\n"))
-        for message in parse_messages(_text(data[start:end])).entries():
-            rows.append((message.id, base + start, end - start))
+        found = header_id(_text(lines[first][1]).rstrip("\r\n"))
+        ids = [found] if found else [m.id for m in parse_messages(_text(data[start:end])).entries()]
+        rows += [(mid, base + start, end - start) for mid in ids]
     return not lead.strip(), rows
 
 
@@ -169,9 +186,9 @@ class MessageArchive:
     def _locked(self, name: str) -> contextlib.AbstractContextManager[None]:
         return MarkdownFile(self.folder / name, lock_timeout=self.lock_timeout).locked()
 
-    def _settle(self, index: BookIndex, name: str, *, force: bool = False) -> None:
+    def _settle(self, index: BookIndex, name: str) -> None:
         """Repair a cut-off append and bring ``name``'s rows up to date (caller holds its
-        lock). ``force`` re-reads the whole file even when it looks as indexed."""
+        lock)."""
         path = self.folder / name
         cut = durable_append.repair(path)
         if cut:
@@ -187,9 +204,9 @@ class MessageArchive:
                 db.execute("DELETE FROM messages WHERE day = ?", (name[:-3],))
                 db.execute("DELETE FROM sources WHERE name = ?", (name,))
             return
-        if source == now and not force:
+        if source == now:
             return
-        grew = source is not None and not force and self._only_grew(index, name, source, now)
+        grew = source is not None and self._only_grew(index, name, source, now)
         start = source[0] if source and grew else 0
         data, st = _read(path, start)
         blank_lead, rows = section_rows(data, start)
@@ -240,28 +257,26 @@ class MessageArchive:
             return None
         index = self.index
         floor = "" if since is None else (since - timedelta(days=1)).isoformat()
-        for attempt in range(3):
-            rows = index.rows(_FIND, (message_id, floor))
-            stale = [
-                day for day, _, _, *src in rows if _stamp(self.folder / f"{day}.md") != tuple(src)
-            ]
-            for day in stale:
-                with self._locked(f"{day}.md"):
-                    self._settle(index, f"{day}.md")
-            if stale:
-                continue
-            for day, offset, length, *_ in rows:
-                message = self._entry(f"{day}.md", offset, length, message_id)
-                if message is not None:
-                    return message
-                with self._locked(f"{day}.md"):  # edited in place, size and time kept
-                    self._settle(index, f"{day}.md", force=True)
-            if not rows and attempt == 0 and self._resync_due():
-                self._sync(index)
-                continue
-            if not rows:
-                return None
+        rows = self._rows(index, message_id, floor)
+        if not rows and self._resync_due():
+            self._sync(index)
+            rows = self._rows(index, message_id, floor)
+        for day, offset, length in rows:
+            message = self._entry(f"{day}.md", offset, length, message_id)
+            if message is not None:
+                return message
         return None
+
+    def _rows(self, index: BookIndex, message_id: str, floor: str) -> list[tuple[str, int, int]]:
+        """Where the id is, newest day first, in day files brought up to date first."""
+        rows = index.rows(_FIND, (message_id, floor))
+        stale = {day for day, _, _, *was in rows if _stamp(self.folder / f"{day}.md") != tuple(was)}
+        for day in sorted(stale):
+            with self._locked(f"{day}.md"):
+                self._settle(index, f"{day}.md")
+        if stale:
+            rows = index.rows(_FIND, (message_id, floor))
+        return [(day, offset, length) for day, offset, length, *_ in rows]
 
     def messages(self, day: date) -> list[Message]:
         """Every entry of ``day``'s file, in file order."""
@@ -313,7 +328,7 @@ class MessageArchive:
     def _separator(day: date, size: int, tail: bytes) -> bytes:
         """What goes before a new section: the title in a new file, else a blank line."""
         if size == 0:
-            return f"# Jarvis archive {day.isoformat()}\n\n".encode()
+            return f"{title(day)}\n\n".encode()
         if tail.endswith(b"\n\n"):
             return b""
         return b"\n" if tail.endswith(b"\n") else b"\n\n"

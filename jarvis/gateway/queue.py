@@ -212,7 +212,7 @@ class MessageQueue:
                 snapshot, doc = self._load(self.inbox_file, INBOX_PREAMBLE)
                 ids = {m.id for m in doc.entries()}
                 if message_id is not None:
-                    existing = self._known(message_id, doc, at.date())
+                    existing = self._known(message_id, doc)
                     if existing is not None:
                         return existing
                 while message.id in ids:
@@ -223,14 +223,14 @@ class MessageQueue:
 
             return retrying(operation, "appending to the inbox")
 
-    def _known(self, message_id: str, inbox: Document[Message], since: date) -> Message | None:
+    def _known(self, message_id: str, inbox: Document[Message]) -> Message | None:
         # processing before archive: a message moves in that order, destination first
         docs = (inbox, parse_messages(self.processing_file.read().text))
         for doc in docs:
             for message in doc.entries():
                 if message.id == message_id:
                     return message
-        return self.history.find(message_id, since)
+        return self.history.find(message_id)  # every day: the index makes it one lookup
 
     def claim_next(self, skip: Collection[str] = ()) -> Message | None:
         """Move the most urgent waiting message (oldest first among equals), other than those
