@@ -236,3 +236,15 @@ def test_a_torn_last_section_is_cut_where_it_looks_complete(
     done = again.archive(victim.id, "completed", summary="done")
     assert done.text == "keep this\n\n---\n\nand this"
     assert again.archived(now().date()) == [*first, done]
+
+
+def test_a_link_in_place_of_a_day_file_is_replaced_not_written_through(tmp_path: Path) -> None:
+    queue = MessageQueue(tmp_path)
+    outside = tmp_path / "outside.md"
+    outside.write_text("not the archive's\n", encoding="utf-8")
+    path = queue.archive_file(now().date()).path
+    path.parent.mkdir(parents=True)
+    path.symlink_to(outside)
+    done = queue.archive(put_in_processing(queue, "one").id, "completed")
+    assert outside.read_text(encoding="utf-8") == "not the archive's\n"
+    assert not path.is_symlink() and queue.archived(now().date()) == [done]

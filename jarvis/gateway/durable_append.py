@@ -21,11 +21,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from jarvis.fsutil import fsync_dir
+
+log = logging.getLogger(__name__)
 
 INTENT_SUFFIX = ".append"
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -64,8 +68,13 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _open_file(path: Path) -> tuple[int, bool]:
-    """A descriptor appending to ``path`` (made if missing) and whether it was made."""
+    """A descriptor appending to ``path`` (made if missing) and whether it was made. A link
+    or another non-regular file there is replaced by a new file, never written through."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | _CLOEXEC
+    with contextlib.suppress(FileNotFoundError):
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            log.warning("%s is not a regular file; replacing it with one", path)
+            os.unlink(path)
     try:
         return os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o666), True
     except FileExistsError:
@@ -91,9 +100,11 @@ def read_intent(path: Path) -> Intent | None:
     """The recorded intent, or None (none, cleared, or itself cut short by a crash: then the
     append it announced never started)."""
     try:
-        raw = intent_path(path).read_bytes()
-    except (FileNotFoundError, IsADirectoryError):
+        fd = os.open(intent_path(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC)
+    except OSError:  # none, or a link (never ours)
         return None
+    with os.fdopen(fd, "rb") as f:
+        raw = f.read() if stat.S_ISREG(os.fstat(fd).st_mode) else b""
     head, _, data = raw.partition(b"\n")
     try:
         offset, inode, length, digest = head.decode("ascii").split()
@@ -106,8 +117,15 @@ def read_intent(path: Path) -> Intent | None:
 
 
 def clear_intent(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.truncate(intent_path(path), 0)
+    try:
+        fd = os.open(intent_path(path), os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC)
+    except OSError:
+        return
+    try:
+        if _regular(os.fstat(fd)):
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
 
 
 def append(path: Path, data: bytes) -> Appended:
@@ -139,10 +157,10 @@ def repair(path: Path) -> int:
         return 0
     cut = 0
     with contextlib.suppress(FileNotFoundError):
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | _CLOEXEC)
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC)
         try:
             st = os.fstat(fd)
-            if st.st_ino == intent.inode and st.st_size > intent.offset:
+            if st.st_ino == intent.inode and st.st_size > intent.offset and _regular(st):
                 tail = os.pread(fd, len(intent.data) + 1, intent.offset)
                 if is_torn(tail, intent.data):
                     os.ftruncate(fd, intent.offset)
@@ -152,6 +170,10 @@ def repair(path: Path) -> int:
             os.close(fd)
     clear_intent(path)
     return cut
+
+
+def _regular(st: os.stat_result) -> bool:
+    return stat.S_ISREG(st.st_mode)
 
 
 def is_torn(tail: bytes, data: bytes) -> bool:

@@ -200,6 +200,8 @@ class MessageArchive:
             )
         source, now = index.source(name), _stamp(path)
         if now is None:
+            if source is None:
+                return
             with index.writing() as db:
                 db.execute("DELETE FROM messages WHERE day = ?", (name[:-3],))
                 db.execute("DELETE FROM sources WHERE name = ?", (name,))
@@ -298,15 +300,10 @@ class MessageArchive:
         (that one is returned)."""
         index = self.index  # (opened before the day's lock: the order is index, then day)
         file = self.file(day)
-        name = file.path.name
         with file.locked():
-            self._settle(index, name)
-            row = index.one(
-                "SELECT offset, length FROM messages WHERE id = ? AND day = ?",
-                (record.id, day.isoformat()),
-            )
-            existing = row and self._entry(name, row[0], row[1], record.id)
-            if existing:
+            self._settle(index, file.path.name)
+            existing = self._in_day(index, day, record.id)
+            if existing is not None:
                 return existing
             size = (_stamp(file.path) or (0, 0))[0]
             tail = _read(file.path, max(size - 2, 0), min(size, 2))[0] if size else b""
@@ -315,14 +312,22 @@ class MessageArchive:
             done = durable_append.append(file.path, head + section + b"\n")
             if done.replaced:
                 raise ChangedOnDisk(str(file.path))
+            if done.stat.st_size != done.offset + len(head) + len(section) + 1:
+                return record  # someone wrote too, without the lock: the next look reads it
             with index.writing() as db:
                 db.execute(
                     "INSERT OR IGNORE INTO messages (id, day, offset, length) VALUES (?, ?, ?, ?)",
                     (record.id, day.isoformat(), done.offset + len(head), len(section)),
                 )
-                if done.stat.st_size == done.offset + len(head) + len(section) + 1:
-                    index.set_source(db, name, done.stat.st_size, done.stat.st_mtime_ns)
+                index.set_source(db, file.path.name, done.stat.st_size, done.stat.st_mtime_ns)
             return record
+
+    def _in_day(self, index: BookIndex, day: date, message_id: str) -> Message | None:
+        row = index.one(
+            "SELECT offset, length FROM messages WHERE id = ? AND day = ?",
+            (message_id, day.isoformat()),
+        )
+        return None if row is None else self._entry(f"{day}.md", row[0], row[1], message_id)
 
     @staticmethod
     def _separator(day: date, size: int, tail: bytes) -> bytes:
