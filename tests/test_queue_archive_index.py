@@ -5,11 +5,13 @@ files, and an append cut off by a crash is removed without touching the other en
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import shutil
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -248,3 +250,27 @@ def test_a_link_in_place_of_a_day_file_is_replaced_not_written_through(tmp_path:
     done = queue.archive(put_in_processing(queue, "one").id, "completed")
     assert outside.read_text(encoding="utf-8") == "not the archive's\n"
     assert not path.is_symlink() and queue.archived(now().date()) == [done]
+
+
+def find_in_child(data: str, message_id: str, results: Any) -> None:
+    found = MessageQueue(Path(data)).find(message_id)
+    results.put(None if found is None else found.id)
+
+
+def test_processes_opening_a_missing_index_at_once_share_one_build(tmp_path: Path) -> None:
+    write_history(tmp_path, days=20, per_day=20)
+    ctx = multiprocessing.get_context("spawn")
+    results = ctx.Queue()
+    wanted = [f"m-{LAST_DAY - timedelta(days=d):%Y%m%d}-{d:04d}" for d in range(3)]
+    children = [
+        ctx.Process(target=find_in_child, args=(str(tmp_path), mid, results)) for mid in wanted
+    ]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(120)
+        assert child.exitcode == 0
+    assert sorted(results.get(timeout=5) for _ in children) == sorted(wanted)
+    queue = MessageQueue(tmp_path)
+    assert queue.history.index.one("SELECT count(*) FROM messages") == (20 * 20,)
+    assert not queue.history.index.fresh  # built once, by the children
