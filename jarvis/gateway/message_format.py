@@ -184,6 +184,14 @@ def is_header(line: str) -> bool:
     return _split_header(line) is not None
 
 
+def header_id(line: str) -> str | None:
+    """The ``id:`` a header line gives; None when the line is no header or gives no valid
+    id (a hand-written entry: its id comes from its content, :func:`content_id`)."""
+    split = _split_header(line)
+    ids = [value for key, value in split[1] if key == "id"] if split else []
+    return ids[0] if len(ids) == 1 and ID_PATTERN.fullmatch(ids[0]) else None
+
+
 def _archived_structural(line: str) -> bool:
     return line.startswith(RESULT_MARK) or is_header(line)
 

@@ -1,7 +1,9 @@
 """The message queue: ``messages/inbox.md`` -> ``processing.md`` -> ``archive/DATE.md``.
 
 Entries are in the format of :mod:`jarvis.gateway.message_format`. Every file is locked,
-written atomically and re-read when someone else changed it (see :mod:`.markdown`).
+written atomically and re-read when someone else changed it (see :mod:`.markdown`); the
+archive's day files are appended to instead, and looked up by id through an index
+(:mod:`.message_archive`).
 
 Moves are crash-safe: the destination is written before the source, and readers drop an
 entry whose id (with the same content) already exists further down the line, so a crash
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from pathlib import Path
 
 from jarvis.config import Settings
@@ -32,10 +34,10 @@ from jarvis.gateway.markdown import (
     problems_of,
     retrying,
 )
+from jarvis.gateway.message_archive import MessageArchive
 from jarvis.gateway.message_format import (
     Message,
     content_id,
-    format_message,
     new_message_id,
     parse_messages,
     render_messages,
@@ -87,34 +89,6 @@ def _fresh_id(message: Message, taken: dict[str, Message]) -> str:
     return candidate
 
 
-class _Archive:
-    """Lazy, per-operation view of the archive files, newest first."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self._texts: dict[Path, str] = {}
-
-    def days(self, since: date | None) -> list[Path]:
-        if not self.folder.is_dir():
-            return []
-        names = sorted((p for p in self.folder.glob("????-??-??.md")), reverse=True)
-        if since is None:
-            return names
-        floor = (since - timedelta(days=1)).isoformat()
-        return [p for p in names if p.stem >= floor]
-
-    def find(self, message_id: str, since: date | None) -> Message | None:
-        for path in self.days(since):
-            if path not in self._texts:
-                self._texts[path] = MarkdownFile(path).read().text
-            if message_id not in self._texts[path]:  # cheap: most lookups miss
-                continue
-            for message in parse_messages(self._texts[path]).entries():
-                if message.id == message_id:
-                    return message
-        return None
-
-
 # --- the queue ----------------------------------------------------------------------
 class MessageQueue:
     """Markdown-backed message queue shared by the daemon, CLI, TUI and people."""
@@ -126,6 +100,7 @@ class MessageQueue:
         self.inbox_file = MarkdownFile(self.root / "inbox.md", lock_timeout=lock_timeout)
         self.processing_file = MarkdownFile(self.root / "processing.md", lock_timeout=lock_timeout)
         self.archive_dir = self.root / "archive"
+        self.history = MessageArchive(self.archive_dir, lock_timeout=lock_timeout)
         self.drop_dir = self.root / "drop"
         self.lock_timeout = lock_timeout
         self._problems = ProblemLog(bus)
@@ -135,9 +110,7 @@ class MessageQueue:
         return cls(settings.data_dir, bus=bus)
 
     def archive_file(self, day: date) -> MarkdownFile:
-        return MarkdownFile(
-            self.archive_dir / f"{day.isoformat()}.md", lock_timeout=self.lock_timeout
-        )
+        return self.history.file(day)
 
     # -- reading --
     def _load(self, file: MarkdownFile, preamble: str) -> tuple[Snapshot, Document[Message]]:
@@ -150,7 +123,7 @@ class MessageQueue:
 
     def _both(self) -> tuple[Snapshot, Document[Message], Snapshot, Document[Message]]:
         """Inbox and processing (caller holds both locks), settled against each other."""
-        archive = _Archive(self.archive_dir)
+        archive = self.history
         psnap, pdoc = self._load(self.processing_file, PROCESSING_PREAMBLE)
         _settle_ids(pdoc, lambda m: archive.find(m.id, m.timestamp.date()))
         ahead = {m.id: m for m in pdoc.entries()}
@@ -186,8 +159,7 @@ class MessageQueue:
             return retrying(operation, "reading the queue")
 
     def archived(self, day: date) -> list[Message]:
-        snapshot = self.archive_file(day).read()
-        return parse_messages(snapshot.text).entries()
+        return self.history.messages(day)
 
     def find(self, message_id: str, since: date | None = None) -> Message | None:
         """The message with this id in the inbox, processing or the archive (from ``since``)."""
@@ -195,15 +167,14 @@ class MessageQueue:
             for message in parse_messages(file.read().text).entries():
                 if message.id == message_id:
                     return message
-        return _Archive(self.archive_dir).find(message_id, since)
+        return self.history.find(message_id, since)
 
     def problems(self) -> list[Problem]:
         """Sections that cannot be read, in the inbox, processing and today's archive."""
-        files = (self.inbox_file, self.processing_file, self.archive_file(now().date()))
-        out: list[Problem] = []
-        for file in files:
-            out += problems_of(file.path, parse_messages(file.read().text))
-        return out
+        today = self.archive_file(now().date())
+        texts = [(f.path, f.read().text) for f in (self.inbox_file, self.processing_file)]
+        texts.append((today.path, self.history.text(now().date())))
+        return [p for path, text in texts for p in problems_of(path, parse_messages(text))]
 
     # -- writing --
     def append(
@@ -241,7 +212,7 @@ class MessageQueue:
                 snapshot, doc = self._load(self.inbox_file, INBOX_PREAMBLE)
                 ids = {m.id for m in doc.entries()}
                 if message_id is not None:
-                    existing = self._known(message_id, doc, at.date())
+                    existing = self._known(message_id, doc)
                     if existing is not None:
                         return existing
                 while message.id in ids:
@@ -252,14 +223,14 @@ class MessageQueue:
 
             return retrying(operation, "appending to the inbox")
 
-    def _known(self, message_id: str, inbox: Document[Message], since: date) -> Message | None:
+    def _known(self, message_id: str, inbox: Document[Message]) -> Message | None:
         # processing before archive: a message moves in that order, destination first
         docs = (inbox, parse_messages(self.processing_file.read().text))
         for doc in docs:
             for message in doc.entries():
                 if message.id == message_id:
                     return message
-        return _Archive(self.archive_dir).find(message_id, since)
+        return self.history.find(message_id)  # every day: the index makes it one lookup
 
     def claim_next(self, skip: Collection[str] = ()) -> Message | None:
         """Move the most urgent waiting message (oldest first among equals), other than those
@@ -323,21 +294,21 @@ class MessageQueue:
         summary: str | None = None,
     ) -> Message:
         """Move a processing message to ``archive/TODAY.md`` with its outcome (idempotent)."""
-        afile = self.archive_file(now().date())
-        with self.processing_file.locked(), afile.locked():
+        day = now().date()
+        with self.processing_file.locked():
 
             def operation() -> Message:
                 psnap, pdoc = self._load(self.processing_file, PROCESSING_PREAMBLE)
                 found = [m for m in pdoc.entries() if m.id == message_id]
                 if not found:
-                    done = _Archive(self.archive_dir).find(message_id, None)
+                    done = self.history.find(message_id)
                     if done is None:
                         raise KeyError(f"no message {message_id} in processing")
                     return done
                 fields = found[0].model_dump()
                 fields.update(outcome=outcome, task_id=task_id, archived_at=now(), result=summary)
                 record = Message.model_validate(fields)
-                record = self._append_archive(afile, record)
+                record = self.history.add(day, record)
                 pdoc.items = [
                     i for i in pdoc.items if not (isinstance(i, Message) and i.id == message_id)
                 ]
@@ -345,20 +316,3 @@ class MessageQueue:
                 return record
 
             return retrying(operation, "archiving a message")
-
-    def _append_archive(self, afile: MarkdownFile, record: Message) -> Message:
-        """Add ``record`` to an archive file unless it is there already (caller holds its lock).
-
-        The archive only grows, so the entry is appended to the text as it is; the file is
-        parsed only when the id already occurs in it.
-        """
-        snapshot = afile.read()
-        if record.id in snapshot.text:
-            for existing in parse_messages(snapshot.text).entries():
-                if existing.id == record.id:
-                    return existing
-        head = (
-            snapshot.text.rstrip("\n") if snapshot.stamp else f"# Jarvis archive {afile.path.stem}"
-        )
-        afile.replace(snapshot, f"{head}\n\n{format_message(record)}\n")
-        return record
