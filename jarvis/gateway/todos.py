@@ -221,6 +221,9 @@ class TodoList:
                     doc.items[index] = updated
                     doc.changed = True
                     return updated
+            archived = self.archive.get(key)
+            if archived is not None:
+                raise TodoState(f"{key} is {archived.status}; it has ended and was archived")
             raise KeyError(f"no task {todo_id} in {self.path}")
 
         return self._edit(change, what)
