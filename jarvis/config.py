@@ -446,5 +446,5 @@ def load_chosen(
     configured = provider
     if model and configured is None:
         configured = load_settings(data_dir, **overrides).provider
-    chosen = model_overrides(provider, model, configured or "anthropic")
+    chosen = {} if configured is None else model_overrides(provider, model, configured)
     return load_settings(data_dir, **overrides, **chosen)

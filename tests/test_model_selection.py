@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from jarvis.cli import build_parser, settings_from
-from jarvis.config import PROVIDERS, Settings, load_settings, model_overrides
+from jarvis.config import MODEL_FIELDS, PROVIDERS, Settings, load_settings, model_overrides
 from jarvis.eval.child import task_settings
 from jarvis.eval.remote import claimed_settings
 from jarvis.eval.runner import eval_model
@@ -176,6 +176,12 @@ def test_eval_names_the_model_it_runs(provider: str, tmp_path: Path) -> None:
     assert eval_model(settings, provider, MODEL) == MODEL
     assert eval_model(settings, provider, None) == Settings().model_for(provider)  # type: ignore[arg-type]
     assert eval_model(settings, "oracle", MODEL) == "oracle"
+
+
+def test_every_provider_has_a_model_field() -> None:
+    assert set(MODEL_FIELDS) == set(PROVIDERS)
+    assert set(MODEL_FIELDS.values()) <= set(Settings.model_fields)
+    assert len(set(MODEL_FIELDS.values())) == len(PROVIDERS)
 
 
 @pytest.mark.parametrize(
