@@ -254,3 +254,15 @@ def test_run_with_gemini_and_no_key_names_gemini(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "GEMINI_API_KEY is not set" in proc.stdout
+
+
+def test_doctor_checks_gemini_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`jarvis doctor --provider gemini` names Gemini's key; google-genai's own name counts."""
+    from jarvis.doctor import check_provider, has_key
+
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    check = check_provider(Settings(provider="gemini"))
+    assert not check.ok and "GEMINI_API_KEY is not set (provider gemini)" in check.detail
+    monkeypatch.setenv("GOOGLE_API_KEY", TEST_KEY)
+    assert has_key("gemini")
