@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jarvis.eval.remote import EVAL_CHANNEL, result_from, spec
-from jarvis.eval.runner import RunResult, add_report, jobs
+from jarvis.eval.runner import RunResult, add_report, eval_model, jobs
 from jarvis.eval.suite import EvalTask
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ async def _run(
         bus,
         channel="eval",
         provider=provider,
-        model=model or ("oracle" if provider == "oracle" else settings.active_model),
+        model=eval_model(settings, provider, model),
         settings_hash=settings_digest(settings),
         secrets=known_secrets(settings),
     )

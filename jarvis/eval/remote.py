@@ -81,6 +81,18 @@ def result_from(task: str, repeat: int, run_id: str, summary: str) -> RunResult:
     return result
 
 
+def claimed_settings(settings: Settings, data: dict[str, Any], steps: int) -> Settings:
+    """The settings a claimed eval task runs with: the worker's, with the eval's provider
+    and model (:func:`jarvis.config.model_overrides`) and the task's step budget."""
+    from jarvis.config import PROVIDERS, model_overrides
+
+    provider_name = data.get("provider")
+    overrides: dict[str, Any] = {"max_steps": steps, "long_term_memory": False}
+    if provider_name in PROVIDERS:
+        overrides |= model_overrides(provider_name, data.get("model"), settings.provider)
+    return settings.model_copy(update=overrides)
+
+
 async def run_claimed(
     text: str,
     task_id: str,
@@ -100,13 +112,7 @@ async def run_claimed(
     task = EvalTask.model_validate(data["task"])
     result = RunResult(task=task.id, repeat=1, run_id=task_id)
     provider_name = data.get("provider")
-    overrides: dict[str, Any] = {"max_steps": task.budget.steps, "long_term_memory": False}
-    if provider_name in ("anthropic", "openai"):
-        overrides["provider"] = provider_name
-        if data.get("model"):
-            key = "model" if provider_name == "anthropic" else "openai_model"
-            overrides[key] = data["model"]
-    run_settings = settings.model_copy(update=overrides)
+    run_settings = claimed_settings(settings, data, task.budget.steps)
     oracle = OracleProvider(task.oracle) if provider_name == "oracle" else None
     top = Path(tempfile.mkdtemp(prefix=f"jarvis-eval-{task.id}-"))
     work, suite = top / "work", top / "suite"

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, field_serializer
 
@@ -33,7 +33,21 @@ from jarvis.llm.types import Usage
 from jarvis.safety.sandbox import Sandbox
 from jarvis.safety.settings import SandboxSettings
 
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+
 log = logging.getLogger(__name__)
+
+
+def eval_model(settings: Settings, provider: str, model: str | None) -> str:
+    """The model an eval's runs use (said in its summary and journal): ``--model``, else
+    the one ``settings`` name for ``provider``; ``oracle`` for the scripted provider."""
+    from jarvis.config import PROVIDERS
+
+    for name in PROVIDERS:
+        if name == provider:
+            return model or settings.model_for(name)
+    return "oracle"
 
 
 class RunResult(BaseModel):
