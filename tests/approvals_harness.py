@@ -154,11 +154,13 @@ async def run_answered(
     task: str,
     plan: list[dict[str, Any] | None],
     *,
-    provider: Any = None,
+    provider: Callable[[Any], Any] | None = None,
     during: Callable[[Any], None] | None = None,
 ) -> Answered:
     """Run ``task`` with the real agent while a person at the API answers each approval
-    request with the next entry of ``plan``; ``during(agent)`` runs once the agent is built."""
+    request with the next entry of ``plan``; ``provider(gate)`` makes the model's provider
+    for the run's approval gate (default: build_agent's own); ``during(agent)`` runs once
+    the agent is built."""
     from jarvis.agent.factory import build_agent
     from jarvis.events import EventBus
     from jarvis.safety.approvals import ApprovalGate
@@ -171,12 +173,15 @@ async def run_answered(
         person = answerer(api.url, plan, log)
         person.start()
         gate = ApprovalGate(settings.safety, store)
+        made = provider(gate) if provider is not None else None
         async with build_agent(
-            settings, bus, provider=provider, approvals=gate, where=XDisplay.from_env()
+            settings, bus, provider=made, approvals=gate, where=XDisplay.from_env()
         ) as agent:
             if during is not None:
                 during(agent)
             outcome = await asyncio.wait_for(agent.run(task), timeout=120)
+        if made is not None:
+            await made.aclose()
         person.join(timeout=10)
     requests = [r for r in log if isinstance(r, dict)]
     statuses = [r for r in log if isinstance(r, int)]

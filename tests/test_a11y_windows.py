@@ -164,8 +164,7 @@ def test_the_window_under_a_pointer_target_is_read_too(
     # the agent's brain looks the same way at the last step's pointer targets
     settings = Settings(data_dir=tmp_path, observation="screenshot+tree")
     brain = Brain(_NoModel(), seen.desktop.screen, settings, EventBus(), seen.view)
-    brain.targets = [target]
-    assert UNDER_TARGET in brain._observe().tree
+    assert UNDER_TARGET in brain._observe([target]).tree
     hellos = count(page, "clicked hello")
     clicked = seen.run("click_element", {"id": again.id})
     assert clicked.ok and clicked.data["via"] == "pointer", clicked

@@ -107,9 +107,8 @@ async def test_task_lands_within_1px_and_a_held_safety_decision_waits_for_approv
         await answer_given.wait()  # held until a person answers
         return True
 
-    provider = make_provider(settings)
+    provider = make_provider(settings, approve=approve)  # the approver, made with it
     assert isinstance(provider, GeminiProvider)
-    provider.approve = approve
     task = asyncio.create_task(run(settings, provider))
     await asyncio.wait_for(waiting.wait(), timeout=60)
     held_requests = len(fake_gemini.requests)

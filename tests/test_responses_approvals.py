@@ -32,16 +32,19 @@ def _settings(tmp_path: Path, fake_model: FakeModel, monkeypatch: pytest.MonkeyP
 
 
 async def _run_with_person(settings: Any, plan: list[dict[str, Any] | None]) -> Answered:
-    provider = make_provider(settings)  # OpenAI's default approver: nobody there
-    assert isinstance(provider, OpenAIResponsesProvider)
+    made: list[OpenAIResponsesProvider] = []
 
-    def routed(agent: Any) -> None:
-        assert provider.approve is not deny_unattended  # build_agent gave it the approvals
+    def with_approver(gate: ApprovalGate) -> OpenAIResponsesProvider:
+        """The caller's provider, made with the run's gate as its approver."""
+        provider = make_provider(settings, approve=approver(gate))
+        assert isinstance(provider, OpenAIResponsesProvider)
+        made.append(provider)
+        return provider
 
-    seen = await run_answered(settings, TASK, plan, provider=provider, during=routed)
-    assert provider.approve is deny_unattended  # the caller's provider is given back as it was
-    await provider.aclose()
-    return seen
+    def kept(agent: Any) -> None:
+        assert made[0].approve is not deny_unattended  # wired through its constructor
+
+    return await run_answered(settings, TASK, plan, provider=with_approver, during=kept)
 
 
 @pytest.mark.usefixtures("xserver")
@@ -111,18 +114,17 @@ async def test_safety_checks_are_never_approved_unattended(tmp_path: Path) -> No
 
 
 async def test_an_approver_given_at_construction_is_kept() -> None:
-    """A caller that builds its provider with the task's gate as approver (the way to wire
-    it through the constructor) keeps it: build_agent routes only a provider that has the
-    default approver, nobody there."""
-    from jarvis.agent.safety_checks import route_safety_checks
-
+    """A provider's approver comes with its constructor and stays; without one nobody is
+    there and every check is denied (nothing sets it afterwards)."""
     gate = ApprovalGate(SafetySettings(), ApprovalStore(EventBus()))
     approve = approver(gate)
     provider = OpenAIResponsesProvider(
         "gpt-5.4", approve=approve, api_key="k", base_url="http://127.0.0.1:9/v1"
     )
+    bare = OpenAIResponsesProvider("gpt-5.4", api_key="k", base_url="http://127.0.0.1:9/v1")
     try:
-        assert route_safety_checks(provider, gate) is False
         assert provider.approve is approve
+        assert bare.approve is deny_unattended
     finally:
         await provider.aclose()
+        await bare.aclose()

@@ -86,6 +86,7 @@ class Agent:
         recorder: StepHooks | None = None,
         desktop: Desktop | None = None,
         on_verified: Callable[[str, str], Awaitable[None]] | None = None,
+        screen_hold: ScreenHold | None = None,
     ) -> None:
         self.settings = settings
         self.brain = brain
@@ -108,9 +109,9 @@ class Agent:
         self.on_verified = on_verified
         """Awaited with (task id, summary) as soon as a finish is verified, before the skill
         is distilled: the daemon writes the verdict here, so a crash after it loses nothing."""
-        self.screen_hold: ScreenHold | None = None
-        """The takeover's pause gate (set by build_agent): each step waits while a person
-        holds the screen, then reads their note (jarvis.safety.takeover)."""
+        self.screen_hold = screen_hold
+        """The takeover's pause gate (made with the desktop's hold by build_agent): each step
+        waits while a person holds the screen, then reads their note (jarvis.safety.takeover)."""
 
     def cancel(self, by: str = "user") -> None:
         """Stop the running task within a moment: the model stream and the current tool.
@@ -219,7 +220,7 @@ class Agent:
         self.bus.emit(StepStarted(task_id=state.task_id, step=state.step))
         timings: dict[str, float] = {}
         started = time.perf_counter()
-        observation = await self.brain.perceive()
+        observation = await self.brain.perceive(state.last_targets)
         if self.recorder is not None:
             self.recorder.observed(state.task_id, state.step, observation)
         shot = await asyncio.to_thread(self.hippocampus.store_screenshot, observation)
@@ -371,7 +372,9 @@ class Agent:
         if control is not None and control.kind == "call_user":
             raise TaskEnded("needs_user", control.text)
         if control is not None and control.kind == "finished":
-            result = await self.brain.verify(state.task, control.text, state.task_id)
+            result = await self.brain.verify(
+                state.task, control.text, state.task_id, state.last_targets
+            )
             if result.response is not None:
                 state.usage = state.usage + result.response.usage
                 self._budget_line(state)
@@ -453,7 +456,7 @@ class Agent:
     def _record(self, state: RunState, record: StepRecord) -> None:
         started = time.perf_counter()
         self.hippocampus.add_step(record)
-        self.brain.targets = [
+        state.last_targets = [
             p for c in record.tool_calls for p in call_points(c.name, c.arguments)
         ]
         if self.recorder is not None:
@@ -514,7 +517,7 @@ class Agent:
         return hold is not None and (hold.held.is_set() or hold.generation != state.takeovers_seen)
 
     async def _wrap_up(self, state: RunState, limit: str) -> None:
-        observation = await self.brain.perceive()
+        observation = await self.brain.perceive(state.last_targets)
         ctx = self._think_context(state, observation)
         try:
             response = await self.brain.wrap_up(ctx, limit)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from jarvis import prompts
@@ -107,9 +108,6 @@ class Brain:
         """What the provider reported for the latest streamed call so far: a call cut short
         by a cancel still counts it."""
         self._frozen: FrozenHeader | None = None
-        self.targets: list[tuple[int, int]] = []
-        """The last step's pointer targets (model space): the tree of a window under one
-        that is not the focused window is read too."""
         self.elements = elements if observation_kind(settings) != "screenshot" else None
         """The tree beside the screenshot: only when the setting and the profile ask for it."""
         if elements is not None and self.elements is None:
@@ -120,16 +118,18 @@ class Brain:
                 self.profile.name,
             )
 
-    def _observe(self) -> Observation:
+    def _observe(self, targets: Sequence[tuple[int, int]] = ()) -> Observation:
         observation = self.screen.capture()
         if self.elements is not None:
-            observation = self.elements.look(observation, self.targets)
+            observation = self.elements.look(observation, targets)
         return observation
 
-    async def perceive(self) -> Observation:
+    async def perceive(self, targets: Sequence[tuple[int, int]] = ()) -> Observation:
         """A fresh screenshot (with the accessibility tree when the ``observation`` setting
-        asks for it), taken in a worker thread."""
-        return await asyncio.to_thread(self._observe)
+        asks for it), taken in a worker thread. ``targets`` are the last step's pointer
+        targets (model space): the tree of a window under one that is not the focused
+        window is read too."""
+        return await asyncio.to_thread(self._observe, targets)
 
     def system_prompt(self, observation: Observation) -> str:
         size = observation.image_size or observation.model_size
@@ -209,9 +209,11 @@ class Brain:
         request = self._request(self.system_prompt(ctx.observation), messages, [])
         return await complete(self.provider, request, on_event=self._emit_text(ctx.task_id))
 
-    async def verify(self, task: str, summary: str, task_id: str) -> Verdict:
+    async def verify(
+        self, task: str, summary: str, task_id: str, targets: Sequence[tuple[int, int]] = ()
+    ) -> Verdict:
         """Check a claimed finish on a fresh screenshot with prompts/verify.md."""
-        observation = await self.perceive()
+        observation = await self.perceive(targets)
         text = prompts.render("verify", task=task, summary=summary or "(no summary)")
         if observation.tree:  # values a screenshot cannot show (a field's text, a box's state)
             text = f"{observation.tree}\n\n{text}"

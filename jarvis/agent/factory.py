@@ -11,7 +11,7 @@ from jarvis.agent.agent import Agent
 from jarvis.agent.brain import Brain
 from jarvis.agent.cerebellum import Cerebellum
 from jarvis.agent.hippocampus import Hippocampus, LongTerm
-from jarvis.agent.safety_checks import approver, route_safety_checks
+from jarvis.agent.safety_checks import approver
 from jarvis.config import Settings
 from jarvis.desktop.desktop import Desktop
 from jarvis.desktop.x11 import XDisplay
@@ -21,7 +21,6 @@ from jarvis.llm.base import Provider
 from jarvis.llm.computer_tool import zoom_enabled
 from jarvis.llm.factory import make_provider
 from jarvis.llm.grounding import make_grounder
-from jarvis.llm.openai_actions import deny_unattended
 from jarvis.llm.profiles.select import screen_sizer
 from jarvis.memory.embedding import EmbeddingUnavailable
 from jarvis.memory.long_term import LongTermMemory
@@ -58,7 +57,10 @@ async def build_agent(
     afterwards.
 
     Risky calls wait at ``approvals`` (default: a gate nobody answers but the API); a
-    ``registry`` handed in brings its own gate. With ``settings.long_term_memory`` and no
+    ``registry`` handed in brings its own gate, and a ``provider`` handed in its own
+    approver for OpenAI's safety checks and Gemini's safety decisions (made with
+    ``approve=approver(gate)`` for the same gate; without one nobody is there and they are
+    denied). With ``settings.long_term_memory`` and no
     ``long_term`` given, the on-disk vector memory is opened and the `remember` tool is
     offered (when its embedding model cannot load, the task runs without long-term memory
     and the log says so once). The tools beyond the desktop (workspace files, web_fetch,
@@ -73,8 +75,6 @@ async def build_agent(
             made = make_provider(settings, bus, approve=approver(gate))
             stack.push_async_callback(made.aclose)
             provider = made
-        elif route_safety_checks(provider, gate):  # a caller's OpenAI provider, given back
-            stack.callback(setattr, provider, "approve", deny_unattended)
         registry = registry or build_registry(settings, approvals=gate)
         await open_toolbox(settings, registry, stack)  # files, web_fetch, skills, MCP
         zoom = zoom_enabled(
@@ -130,14 +130,15 @@ def agent_on(
     recorder: StepHooks | None = None,
     on_verified: Callable[[str, str], Awaitable[None]] | None = None,
 ) -> Agent:
-    """An Agent that works on ``desktop`` (its screen, input, settle and stop event)."""
+    """An Agent that works on ``desktop`` (its screen, input, settle and stop event), paused
+    by a person's takeover through the desktop's hold (its input refuses, the loop waits)."""
     hold = ScreenHold(
         bus,
         settings.takeover.idle_end_s,
         refused_approvers(settings.channels),
         stop_typing=lambda: interrupt_typing(desktop.where),  # where it types now
+        held=desktop.hold,
     )
-    desktop.input.hold = hold.held  # a person's takeover: input refuses, the loop waits
 
     def context_for(task_id: str, channels: tuple[str, ...] = ()) -> ToolContext:
         return ToolContext.for_task(
@@ -152,7 +153,7 @@ def agent_on(
             elements=desktop.elements,
         )
 
-    agent = Agent(
+    return Agent(
         settings=settings,
         brain=Brain(provider, desktop.screen, settings, bus, desktop.elements),
         cerebellum=Cerebellum(registry, provider.name),
@@ -165,6 +166,5 @@ def agent_on(
         recorder=recorder,
         desktop=desktop,
         on_verified=on_verified,
+        screen_hold=hold,
     )
-    agent.screen_hold = hold
-    return agent

@@ -17,6 +17,13 @@ class LongTerm(Protocol):
 
     def recall(self, query: str, top_k: int | None = None) -> list[str]: ...
 
+    @property
+    def learns(self) -> bool:
+        """Whether what a run learns (its skill, its history) is kept; it may change
+        between tasks (a fleet worker's memory is on only for a task whose coordinator
+        keeps one)."""
+        ...
+
     def record_task(
         self, task: str, task_id: str, status: str, summary: str, steps: int
     ) -> None: ...
@@ -27,6 +34,9 @@ class LongTerm(Protocol):
 
 
 class Hippocampus:
+    """Short-term steps on disk and the long-term store it is made with (none: a run
+    recalls and learns nothing)."""
+
     def __init__(self, data_dir: Path, long_term: LongTerm | None = None) -> None:
         self.short = ShortTermMemory(data_dir)
         self.long_term = long_term
@@ -71,4 +81,4 @@ class Hippocampus:
     @property
     def learns(self) -> bool:
         """Whether there is a long-term store to learn skills into."""
-        return self.long_term is not None
+        return self.long_term is not None and self.long_term.learns

@@ -15,9 +15,7 @@ way (:mod:`jarvis.llm.gemini_wire`).
 
 from __future__ import annotations
 
-from jarvis.llm.gemini import GeminiProvider
-from jarvis.llm.openai_actions import Approver, SafetyCheck, deny_unattended
-from jarvis.llm.openai_responses import OpenAIResponsesProvider
+from jarvis.llm.openai_actions import Approver, SafetyCheck
 from jarvis.safety.approvals import ApprovalGate
 from jarvis.safety.rules import Held
 from jarvis.tools.context import current_context
@@ -43,14 +41,3 @@ def approver(gate: ApprovalGate) -> Approver:
         return refusal.removeprefix("not run: ")
 
     return approve
-
-
-def route_safety_checks(provider: object, gate: ApprovalGate) -> bool:
-    """Give ``provider`` (OpenAI's computer tool, Gemini's computer use) the gate as its
-    approver when it has the default (nobody there); True when it did. An approver set by
-    the caller stays."""
-    vendor_tool = (OpenAIResponsesProvider, GeminiProvider)
-    if isinstance(provider, vendor_tool) and provider.approve is deny_unattended:
-        provider.approve = approver(gate)
-        return True
-    return False

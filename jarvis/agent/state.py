@@ -50,6 +50,9 @@ class RunState:
     stall: StallDetector = field(default_factory=StallDetector)
     max_tokens: int | None = None
     """The output limit of the next request when the last reply was cut off at it."""
+    last_targets: list[tuple[int, int]] = field(default_factory=list)
+    """The last recorded step's pointer targets (model space): the brain reads the tree of
+    a window under one that is not the focused window too."""
     takeovers_seen: int = 0
     """The screen hold's generation when this step looked at the screen (a takeover since
     then makes the step's decided calls stale)."""

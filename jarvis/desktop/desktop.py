@@ -55,6 +55,9 @@ class Desktop:
         self.input = input
         self.settler = settler
         self.stop = stop
+        self.hold = input.hold
+        """Set while a person holds the screen (a takeover): the input refuses every action;
+        the takeover's :class:`~jarvis.safety.takeover.ScreenHold` is made with it."""
         self.windows = windows or Windows(where)
         self._followers: list[Callable[[XDisplay], None]] = []
         self.elements = elements
@@ -77,9 +80,10 @@ class Desktop:
         if session_bus is None:
             session_bus = settings.a11y_session_bus or where.session_bus
         stop = stop or threading.Event()
+        hold = threading.Event()  # a person's takeover: the input refuses while it is set
         screen = Screen.from_settings(settings, sizer, display=where)
         try:
-            input_ = Input.from_settings(settings, stop=stop, display=where)
+            input_ = Input.from_settings(settings, stop=stop, hold=hold, display=where)
         except BaseException:
             screen.close()
             raise

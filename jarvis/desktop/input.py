@@ -160,12 +160,14 @@ class Input:
         settings: Settings,
         stop: threading.Event | None = None,
         *,
+        hold: threading.Event | None = None,
         display: x11.XDisplay,
     ) -> Input:
         return cls(
             failsafe=settings.failsafe,
             type_method=settings.type_method,
             stop=stop,
+            hold=hold,
             display=display,
         )
 

@@ -34,8 +34,7 @@ log = logging.getLogger(__name__)
 
 # -- the worker's side --
 def _hold(agent: Agent | None) -> ScreenHold | None:
-    hold = getattr(agent, "screen_hold", None)
-    return hold if isinstance(hold, ScreenHold) else None
+    return agent.screen_hold if agent is not None else None
 
 
 def held_for(agent: Agent | None, task_id: str) -> bool:

@@ -141,6 +141,12 @@ class RelayedMemory:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
 
     # -- LongTerm --
+    @property
+    def learns(self) -> bool:
+        """Whether the coordinator keeps long-term memory for the task that runs (without
+        it the run recalls nothing, learns nothing and sends nothing back)."""
+        return self.kept
+
     def recall(self, query: str, top_k: int | None = None) -> list[str]:
         return list(self.memories[:top_k] if top_k else self.memories)
 

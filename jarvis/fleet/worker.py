@@ -93,6 +93,10 @@ class FleetWorker:
         self.queue = RedisQueue(redis, options.name, lease_ms=options.lease_ms)
         self.shipper = Shipper(redis, settings.data_dir, options.name)
         self.memory = RelayedMemory(self._send_note, options.name)
+        refused = refused_approvers(settings.channels)
+        self.approvals = ApprovalStore(self.bus, attended=True, refused_via=refused)
+        """The held calls of every agent this worker runs (its tasks', an eval task's),
+        answered by a person at the coordinator on the control stream."""
         self.info = registry.WorkerInfo(
             options.name, socket.gethostname(), options.where.name, options.size, __version__
         )
@@ -162,9 +166,8 @@ class FleetWorker:
     def _gate(self) -> ApprovalGate:
         """Held calls wait for the answer of a person at the coordinator, which comes on
         this worker's control stream (see :mod:`jarvis.fleet.approvals`)."""
-        refused = refused_approvers(self.settings.channels)
-        store = ApprovalStore(self.bus, attended=True, refused_via=refused)
-        return ApprovalGate(self.settings.safety, store, channels=self.settings.channels)
+        channels = self.settings.channels
+        return ApprovalGate(self.settings.safety, self.approvals, channels=channels)
 
     def _post(self, event: Event) -> None:
         """Queue an event for sending; events come from the loop and from worker threads."""
@@ -200,7 +203,7 @@ class FleetWorker:
         sender = asyncio.create_task(self._send_events(claim.task_id))
         lost = asyncio.Event()
         renewer = asyncio.create_task(self._renew(claim, agent, lost))
-        self._recall(agent, claim)
+        self._recall(claim)
         outcome = None
         ended: tuple[str, str] | None = None
         try:
@@ -235,13 +238,12 @@ class FleetWorker:
             else:
                 log.warning("task %s: outcome refused (the lease moved on)", claim.task_id)
 
-    def _recall(self, agent: Agent, claim: Claim) -> None:
+    def _recall(self, claim: Claim) -> None:
         """The memories the task entry carried become the agent's recall; without them
         (the coordinator keeps no long-term memory) the run has none, as a local one."""
         raw = claim.extra.get("memories")
         memories = None if raw is None else carried_memories(raw, claim.task_id)
-        self.memory.begin(claim.task_id, memories)
-        agent.hippocampus.long_term = self.memory if memories is not None else None
+        self.memory.begin(claim.task_id, memories)  # off for the task when None (learns)
 
     async def _send_note(self, fields: dict[str, str]) -> None:
         note: Any = fields
@@ -312,9 +314,9 @@ class FleetWorker:
 
     async def _flush_records(self) -> None:
         """Wait for the step recorder's files to be on disk (it writes in a thread)."""
-        flush = getattr(self.agent.recorder, "flush", None) if self.agent else None
-        if flush is not None:
-            await asyncio.to_thread(flush)
+        recorder = self.agent.recorder if self.agent is not None else None
+        if recorder is not None:
+            await asyncio.to_thread(recorder.flush)
 
     async def _drain(
         self, sender: asyncio.Task[Any], shipping: asyncio.Task[Any], task_id: str
@@ -394,12 +396,9 @@ class FleetWorker:
     def _answer(self, message: control.Control) -> None:
         from jarvis.safety.approvals import ApprovalError
 
-        gate = self.agent.cerebellum.registry.approvals if self.agent else None
-        store = getattr(gate, "store", None)
-        if store is None:
-            log.warning("approval %s ignored: no approvals here", message.approval_id)
-            return
         try:
-            store.resolve(message.approval_id, message.decision, message.note, via=RELAYED_BY)
+            self.approvals.resolve(
+                message.approval_id, message.decision, message.note, via=RELAYED_BY
+            )
         except ApprovalError as exc:
             log.warning("approval answer ignored: %s", exc)

@@ -207,8 +207,7 @@ class DaemonService:
         """The agent's pause gate (a person's takeover, :mod:`jarvis.safety.takeover`);
         None before the agent exists."""
         worker = self._gateway.worker
-        hold = getattr(worker.agent, "screen_hold", None) if worker is not None else None
-        return hold if isinstance(hold, ScreenHold) else None
+        return worker.agent.screen_hold if worker is not None else None
 
     def running_task(self) -> str | None:
         """The task the agent works on now."""

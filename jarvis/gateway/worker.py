@@ -53,6 +53,7 @@ __all__ = ["STATUS_OF_RUN", "AgentWorker", "RunRecord", "task_text"]
 
 if TYPE_CHECKING:
     from jarvis.agent.agent import TaskOutcome
+    from jarvis.safety.takeover import ScreenHold
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,9 @@ CANCEL_RETRY_S = 0.1
 
 class Runner(Protocol):
     """What the worker needs from :class:`jarvis.agent.agent.Agent`."""
+
+    screen_hold: ScreenHold | None
+    """The takeover's pause gate the agent was made with (the API's takeover holds it)."""
 
     async def run(
         self, task: str, task_id: str | None = None, channels: tuple[str, ...] = ()

@@ -9,9 +9,9 @@ not streamed, no SDK retries (the retry loop of :class:`AdapterBase` reports eac
 With the ``gemini-computer`` action format the computer-use tool stands in for the mouse
 and keyboard tools (:mod:`jarvis.llm.gemini_wire`, :mod:`jarvis.llm.gemini_actions`);
 otherwise our tools go as function declarations. A call carrying a ``safety_decision``
-that asks for confirmation runs only when :attr:`GeminiProvider.approve` approves it
-(the same approver interface as OpenAI's safety checks: ``build_agent`` routes it to
-the task's approvals); otherwise it becomes a ``call_user`` call.
+that asks for confirmation runs only when the approver the provider was made with
+approves it (the same approver interface as OpenAI's safety checks: ``build_agent`` makes
+it with the task's approvals); otherwise it becomes a ``call_user`` call.
 """
 
 from __future__ import annotations

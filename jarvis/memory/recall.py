@@ -56,6 +56,11 @@ class MemoryBridge:
         hits.sort(key=lambda hit: (order[hit[0].type], -hit[1]))
         return [format_memory(m) for m, _ in hits]
 
+    @property
+    def learns(self) -> bool:
+        """Always: what a run learns is stored here."""
+        return True
+
     def direction_changed(self, thought: str) -> bool:
         """True when ``thought`` is far (cosine) from the text memories were last recalled for."""
         if not thought.strip() or self._last_query is None:

@@ -67,6 +67,10 @@ class StepHooks(Protocol):
 
     def task_done(self, task_id: str) -> None: ...
 
+    def flush(self) -> None:
+        """Return once every step file written so far is on disk."""
+        ...
+
 
 def run_folder_for(data_dir: Path, task_id: str, started: float) -> Path:
     """Where the journal keeps a run: ``runs/DATE/TASK_ID`` (local date of its start)."""

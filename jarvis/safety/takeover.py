@@ -67,12 +67,14 @@ class ScreenHold:
         refused: frozenset[str] = frozenset(),
         *,
         stop_typing: Callable[[], None],
+        held: threading.Event | None = None,
     ) -> None:
         self.bus = bus
         self.idle_end_s = idle_end_s
         self.refused = refused
-        self.held = threading.Event()
-        """Set while a person holds the screen: the agent's input refuses every action."""
+        self.held = held or threading.Event()
+        """Set while a person holds the screen: the agent's input refuses every action (the
+        event its :class:`~jarvis.desktop.input.Input` was made with, ``Desktop.hold``)."""
         self.holder: Holder | None = None
         self.generation = 0
         """Counts takeovers; the agent compares it to see whether a person came meanwhile."""
