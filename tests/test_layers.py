@@ -49,6 +49,7 @@ BOTTOM = frozenset(
         "jarvis.shipped",
         "jarvis.owner_lock",
         "jarvis.book_index",  # rebuildable SQLite indexes beside the books
+        "jarvis.usage",  # token counts: providers, runs, eval, the budget and memory share them
     }
 )
 SECTIONS = frozenset(
