@@ -21,11 +21,11 @@ PACKAGE = ROOT / "jarvis"
 # Lowest first:
 #
 #   bottom    pure helpers every layer may use: sizes and coordinates, events, prompt
-#             files, redaction, text display, logging setup, file helpers, shipped data paths
+#             files, redaction, text display, logging setup, file helpers, shipped data paths,
+#             shared value types (Usage)
 #   section   the settings sections config.py is made of (each package's settings.py;
-#             one may compose another),
-#             and the shipped model-profile catalog (the values model_profile may take:
-#             data over jarvis.geometry, checked when the settings load)
+#             one may compose another), among them jarvis.llm.profiles.settings: the
+#             model-profile entries model_profile may name, checked when the settings load
 #   config    jarvis/config.py: the one Settings object, passed down into everything
 #   desktop   one X display: capture, input, settle      } siblings: neither imports
 #   llm       providers, wire formats, model profiles     } the other (jarvis.geometry
@@ -64,7 +64,7 @@ SECTIONS = frozenset(
         "jarvis.gateway.channels.settings",
         "jarvis.gateway.settings",
         "jarvis.fleet.settings",
-        "jarvis.llm.profiles.catalog",
+        "jarvis.llm.profiles.settings",
     }
 )
 MAY_IMPORT: dict[str, frozenset[str]] = {
