@@ -31,15 +31,15 @@ from pydantic_settings import (
 from jarvis.api.settings import ApiSettings
 from jarvis.fleet.settings import FleetSettings
 from jarvis.gateway.channels.email.settings import EmailSettings
-from jarvis.gateway.channels.settings import (
+from jarvis.gateway.settings import RouterSettings, TodosSettings
+from jarvis.llm.profiles.settings import by_name, match, profile_specs
+from jarvis.runs.settings import RunsSettings
+from jarvis.safety.channel_policy import (
     ChannelSettings,
     check_blocks,
     fold_legacy,
     legacy_warnings,
 )
-from jarvis.gateway.settings import RouterSettings, TodosSettings
-from jarvis.llm.profiles.settings import by_name, match, profile_specs
-from jarvis.runs.settings import RunsSettings
 from jarvis.safety.settings import SafetySettings
 from jarvis.safety.takeover_settings import TakeoverSettings
 from jarvis.tools.toolbox_settings import ChannelPolicy, ToolboxSettings, default_channels
@@ -212,7 +212,7 @@ class Settings(BaseSettings):
     # run records and replay (jarvis/runs/settings.py)
     runs: RunsSettings = Field(default_factory=RunsSettings)
 
-    # channels: one policy block each (jarvis/gateway/channels/settings.py)
+    # channels: one policy block each (jarvis/safety/channel_policy.py)
     channels: dict[str, ChannelSettings] = Field(default_factory=dict)
     email: EmailSettings = Field(default_factory=EmailSettings)
 

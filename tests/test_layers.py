@@ -61,7 +61,7 @@ SECTIONS = frozenset(
         "jarvis.tui.settings",
         "jarvis.tools.toolbox_settings",
         "jarvis.gateway.channels.email.settings",
-        "jarvis.gateway.channels.settings",
+        "jarvis.safety.channel_policy",  # the channel policy blocks (channels.NAME)
         "jarvis.gateway.settings",
         "jarvis.fleet.settings",
         "jarvis.llm.profiles.settings",
