@@ -31,7 +31,7 @@ PACKAGE = ROOT / "jarvis"
 #   llm       providers, wire formats, model profiles     } the other (jarvis.geometry
 #                                                            holds what both need)
 #   upper     everything else (tools, memory, safety, agent, runs, gateway, api, tui,
-#             eval, calibrate, cli, doctor, console): free to import any layer below,
+#             eval, calibrate, cli, doctor, preflight, console): free to import any layer below,
 #             and not checked here
 #
 # A layer may import the layers named for it below and nothing else from jarvis.
