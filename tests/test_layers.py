@@ -187,3 +187,120 @@ def test_the_walk_finds_lazy_typing_and_relative_imports(
     (tmp_path / where).write_text(source)
     wrong = upward_imports(tmp_path)
     assert len(wrong) == 1 and wrong[0].split(" imports ")[1].startswith(f"jarvis.{culprit}")
+
+
+# ---------------------------------------------------------------- packages: no cycle
+#
+# A node is a package under jarvis/ (jarvis.gateway, with its subpackages) or a top-level
+# module. The ground and settings layers (BOTTOM, SECTIONS, jarvis.config) are left out:
+# the rule above already lets them import only each other, downward, so they close no
+# cycle, and a section that lives in a package (safety.channel_policy) does not tie that
+# package to every package config reads. The roots are left out too: a command module
+# picks and wires the parts of any package, above them all, wherever its file sits.
+
+ROOT_MODULES = frozenset(
+    {"jarvis.cli", "jarvis.__main__", "jarvis.console", "jarvis.doctor", "jarvis.preflight"}
+)
+
+
+def is_root(module: str) -> bool:
+    """``jarvis`` command modules: cli, doctor, preflight, every ``commands.py``
+    (``*_commands.py``) and ``serve_command.py``."""
+    last = module.rsplit(".", 1)[-1]
+    return (
+        module in ROOT_MODULES
+        or last in ("commands", "serve_command")
+        or (last.endswith("_commands"))
+    )
+
+
+KNOWN_CYCLE_EDGES: frozenset[tuple[str, str]] = frozenset(
+    # (issue 34: to remove) the imports that close today's package cycles, each against
+    # DESIGN section 1's order; a cycle not broken by one of these fails. Shrink, never grow.
+    {
+        ("jarvis.gateway", "jarvis.fleet"),  # the gateway runs the fleet's coordinator
+        ("jarvis.fleet", "jarvis.eval"),  # a fleet worker runs eval tasks (eval.remote)
+        ("jarvis.safety", "jarvis.tools"),  # approvals reads the tool context
+    }
+)
+
+
+def node_of(module: str, root: Path = ROOT) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 else module
+
+
+def package_edges(root: Path = ROOT) -> dict[tuple[str, str], list[str]]:
+    """(importer, imported) node pairs above the settings layer, each with the module
+    imports that make it."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for path in sorted((root / "jarvis").rglob("*.py")):
+        module = module_name(path, root)
+        if layer_of(module) in ("bottom", "section", "config") or is_root(module):
+            continue
+        source = path.read_text(encoding="utf-8")
+        for target in imported_modules(source, module, path.name == "__init__.py", root):
+            if layer_of(target) in ("bottom", "section", "config") or is_root(target):
+                continue
+            a, b = node_of(module), node_of(target)
+            if a != b:
+                edges.setdefault((a, b), []).append(f"{module} -> {target}")
+    return edges
+
+
+def cycles(edges: set[tuple[str, str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan), sorted."""
+    graph: dict[str, list[str]] = {}
+    for a, b in sorted(edges):
+        graph.setdefault(a, []).append(b)
+        graph.setdefault(b, [])
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_packages_import_each_other_in_no_cycle() -> None:
+    edges = package_edges()
+    left = cycles(set(edges) - KNOWN_CYCLE_EDGES)
+    detail = [
+        f"{a} -> {b}: {', '.join(edges[(a, b)][:3])}"
+        for component in left
+        for (a, b) in sorted(edges)
+        if a in component and b in component
+    ]
+    assert left == [], "package import cycles:\n" + "\n".join(detail)
+
+
+def test_the_known_cycle_edges_still_exist() -> None:
+    """The allow-list shrinks: an edge that is gone comes off it."""
+    assert sorted(KNOWN_CYCLE_EDGES - set(package_edges())) == []
+
+
+def test_the_cycle_finder_sees_a_long_cycle() -> None:
+    edges = {("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("e", "e")}
+    assert cycles(edges) == [["a", "b", "c"]]
