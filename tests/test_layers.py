@@ -105,6 +105,18 @@ def is_module(name: str, root: Path = ROOT) -> bool:
     return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 
 
+def absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The module ``from ... import`` reads from, a relative one made absolute."""
+    base = node.module or ""
+    if node.level:
+        anchor = module.split(".")
+        if not is_package:
+            anchor.pop()
+        anchor = anchor[: len(anchor) - (node.level - 1)]
+        base = ".".join([*anchor, *([base] if base else [])])
+    return base
+
+
 def imported_modules(source: str, module: str, is_package: bool, root: Path = ROOT) -> set[str]:
     """Every jarvis module ``source`` imports, at any depth of the tree. ``from a import b``
     names ``a.b`` when that is a module, else ``a``."""
@@ -113,13 +125,7 @@ def imported_modules(source: str, module: str, is_package: bool, root: Path = RO
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = module.split(".")
-                if not is_package:
-                    anchor.pop()
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join([*anchor, *([base] if base else [])])
+            base = absolute(node, module, is_package)
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
                 found.add(sub if is_module(sub, root) else base)
@@ -304,3 +310,117 @@ def test_the_known_cycle_edges_still_exist() -> None:
 def test_the_cycle_finder_sees_a_long_cycle() -> None:
     edges = {("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("e", "e")}
     assert cycles(edges) == [["a", "b", "c"]]
+
+
+# ---------------------------------------------------------------- another package's privates
+#
+# A ``_name`` is its package's own: another package (a node as above) asks for a public
+# name instead. Found by reading the code: ``from jarvis.x import _name``, ``m._name`` on
+# an imported jarvis module, and ``obj._name`` (not on ``self``/``cls``) when only other
+# packages' classes define ``_name``, which is how ``self.gateway._books`` is seen.
+
+KNOWN_PRIVATE_USES: frozenset[str] = frozenset(
+    # (issue 34: to remove) the coordinator reaches into the gateway's books, its work
+    # event and its memory bridge. Shrink, never grow.
+    {
+        "jarvis.fleet.serving: jarvis.gateway._books",
+        "jarvis.fleet.serving: jarvis.gateway._bridge",
+        "jarvis.fleet.serving: jarvis.gateway._work",
+    }
+)
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_attributes(tree: ast.Module) -> set[str]:
+    """The private attributes a module's classes define: names in a class body (methods,
+    class attributes, pydantic private fields) and every ``X._name = ...``."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    found.add(item.name)
+                elif isinstance(item, ast.Assign | ast.AnnAssign):
+                    targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+                    found.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            found.add(node.attr)
+    return {name for name in found if is_private(name)}
+
+
+def private_uses(root: Path = ROOT) -> list[str]:
+    """``module: owner._name`` for each private name a module takes from another node:
+    ``from jarvis.x import _name``, ``x._name`` on an imported jarvis module, and
+    ``obj._name`` (``obj`` not ``self``/``cls``) for an attribute only other nodes' classes
+    define (the owner is then every node that defines it)."""
+    trees = {}
+    owners: dict[str, set[str]] = {}
+    for path in sorted((root / "jarvis").rglob("*.py")):
+        module = module_name(path, root)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        trees[module] = (tree, path.name == "__init__.py")
+        for name in private_attributes(tree):
+            owners.setdefault(name, set()).add(node_of(module))
+    uses: set[str] = set()
+    for module, (tree, is_package) in trees.items():
+        mine = node_of(module)
+        modules: dict[str, str] = {}  # local name -> the jarvis module it is bound to
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname and alias.name.startswith("jarvis."):
+                        modules[alias.asname] = alias.name
+            elif isinstance(node, ast.ImportFrom):
+                base = absolute(node, module, is_package)
+                for alias in node.names:
+                    if is_module(f"{base}.{alias.name}", root):
+                        modules[alias.asname or alias.name] = f"{base}.{alias.name}"
+                    elif is_private(alias.name) and node_of(base) != mine:
+                        uses.add(f"{module}: {base}.{alias.name}")
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and is_private(node.attr)):
+                continue
+            value = node.value
+            if isinstance(value, ast.Name) and value.id in modules:
+                target = modules[value.id]
+                if node_of(target) != mine:
+                    uses.add(f"{module}: {target}.{node.attr}")
+            elif isinstance(value, ast.Name) and value.id in ("self", "cls"):
+                continue
+            elif owners.get(node.attr) and mine not in owners[node.attr]:
+                uses.add(f"{module}: {'|'.join(sorted(owners[node.attr]))}.{node.attr}")
+    return sorted(uses)
+
+
+def test_no_module_uses_another_packages_private_names() -> None:
+    assert sorted(set(private_uses()) - KNOWN_PRIVATE_USES) == []
+
+
+def test_the_known_private_uses_still_exist() -> None:
+    """The allow-list shrinks: a use that is gone comes off it."""
+    assert sorted(KNOWN_PRIVATE_USES - set(private_uses())) == []
+
+
+def test_the_private_walk_sees_imports_modules_and_attributes(tmp_path: Path) -> None:
+    files = {
+        "jarvis/__init__.py": "",
+        "jarvis/a/__init__.py": "",
+        "jarvis/a/m.py": "_SECRET = 1\nclass A:\n    def _step(self): ...\n    def go(self):\n"
+        "        self._state = 0\n        return self._step()\n",
+        "jarvis/b/__init__.py": "",
+        "jarvis/b/use.py": "from jarvis.a import m\nfrom jarvis.a.m import _SECRET\n"
+        "def f(holder):\n    return m._SECRET, holder.a._state, holder.a._step(), "
+        "holder._unknown\n",
+        "jarvis/a/same.py": "from jarvis.a.m import _SECRET\ndef g(x):\n    return x._state\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert private_uses(tmp_path) == [
+        "jarvis.b.use: jarvis.a._state",
+        "jarvis.b.use: jarvis.a._step",
+        "jarvis.b.use: jarvis.a.m._SECRET",
+    ]
