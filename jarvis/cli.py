@@ -193,8 +193,8 @@ def _run_here(
     args: argparse.Namespace, settings: Settings, where: XDisplay, person: XDisplay
 ) -> int:
     """The task on the display ``where``; the kill switch on the person's display."""
-    from jarvis.doctor import cannot_start
     from jarvis.owner_lock import LockHeld
+    from jarvis.preflight import cannot_start
 
     problem = cannot_start(settings, where)
     if problem is not None:

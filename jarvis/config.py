@@ -31,14 +31,15 @@ from pydantic_settings import (
 from jarvis.api.settings import ApiSettings
 from jarvis.fleet.settings import FleetSettings
 from jarvis.gateway.channels.email.settings import EmailSettings
-from jarvis.gateway.channels.settings import (
+from jarvis.gateway.settings import RouterSettings, TodosSettings
+from jarvis.llm.profiles.settings import by_name, match, profile_specs
+from jarvis.runs.settings import RunsSettings
+from jarvis.safety.channel_policy import (
     ChannelSettings,
     check_blocks,
     fold_legacy,
     legacy_warnings,
 )
-from jarvis.gateway.settings import RouterSettings, TodosSettings
-from jarvis.runs.settings import RunsSettings
 from jarvis.safety.settings import SafetySettings
 from jarvis.safety.takeover_settings import TakeoverSettings
 from jarvis.tools.toolbox_settings import ChannelPolicy, ToolboxSettings, default_channels
@@ -219,7 +220,7 @@ class Settings(BaseSettings):
     # run records and replay (jarvis/runs/settings.py)
     runs: RunsSettings = Field(default_factory=RunsSettings)
 
-    # channels: one policy block each (jarvis/gateway/channels/settings.py)
+    # channels: one policy block each (jarvis/safety/channel_policy.py)
     channels: dict[str, ChannelSettings] = Field(default_factory=dict)
     email: EmailSettings = Field(default_factory=EmailSettings)
 
@@ -275,31 +276,25 @@ class Settings(BaseSettings):
         cls, value: dict[str, dict[str, Any]], info: ValidationInfo
     ) -> dict[str, dict[str, Any]]:
         """Every profile can be right (else one line naming the profile and the field)."""
-        from jarvis.llm.profiles.catalog import catalog
-
         data_dir = info.data.get("data_dir") or DEFAULT_DATA_DIR
-        catalog(value, Path(data_dir) / SETTINGS_FILE.parent)
+        profile_specs(value, Path(data_dir) / SETTINGS_FILE.parent)
         return value
 
     @model_validator(mode="after")
     def _known_profiles(self) -> Settings:
         """``model_profile`` names a profile, shipped or from ``model_profiles``."""
-        from jarvis.llm.profiles.catalog import catalog, profile_by_name
-
-        profiles = catalog(self.model_profiles, self.profiles_dir)
+        profiles = profile_specs(self.model_profiles, self.profiles_dir)
         if self.model_profile:
-            profile_by_name(self.model_profile, profiles)  # raises naming the known ones
-        from jarvis.llm.profiles.catalog import choose_profile
-
-        active = choose_profile(self.active_model, self.model_profile, profiles).profile
+            by_name(self.model_profile, profiles)  # raises naming the known ones
+        active = match(self.active_model, self.model_profile, profiles)[0]
         if active.action_format == "point":
             raise ValueError(
                 f"model: {self.active_model} (profile {active.name}) only points at elements "
                 "and cannot act: set it as the grounder (grounder.model) and a planner as model"
             )
         if self.grounder is not None:
-            chosen = choose_profile(self.grounder.model, self.grounder.profile, profiles).profile
-            if chosen.spec.get("grounding") is None:
+            chosen = match(self.grounder.model, self.grounder.profile, profiles)[0]
+            if chosen.grounding is None:
                 raise ValueError(
                     f"grounder.profile: {chosen.name!r} has no grounding prompt; name a "
                     "grounding profile (gta1, uground, holo1.5, ...) or add one"

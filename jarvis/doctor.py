@@ -14,15 +14,9 @@ from urllib.parse import urlparse
 
 from jarvis.config import Settings
 from jarvis.desktop.x11 import XDisplay
+from jarvis.preflight import KEY_ENV, URL_ENV, base_url_problem, has_key, load_presets
 from jarvis.redaction import known_secrets, redact
 
-KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
-OTHER_KEY_ENV = {"gemini": "GOOGLE_API_KEY"}  # google-genai's own name, which it reads too
-URL_ENV = {
-    "anthropic": "ANTHROPIC_BASE_URL",
-    "openai": "OPENAI_BASE_URL",
-    "gemini": "GEMINI_BASE_URL",
-}
 DEFAULT_URL = {
     "anthropic": "https://api.anthropic.com",
     "openai": "https://api.openai.com/v1",
@@ -122,29 +116,10 @@ def check_data_dir(settings: Settings) -> Check:
 
 
 def check_presets(settings: Settings) -> Check:
-    names, problem = _load_presets(settings)
+    names, problem = load_presets(settings)
     if problem is not None:
         return Check("presets", False, problem)
     return Check("presets", True, f"{len(names)} semantic preset(s): {', '.join(names) or 'none'}")
-
-
-def presets_problem(settings: Settings) -> str | None:
-    """Why the semantic presets file cannot be used, or None."""
-    return _load_presets(settings)[1]
-
-
-def _load_presets(settings: Settings) -> tuple[list[str], str | None]:
-    """The configured presets' names, checked against the tools as a task would register
-    them; or why they cannot be used."""
-    from jarvis.tools.computer import build_registry
-    from jarvis.tools.presets import PresetError, load_default_presets
-
-    try:
-        presets = load_default_presets(settings)
-        build_registry(settings, presets)
-    except PresetError as exc:
-        return [], str(exc)
-    return [p.name for p in presets], None
 
 
 def check_memory(settings: Settings) -> Check:
@@ -273,80 +248,6 @@ CHECKS: list[Callable[[Settings], Check]] = [
 ]
 
 
-def cannot_start(settings: Settings, where: XDisplay, *, display: bool = True) -> str | None:
-    """The one line that says why a task cannot start on ``where``: no key, a base URL
-    that is not one, no display or none there, a bad presets file; or None. Redacted (a
-    base URL's ``user:password@``). ``display`` False leaves the display out (a fleet's
-    coordinator that runs no task itself)."""
-    problem = _cannot_start(settings, where, display)
-    return None if problem is None else redact(problem, known_secrets(settings))
-
-
-def _cannot_start(settings: Settings, where: XDisplay, display: bool = True) -> str | None:
-    key_env = KEY_ENV[settings.provider]
-    if not has_key(settings.provider):
-        return f"jarvis: {key_env} is not set; export it (or pick --provider) and run again."
-    problem = base_url_problem(settings.provider)
-    if problem is not None:
-        return f"jarvis: {problem}"
-    if display and not where.name and sys.platform.startswith("linux"):
-        return "jarvis: no display (DISPLAY is unset); run on a desktop or with `xvfb-run -a`."
-    problem = presets_problem(settings)
-    if problem is not None:
-        return f"jarvis: {problem}"
-    if not display:
-        return None
-    problem = display_problem(where)
-    if problem is not None:
-        return f"jarvis: {problem}"
-    return None
-
-
-def has_key(provider: str) -> bool:
-    """Whether the environment holds ``provider``'s API key (under either of its names)."""
-    names = (KEY_ENV[provider], OTHER_KEY_ENV.get(provider, ""))
-    return any(os.environ.get(name) for name in names if name)
-
-
-def base_url_problem(provider: str) -> str | None:
-    """Why ``provider``'s base URL (``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``,
-    ``GEMINI_BASE_URL``) is not an http(s) URL, or None (also when it is unset: the SDK's
-    default)."""
-    url_env = URL_ENV.get(provider)
-    if url_env is None:  # no model (the eval's oracle)
-        return None
-    url = os.environ.get(url_env)
-    if url is None:
-        return None
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        return f"{url_env} is not an http(s) URL: {url!r} (write it as http://HOST:PORT/...)"
-    try:
-        parsed.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError:
-        return f"{url_env} has a port that is not a number: {url!r}"
-    return None
-
-
-def display_problem(where: XDisplay) -> str | None:
-    """Why the X display ``where`` cannot be reached (named, but no server there, or the
-    server refuses us), or None. Not on macOS or Windows, or with no display named."""
-    name = where.name
-    if not name or not sys.platform.startswith("linux"):
-        return None
-    from Xlib.error import DisplayError
-
-    from jarvis.desktop.x11 import close_display
-
-    try:
-        display = where.open()
-    except (DisplayError, OSError) as exc:  # DisplayConnectionError keeps the reason in msg
-        why = getattr(exc, "msg", None) or exc
-        return f"cannot connect to the X display {name} (DISPLAY): {why}; is an X server there?"
-    close_display(display)
-    return None
-
-
 def endpoint_problem(url: str, timeout: float = 3.0) -> str | None:
     """Why a TCP connection to ``url``'s host and port cannot be made (refused, unknown
     host, no answer within ``timeout``), or None."""
@@ -375,6 +276,5 @@ def run_checks(settings: Settings) -> list[Check]:
 
 
 def _is_macos() -> bool:
-    import sys
 
     return sys.platform == "darwin"

@@ -9,9 +9,9 @@ import pytest
 
 from jarvis.cli import build_parser, settings_from
 from jarvis.events import BudgetUsed, TaskFinished
-from jarvis.llm.types import Usage
 from jarvis.safety import budget
 from jarvis.safety.settings import SafetySettings
+from jarvis.usage import Usage
 from tests.agent_harness import agent_settings, run_agent
 from tests.fake_model import FakeModel, Reply, call
 

@@ -14,7 +14,8 @@ from jarvis.eval.runner import RunResult
 from jarvis.eval.suite import Check, SuiteError, load_suite, resolve_suite
 from jarvis.eval.summary import summarize, write_html
 from jarvis.llm.base import complete
-from jarvis.llm.types import LLMRequest, Message, ToolSpec, Usage
+from jarvis.llm.types import LLMRequest, Message, ToolSpec
+from jarvis.usage import Usage
 
 GOOD = """
 task: do it

@@ -30,9 +30,9 @@ from jarvis.events import (
     ToolCallStarted,
     VerificationFinished,
 )
-from jarvis.llm.types import Usage
 from jarvis.runs.journal import TEXT_INTERVAL_S, JournalWriter, SeqCounter
 from jarvis.runs.reader import events_after, find_run, list_runs, read_events, run_events
+from jarvis.usage import Usage
 
 SENTINEL = "sk-ant-sentinel-journal-0123456789"
 

@@ -3,7 +3,8 @@ imports from a layer above it (DESIGN section 1).
 
 Every ``import`` and ``from ... import`` in a module counts, wherever it is: at the top,
 inside a function (a lazy import hides a cycle, it does not remove it) or under
-``TYPE_CHECKING``.
+``TYPE_CHECKING``. tests/test_layers_graph.py checks the package graph with the same walk
+(no cycle, no other package's ``_private`` names).
 """
 
 from __future__ import annotations
@@ -21,17 +22,17 @@ PACKAGE = ROOT / "jarvis"
 # Lowest first:
 #
 #   bottom    pure helpers every layer may use: sizes and coordinates, events, prompt
-#             files, redaction, text display, logging setup, file helpers, shipped data paths
+#             files, redaction, text display, logging setup, file helpers, shipped data paths,
+#             shared value types (Usage)
 #   section   the settings sections config.py is made of (each package's settings.py;
-#             one may compose another),
-#             and the shipped model-profile catalog (the values model_profile may take:
-#             data over jarvis.geometry, checked when the settings load)
+#             one may compose another), among them jarvis.llm.profiles.settings: the
+#             model-profile entries model_profile may name, checked when the settings load
 #   config    jarvis/config.py: the one Settings object, passed down into everything
 #   desktop   one X display: capture, input, settle      } siblings: neither imports
 #   llm       providers, wire formats, model profiles     } the other (jarvis.geometry
 #                                                            holds what both need)
 #   upper     everything else (tools, memory, safety, agent, runs, gateway, api, tui,
-#             eval, calibrate, cli, doctor, console): free to import any layer below,
+#             eval, calibrate, cli, doctor, preflight, console): free to import any layer below,
 #             and not checked here
 #
 # A layer may import the layers named for it below and nothing else from jarvis.
@@ -49,6 +50,7 @@ BOTTOM = frozenset(
         "jarvis.shipped",
         "jarvis.owner_lock",
         "jarvis.book_index",  # rebuildable SQLite indexes beside the books
+        "jarvis.usage",  # token counts: providers, runs, eval, the budget and memory share them
     }
 )
 SECTIONS = frozenset(
@@ -60,10 +62,10 @@ SECTIONS = frozenset(
         "jarvis.tui.settings",
         "jarvis.tools.toolbox_settings",
         "jarvis.gateway.channels.email.settings",
-        "jarvis.gateway.channels.settings",
+        "jarvis.safety.channel_policy",  # the channel policy blocks (channels.NAME)
         "jarvis.gateway.settings",
         "jarvis.fleet.settings",
-        "jarvis.llm.profiles.catalog",
+        "jarvis.llm.profiles.settings",
     }
 )
 MAY_IMPORT: dict[str, frozenset[str]] = {
@@ -104,6 +106,18 @@ def is_module(name: str, root: Path = ROOT) -> bool:
     return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 
 
+def absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The module ``from ... import`` reads from, a relative one made absolute."""
+    base = node.module or ""
+    if node.level:
+        anchor = module.split(".")
+        if not is_package:
+            anchor.pop()
+        anchor = anchor[: len(anchor) - (node.level - 1)]
+        base = ".".join([*anchor, *([base] if base else [])])
+    return base
+
+
 def imported_modules(source: str, module: str, is_package: bool, root: Path = ROOT) -> set[str]:
     """Every jarvis module ``source`` imports, at any depth of the tree. ``from a import b``
     names ``a.b`` when that is a module, else ``a``."""
@@ -112,13 +126,7 @@ def imported_modules(source: str, module: str, is_package: bool, root: Path = RO
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = module.split(".")
-                if not is_package:
-                    anchor.pop()
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join([*anchor, *([base] if base else [])])
+            base = absolute(node, module, is_package)
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
                 found.add(sub if is_module(sub, root) else base)

@@ -258,7 +258,8 @@ def test_run_with_gemini_and_no_key_names_gemini(tmp_path: Path) -> None:
 
 def test_doctor_checks_gemini_key(monkeypatch: pytest.MonkeyPatch) -> None:
     """`jarvis doctor --provider gemini` names Gemini's key; google-genai's own name counts."""
-    from jarvis.doctor import check_provider, has_key
+    from jarvis.doctor import check_provider
+    from jarvis.preflight import has_key
 
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)

@@ -9,7 +9,8 @@ import pytest
 from jarvis.llm.pricing import cost_usd, price_of
 from jarvis.llm.pruning import IMAGE_PLACEHOLDER, count_images, prune_images
 from jarvis.llm.retry import RetryPolicy, is_retryable_status, parse_retry_after, rejects_tools
-from jarvis.llm.types import ImagePart, Message, ToolResultPart, Usage
+from jarvis.llm.types import ImagePart, Message, ToolResultPart
+from jarvis.usage import Usage
 
 
 def img(tag: str) -> ImagePart:

@@ -9,9 +9,9 @@ import pytest
 from PIL import Image
 
 from jarvis.desktop.screen import Size, fit_size, model_to_screen
-from jarvis.llm.types import Usage
 from jarvis.runs.records import crop_box
 from jarvis.runs.step_file import load_steps
+from jarvis.usage import Usage
 from tests.agent_harness import TEST_KEY, agent_settings, model_point, run_agent
 from tests.fake_model import FakeModel, Reply, call
 from tests.tkdriver import TkApp

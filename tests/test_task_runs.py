@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from jarvis.cli import main
-from jarvis.llm.types import Usage
 from jarvis.runs.reader import find_run, list_runs
 from jarvis.runs.report import report_for
 from jarvis.runs.run_info import RunInfo
 from jarvis.runs.step_file import load_steps
 from jarvis.tui.state import Cockpit, Note
+from jarvis.usage import Usage
 from tests.agent_harness import agent_settings
 from tests.api_harness import NEW_TASK, is_router, is_skill, is_step, is_verify, serving_api, until
 from tests.fake_model import FakeModel, RecordedRequest, Reply, call

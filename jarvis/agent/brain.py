@@ -33,10 +33,10 @@ from jarvis.llm.types import (
     ToolCall,
     ToolCallStart,
     ToolSpec,
-    Usage,
     UsageSoFar,
 )
 from jarvis.llm.wire_tokens import text_tokens
+from jarvis.usage import Usage
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,6 @@ from jarvis.config import Settings
 from jarvis.desktop.desktop import Desktop
 from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus
-from jarvis.gateway.channels.settings import refused_approvers
 from jarvis.llm.base import Provider
 from jarvis.llm.computer_tool import zoom_enabled
 from jarvis.llm.factory import make_provider
@@ -27,6 +26,7 @@ from jarvis.memory.long_term import LongTermMemory
 from jarvis.memory.recall import MemoryBridge
 from jarvis.runs.records import RunRecorder, StepHooks
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
+from jarvis.safety.channel_policy import refused_approvers
 from jarvis.safety.takeover import ScreenHold, interrupt_typing
 from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext

@@ -12,7 +12,7 @@ from jarvis.agent.context import Turn
 from jarvis.agent.stall import StallDetector
 from jarvis.config import Settings
 from jarvis.events import TaskStatus
-from jarvis.llm.types import Usage
+from jarvis.usage import Usage
 
 
 class TaskOutcome(BaseModel):

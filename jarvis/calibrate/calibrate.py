@@ -36,8 +36,9 @@ from jarvis.geometry import (
     to_screen,
 )
 from jarvis.llm.base import complete
-from jarvis.llm.profiles.catalog import MAPPED_FORMATS, Profile, build_catalog
+from jarvis.llm.profiles.catalog import Profile, build_catalog
 from jarvis.llm.profiles.select import active_profile, geometry, profiles_of, system_prompt
+from jarvis.llm.profiles.settings import MAPPED_FORMATS
 from jarvis.llm.types import ImagePart, LLMRequest, Message, TextPart, ToolSpec
 
 if TYPE_CHECKING:

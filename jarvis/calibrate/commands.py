@@ -57,11 +57,12 @@ def screen_size(given: Size | None, settings: Settings) -> Size:
 
 def cmd_calibrate(args: argparse.Namespace, settings: Settings) -> int:
     from jarvis.calibrate.calibrate import calibrate
-    from jarvis.doctor import base_url_problem
     from jarvis.llm.base import ProviderError
     from jarvis.llm.factory import make_provider
-    from jarvis.llm.profiles.catalog import UnknownProfile, profile_by_name
+    from jarvis.llm.profiles.catalog import profile_by_name
     from jarvis.llm.profiles.select import profiles_of
+    from jarvis.llm.profiles.settings import UnknownProfile
+    from jarvis.preflight import base_url_problem
     from jarvis.tools.computer import build_registry
 
     problem = base_url_problem(settings.provider)

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from jarvis.geometry import Size, model_to_screen, to_tool_point
 from jarvis.llm.profiles import qwen_tool
-from jarvis.llm.profiles.catalog import Profile, UnknownProfile, profile_by_name, shipped_entries
+from jarvis.llm.profiles.catalog import Profile, profile_by_name
 from jarvis.llm.profiles.grammars import TEXT_GRAMMARS
 from jarvis.llm.profiles.select import geometry, profiles_of
+from jarvis.llm.profiles.settings import UnknownProfile, shipped_entries
 from jarvis.llm.text_mode import parse_tool_calls
 from jarvis.llm.types import ToolCall
 

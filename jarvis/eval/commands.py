@@ -52,11 +52,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
-    from jarvis.doctor import base_url_problem
     from jarvis.eval.parallel import parse_workers, run_parallel
     from jarvis.eval.runner import RunResult, eval_model, run_suite
     from jarvis.eval.suite import SuiteError, load_suite, resolve_suite
     from jarvis.eval.summary import summarize, write_html
+    from jarvis.preflight import base_url_problem
 
     if args.repeat < 1:
         print("jarvis: --repeat must be at least 1", file=sys.stderr)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from jarvis.eval.checks import CheckContext, run_check
 from jarvis.eval.runner import RunResult, SetupFailed, _setup, _stop
 from jarvis.eval.suite import EvalTask
-from jarvis.llm.types import Usage
+from jarvis.usage import Usage
 
 if TYPE_CHECKING:
     from jarvis.agent.agent import Agent

@@ -29,9 +29,9 @@ from pydantic import BaseModel, Field, field_serializer
 from jarvis.desktop.x11 import X11Error
 from jarvis.eval.checks import CheckContext, run_check
 from jarvis.eval.suite import EvalTask, SetupStep
-from jarvis.llm.types import Usage
 from jarvis.safety.sandbox import Sandbox
 from jarvis.safety.settings import SandboxSettings
+from jarvis.usage import Usage
 
 if TYPE_CHECKING:
     from jarvis.config import Settings

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from jarvis.eval.runner import RunResult, token_counts
-from jarvis.llm.types import Usage
+from jarvis.usage import Usage
 
 
 def _totals(results: list[RunResult]) -> dict[str, Any]:

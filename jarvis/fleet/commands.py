@@ -148,7 +148,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _work(args: argparse.Namespace, settings: Settings, url: str, where: XDisplay) -> int:
-    from jarvis.doctor import cannot_start
+    from jarvis.preflight import cannot_start
 
     problem = cannot_start(settings, where)
     if problem is not None:

@@ -41,9 +41,9 @@ from jarvis.fleet.protocol import Claim
 from jarvis.fleet.redis_queue import RedisQueue
 from jarvis.fleet.shipper import Shipper, since_day
 from jarvis.fleet.wire import event_fields
-from jarvis.gateway.channels.settings import refused_approvers
 from jarvis.gateway.endings import STATUS_OF_RUN
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
+from jarvis.safety.channel_policy import refused_approvers
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

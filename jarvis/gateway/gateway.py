@@ -52,7 +52,6 @@ from jarvis.config import Settings
 from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus, RoutingFailed
 from jarvis.gateway.channels.registry import Channels, load_plugins
-from jarvis.gateway.channels.settings import refused_approvers
 from jarvis.gateway.message_format import Message
 from jarvis.gateway.queue import MessageQueue
 from jarvis.gateway.router import Backoff
@@ -62,6 +61,7 @@ from jarvis.gateway.worker import AgentWorker, RunRecord, describe_open
 from jarvis.redaction import register_settings
 from jarvis.runs.journal import JournalWriter
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
+from jarvis.safety.channel_policy import refused_approvers
 
 if TYPE_CHECKING:
     from jarvis.desktop.desktop import Desktop

@@ -167,7 +167,7 @@ def _serve_here(
     """The daemon with its agent on the display ``where``, the kill switch on ``person``
     (``display`` False: a coordinator without a local worker, whose tasks all run on
     the fleet's workers, starts without one)."""
-    from jarvis.doctor import cannot_start
+    from jarvis.preflight import cannot_start
 
     problem = cannot_start(settings, where, display=display)
     if problem is not None:

@@ -26,10 +26,10 @@ from jarvis.desktop.x11 import XDisplay
 from jarvis.events import Event, ReplyReady, RoutingFailed
 from jarvis.fleet.holds import FleetHolds
 from jarvis.fleet.screens import WorkerScreens, why_not_here
-from jarvis.gateway.channels.settings import refused_approvers
 from jarvis.gateway.router import ANSWERS
 from jarvis.gateway.todos import Todo, TodoState
 from jarvis.runs.reader import RunInfo, find_run, list_runs, load_run, read_events
+from jarvis.safety.channel_policy import refused_approvers
 from jarvis.safety.takeover import ScreenHold
 
 if TYPE_CHECKING:

@@ -44,9 +44,9 @@ from jarvis.llm.types import (
     ToolCall,
     ToolCallDone,
     ToolCallStart,
-    Usage,
     UsageSoFar,
 )
+from jarvis.usage import Usage
 
 try:
     import httpx2 as _httpx

@@ -40,14 +40,8 @@ from jarvis.llm.gemini_wire import Approver, build_tools, read_calls, to_content
 from jarvis.llm.openai_actions import deny_unattended
 from jarvis.llm.retry import error_text
 from jarvis.llm.text_mode import call_events
-from jarvis.llm.types import (
-    LLMRequest,
-    LLMResponse,
-    ResponseDone,
-    StreamEvent,
-    TextDelta,
-    Usage,
-)
+from jarvis.llm.types import LLMRequest, LLMResponse, ResponseDone, StreamEvent, TextDelta
+from jarvis.usage import Usage
 
 log = logging.getLogger(__name__)
 

@@ -47,8 +47,8 @@ from jarvis.llm.types import (
     ToolCallDone,
     ToolCallStart,
     ToolResultPart,
-    Usage,
 )
+from jarvis.usage import Usage
 
 log = logging.getLogger(__name__)
 

@@ -55,8 +55,8 @@ from jarvis.llm.types import (
     TextPart,
     ToolCall,
     ToolResultPart,
-    Usage,
 )
+from jarvis.usage import Usage
 
 log = logging.getLogger(__name__)
 _CALL_FIELDS = ("type", "id", "call_id", "action", "actions", "pending_safety_checks", "status")

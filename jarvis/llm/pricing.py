@@ -13,7 +13,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from jarvis.llm.types import Usage
+from jarvis.usage import Usage
 
 
 class Price(NamedTuple):

@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from jarvis.usage import Usage
+
 ToolMode = Literal["native", "text", "auto"]
 
 
@@ -109,28 +111,6 @@ class LLMRequest(BaseModel):
     temperature: float | None = None
     tool_mode: ToolMode = "auto"
     cache: bool = True
-
-
-class Usage(BaseModel):
-    """Token counts of one response.
-
-    ``input_tokens`` counts prompt tokens that were neither read from nor written to the
-    cache (Anthropic's convention; the OpenAI adapter subtracts cached tokens), so the
-    whole prompt is ``input_tokens + cache_read_tokens + cache_write_tokens``.
-    """
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-        )
 
 
 class LLMResponse(BaseModel):

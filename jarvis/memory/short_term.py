@@ -23,10 +23,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from jarvis.fsutil import atomic_write_bytes, atomic_write_text
-from jarvis.llm.types import Usage
 from jarvis.memory.pixels import same_pixels
 from jarvis.memory.screenshot_refs import scan
 from jarvis.redaction import known_secrets, redact
+from jarvis.usage import Usage
 
 log = logging.getLogger(__name__)
 

@@ -70,11 +70,11 @@ from jarvis.events import (
     TaskStarted,
     VerificationFinished,
 )
-from jarvis.llm.types import Usage
 from jarvis.redaction import known_secrets, redact
 from jarvis.runs.reader import find_run, folder_name, last_seq
 from jarvis.runs.run_info import RUN_FILE, RunInfo, Verdict, added_text, event_usage
 from jarvis.runs.seq import SeqCounter
+from jarvis.usage import Usage
 
 if TYPE_CHECKING:
     from jarvis.config import Settings

@@ -18,10 +18,11 @@ from jarvis.config import Settings
 from jarvis.desktop.screen import Observation
 from jarvis.llm.base import Provider, ProviderError, complete
 from jarvis.llm.pricing import cost_usd
-from jarvis.llm.types import ImagePart, LLMRequest, Message, ToolSpec, Usage
+from jarvis.llm.types import ImagePart, LLMRequest, Message, ToolSpec
 from jarvis.runs.replay import Stop
 from jarvis.runs.step_file import CallFile
 from jarvis.safety import budget
+from jarvis.usage import Usage
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,6 @@ from typing import Any
 
 from PIL import Image
 
-from jarvis.llm.types import Usage
 from jarvis.redaction import known_secrets, redact
 from jarvis.runs.markers import ARROW_DEFS, step_markers
 from jarvis.runs.reader import find_run, folder_name
@@ -41,6 +40,7 @@ from jarvis.runs.report_takeovers import takeovers_html
 from jarvis.runs.report_tree import tree_html, tree_meta
 from jarvis.runs.run_info import RunInfo, RunPart
 from jarvis.runs.step_file import CallFile, StepFile, load_steps, step_folder
+from jarvis.usage import Usage
 
 REPORT_FILE = "report.html"
 REPLAY_FILE = "replay.json"

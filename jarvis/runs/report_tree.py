@@ -13,8 +13,8 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from jarvis.llm.types import Usage
 from jarvis.runs.step_file import StepFile
+from jarvis.usage import Usage
 
 
 def prompt_tokens(usage: Usage) -> int:

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, computed_field, field_validator, model_validator
 
-from jarvis.llm.types import Usage
+from jarvis.usage import Usage
 
 RUN_FILE = "run.json"
 _UPDATE_LABEL = re.compile(r"^Update(?: \([^)\n]*\))?:[ \t]*\n?", re.MULTILINE)

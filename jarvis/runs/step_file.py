@@ -20,8 +20,8 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from jarvis.desktop.windows import WindowInfo
-from jarvis.llm.types import Usage
 from jarvis.runs.run_info import usage_of
+from jarvis.usage import Usage
 
 STEP_FILE = "step.json"
 STEPS_DIR = "steps"

@@ -40,8 +40,8 @@ from jarvis.events import (
     EventBus,
     TaskFinished,
 )
-from jarvis.gateway.channels.settings import ChannelSettings, fold_legacy
 from jarvis.redaction import known_secrets, redact, redact_value
+from jarvis.safety.channel_policy import ChannelSettings, fold_legacy
 from jarvis.safety.rules import MODEL_MARKED, Held, RuleSet
 from jarvis.safety.settings import NEVER_APPROVE, NEVER_UNATTENDED, SafetySettings
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jarvis.llm.types import Usage
 from jarvis.safety.settings import SafetySettings
+from jarvis.usage import Usage
 
 
 @dataclass(frozen=True)

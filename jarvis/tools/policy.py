@@ -35,7 +35,7 @@ from jarvis.tools.toolbox_settings import ChannelPolicy, default_channels
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
-    from jarvis.gateway.channels.settings import ChannelSettings
+    from jarvis.safety.channel_policy import ChannelSettings
 
 Clock = Callable[[], float]
 

@@ -27,7 +27,7 @@ from jarvis.gateway.channels.base import (
     Channel,
     ChannelHost,
 )
-from jarvis.gateway.channels.settings import NAME
+from jarvis.safety.channel_policy import NAME
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
