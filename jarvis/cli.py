@@ -13,7 +13,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 from jarvis import __version__
-from jarvis.config import ConfigError, Settings, load_settings
+from jarvis.config import PROVIDERS, ConfigError, Settings, load_chosen
 from jarvis.logfile import setup_logging
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run one task in the foreground with live progress")
     run.add_argument("task", help="what Jarvis should do, in plain words")
-    run.add_argument("--provider", choices=["anthropic", "openai"])
+    run.add_argument("--provider", choices=PROVIDERS)
     run.add_argument("--model", help="model name for the chosen provider")
     run.add_argument("--max-steps", type=int, help="step bound for this task")
     run.add_argument("--tool-mode", choices=["native", "text", "auto"])
@@ -117,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=cmd_run)
 
     doctor = sub.add_parser("doctor", help="check display, input, model key and data dir")
-    doctor.add_argument("--provider", choices=["anthropic", "openai"])
+    doctor.add_argument("--provider", choices=PROVIDERS)
     doctor.set_defaults(handler=cmd_doctor)
 
     for name in SUBCOMMAND_MODULES:
@@ -156,16 +156,16 @@ def _with_budget(settings: Settings, args: argparse.Namespace) -> Settings:
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    overrides = {
-        "provider": getattr(args, "provider", None),
-        "max_steps": getattr(args, "max_steps", None),
-        "tool_mode": getattr(args, "tool_mode", None),
-    }
-    model = getattr(args, "model", None)
-    if model:
-        provider = overrides["provider"] or load_settings(args.data_dir).provider
-        overrides["model" if provider == "anthropic" else "openai_model"] = model
-    return _with_budget(load_settings(args.data_dir, **overrides), args)
+    """The settings a command runs with: the sources, then its flags (``--provider`` and
+    ``--model`` by :func:`jarvis.config.model_overrides`, as every command takes them)."""
+    settings = load_chosen(
+        args.data_dir,
+        getattr(args, "provider", None),
+        getattr(args, "model", None),
+        max_steps=getattr(args, "max_steps", None),
+        tool_mode=getattr(args, "tool_mode", None),
+    )
+    return _with_budget(settings, args)
 
 
 def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:

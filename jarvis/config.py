@@ -11,7 +11,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -50,6 +50,14 @@ SETTINGS_FILE = Path("config") / "settings.json"
 DEFAULT_DATA_DIR = Path("data")
 
 ProviderName = Literal["anthropic", "openai", "gemini"]
+PROVIDERS: tuple[ProviderName, ...] = get_args(ProviderName)
+"""Every provider Jarvis has: the choices of every command's ``--provider``."""
+MODEL_FIELDS: dict[ProviderName, str] = {
+    "anthropic": "model",
+    "openai": "openai_model",
+    "gemini": "gemini_model",
+}
+"""The settings field that holds each provider's model."""
 ToolMode = Literal["native", "text", "auto"]
 
 
@@ -309,9 +317,12 @@ class Settings(BaseSettings):
 
     @property
     def active_model(self) -> str:
-        if self.provider == "gemini":
-            return self.gemini_model
-        return self.model if self.provider == "anthropic" else self.openai_model
+        return self.model_for(self.provider)
+
+    def model_for(self, provider: ProviderName) -> str:
+        """The model these settings name for ``provider``."""
+        model: str = getattr(self, MODEL_FIELDS[provider])
+        return model
 
 
 class _FileSource(PydanticBaseSettingsSource):
@@ -387,6 +398,20 @@ def _describe(exc: ValidationError, source: str) -> str:
     return "; ".join(lines)
 
 
+def model_overrides(
+    provider: ProviderName | None, model: str | None, configured: ProviderName
+) -> dict[str, str]:
+    """The settings a command's ``--provider P --model X`` change, over settings whose
+    provider is ``configured``: ``provider`` P, and X in the model field of P (without P,
+    of the configured provider). The one rule for every command and every eval run."""
+    overrides: dict[str, str] = {}
+    if provider is not None:
+        overrides["provider"] = provider
+    if model:
+        overrides[MODEL_FIELDS[provider or configured]] = model
+    return overrides
+
+
 def load_settings(data_dir: str | Path | None = None, **overrides: Any) -> Settings:
     """Build the settings from all sources. ``overrides`` are CLI flags (None means unset)."""
     root = resolve_data_dir(data_dir)
@@ -407,3 +432,19 @@ def load_settings(data_dir: str | Path | None = None, **overrides: Any) -> Setti
     for line in legacy_warnings(settings.legacy_keys):
         log.warning("%s", line)
     return settings
+
+
+def load_chosen(
+    data_dir: str | Path | None,
+    provider: ProviderName | None,
+    model: str | None,
+    **overrides: Any,
+) -> Settings:
+    """:func:`load_settings` with a command's ``--provider`` and ``--model`` applied by
+    :func:`model_overrides` (the configured provider read first when only the model is
+    given)."""
+    configured = provider
+    if model and configured is None:
+        configured = load_settings(data_dir, **overrides).provider
+    chosen = {} if configured is None else model_overrides(provider, model, configured)
+    return load_settings(data_dir, **overrides, **chosen)

@@ -16,9 +16,18 @@ from jarvis.config import Settings
 from jarvis.desktop.x11 import XDisplay
 from jarvis.redaction import known_secrets, redact
 
-KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
-URL_ENV = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
-DEFAULT_URL = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
+KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
+OTHER_KEY_ENV = {"gemini": "GOOGLE_API_KEY"}  # google-genai's own name, which it reads too
+URL_ENV = {
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "openai": "OPENAI_BASE_URL",
+    "gemini": "GEMINI_BASE_URL",
+}
+DEFAULT_URL = {
+    "anthropic": "https://api.anthropic.com",
+    "openai": "https://api.openai.com/v1",
+    "gemini": "https://generativelanguage.googleapis.com/",
+}
 
 
 @dataclass
@@ -77,7 +86,7 @@ def check_input(settings: Settings) -> Check:
 
 def check_provider(settings: Settings) -> Check:
     key_env, url_env = KEY_ENV[settings.provider], URL_ENV[settings.provider]
-    if not os.environ.get(key_env):
+    if not has_key(settings.provider):
         return Check("provider", False, f"{key_env} is not set (provider {settings.provider})")
     problem = base_url_problem(settings.provider)
     if problem is not None:
@@ -275,7 +284,7 @@ def cannot_start(settings: Settings, where: XDisplay, *, display: bool = True) -
 
 def _cannot_start(settings: Settings, where: XDisplay, display: bool = True) -> str | None:
     key_env = KEY_ENV[settings.provider]
-    if not os.environ.get(key_env):
+    if not has_key(settings.provider):
         return f"jarvis: {key_env} is not set; export it (or pick --provider) and run again."
     problem = base_url_problem(settings.provider)
     if problem is not None:
@@ -293,9 +302,16 @@ def _cannot_start(settings: Settings, where: XDisplay, display: bool = True) -> 
     return None
 
 
+def has_key(provider: str) -> bool:
+    """Whether the environment holds ``provider``'s API key (under either of its names)."""
+    names = (KEY_ENV[provider], OTHER_KEY_ENV.get(provider, ""))
+    return any(os.environ.get(name) for name in names if name)
+
+
 def base_url_problem(provider: str) -> str | None:
-    """Why ``provider``'s base URL (``ANTHROPIC_BASE_URL``/``OPENAI_BASE_URL``) is not an
-    http(s) URL, or None (also when it is unset: the SDK's default)."""
+    """Why ``provider``'s base URL (``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``,
+    ``GEMINI_BASE_URL``) is not an http(s) URL, or None (also when it is unset: the SDK's
+    default)."""
     url_env = URL_ENV.get(provider)
     if url_env is None:  # no model (the eval's oracle)
         return None

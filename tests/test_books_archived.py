@@ -5,6 +5,10 @@ the report, A2A GetTask, a `call_user` answer after rotations, and a second star
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import random
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +80,52 @@ async def test_archived_tasks_are_found_by_every_face(
     assert later.get(first_id).status == "completed"  # type: ignore[union-attr]
     assert later.find_by_message(first.task_id).id == first_id  # type: ignore[union-attr]
     assert later.add("after").id == "T005"  # four tasks ran: ids go on after the archive
+
+
+async def test_an_editor_saving_stale_copies_through_a_serving_daemon_loses_nothing(
+    tmp_path: Path, fake_model: FakeModel, monkeypatch: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An editor reads todos.md, waits, writes it back whole, 200 times, while tasks are
+    added (API messages), started and finished by the daemon."""
+    caplog.set_level(logging.WARNING, logger="jarvis.gateway.todo_outside")
+    fake_model.set_default(routed(lambda request: finish()))
+    settings = agent_settings(tmp_path, fake_model, monkeypatch, settle_ceiling_ms=100)
+    todos_md = settings.data_dir / "todos.md"
+    saves = 0
+    stop = threading.Event()
+
+    def editor() -> None:
+        nonlocal saves
+        rng = random.Random(3)
+        while saves < 200 and not stop.is_set():
+            text = todos_md.read_text(encoding="utf-8") if todos_md.exists() else ""
+            stop.wait(rng.uniform(0.005, 0.05))  # the buffer goes stale meanwhile
+            if text:
+                todos_md.write_text(text, encoding="utf-8")
+                saves += 1
+
+    texts = [f"errand number {n}" for n in range(8)]
+    async with serving_api(settings) as api, api.client() as http:
+        thread = threading.Thread(target=editor)
+        thread.start()
+        try:
+            for text in texts:
+                posted = await http.post("/api/messages", json={"text": text, "channel": "web"})
+                assert posted.status_code == 201
+                await asyncio.sleep(0.3)
+
+            def all_done() -> bool:
+                tasks = api.gateway.todos.all()
+                return len(tasks) == len(texts) and {t.status for t in tasks} == {"completed"}
+
+            await until(lambda: all_done() and saves >= 200, 180)
+        finally:
+            stop.set()
+            thread.join()
+        tasks = api.gateway.todos.all()
+    assert sorted(t.description for t in tasks) == sorted(texts)  # each once, none lost
+    written = parse_todos(todos_md.read_text(encoding="utf-8")).entries()
+    assert sorted(t.id for t in written) == sorted(t.id for t in tasks)
+    assert {t.status for t in written} == {"completed"}
+    said = [r.getMessage() for r in caplog.records if r.name == "jarvis.gateway.todo_outside"]
+    assert all("restored" in m or "older copy" in m for m in said)

@@ -129,7 +129,7 @@ def test_a_long_list_is_rotated_at_the_first_start(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     ids = old_list(tmp_path / "todos.md", 600)
-    caplog.set_level(logging.INFO, logger="jarvis.gateway.todos")
+    caplog.set_level(logging.INFO, logger="jarvis.gateway.todo_archive")
     todos = TodoList(tmp_path)
     assert [t.id for t in todos.all()] == ids[-50:]
     moved = [r.getMessage() for r in caplog.records if "moved" in r.getMessage()]

@@ -13,6 +13,7 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
+from jarvis.config import PROVIDERS
 from jarvis.geometry import Size
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "calibrate",
         help="ask the model to click known targets; report which coordinate convention fits",
     )
-    cal.add_argument("--provider", choices=["anthropic", "openai"])
+    cal.add_argument("--provider", choices=PROVIDERS)
     cal.add_argument("--model", help="model name for the chosen provider")
     cal.add_argument("--profile", help="model profile to try (default: model_profile, or chosen)")
     cal.add_argument(

@@ -33,19 +33,18 @@ SESSION_KEYS = ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS")
 def task_settings(spec: dict[str, Any], steps: int) -> Settings:
     """The settings the agent of ``spec`` runs with (``steps``: the task's step budget);
     the runner reads them too, to start the display the way they ask (a tree: a bus)."""
-    from jarvis.config import load_settings
+    from jarvis.config import PROVIDERS, load_chosen
 
     provider_name = spec.get("provider") or None
-    overrides: dict[str, Any] = {
-        "max_steps": steps,
-        "long_term_memory": False,
-        "max_retries": spec.get("max_retries"),
-    }
-    if provider_name in ("anthropic", "openai"):
-        overrides["provider"] = provider_name
-        if spec.get("model"):
-            overrides["model" if provider_name == "anthropic" else "openai_model"] = spec["model"]
-    return load_settings(spec["data_dir"], **overrides)
+    model_provider = provider_name if provider_name in PROVIDERS else None
+    return load_chosen(
+        spec["data_dir"],
+        model_provider,
+        spec.get("model") if provider_name != "oracle" else None,
+        max_steps=steps,
+        long_term_memory=False,
+        max_retries=spec.get("max_retries"),
+    )
 
 
 async def run_child(spec: dict[str, Any], where: XDisplay) -> dict[str, Any]:

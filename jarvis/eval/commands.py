@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jarvis.config import PROVIDERS
+
 if TYPE_CHECKING:
     from jarvis.config import Settings
     from jarvis.eval.runner import Executor
@@ -31,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--provider",
         dest="eval_provider",
-        choices=["anthropic", "openai", "oracle"],
+        choices=(*PROVIDERS, "oracle"),
         help="the model provider; oracle plays each task's scripted steps (no model)",
     )
     p.add_argument("--model", dest="eval_model", help="model name for the chosen provider")
@@ -55,7 +57,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     from jarvis.doctor import base_url_problem
     from jarvis.eval.fleet import FleetEvalError
     from jarvis.eval.parallel import parse_workers
-    from jarvis.eval.runner import run_suite
+    from jarvis.eval.runner import eval_model, run_suite
     from jarvis.eval.suite import SuiteError, load_suite, resolve_suite
     from jarvis.eval.summary import summarize, write_html
 
@@ -78,12 +80,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     if problem is not None:  # refused at once, not after every task's retries
         print(f"jarvis: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    if provider == "oracle":
-        model = "oracle"
-    elif args.eval_model:
-        model = args.eval_model
-    else:
-        model = settings.model if provider == "anthropic" else settings.openai_model
+    model = eval_model(settings, provider, args.eval_model)
     stamp = time.strftime("%Y%m%d-%H%M%S")
 
     common: dict[str, Any] = {

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from jarvis.eval.remote import EVAL_CHANNEL, result_from, spec
-from jarvis.eval.runner import Job, Plan, add_report
+from jarvis.eval.runner import Job, Plan, add_report, eval_model
 from jarvis.eval.workspace import RunResult
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ def _journal(plan: Plan, settings: Settings, bus: EventBus) -> JournalWriter:
         bus,
         channel="eval",
         provider=provider,
-        model=model or ("oracle" if provider == "oracle" else settings.active_model),
+        model=eval_model(settings, provider, model),
         settings_hash=settings_digest(settings),
         secrets=known_secrets(settings),
     )

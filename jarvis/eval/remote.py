@@ -19,12 +19,15 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jarvis.eval.suite import EvalTask
 from jarvis.eval.workspace import RunResult, SetupFailed, Workspace
 from jarvis.fleet.kinds import Lent, kind_channel
 from jarvis.llm.types import Usage
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
 
 EVAL_KIND = "eval"
 EVAL_CHANNEL = kind_channel(EVAL_KIND)
@@ -74,6 +77,18 @@ def result_from(task: str, repeat: int, run_id: str, summary: str) -> RunResult:
     return result
 
 
+def claimed_settings(settings: Settings, data: dict[str, Any], steps: int) -> Settings:
+    """The settings a claimed eval task runs with: the worker's, with the eval's provider
+    and model (:func:`jarvis.config.model_overrides`) and the task's step budget."""
+    from jarvis.config import PROVIDERS, model_overrides
+
+    provider_name = data.get("provider")
+    overrides: dict[str, Any] = {"max_steps": steps, "long_term_memory": False}
+    if provider_name in PROVIDERS:
+        overrides |= model_overrides(provider_name, data.get("model"), settings.provider)
+    return settings.model_copy(update=overrides)
+
+
 async def run_claimed(text: str, task_id: str, lent: Lent) -> tuple[str, str]:
     """Set up, run and check one eval task on the worker's display (``lent.where``) in
     the run's :class:`~jarvis.eval.workspace.Workspace`; the outcome's status and
@@ -103,13 +118,7 @@ async def _agent(
     from jarvis.eval.oracle import OracleProvider
 
     provider_name = data.get("provider")
-    overrides: dict[str, Any] = {"max_steps": task.budget.steps, "long_term_memory": False}
-    if provider_name in ("anthropic", "openai"):
-        overrides["provider"] = provider_name
-        if data.get("model"):
-            key = "model" if provider_name == "anthropic" else "openai_model"
-            overrides[key] = data["model"]
-    run_settings = lent.settings.model_copy(update=overrides)
+    run_settings = claimed_settings(lent.settings, data, task.budget.steps)
     oracle = OracleProvider(task.oracle) if provider_name == "oracle" else None
     async with build_agent(
         run_settings, lent.bus, provider=oracle, where=lent.where, approvals=lent.approvals

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jarvis.desktop.x11 import X11Error
 from jarvis.eval.suite import EvalTask
@@ -30,7 +30,21 @@ from jarvis.eval.workspace import RunResult, SetupFailed, Workspace
 from jarvis.safety.sandbox import Sandbox
 from jarvis.safety.settings import SandboxSettings
 
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+
 log = logging.getLogger(__name__)
+
+
+def eval_model(settings: Settings, provider: str, model: str | None) -> str:
+    """The model an eval's runs use (said in its summary and journal): ``--model``, else
+    the one ``settings`` name for ``provider``; ``oracle`` for the scripted provider."""
+    from jarvis.config import PROVIDERS
+
+    for name in PROVIDERS:
+        if name == provider:
+            return model or settings.model_for(name)
+    return "oracle"
 
 
 PRELOAD = ["jarvis.agent.factory", "jarvis.eval.child", "jarvis.runs.journal"]

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jarvis.config import Settings
+from jarvis.config import PROVIDERS, Settings
 from jarvis.desktop.x11 import XDisplay
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="also run `jarvis eval --fleet` tasks: their setup and check commands run here",
     )
-    worker.add_argument("--provider", choices=["anthropic", "openai"])
+    worker.add_argument("--provider", choices=PROVIDERS)
     worker.add_argument("--model", help="model name for the chosen provider")
     worker.add_argument("--max-steps", type=int, help="step bound for each task")
     worker.add_argument(

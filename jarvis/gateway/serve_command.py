@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jarvis.config import Settings
+from jarvis.config import PROVIDERS, Settings
 
 if TYPE_CHECKING:
     from jarvis.desktop.x11 import XDisplay
@@ -72,7 +72,7 @@ def register(subparsers: Any) -> None:
         ),
     )
     serve.add_argument("--once", action="store_true", help="process everything waiting, then exit")
-    serve.add_argument("--provider", choices=["anthropic", "openai"])
+    serve.add_argument("--provider", choices=PROVIDERS)
     serve.add_argument("--model", help="model name for the chosen provider")
     serve.add_argument("--max-steps", type=int, help="step bound for each task")
     serve.add_argument("--tool-mode", choices=["native", "text", "auto"])

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from jarvis.book_index import BookIndex
 from jarvis.fsutil import fsync_dir
-from jarvis.gateway.markdown import has_surrogates
+from jarvis.gateway.markdown import Document, has_surrogates
 from jarvis.gateway.todo_format import Todo, format_todo, is_header, parse_todos
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,7 @@ SCHEMA = (
     "CREATE INDEX tasks_by_file ON tasks (file)",
 )
 _MONTH_FILE = re.compile(r"\d{4}-\d{2}\.md")
+ENDED_STATUSES = ("completed", "failed", "cancelled")
 
 
 @dataclass(frozen=True)
@@ -345,3 +346,37 @@ class IdCounter:
         tmp.write_text(f"{number}\n", encoding="ascii")
         os.replace(tmp, self.path)  # not synced: the list and the archive hold it too
         return number
+
+
+# --- the list's side of a move -----------------------------------------------------------
+def settle_list(archive: TodoArchive, doc: Document[Todo]) -> None:
+    """At the first read of the list: ended tasks a crash left both in the list and the
+    archive leave the list (see the module doc)."""
+    ended = [t for t in doc.entries() if t.status in ENDED_STATUSES]
+    if not ended:
+        return
+    done, torn = archive.settle(ended)
+    for todo_id in torn:
+        log.warning("todos/archive: a torn copy of %s was cut off; it moves again", todo_id)
+    if done:
+        _drop(doc, done)
+        log.warning("todos.md: %d task(s) already in the archive left the list", len(done))
+
+
+def rotate(archive: TodoArchive, doc: Document[Todo], keep_ended: int) -> None:
+    """Move the ended tasks of ``doc`` beyond the newest ``keep_ended`` to the archive."""
+    ended = [t for t in doc.entries() if t.status in ENDED_STATUSES]
+    if len(ended) <= keep_ended:
+        return
+    ended.sort(key=lambda t: t.completed or t.created)
+    moving = ended[: len(ended) - keep_ended]
+    done, _ = archive.settle(moving)  # a move tried before (its list write failed)
+    archive.append([t for t in moving if t.id not in done])
+    _drop(doc, {t.id for t in moving})
+    level = logging.INFO if len(moving) > 1 else logging.DEBUG
+    log.log(level, "todos.md: moved %d ended task(s) to todos/archive/", len(moving))
+
+
+def _drop(doc: Document[Todo], ids: set[str]) -> None:
+    doc.items = [i for i in doc.items if not (isinstance(i, Todo) and i.id in ids)]
+    doc.changed = True

@@ -25,7 +25,7 @@ from jarvis.gateway.todo_format import Todo, format_todo
 
 log = logging.getLogger(__name__)
 
-VERSIONS_KEPT = 8
+VERSIONS_KEPT = 16
 """Older texts remembered per task, to recognise a stale save."""
 _ID_IN_RAW = re.compile(r"^### \[\s*[Tt](\d+)\s*\]", re.MULTILINE)
 

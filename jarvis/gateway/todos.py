@@ -42,7 +42,13 @@ from jarvis.gateway.markdown import (
     problems_of,
     retrying,
 )
-from jarvis.gateway.todo_archive import IdCounter, TodoArchive
+from jarvis.gateway.todo_archive import (
+    ENDED_STATUSES,
+    IdCounter,
+    TodoArchive,
+    rotate,
+    settle_list,
+)
 from jarvis.gateway.todo_format import (
     FINAL_STATUSES,
     OPEN_STATUSES,
@@ -76,7 +82,6 @@ TODOS_PREAMBLE = (
     "<!-- Jarvis keeps this list. To add a task by hand: a line `### [new] what to do`,\n"
     "     optionally `- priority: high`, then a description. -->"
 )
-ENDED_STATUSES = ("completed", "failed", "cancelled")
 DEFAULT_KEEP_ENDED = 50
 
 
@@ -134,7 +139,7 @@ class TodoList:
                 doc.warnings = current.warnings
                 result = change(doc)
                 if doc.changed:
-                    self._rotate(doc)
+                    rotate(self.archive, doc, self.keep_ended)
                     self._write(doc)
                 return result
 
@@ -155,8 +160,8 @@ class TodoList:
         if kept is not None:
             reconcile(kept, doc, self._written, self._archived)
         else:
-            self._settle(doc)
-        self._rotate(doc)
+            settle_list(self.archive, doc)
+        rotate(self.archive, doc, self.keep_ended)
         self._snapshot = snapshot
         self._adopt(doc, kept)
         if doc.changed:  # ids filled in, tasks restored or moved: write it back now
@@ -182,9 +187,10 @@ class TodoList:
             self._touched = {i: v for i, v in self._touched.items() if i in self._by_id}
         self._doc = doc
 
-    def _render(self, doc: Document[Todo]) -> str:
-        """The file's text, each task formatted once per version of it."""
-        blocks = []
+    def _render(self, doc: Document[Todo]) -> tuple[str, list[tuple[str, str]]]:
+        """The file's text, each task formatted once per version of it, and the tasks'
+        texts that are new in it."""
+        blocks, fresh = [], []
         for item in doc.items:
             if isinstance(item, Malformed):
                 blocks.append(item.raw)
@@ -192,17 +198,19 @@ class TodoList:
             hit = self._texts.get(item.id)
             if hit is None or hit[0] is not item:
                 hit = self._texts[item.id] = (item, format_todo(item))
-                self._written.add(item.id, hit[1])
+                fresh.append((item.id, hit[1]))
             blocks.append(hit[1])
         if len(self._texts) > len(blocks):
             present = {item.id for item in doc.entries()}
             self._texts = {i: hit for i, hit in self._texts.items() if i in present}
             self._written.keep_only(present)
-        return join_sections(doc.preamble, blocks)
+        return join_sections(doc.preamble, blocks), fresh
 
     def _write(self, doc: Document[Todo]) -> None:
-        text = self._render(doc)
+        text, fresh = self._render(doc)
         self.file.replace(self._snapshot, text)
+        for todo_id, task_text in fresh:  # only versions that reached the file
+            self._written.add(todo_id, task_text)
         doc.changed = False
         self._snapshot = Snapshot(text, self.file.stamp())
         self._adopt(doc, self._doc)
@@ -227,36 +235,6 @@ class TodoList:
             raise KeyError(f"no task {todo_id} in {self.path}")
 
         return self._edit(change, what)
-
-    # -- the archive --
-    def _settle(self, doc: Document[Todo]) -> None:
-        """At the first read: ended tasks a crash left both in the list and the archive
-        leave the list (see :mod:`jarvis.gateway.todo_archive`)."""
-        ended = [t for t in doc.entries() if t.status in ENDED_STATUSES]
-        if not ended:
-            return
-        done, torn = self.archive.settle(ended)
-        for todo_id in torn:
-            log.warning("todos/archive: a torn copy of %s was cut off; it moves again", todo_id)
-        if done:
-            doc.items = [i for i in doc.items if not (isinstance(i, Todo) and i.id in done)]
-            doc.changed = True
-            log.warning("todos.md: %d task(s) already in the archive left the list", len(done))
-
-    def _rotate(self, doc: Document[Todo]) -> None:
-        """Move the ended tasks beyond the newest ``keep_ended`` to the archive."""
-        ended = [t for t in doc.entries() if t.status in ENDED_STATUSES]
-        if len(ended) <= self.keep_ended:
-            return
-        ended.sort(key=lambda t: t.completed or t.created)
-        moving = ended[: len(ended) - self.keep_ended]
-        done, _ = self.archive.settle(moving)  # a move tried before (a write that failed)
-        self.archive.append([t for t in moving if t.id not in done])
-        gone = {t.id for t in moving}
-        doc.items = [i for i in doc.items if not (isinstance(i, Todo) and i.id in gone)]
-        doc.changed = True
-        level = logging.INFO if len(moving) > 1 else logging.DEBUG
-        log.log(level, "todos.md: moved %d ended task(s) to todos/archive/", len(moving))
 
     # -- reading --
     def all(self) -> list[Todo]:

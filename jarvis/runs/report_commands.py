@@ -12,6 +12,8 @@ import webbrowser
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from jarvis.config import PROVIDERS
+
 if TYPE_CHECKING:
     from jarvis.config import Settings
     from jarvis.runs.replay import ReplayOutcome
@@ -38,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="let the model find a target the recording cannot be matched to",
     )
-    replay.add_argument("--provider", choices=["anthropic", "openai"])
+    replay.add_argument("--provider", choices=PROVIDERS)
     replay.add_argument("--report", action="store_true", help="write the replay's report.html")
     replay.add_argument(
         "--yes", action="store_true", help="repeat calls that need approval without asking"
