@@ -40,7 +40,6 @@ KNOWN_CYCLE_EDGES: frozenset[tuple[str, str]] = frozenset(
     # DESIGN section 1's order; a cycle not broken by one of these fails. Shrink, never grow.
     {
         ("jarvis.gateway", "jarvis.fleet"),  # the gateway runs the fleet's coordinator
-        ("jarvis.fleet", "jarvis.eval"),  # a fleet worker runs eval tasks (eval.remote)
         ("jarvis.safety", "jarvis.tools"),  # approvals reads the tool context
     }
 )

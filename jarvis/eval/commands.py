@@ -17,6 +17,8 @@ from jarvis.config import PROVIDERS
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
+    from jarvis.eval.runner import Executor
+    from jarvis.eval.workspace import RunResult
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -52,8 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
-    from jarvis.eval.parallel import parse_workers, run_parallel
-    from jarvis.eval.runner import RunResult, eval_model, run_suite
+    from jarvis.eval.fleet import FleetEvalError
+    from jarvis.eval.parallel import parse_workers
+    from jarvis.eval.runner import eval_model, run_suite
     from jarvis.eval.suite import SuiteError, load_suite, resolve_suite
     from jarvis.eval.summary import summarize, write_html
     from jarvis.preflight import base_url_problem
@@ -80,30 +83,19 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     model = eval_model(settings, provider, args.eval_model)
     stamp = time.strftime("%Y%m%d-%H%M%S")
 
-    def progress(result: RunResult) -> None:
-        mark = "PASS" if result.success else "FAIL"
-        print(f"{mark}  {result.task} #{result.repeat}  {result.reason}", file=sys.stderr)
-
     common: dict[str, Any] = {
         "provider": provider,
         "model": args.eval_model,
         "repeat": args.repeat,
         "stamp": stamp,
-        "on_result": progress,
+        "on_result": _progress,
     }
     try:
-        if args.fleet:
-            from jarvis.eval.fleet import FleetEvalError, run_on_fleet
-
-            try:
-                results = run_on_fleet(tasks, folder, settings, args.fleet, **common)
-            except FleetEvalError as exc:
-                print(f"jarvis: {exc}", file=sys.stderr)
-                return EXIT_USAGE
-        elif workers > 1:
-            results = run_parallel(tasks, folder, settings.data_dir, workers=workers, **common)
-        else:
-            results = run_suite(tasks, folder, settings.data_dir, **common)
+        executor = _executor(args, settings, workers)
+        results = run_suite(tasks, folder, settings.data_dir, executor=executor, **common)
+    except FleetEvalError as exc:
+        print(f"jarvis: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("jarvis: eval interrupted; its displays are stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -115,3 +107,22 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     summary["html"] = str(html)
     print(json.dumps(summary))
     return EXIT_OK if summary["total"]["success_rate"] == 1.0 else EXIT_FAILED
+
+
+def _progress(result: RunResult) -> None:
+    mark = "PASS" if result.success else "FAIL"
+    print(f"{mark}  {result.task} #{result.repeat}  {result.reason}", file=sys.stderr)
+
+
+def _executor(args: argparse.Namespace, settings: Settings, workers: int) -> Executor:
+    """Where the runs go: the fleet (``--fleet URL``), N local displays at once
+    (``--workers N``), or one after another."""
+    from jarvis.eval.fleet import Fleet
+    from jarvis.eval.parallel import Threads
+    from jarvis.eval.runner import Serial
+
+    if args.fleet:
+        return Fleet(args.fleet, settings)
+    if workers > 1:
+        return Threads(workers)
+    return Serial()

@@ -2,7 +2,7 @@
 
 This process is the coordinator of its runs, with the fleet's own parts: each run is
 dispatched once onto ``jarvis:tasks`` (:class:`~jarvis.fleet.redis_queue.RedisQueue`,
-channel ``eval``, the task in the entry: :mod:`jarvis.eval.remote`), a
+an ``eval`` kind's entry with the task in it: :mod:`jarvis.eval.remote`), a
 ``jarvis worker --eval`` claims it under a lease and sets it up, runs it and checks it on
 its own desktop; what it sends back (events, step records, screenshots) comes in through
 the :class:`~jarvis.fleet.receiver.Receiver` into this data dir's journal, so every run
@@ -18,16 +18,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jarvis.eval.remote import EVAL_CHANNEL, result_from, spec
-from jarvis.eval.runner import RunResult, add_report, eval_model, jobs
-from jarvis.eval.suite import EvalTask
+from jarvis.eval.runner import Job, Plan, add_report, eval_model
+from jarvis.eval.workspace import RunResult
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
+    from jarvis.events import EventBus
     from jarvis.fleet.receiver import Outcome
+    from jarvis.runs.journal import JournalWriter
 
 REACH_S = 5.0
 
@@ -36,39 +37,32 @@ class FleetEvalError(Exception):
     """The fleet cannot take the eval (one line for the user)."""
 
 
-def run_on_fleet(
-    tasks: list[EvalTask],
-    suite_dir: Path,
-    settings: Settings,
-    url: str,
-    *,
-    provider: str,
-    model: str | None,
-    repeat: int = 1,
-    stamp: str,
-    on_result: Callable[[RunResult], None] | None = None,
-) -> list[RunResult]:
-    from jarvis.fleet.connection import FleetUrlError, check_url
+class Fleet:
+    """The executor of ``--fleet URL``: the runs go to the fleet's ``jarvis worker --eval``
+    processes; results in serial order. Raises :class:`FleetEvalError`."""
 
-    try:
-        url = check_url(url)
-    except FleetUrlError as exc:
-        raise FleetEvalError(str(exc)) from None
-    planned = jobs(tasks, repeat, stamp)
-    return asyncio.run(
-        _run(planned, suite_dir, settings, url, provider, model, settings.fleet.lease_s, on_result)
-    )
+    def __init__(self, url: str, settings: Settings) -> None:
+        self.url = url
+        self.settings = settings
+
+    def __call__(
+        self, planned: list[Job], plan: Plan, done: Callable[[RunResult], None]
+    ) -> list[RunResult]:
+        from jarvis.fleet.connection import FleetUrlError, check_url
+
+        try:
+            url = check_url(self.url)
+        except FleetUrlError as exc:
+            raise FleetEvalError(str(exc)) from None
+        return asyncio.run(_run(planned, plan, self.settings, url, done))
 
 
 async def _run(
-    planned: list[tuple[EvalTask, int, str]],
-    suite_dir: Path,
+    planned: list[Job],
+    plan: Plan,
     settings: Settings,
     url: str,
-    provider: str,
-    model: str | None,
-    lease_s: float,
-    on_result: Callable[[RunResult], None] | None,
+    done: Callable[[RunResult], None],
 ) -> list[RunResult]:
     from redis.exceptions import RedisError
 
@@ -77,10 +71,8 @@ async def _run(
     from jarvis.fleet.receiver import Receiver
     from jarvis.fleet.redis_queue import Janitor, RedisQueue
     from jarvis.fleet.registry import workers
-    from jarvis.redaction import known_secrets
-    from jarvis.runs.journal import JournalWriter, settings_digest
 
-    data_dir = settings.data_dir
+    data_dir, provider, model = plan.data_dir, plan.provider, plan.model
     by_id = {run_id: (task, n) for task, n, run_id in planned}
     results: dict[str, RunResult] = {}
 
@@ -92,21 +84,12 @@ async def _run(
         await asyncio.to_thread(add_report, result, data_dir)
         results[outcome.task_id] = result
         await queue.recorded(outcome.task_id)
-        if on_result is not None:
-            on_result(result)
+        done(result)
 
     redis = client(url)
     bus = EventBus()
-    journal = JournalWriter(
-        data_dir,
-        bus,
-        channel="eval",
-        provider=provider,
-        model=eval_model(settings, provider, model),
-        settings_hash=settings_digest(settings),
-        secrets=known_secrets(settings),
-    )
-    lease_ms = int(lease_s * 1000)
+    journal = _journal(plan, settings, bus)
+    lease_ms = int(settings.fleet.lease_s * 1000)
     queue = RedisQueue(redis, "eval", lease_ms=lease_ms)
     janitor = Janitor(redis, lease_ms=lease_ms)
     receiver = Receiver(redis, data_dir, bus, record, consumer="eval")
@@ -118,7 +101,7 @@ async def _run(
             await queue.setup()
             await receiver.setup()
             for task, _n, run_id in planned:
-                body = spec(task, suite_dir, provider, model)
+                body = spec(task, plan.suite_dir, provider, model)
                 await queue.dispatch(run_id, body, (EVAL_CHANNEL,), force=True)
             while len(results) < len(planned):
                 await receiver.read_once(1.0)
@@ -130,3 +113,20 @@ async def _run(
         with contextlib.suppress(Exception):
             await redis.aclose()
     return [results[run_id] for _task, _n, run_id in planned]
+
+
+def _journal(plan: Plan, settings: Settings, bus: EventBus) -> JournalWriter:
+    """The journal the runs' events (as the workers send them) are written to, here."""
+    from jarvis.redaction import known_secrets
+    from jarvis.runs.journal import JournalWriter, settings_digest
+
+    provider, model = plan.provider, plan.model
+    return JournalWriter(
+        plan.data_dir,
+        bus,
+        channel="eval",
+        provider=provider,
+        model=eval_model(settings, provider, model),
+        settings_hash=settings_digest(settings),
+        secrets=known_secrets(settings),
+    )

@@ -18,10 +18,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from pathlib import Path
+from dataclasses import dataclass
 
-from jarvis.eval.runner import RunResult, add_report, jobs, run_one
-from jarvis.eval.suite import EvalTask
+from jarvis.eval.runner import Job, Plan
+from jarvis.eval.workspace import RunResult
 
 
 def parse_workers(text: str) -> int:
@@ -35,46 +35,36 @@ def parse_workers(text: str) -> int:
     return value
 
 
-def run_parallel(
-    tasks: list[EvalTask],
-    suite_dir: Path,
-    data_dir: Path,
-    *,
-    workers: int,
-    provider: str,
-    model: str | None,
-    repeat: int = 1,
-    stamp: str,
-    delay_s: float = 0.0,
-    on_result: Callable[[RunResult], None] | None = None,
-) -> list[RunResult]:
-    """Every task ``repeat`` times, ``workers`` runs at a time; results in serial order."""
-    planned = jobs(tasks, repeat, stamp)
-    results: list[RunResult | None] = [None] * len(planned)
-    stop = threading.Event()
+@dataclass(frozen=True)
+class Threads:
+    """The executor of ``--workers N``: ``workers`` runs at a time; results in serial order."""
 
-    def one(index: int) -> None:
-        task, n, run_id = planned[index]
-        if stop.is_set():
-            return
-        result = run_one(task, suite_dir, data_dir, run_id, n, provider, model, delay_s, stop)
-        add_report(result, data_dir)
-        results[index] = result
+    workers: int
 
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eval")
-    try:
-        pending: dict[Future[None], int] = {pool.submit(one, i): i for i in range(len(planned))}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                index = pending.pop(future)
-                future.result()  # a bug in the runner itself stops the eval
-                finished = results[index]
-                if on_result is not None and finished is not None:
-                    on_result(finished)
-    except BaseException:
-        stop.set()  # the running runs end their agent and stop their display
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
-    return [r for r in results if r is not None]
+    def __call__(
+        self, planned: list[Job], plan: Plan, done: Callable[[RunResult], None]
+    ) -> list[RunResult]:
+        results: list[RunResult | None] = [None] * len(planned)
+        stop = threading.Event()
+
+        def one(index: int) -> None:
+            if not stop.is_set():
+                results[index] = plan.run(planned[index], stop)
+
+        pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="eval")
+        try:
+            pending: dict[Future[None], int] = {pool.submit(one, i): i for i in range(len(planned))}
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    index = pending.pop(future)
+                    future.result()  # a bug in the runner itself stops the eval
+                    result = results[index]
+                    if result is not None:
+                        done(result)
+        except BaseException:
+            stop.set()  # the running runs end their agent and stop their display
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        return [r for r in results if r is not None]

@@ -3,39 +3,35 @@
 An eval task needs its desktop three times: its setup starts apps there, the agent works
 there, and its check looks there (files in its work folder, window titles). So all three
 run where the desktop is: on the ``jarvis worker --eval`` that claimed it, on the worker's
-own display. The stream entry is an ordinary task entry whose channel is ``eval`` and
-whose text is the :func:`spec` (JSON: the task, the suite folder's other files, the
-provider); the outcome's summary is the run's result (JSON), which the eval turns back
-into a :class:`~jarvis.eval.runner.RunResult`.
+own display, in the run's :class:`~jarvis.eval.workspace.Workspace` as a local run. The
+stream entry is an ordinary task entry of the kind ``eval`` (channel ``kind:eval``,
+:mod:`jarvis.fleet.kinds`) whose text is the :func:`spec` (JSON: the task, the suite
+folder's other files, the provider); the outcome's summary is the run's result (JSON),
+which the eval turns back into a :class:`~jarvis.eval.workspace.RunResult`.
 
-Setup commands are shell commands: a worker runs them only when started with ``--eval``.
+The worker knows nothing of eval: :func:`run_claimed` is the kind's handler, which the
+worker's command wires in. Setup commands are shell commands: it wires it in only when
+the worker is started with ``--eval``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
-import sys
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jarvis.eval.checks import CheckContext, run_check
-from jarvis.eval.runner import RunResult, SetupFailed, _setup, _stop
 from jarvis.eval.suite import EvalTask
+from jarvis.eval.workspace import RunResult, SetupFailed, Workspace
+from jarvis.fleet.kinds import Lent, kind_channel
 from jarvis.usage import Usage
 
 if TYPE_CHECKING:
-    from jarvis.agent.agent import Agent
     from jarvis.config import Settings
-    from jarvis.desktop.x11 import XDisplay
-    from jarvis.events import EventBus
-    from jarvis.safety.approvals import ApprovalGate
 
-EVAL_CHANNEL = "eval"
+EVAL_KIND = "eval"
+EVAL_CHANNEL = kind_channel(EVAL_KIND)
+"""The channel that marks an eval run's entry (:mod:`jarvis.fleet.kinds`)."""
 MAX_SUITE_FILE_BYTES = 256 * 1024
 """A suite's helper files (an app, a page) travel with each task; bigger ones do not."""
 
@@ -93,71 +89,47 @@ def claimed_settings(settings: Settings, data: dict[str, Any], steps: int) -> Se
     return settings.model_copy(update=overrides)
 
 
-async def run_claimed(
-    text: str,
-    task_id: str,
-    settings: Settings,
-    bus: EventBus,
-    where: XDisplay,
-    approvals: ApprovalGate,
-    attach: Callable[[Agent | None], None],
-) -> tuple[str, str]:
-    """Set up, run and check one eval task on this worker's display ``where``; the
-    outcome's status and summary. ``attach`` gets the task's agent (for cancel, stop and a
-    lost lease) and None once it is done."""
-    from jarvis.agent.factory import build_agent
-    from jarvis.eval.oracle import OracleProvider
-
+async def run_claimed(text: str, task_id: str, lent: Lent) -> tuple[str, str]:
+    """Set up, run and check one eval task on the worker's display (``lent.where``) in
+    the run's :class:`~jarvis.eval.workspace.Workspace`; the outcome's status and
+    summary. The worker wires this in as the handler of the eval kind."""
     data = json.loads(text)
     task = EvalTask.model_validate(data["task"])
     result = RunResult(task=task.id, repeat=1, run_id=task_id)
-    provider_name = data.get("provider")
-    run_settings = claimed_settings(settings, data, task.budget.steps)
-    oracle = OracleProvider(task.oracle) if provider_name == "oracle" else None
-    top = Path(tempfile.mkdtemp(prefix=f"jarvis-eval-{task.id}-"))
-    work, suite = top / "work", top / "suite"
     try:
-        for folder, files in ((suite, data.get("suite") or {}), (work, task.files)):
-            for name, body in files.items():
-                path = folder / name
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(body, encoding="utf-8")
-        work.mkdir(exist_ok=True)
-        suite.mkdir(exist_ok=True)
-        env = {**os.environ, **where.env(), "WORK": str(work), "SUITE": str(suite)}
-        env["PYTHON"] = sys.executable
-        home = work / ".home"
-        home.mkdir()
-        app_env = {**env, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
-        app_env |= {"XDG_CACHE_HOME": str(home / ".cache")}
-        app_env |= {"XDG_DATA_HOME": str(home / ".local" / "share")}
-        procs = await asyncio.to_thread(_setup, task.setup, app_env, work)
-        try:
-            async with build_agent(
-                run_settings, bus, provider=oracle, where=where, approvals=approvals
-            ) as agent:
-                attach(agent)
-                problem = ""
-                try:
-                    outcome = await asyncio.wait_for(
-                        agent.run(task.task, task_id=task_id), task.budget.seconds
-                    )
-                    result.status, result.summary = outcome.status, outcome.summary
-                    result.steps, result.tokens = outcome.steps, outcome.usage
-                    result.cost_usd = outcome.cost_usd
-                except TimeoutError:
-                    problem = f"the task took longer than its budget of {task.budget.seconds:g} s"
-                finally:
-                    attach(None)
-            keep = ("DISPLAY", "XAUTHORITY", "WORK", "SUITE")
-            context = CheckContext(work=work, env={k: env[k] for k in keep if k in env})
-            ok, reason = await asyncio.to_thread(run_check, task.check, context)
-            result.success = ok
-            result.reason = reason if not problem else f"{problem}; check: {reason}"
-        finally:
-            await asyncio.to_thread(_stop, procs)
+        with Workspace(task, suite_files=data.get("suite") or {}) as workspace:
+            await asyncio.to_thread(workspace.set_up, lent.where.env())
+            try:
+                outcome, problem = await _agent(task, task_id, data, lent)
+                await asyncio.to_thread(workspace.judge, result, outcome, problem)
+            finally:
+                await asyncio.to_thread(workspace.tear_down)
     except SetupFailed as exc:
         result.reason = f"could not set the task up: {exc}"
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
     return ("completed" if result.success else "failed"), result_text(result)
+
+
+async def _agent(
+    task: EvalTask, task_id: str, data: dict[str, Any], lent: Lent
+) -> tuple[dict[str, Any] | None, str]:
+    """The task's agent on the worker's display, under the task's budget: its outcome
+    (JSON data) or None and why there is none."""
+    from jarvis.agent.factory import build_agent
+    from jarvis.eval.oracle import OracleProvider
+
+    provider_name = data.get("provider")
+    run_settings = claimed_settings(lent.settings, data, task.budget.steps)
+    oracle = OracleProvider(task.oracle) if provider_name == "oracle" else None
+    async with build_agent(
+        run_settings, lent.bus, provider=oracle, where=lent.where, approvals=lent.approvals
+    ) as agent:
+        lent.attach(agent)
+        try:
+            outcome = await asyncio.wait_for(
+                agent.run(task.task, task_id=task_id), task.budget.seconds
+            )
+        except TimeoutError:
+            return None, f"the task took longer than its budget of {task.budget.seconds:g} s"
+        finally:
+            lent.attach(None)
+    return outcome.model_dump(mode="json"), ""

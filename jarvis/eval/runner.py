@@ -1,37 +1,34 @@
-"""Run a suite: each task (and each repeat) on a fresh virtual display, then judge it.
+"""Run a suite: each task (and each repeat) on a fresh display, then judge it.
 
-For one run: a work folder with the task's files, a new Xvfb of the task's size, the
-setup commands (background ones stopped afterwards, with their whole process group),
-the agent in a child process (:mod:`jarvis.eval.child`) under the time budget, the
-check, the run's report. A setup that fails or a child that dies is a failed run whose
-reason says so; the suite goes on.
+:func:`run_suite` plans the runs (``e-STAMP-TASK-N``, task by task, repeat by repeat) and
+hands them to an executor: :class:`Serial` (one after another, here),
+:class:`jarvis.eval.parallel.Threads` (N at once, each on its own private display) or
+:class:`jarvis.eval.fleet.Fleet` (on the fleet's ``jarvis worker --eval`` processes). Each
+gives the results back in the planned order, so the summary is the same whichever ran it.
+
+For one local run (:func:`run_one`): the run's :class:`~jarvis.eval.workspace.Workspace`
+(folder, environment, setup, check, result), a new Xvfb of the task's size, the agent in a
+child process (:mod:`jarvis.eval.child`) under the time budget, then the check and the
+run's report. A setup that fails or a child that dies is a failed run whose reason says
+so; the suite goes on.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import multiprocessing
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel, Field, field_serializer
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jarvis.desktop.x11 import X11Error
-from jarvis.eval.checks import CheckContext, run_check
-from jarvis.eval.suite import EvalTask, SetupStep
+from jarvis.eval.suite import EvalTask
+from jarvis.eval.workspace import RunResult, SetupFailed, Workspace
 from jarvis.safety.sandbox import Sandbox
 from jarvis.safety.settings import SandboxSettings
-from jarvis.usage import Usage
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
@@ -48,117 +45,6 @@ def eval_model(settings: Settings, provider: str, model: str | None) -> str:
         if name == provider:
             return model or settings.model_for(name)
     return "oracle"
-
-
-class RunResult(BaseModel):
-    task: str
-    repeat: int
-    run_id: str
-    success: bool = False
-    reason: str = ""
-    """The checker's explanation (or what went wrong before it could judge)."""
-    status: str = ""
-    summary: str = ""
-    steps: int = 0
-    tokens: Usage = Field(default_factory=Usage)
-    cost_usd: float = 0.0
-    wall_s: float = 0.0
-    report: str | None = None
-    """The run's report.html (absolute path)."""
-
-    @field_serializer("tokens")
-    def _token_counts(self, tokens: Usage) -> dict[str, int]:
-        return token_counts(tokens)
-
-
-def token_counts(usage: Usage) -> dict[str, int]:
-    """The eval summary's token counts (its JSON shape): input, output and cache reads."""
-    return {
-        "input": usage.input_tokens,
-        "output": usage.output_tokens,
-        "cache_read": usage.cache_read_tokens,
-    }
-
-
-class SetupFailed(Exception):
-    pass
-
-
-def _wait_window(env: dict[str, str], pattern: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        for flag in ("--class", "--name"):
-            found = subprocess.run(
-                ["xdotool", "search", "--onlyvisible", flag, pattern],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=10,
-            )
-            if found.returncode == 0 and found.stdout.strip():
-                return
-        if time.monotonic() >= deadline:
-            raise SetupFailed(f"no window {pattern!r} appeared within {timeout:g} s")
-        time.sleep(0.05)
-
-
-def _setup(
-    steps: list[SetupStep], env: dict[str, str], work: Path
-) -> list[subprocess.Popen[bytes]]:
-    started: list[subprocess.Popen[bytes]] = []
-    log_file = (work / ".setup.log").open("ab")
-    try:
-        for step in steps:
-            if step.background:
-                started.append(
-                    subprocess.Popen(
-                        ["sh", "-c", step.run],
-                        cwd=work,
-                        env=env,
-                        stdin=subprocess.DEVNULL,
-                        stdout=log_file,
-                        stderr=log_file,
-                        start_new_session=True,
-                    )
-                )
-            else:
-                try:
-                    done = subprocess.run(
-                        ["sh", "-c", step.run],
-                        cwd=work,
-                        env=env,
-                        capture_output=True,
-                        text=True,
-                        timeout=step.timeout_s,
-                    )
-                except subprocess.TimeoutExpired as exc:
-                    raise SetupFailed(f"setup {step.run!r} took over {step.timeout_s:g} s") from exc
-                if done.returncode != 0:
-                    said = (done.stdout + done.stderr).strip()[-300:]
-                    raise SetupFailed(f"setup {step.run!r} exited {done.returncode}: {said}")
-            if step.wait_window:
-                _wait_window(env, step.wait_window, step.timeout_s)
-    except BaseException:
-        _stop(started)
-        raise
-    finally:
-        log_file.close()
-    return started
-
-
-def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
-    for proc in procs:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            continue
-    for proc in procs:
-        try:
-            proc.wait(timeout=3)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=3)
 
 
 PRELOAD = ["jarvis.agent.factory", "jarvis.eval.child", "jarvis.runs.journal"]
@@ -251,65 +137,78 @@ def run_one(
     (set from another thread) ends the agent early; the display is stopped as ever."""
     result = RunResult(task=task.id, repeat=repeat, run_id=run_id)
     started = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix=f"jarvis-eval-{task.id}-"))
+    spec = {
+        "task_file": task.source,
+        "task_id": run_id,
+        "data_dir": str(data_dir),
+        "provider": provider,
+        "model": model,
+        "delay_s": delay_s,
+    }
     try:
-        for name, text in task.files.items():
-            path = work / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        spec = {
-            "task_file": task.source,
-            "task_id": run_id,
-            "data_dir": str(data_dir),
-            "provider": provider,
-            "model": model,
-            "delay_s": delay_s,
-        }
-        # a bare private display (no window manager: the tasks' windows sit at 0,0), with
-        # the accessibility bus when the agent reads the tree (its apps then publish)
-        width, height = task.size
-        bare = SandboxSettings(size=f"{width}x{height}", window_manager=None)
-        with Sandbox(bare, _wants_tree(spec, task)) as display:
-            env = {
-                **os.environ,
-                **display.env(),
-                "WORK": str(work),
-                "SUITE": str(suite_dir.resolve()),
-                "PYTHON": sys.executable,
-            }
-            home = work / ".home"  # the apps start as on a fresh machine, every time
-            home.mkdir()
-            app_env = {
-                **env,
-                "HOME": str(home),
-                "XDG_CONFIG_HOME": str(home / ".config"),
-                "XDG_CACHE_HOME": str(home / ".cache"),
-                "XDG_DATA_HOME": str(home / ".local" / "share"),
-            }
-            procs = _setup(task.setup, app_env, work)
-            try:
-                outcome, problem = _child(spec, env, task.budget.seconds, stop)
-                if outcome is not None:
-                    result.status = str(outcome.get("status", ""))
-                    result.summary = str(outcome.get("summary", ""))
-                    result.steps = int(outcome.get("steps") or 0)
-                    result.tokens = Usage.model_validate(outcome.get("usage") or {})
-                    result.cost_usd = float(outcome.get("cost_usd") or 0.0)
-                context = CheckContext(
-                    work=work,
-                    env={k: env[k] for k in ("DISPLAY", "XAUTHORITY", "WORK", "SUITE")},
-                )
-                ok, reason = run_check(task.check, context)
-                result.success = ok
-                result.reason = reason if not problem else f"{problem}; check: {reason}"
-            finally:
-                _stop(procs)
+        with Workspace(task, suite=suite_dir) as workspace:
+            # a bare private display (no window manager: the tasks' windows sit at 0,0),
+            # with the accessibility bus when the agent reads the tree (its apps publish)
+            width, height = task.size
+            bare = SandboxSettings(size=f"{width}x{height}", window_manager=None)
+            with Sandbox(bare, _wants_tree(spec, task)) as display:
+                env = workspace.set_up(display.env())
+                try:
+                    outcome, problem = _child(spec, env, task.budget.seconds, stop)
+                    workspace.judge(result, outcome, problem)
+                finally:
+                    workspace.tear_down()
     except (SetupFailed, X11Error, OSError) as exc:
         result.reason = f"could not set the task up: {exc}"
     finally:
-        shutil.rmtree(work, ignore_errors=True)
         result.wall_s = round(time.monotonic() - started, 3)
     return result
+
+
+Job = tuple[EvalTask, int, str]
+"""One planned run: the task, its repeat number, its run id."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What every run of a suite shares, whichever executor runs it."""
+
+    suite_dir: Path
+    data_dir: Path
+    provider: str
+    model: str | None
+    delay_s: float = 0.0
+
+    def run(self, job: Job, stop: threading.Event | None = None) -> RunResult:
+        """One planned run here (:func:`run_one`), with its report."""
+        task, n, run_id = job
+        where = (self.suite_dir, self.data_dir)
+        result = run_one(task, *where, run_id, n, self.provider, self.model, self.delay_s, stop)
+        add_report(result, self.data_dir)
+        return result
+
+
+class Executor(Protocol):
+    """Runs the planned runs; the results in the planned order. ``done`` hears of each
+    result as it comes (in any order)."""
+
+    def __call__(
+        self, planned: list[Job], plan: Plan, done: Callable[[RunResult], None]
+    ) -> list[RunResult]: ...
+
+
+class Serial:
+    """One run after the other, here."""
+
+    def __call__(
+        self, planned: list[Job], plan: Plan, done: Callable[[RunResult], None]
+    ) -> list[RunResult]:
+        results = []
+        for job in planned:
+            result = plan.run(job)
+            results.append(result)
+            done(result)
+        return results
 
 
 def run_suite(
@@ -323,19 +222,20 @@ def run_suite(
     stamp: str,
     delay_s: float = 0.0,
     on_result: Callable[[RunResult], None] | None = None,
+    executor: Executor | None = None,
 ) -> list[RunResult]:
-    """Every task ``repeat`` times, in order; the runs are ``e-STAMP-TASK-N``."""
-    results = []
-    for task, n, run_id in jobs(tasks, repeat, stamp):
-        result = run_one(task, suite_dir, data_dir, run_id, n, provider, model, delay_s)
-        add_report(result, data_dir)
-        results.append(result)
-        if on_result is not None:
-            on_result(result)
-    return results
+    """Every task ``repeat`` times (the runs are ``e-STAMP-TASK-N``), by ``executor``
+    (default :class:`Serial`); the results in the serial order."""
+    plan = Plan(suite_dir, data_dir, provider, model, delay_s)
+    run = executor if executor is not None else Serial()
+    return run(jobs(tasks, repeat, stamp), plan, on_result or _ignore)
 
 
-def jobs(tasks: list[EvalTask], repeat: int, stamp: str) -> list[tuple[EvalTask, int, str]]:
+def _ignore(result: RunResult) -> None:
+    pass
+
+
+def jobs(tasks: list[EvalTask], repeat: int, stamp: str) -> list[Job]:
     """The runs of a suite in the summary's order: (task, repeat number, run id)."""
     return [(t, n, f"e-{stamp}-{t.id}-{n}") for t in tasks for n in range(1, repeat + 1)]
 

@@ -8,7 +8,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from jarvis.eval.runner import RunResult, token_counts
+from jarvis.eval.workspace import RunResult, token_counts
 from jarvis.usage import Usage
 
 

@@ -17,10 +17,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jarvis.config import PROVIDERS, Settings
 from jarvis.desktop.x11 import XDisplay
+
+if TYPE_CHECKING:
+    from jarvis.fleet.kinds import TaskHandler
 
 EXIT_OK, EXIT_FAILED = 0, 1
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
@@ -156,13 +159,29 @@ def _work(args: argparse.Namespace, settings: Settings, url: str, where: XDispla
         return EXIT_FAILED
     name = args.name or f"{socket.gethostname()}-{os.getpid()}"
     lease = args.lease or settings.fleet.lease_s
-    return asyncio.run(
-        _serve_worker(settings, url, name, where, int(lease * 1000), evals=args.eval)
-    )
+    kinds = task_kinds(evals=args.eval)
+    return asyncio.run(_serve_worker(settings, url, name, where, int(lease * 1000), kinds))
+
+
+def task_kinds(*, evals: bool) -> dict[str, TaskHandler]:
+    """The task kinds a ``jarvis worker`` runs besides the agent's tasks: with ``--eval``,
+    eval's (its setup and check commands run here); without, eval's runs are refused.
+    This command is a root: it wires eval into the fleet, which never imports eval."""
+    from jarvis.eval.remote import EVAL_KIND, run_claimed
+    from jarvis.fleet.kinds import refusing
+
+    if evals:
+        return {EVAL_KIND: run_claimed}
+    return {EVAL_KIND: refusing("this worker runs no eval tasks (start it with --eval)")}
 
 
 async def _serve_worker(
-    settings: Settings, url: str, name: str, where: XDisplay, lease: int, *, evals: bool = False
+    settings: Settings,
+    url: str,
+    name: str,
+    where: XDisplay,
+    lease: int,
+    kinds: dict[str, TaskHandler],
 ) -> int:
     from jarvis.fleet.connection import client
     from jarvis.fleet.worker import FleetWorker, WorkerOptions, screen_size
@@ -178,7 +197,7 @@ async def _serve_worker(
         screen_size(where),
         lease_ms=lease,
         heartbeat_ttl_s=settings.fleet.heartbeat_ttl_s,
-        evals=evals,
+        kinds=kinds,
     )
     try:
         worker = FleetWorker(settings, redis, options, say)

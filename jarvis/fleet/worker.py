@@ -6,8 +6,8 @@ while it runs; every event goes to ``jarvis:events`` as it happens, in order, an
 run's files after each step in a lane of their own (a step's files follow its
 ``step_finished``; the next events do not wait for them; an approval's screenshot goes
 before its request); the run's last files and what it learnt go before the outcome,
-which goes with the lease token. SIGTERM cancels the run and gives
-the task back at once. A lost lease cancels the run and sends no outcome.
+which goes with the lease token. SIGTERM cancels the run and gives the task back at
+once. A lost lease cancels the run and sends no outcome.
 
 The worker keeps no long-term store: the memories the coordinator recalled come in the
 task entry and are the agent's recall; ``remember``, the distilled skill and the task's
@@ -22,20 +22,20 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jarvis import __version__
 from jarvis.config import Settings
 from jarvis.desktop.x11 import XDisplay
-from jarvis.eval.remote import EVAL_CHANNEL
 from jarvis.events import ApprovalRequested, Event, EventBus, StepFinished, TaskFinished
 from jarvis.fleet import control, holds, keys, registry
 from jarvis.fleet.approvals import RELAYED_BY
 from jarvis.fleet.connection import reason, wait_for_redis
+from jarvis.fleet.kinds import Lent, TaskHandler, kind_of, refusing
 from jarvis.fleet.memory import RelayedMemory, carried_memories
 from jarvis.fleet.protocol import Claim
 from jarvis.fleet.redis_queue import RedisQueue
@@ -66,8 +66,8 @@ class WorkerOptions:
     heartbeat_ttl_s: int = registry.HEARTBEAT_TTL_S
     handle_signals: bool = True
     """Stop on SIGTERM and SIGINT (off for the daemon's own worker: the daemon stops it)."""
-    evals: bool = False
-    """Run eval tasks (channel ``eval``): their setup and check commands run here."""
+    kinds: Mapping[str, TaskHandler] = field(default_factory=dict)
+    """The task kinds this worker runs, by name (the root wires them: ``--eval``, eval's)."""
 
 
 def screen_size(where: XDisplay) -> str:
@@ -104,6 +104,7 @@ class FleetWorker:
         self.info.xauthority = options.where.xauthority or ""
         self.current: Claim | None = None
         self.agent: Agent | None = None
+        self._own: Agent | None = None
         self._stop = asyncio.Event()
         self._outbox: asyncio.Queue[Event | None] = asyncio.Queue()
         """Events to send; None ends a task's sending (after all posted before it)."""
@@ -151,7 +152,7 @@ class FleetWorker:
             registry=tools,
             long_term=self.memory,
         ) as agent:
-            self.agent = agent
+            self.agent = self._own = agent
             helpers = [asyncio.create_task(self._heartbeat()), asyncio.create_task(self._control())]
             self.say(f"worker {self.options.name} on {self.options.where.name}: waiting for tasks")
             try:
@@ -207,8 +208,8 @@ class FleetWorker:
         outcome = None
         ended: tuple[str, str] | None = None
         try:
-            if EVAL_CHANNEL in claim.channels:
-                ended = await self._eval(claim)
+            if (kind := kind_of(claim.channels)) is not None:
+                ended = await self._handled(claim, kind)
             else:
                 outcome = await agent.run(claim.text, claim.task_id, claim.channels)
         except Exception:  # the boundary: an agent crash becomes a failed task
@@ -249,22 +250,15 @@ class FleetWorker:
         note: Any = fields
         await self.redis.xadd(keys.EVENTS, note)
 
-    async def _eval(self, claim: Claim) -> tuple[str, str]:
-        """An eval task: its setup, agent and check on this desktop (jarvis.eval.remote)."""
-        if not self.options.evals:
-            return "failed", "this worker runs no eval tasks (start it with --eval)"
-        from jarvis.eval.remote import run_claimed
+    async def _handled(self, claim: Claim, kind: str) -> tuple[str, str]:
+        """A task of a kind: the handler the root wired in runs it on this desktop."""
+        handler = self.options.kinds.get(kind) or refusing(f"this worker runs no {kind} tasks")
+        lent = Lent(self.settings, self.bus, self.options.where, self._gate(), self._lend)
+        return await handler(claim.text, claim.task_id, lent)
 
-        main = self.agent
-
-        def attach(agent: Agent | None) -> None:
-            self.agent = agent or main
-
-        where = self.options.where
-        gate = self._gate()
-        return await run_claimed(
-            claim.text, claim.task_id, self.settings, self.bus, where, gate, attach
-        )
+    def _lend(self, agent: Agent | None) -> None:
+        """A kind's handler attached its agent (or detached it: the worker's own again)."""
+        self.agent = agent or self._own
 
     async def _renew(self, claim: Claim, agent: Agent, lost: asyncio.Event) -> None:
         from redis.exceptions import RedisError
