@@ -16,11 +16,12 @@ Then it runs on one asyncio loop: the channels (:mod:`jarvis.gateway.channels`: 
 with drop files and edits of ``inbox.md``; email when settings turn it on; every
 ``jarvis.channels`` entry point), the routing loop (claims inbox messages one at a time,
 most urgent first, and lets the :class:`MessageRouter` merge each into an open task or make
-a new one; without a reachable model a message becomes a new task) and the agent worker
-(:mod:`jarvis.gateway.worker`), which answers with ``ReplyReady`` events that the channel
-registry hands to the channel that asked. A message the router cannot take (the model
+a new one; without a reachable model a message becomes a new task) and the runner it was
+given (:mod:`jarvis.gateway.runner`: by default one agent worker, :mod:`jarvis.gateway.worker`),
+which answers with ``ReplyReady`` events that the channel registry hands to the channel
+that asked. A message the router cannot take (the model
 refuses its key, a bug) goes back to the inbox with a ``routing_failed`` event and is tried
-again after a backoff (doubling from ``routing_retry_s``). When idle, the worker repairs
+again after a backoff (doubling from ``routing_retry_s``). When idle, the embedded runner repairs
 half-recorded endings and, with long-term memory on, runs the memory compressor every
 ``compress_every_s``.
 
@@ -45,7 +46,7 @@ import signal
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jarvis.config import Settings
@@ -56,16 +57,23 @@ from jarvis.gateway.channels.settings import refused_approvers
 from jarvis.gateway.message_format import Message
 from jarvis.gateway.queue import MessageQueue
 from jarvis.gateway.router import Backoff
+from jarvis.gateway.runner import (
+    GatewayReport,
+    MainScreen,
+    Runner,
+    RunnerFactory,
+    Shared,
+    open_embedded,
+)
 from jarvis.gateway.serve_lock import ServeLock
 from jarvis.gateway.todos import Todo, TodoList, TodoState
-from jarvis.gateway.worker import AgentWorker, RunRecord, describe_open
 from jarvis.redaction import register_settings
 from jarvis.runs.journal import JournalWriter
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
 
+__all__ = ["Gateway", "GatewayOptions", "GatewayReport"]
+
 if TYPE_CHECKING:
-    from jarvis.desktop.desktop import Desktop
-    from jarvis.fleet.serving import FleetService
     from jarvis.gateway.channels.email.channel import EmailChannel
     from jarvis.gateway.channels.inbox import InboxChannel
     from jarvis.gateway.router import MessageRouter
@@ -99,22 +107,6 @@ class GatewayOptions:
     """How often a running task's status in todos.md is checked for a cancel."""
     handle_signals: bool = False
     """Stop on SIGTERM and SIGINT (the command line turns this on)."""
-    fleet_url: str | None = None
-    """The fleet's Redis: tasks go to ``jarvis worker`` processes (:mod:`jarvis.fleet.serving`)
-    rather than to an agent in this process."""
-    local_worker: bool = False
-    """With ``fleet_url``: also one worker of the fleet in this process, on ``where``."""
-
-
-@dataclass
-class GatewayReport:
-    requeued: list[str] = field(default_factory=list)
-    """Tasks found in progress at start and put back to pending."""
-    repaired: list[str] = field(default_factory=list)
-    """Messages archived at start because their task had ended."""
-    routed: int = 0
-    runs: list[RunRecord] = field(default_factory=list)
-    compressions: int = 0
 
 
 class Gateway:
@@ -129,10 +121,12 @@ class Gateway:
         provider: Provider | None = None,
         where: XDisplay,
         person: XDisplay | None = None,
+        runner: RunnerFactory = open_embedded,
     ) -> None:
         """``where``: the display the agent works on (the one the daemon was started on, or
         ``serve --sandbox``'s private one); ``person``: the person's, where the kill switch
-        is grabbed (default: ``where``)."""
+        is grabbed (default: ``where``); ``runner``: builds what runs the tasks (default:
+        one agent in this process, :func:`~jarvis.gateway.runner.open_embedded`)."""
         self.settings = settings
         register_settings(settings)  # todos, the archive and the API redact them too
         self.bus = bus or EventBus()
@@ -140,10 +134,9 @@ class Gateway:
         self.queue = MessageQueue.from_settings(settings, self.bus)
         self.todos = TodoList.from_settings(settings, self.bus)
         self.report = GatewayReport()
-        self.worker: AgentWorker | None = None
-        self.fleet: FleetService | None = None
-        """The fleet's coordinator loop, with ``fleet_url`` (then tasks run on the fleet's
-        workers, one of them in this process with ``local_worker``)."""
+        self.runner: Runner | None = None
+        """What runs the tasks, once :meth:`run` assembled it (it stays for a look after)."""
+        self._open_runner = runner
         self.email: EmailChannel | None = None
         """The email channel while serving with it on."""
         self.ready = asyncio.Event()
@@ -151,8 +144,9 @@ class Gateway:
         self._provider = provider
         self.display = where
         self.person = person or self.display
-        self.desktop: Desktop | None = None
-        """The agent's desktop once assembled; a task may move it to a private display."""
+        self.main = MainScreen()
+        """The daemon's own screen: the agent's desktop (a task may move it to a private
+        display) and its hold, while a runner drives it."""
         self._memory: LongTermMemory | None = None
         self._bridge: MemoryBridge | None = None
         self._books = asyncio.Lock()
@@ -162,6 +156,7 @@ class Gateway:
         """Messages whose routing failed wait in the inbox until tried again."""
         self._next_compress = 0.0
         self._arrived: asyncio.Event | None = None
+        self._draining: tuple[InboxChannel, MessageRouter] | None = None
         self.journal = JournalWriter.for_settings(settings, self.bus, channel=self._channel_of)
         self.serve_lock = ServeLock(settings.data_dir)
         """Held while :meth:`run` runs; the API records where it listens in it (clients
@@ -180,22 +175,16 @@ class Gateway:
 
     def display_now(self) -> XDisplay:
         """The display the agent works on now (a task's private display while it runs)."""
-        return self.desktop.where if self.desktop is not None else self.display
-
-    async def _verified(self, task_id: str, summary: str) -> None:
-        """The agent's ``on_verified``: the worker writes the verdict at once."""
-        if self.worker is not None:
-            await self.worker.verified(task_id, summary)
+        desktop = self.main.desktop
+        return desktop.where if desktop is not None else self.display
 
     def stop(self) -> None:
         """Cancel the running task (it goes back to pending) and return from :meth:`run`."""
         if not self._stop.is_set():
             log.info("stopping: the running task, if any, goes back to pending")
         self._stop.set()
-        if self.worker is not None:
-            self.worker.stop()
-        if self.fleet is not None:
-            self.fleet.stop()
+        if self.runner is not None:
+            self.runner.stop()
 
     async def run(self) -> GatewayReport:
         """Hold the lock, recover, then serve (or drain with ``once``). Raises ServeLockHeld."""
@@ -259,12 +248,13 @@ class Gateway:
         todo = self.todos.get(todo_id)
         return todo.source if todo is not None else None
 
-    async def cancel_task(self, todo_id: str, by: str = "user") -> Todo:
+    async def cancel_task(self, todo_id: str, by: str = "user", *, told: bool = False) -> Todo:
         """A person's cancel (API, web panel, TUI): the path of a ``cancelled`` status set in
-        todos.md. A running task is also stopped at once rather than at the worker's next
-        look; an open one that is not running ends cancelled and its messages are answered
-        when the worker is next idle. ``by`` (tui, web, api...) is recorded as who stopped
-        it. Raises KeyError (no such task) or TodoState (ended)."""
+        todos.md. A running task is also stopped at once rather than at the runner's next
+        look (``told``: the runner was told already); an open one that is not running ends
+        cancelled and its messages are answered when the runner next settles. ``by`` (tui,
+        web, api...) is recorded as who stopped it. Raises KeyError (no such task) or
+        TodoState (ended)."""
         async with self._books:
             todo = await asyncio.to_thread(self.todos.get, todo_id)
             if todo is None:
@@ -277,12 +267,8 @@ class Gateway:
                 todo = await asyncio.to_thread(
                     self.todos.finish, todo.id, "cancelled", "cancelled by the user"
                 )
-        worker = self.worker
-        if worker is not None and worker.current == todo.id:
-            log.info("task %s cancelled by the %s; stopping it", todo.id, by)
-            worker.agent.cancel(by)
-        elif self.fleet is not None and todo.status == "cancelled":
-            await self.fleet.cancel(todo.id, by)
+        if self.runner is not None and not told:
+            await self.runner.cancel(todo.id, by)
         self._work.set()
         return todo
 
@@ -301,11 +287,9 @@ class Gateway:
                 loop.remove_signal_handler(sig)
 
     async def _assemble(self, stack: AsyncExitStack) -> MessageRouter:
-        """The provider (shared by router and agent), memory, agent, router and worker."""
-        from jarvis.agent.factory import build_agent
+        """The provider (shared by router and runner), memory, the runner and the router."""
         from jarvis.agent.safety_checks import approver
         from jarvis.llm.factory import make_provider
-        from jarvis.safety.killswitch import kill_switch
 
         gate = ApprovalGate(self.settings.safety, self.approvals, channels=self.settings.channels)
         provider = self._provider
@@ -314,45 +298,33 @@ class Gateway:
             stack.push_async_callback(made.aclose)
             provider = made
         registry = await self._open_memory(stack, gate)
-        if self.options.fleet_url is not None:  # the workers run the tasks, not this process
-            from jarvis.fleet.serving import FleetService
-
-            self.fleet = FleetService(
-                self, self.options.fleet_url, local_worker=self.options.local_worker
-            )
-            stack.push_async_callback(self.fleet.aclose)
-            return self._router(provider)
-
-        def open_tasks() -> str:
-            return describe_open(self.todos.open_tasks(), self.settings.router.candidates)
-
-        agent = await stack.enter_async_context(
-            build_agent(
-                self.settings,
-                self.bus,
-                provider=provider,
-                registry=registry,
-                long_term=self._bridge,
-                todos=open_tasks,
-                approvals=gate,
-                where=self.display,
-                on_verified=self._verified,
-            )
-        )
-        self.desktop = agent.desktop
-        stack.callback(setattr, self, "desktop", None)
-        loop = asyncio.get_running_loop()
-        stack.enter_context(kill_switch(self.settings, agent, loop, self.person, self.display_now))
-        self.worker = AgentWorker(
-            agent,
-            self.todos,
-            self.queue,
-            self.bus,
+        shared = Shared(
+            settings=self.settings,
+            bus=self.bus,
+            todos=self.todos,
+            queue=self.queue,
+            journal=self.journal,
+            approvals=self.approvals,
+            gate=gate,
+            provider=provider,
+            report=self.report,
             books=self._books,
+            work=self._work,
+            stopping=lambda: self.stopping,
+            display=self.display,
+            person=self.person,
+            main=self.main,
+            bridge=self._bridge,
+            registry=registry,
+            once=self.options.once,
+            intake=self._intake,
+            idle=self._maybe_compress,
+            poll_interval_s=self.options.poll_interval_s,
             watch_interval_s=self.options.watch_interval_s,
         )
+        self.runner = await self._open_runner(shared, stack)
         if self.stopping:  # a signal came while we were starting
-            self.worker.stop()
+            self.runner.stop()
         return self._router(provider)
 
     def _router(self, provider: Provider) -> MessageRouter:
@@ -399,14 +371,8 @@ class Gateway:
     # -- recovery --
     async def recover(self, router: MessageRouter) -> None:
         """Bring the files in line after a crash (see the module doc)."""
-        back: list[Todo] = []
-        if self.fleet is not None:  # a task in progress may still run on a worker
-            self.report.repaired = [m.id for m in await self.fleet.settle()]
-        else:
-            assert self.worker is not None
-            back = await asyncio.to_thread(self.todos.recover)
-            self.report.requeued = [t.id for t in back]
-            self.report.repaired = [m.id for m in await self.worker.settle()]
+        assert self.runner is not None
+        self.report.repaired = [m.id for m in await self.runner.settle()]
         waiting = await asyncio.to_thread(self.queue.processing)
         named = {m for t in await asyncio.to_thread(self.todos.all) for m in t.message_ids}
         for message in waiting:
@@ -414,10 +380,10 @@ class Gateway:
                 break
             if message.id not in named:  # (route() checks again, one file read per message)
                 await self._route(router, message)
-        if back or self.report.repaired or waiting:
+        if self.report.requeued or self.report.repaired or waiting:
             log.info(
                 "recovered: %d task(s) pending again, %d message(s) archived, %d in processing",
-                len(back),
+                len(self.report.requeued),
                 len(self.report.repaired),
                 len(waiting),
             )
@@ -504,36 +470,24 @@ class Gateway:
             self.channels.add(plugin)
 
     async def _work_forever(self) -> None:
-        if self.fleet is not None:
-            await self.fleet.run()
-            return
-        assert self.worker is not None
+        assert self.runner is not None
         self._next_compress = time.monotonic()
-        while not self.stopping:
-            record = await self.worker.run_next()
-            if record is not None:
-                self.report.runs.append(record)
-                continue
-            if self.stopping:
-                break
-            await self.worker.settle()
-            await self._maybe_compress()
-            await _wait_any([self._work, self._stop], self.options.poll_interval_s)
-            self._work.clear()
+        await self.runner.run()
 
     async def _drain(self, channel: InboxChannel, router: MessageRouter) -> None:
-        """``once``: import drop files, route the inbox, run pending tasks, until none."""
-        assert self.worker is not None
+        """``once``: import drop files, route the inbox, run pending tasks, until none (the
+        runner brings in what waits before each task: :meth:`_intake`)."""
+        assert self.runner is not None
+        self._draining = (channel, router)
         self.ready.set()
-        while not self.stopping:
+        await self.runner.run()
+
+    async def _intake(self) -> None:
+        """Before each task of ``once``: the drop files and the inbox, routed."""
+        if self._draining is not None:
+            channel, router = self._draining
             await channel.scan()
             await self._route_waiting(router)
-            record = await self.worker.run_next()
-            if record is None:
-                break
-            self.report.runs.append(record)
-        if not self.stopping:
-            await self.worker.settle()
 
     async def _maybe_compress(self) -> None:
         every = self.options.compress_every_s
