@@ -186,7 +186,7 @@ class EmbeddedRunner:
                 return
             if shared.idle is not None:
                 await shared.idle()
-            await _wait_any([shared.work, self._stop], shared.poll_interval_s)
+            await wait_any([shared.work, self._stop], shared.poll_interval_s)
             shared.work.clear()
 
     def stop(self) -> None:
@@ -277,7 +277,7 @@ def _clear(main: MainScreen) -> None:
     main.desktop = main.hold = None
 
 
-async def _wait_any(events: list[asyncio.Event], timeout: float) -> None:
+async def wait_any(events: list[asyncio.Event], timeout: float) -> None:
     """Until one of ``events`` is set, or ``timeout`` seconds."""
     waiters = [asyncio.create_task(e.wait()) for e in events]
     try:

@@ -1,6 +1,6 @@
 """The daemon as its faces see it: one small service object over the gateway.
 
-The control API's routes (and later the fleet coordinator, A2A and MCP) call only this:
+The control API's routes (and A2A and MCP) call only this:
 submit a message, answer or cancel a task, answer an approval, stop the running task, and
 read the daemon's state, its todos, a task's record and the runs. It is the one place
 outside the gateway that touches the gateway's queue, todo list, journal and runner;
@@ -199,7 +199,7 @@ class DaemonService:
         return await runner.workers() if runner is not None else []
 
     def watched_task(self) -> str | None:
-        """The task the journal shows running (the agent's here; a worker's in a fleet)."""
+        """The task the journal shows running (the agent's here, or a worker's)."""
         return self._gateway.journal.current
 
     # -- reading --
