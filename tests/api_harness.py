@@ -20,6 +20,7 @@ from jarvis.api.settings import HttpAddress
 from jarvis.config import Settings
 from jarvis.desktop.x11 import XDisplay
 from jarvis.gateway.gateway import Gateway, GatewayOptions
+from jarvis.gateway.serve_command import pick_runner
 from jarvis.runs.reader import events_after
 from tests.fake_model import RecordedRequest, Reply, call
 
@@ -52,8 +53,11 @@ class Api:
 @asynccontextmanager
 async def serving_api(settings: Settings, **options: Any) -> AsyncIterator[Api]:
     """The gateway (serving, not ``once``) with its API; stopped on the way out."""
+    runner = pick_runner(
+        options.pop("fleet_url", None), local_worker=options.pop("local_worker", False)
+    )
     opts = GatewayOptions(poll_interval_s=0.2, settle_s=0.05, watch_interval_s=0.1, **options)
-    gateway = Gateway(settings, options=opts, where=XDisplay.from_env())
+    gateway = Gateway(settings, options=opts, where=XDisplay.from_env(), runner=runner)
     announced: list[str] = []
     service = HttpService(gateway, HttpAddress(host="127.0.0.1", port=0), announce=announced.append)
     gateway.services.append(service.running)

@@ -22,6 +22,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
 
+from jarvis.gateway.runner import EmbeddedRunner
 from tests.a2a_harness import S, Seen, a2a_client, request, take
 from tests.agent_harness import agent_settings
 from tests.api_harness import is_step, moves, scripted, serving_api, until
@@ -115,7 +116,9 @@ async def test_cancel_mid_task(tmp_path: Path, fake_model: FakeModel, monkeypatc
         seen = await take(stream, Seen(), lambda s: "step 2" in s.texts())
         cancelled = await client.cancel_task(CancelTaskRequest(id=seen.task_id))
         assert cancelled.status.state == S.TASK_STATE_CANCELED
-        await until(lambda: api.gateway.worker is None or api.gateway.worker.current is None)
+        runner = api.gateway.runner
+        assert isinstance(runner, EmbeddedRunner)
+        await until(lambda: runner.worker.current is None)
         assert api.gateway.todos.all()[0].status == "cancelled"
         steps = sum(map(is_step, fake_model.requests))
         assert steps < 20

@@ -20,6 +20,7 @@ import pytest
 
 from jarvis.events import Event, ReplyReady
 from jarvis.fleet import keys
+from jarvis.fleet.serving import FleetRunner
 from jarvis.gateway.todos import TodoList
 from tests.agent_harness import TEST_KEY, agent_settings
 from tests.api_harness import NEW_TASK, is_router, serving_api, until
@@ -76,8 +77,8 @@ async def test_the_local_worker_runs_a_task_end_to_end_and_obeys_approvals_and_a
             api.client() as http,
         ):
             api.gateway.bus.subscribe(replies.append, ReplyReady)
-            fleet = api.gateway.fleet
-            assert fleet is not None and fleet.local is not None
+            fleet = api.gateway.runner
+            assert isinstance(fleet, FleetRunner) and fleet.local is not None
             posted = await http.post("/api/messages", json={"text": TASK, "channel": "api"})
             assert posted.status_code == 201, posted.text
             held: list[dict[str, Any]] = []

@@ -104,7 +104,7 @@ async def test_memories_go_out_with_a_task_and_what_a_worker_learns_comes_back(
                 assert posted.status_code == 201, posted.text
                 task_id = "T001" if text == FIRST else "T002"
                 await until(lambda t=task_id: ended(api.data_dir, t), 90)
-            bridge = api.gateway._bridge
+            bridge = api.gateway.memory.bridge
             assert bridge is not None
             stored = await asyncio.to_thread(bridge.memory.list)
     finally:

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from websockets.exceptions import InvalidStatus
 
+from jarvis.api.fleet_parts import screens_of
 from jarvis.fleet import control, keys, registry
 from jarvis.fleet.connection import client
 from tests.api_harness import NEW_TASK, Api, is_router, serving_api, until
@@ -132,7 +133,7 @@ async def test_a_local_workers_screen_is_relayed_and_a_remote_one_is_refused(
             view = await open_session(worker_url(api, "w1"), additional_headers=api.auth)
             assert (view.width, view.height) == (800, 600)
             assert await view.frame() == 800 * 600 * 4
-            screens = api.service.daemon.service.fleet_screens()  # type: ignore[union-attr]
+            screens = screens_of(api.service.daemon.service)  # type: ignore[union-attr]
             assert screens is not None and sorted(screens.servers) == ["w1"]  # none for far
             server = screens.servers["w1"][1]
             assert server._proc is not None

@@ -15,6 +15,7 @@ from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus, EventRecorder, ToolCallFinished
 from jarvis.gateway.gateway import Gateway, GatewayOptions
 from jarvis.gateway.queue import MessageQueue
+from jarvis.gateway.runner import EmbeddedRunner
 from tests.agent_harness import agent_settings
 from tests.fake_model import FakeModel, RecordedRequest, Reply, call
 from tests.test_serve import archived_today, finish, is_step, responder, until
@@ -60,8 +61,8 @@ async def test_skills_load_break_and_reload_while_serving(
         await until(gateway.ready.is_set)
         queue.append("run which")
         await until(lambda: len(archived_today(queue)) == 1)
-        assert gateway.worker is not None
-        registry = gateway.worker.agent.cerebellum.registry  # type: ignore[attr-defined]
+        assert isinstance(gateway.runner, EmbeddedRunner)
+        registry = gateway.runner.worker.agent.cerebellum.registry  # type: ignore[attr-defined]
         old = registry.get("which")
 
         versioned.write_text(VERSIONED.format(name="which", version=2))

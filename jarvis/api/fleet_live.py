@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jarvis.api.fleet_parts import screens_of, worker_of
 from jarvis.api.live import LiveScreen, NoDisplay
 from jarvis.api.views import IMAGE_SUFFIXES, safe_screenshot, screenshot_path
 from jarvis.desktop.x11 import XDisplay
@@ -90,7 +91,7 @@ async def fleet_picture(
             )
         data = await live.frame(monitor, max_side)  # NoDisplay: the route's 503
         return Picture(data, "image/jpeg", LIVE)
-    worker = await service.worker_of(wanted)
+    worker = await worker_of(service, wanted)
     why = f"task {wanted} runs on no worker now"
     if worker is not None:
         where, why = await _worker_display(service, worker)
@@ -118,7 +119,7 @@ async def _worker_display(service: DaemonService, worker: str) -> tuple[XDisplay
     """Worker ``worker``'s display when it can be captured from here, else None and why."""
     from redis.exceptions import RedisError
 
-    screens = service.fleet_screens()
+    screens = screens_of(service)
     if screens is None:
         return None, "this daemon coordinates no fleet"
     try:

@@ -24,6 +24,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request, WebSocket
 from pydantic import BaseModel
 
+from jarvis.api.fleet_parts import holds_of, screens_of, worker_of
 from jarvis.api.vnc_relay import relay
 from jarvis.fleet.holds import FleetHolder, FleetHolds
 from jarvis.fleet.screens import Unreachable, WorkerScreens
@@ -77,7 +78,7 @@ def _controls(app: Any) -> FleetControls:
 
 
 def _screens(service: DaemonService) -> WorkerScreens:
-    screens = service.fleet_screens()
+    screens = screens_of(service)
     if screens is None:
         raise Unreachable(404, "this daemon coordinates no fleet")
     return screens
@@ -105,7 +106,7 @@ async def worker_vnc(websocket: WebSocket, name: str, ticket: str = "") -> None:
     if not ticket:
         await relay(websocket, server.port, server.view_password, controls.closing)
         return
-    holds = service.fleet_holds()
+    holds = holds_of(service)
     holder = holds.holders.get(name) if holds is not None else None
     if holds is None or holder is None or not hmac.compare_digest(ticket, holder.ticket):
         await websocket.close(code=1008, reason="this ticket does not hold the screen")
@@ -124,13 +125,13 @@ async def worker_vnc(websocket: WebSocket, name: str, ticket: str = "") -> None:
 async def fleet_take(service: DaemonService, by: str, task_id: str | None) -> FleetHolder | None:
     """A takeover of a task a fleet worker runs (``task_id``, or else the watched task
     when no local agent runs one); None when it is not a fleet worker's."""
-    holds = service.fleet_holds()
+    holds = holds_of(service)
     if holds is None:
         return None
     wanted = task_id or (None if service.running_task() else service.watched_task())
     if wanted is None:
         return None
-    worker = await service.worker_of(wanted)
+    worker = await worker_of(service, wanted)
     if worker is None:
         return None
     try:
@@ -144,7 +145,7 @@ async def fleet_hand_back(
 ) -> FleetHolder | None:
     """Hand a worker's screen back (the one held for ``task_id``, or the one held); None
     when no worker's screen is held."""
-    holds = service.fleet_holds()
+    holds = holds_of(service)
     if holds is None or holds.of_task(task_id) is None:
         return None
     try:
@@ -154,6 +155,6 @@ async def fleet_hand_back(
 
 
 def fleet_status(service: DaemonService) -> dict[str, object] | None:
-    holds = service.fleet_holds()
+    holds = holds_of(service)
     holder = holds.of_task(None) if holds is not None else None
     return holder.status() if holder is not None else None

@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from jarvis import __version__
 from jarvis.api.auth import COOKIE, LoginCodes, cookie_value
 from jarvis.api.fleet_live import LIVE, NoPicture, Picture, fleet_picture
+from jarvis.api.fleet_parts import is_fleet
 from jarvis.api.live import LiveScreen, NoDisplay
 from jarvis.api.models import Cancelled, Health, Runs, Todos, TodoView, Workers, WorkerView
 from jarvis.api.stream import EventHub, event_stream
@@ -236,7 +237,7 @@ async def workers(d: D) -> Workers:
     """The fleet's workers (``jarvis serve --fleet``); empty for a daemon without one."""
     found = await d.service.workers()
     return Workers(
-        fleet=d.service.fleet,
+        fleet=is_fleet(d.service),
         workers=[WorkerView.model_validate(w.__dict__) for w in found],
     )
 
@@ -286,7 +287,7 @@ async def screen_live(
     nothing to show."""
     settings = d.service.settings
     try:
-        if d.service.fleet:
+        if is_fleet(d.service):
             picture = await fleet_picture(
                 d.service, d.live, task_id, settings.monitor, settings.max_side
             )

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jarvis.api import fleet_screens
 from jarvis.api.auth import Guard
+from jarvis.api.fleet_parts import holds_of, screens_of
 from jarvis.api.vnc_relay import relay
 from jarvis.desktop import x11
 from jarvis.desktop.vnc import VncError, VncServer
@@ -262,10 +263,10 @@ def mount_takeover(guard: Guard, view: LiveView) -> None:
 
     def close_fleet_views() -> None:  # the fleet starts after the API: looked up at the end
         controls.close()
-        screens = service.fleet_screens()
+        screens = screens_of(service)
         if screens is not None:
             screens.close()
-        holds = service.fleet_holds()
+        holds = holds_of(service)
         if holds is not None:
             holds.close()
 

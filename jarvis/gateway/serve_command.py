@@ -24,6 +24,7 @@ from jarvis.config import PROVIDERS, Settings
 if TYPE_CHECKING:
     from jarvis.desktop.x11 import XDisplay
     from jarvis.gateway.gateway import Gateway
+    from jarvis.gateway.runner import RunnerFactory
 
 EXIT_OK, EXIT_FAILED = 0, 1
 log = logging.getLogger(__name__)
@@ -189,10 +190,9 @@ async def _serve(
         use_polling=args.polling_observer,
         compress_every_s=args.compress_every * 3600.0,
         handle_signals=True,
-        fleet_url=args.fleet,
-        local_worker=args.local_worker,
     )
-    gateway = Gateway(settings, options=options, where=where, person=person)
+    runner = pick_runner(args.fleet, local_worker=args.local_worker)
+    gateway = Gateway(settings, options=options, where=where, person=person, runner=runner)
     if not args.once:
         _add_api(gateway, args, settings)
         gateway.services.append(lambda: _banner(settings, args.fleet))  # once the dir is held
@@ -208,6 +208,18 @@ async def _serve(
     done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "none"
     print(f"jarvis serve: ran {len(report.runs)} task(s): {done}", flush=True)
     return EXIT_OK
+
+
+def pick_runner(fleet: str | None, *, local_worker: bool = False) -> RunnerFactory:
+    """What runs the tasks: the fleet's workers through ``fleet`` (its Redis; one of them in
+    this process with ``local_worker``), or else one agent here."""
+    if fleet:
+        from jarvis.fleet.serving import fleet_runner
+
+        return fleet_runner(fleet, local_worker=local_worker)
+    from jarvis.gateway.runner import open_embedded
+
+    return open_embedded
 
 
 @contextlib.asynccontextmanager

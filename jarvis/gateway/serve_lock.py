@@ -1,4 +1,5 @@
-"""One ``jarvis serve`` per data dir: an owner lock on ``DATA/serve.lock``.
+"""One ``jarvis serve`` per data dir: an owner lock on ``DATA/serve.lock``; and its stop
+on SIGTERM and SIGINT.
 
 The OS releases the lock when the process dies, even by ``kill -9``. The holder writes who
 it is into the file, so a second ``serve`` can say who runs (see :mod:`jarvis.owner_lock`).
@@ -6,6 +7,10 @@ it is into the file, so a second ``serve`` can say who runs (see :mod:`jarvis.ow
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,3 +37,19 @@ class ServeLock(OwnerLock):
 
     def _held(self, holder: dict[str, Any] | None) -> LockHeld:
         return ServeLockHeld(self.path, holder)
+
+
+@contextlib.contextmanager
+def stop_on_signals(stop: Callable[[], None], enabled: bool = True) -> Iterator[None]:
+    """While inside, SIGTERM and SIGINT call ``stop`` (nothing when not ``enabled``)."""
+    if not enabled:
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop)
+    try:
+        yield
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)

@@ -1,9 +1,9 @@
 """The daemon as its faces see it: one small service object over the gateway.
 
-The control API's routes (and later the fleet coordinator, A2A and MCP) call only this:
+The control API's routes (and A2A and MCP) call only this:
 submit a message, answer or cancel a task, answer an approval, stop the running task, and
 read the daemon's state, its todos, a task's record and the runs. It is the one place
-outside the gateway that touches the gateway's queue, todo list, journal and worker;
+outside the gateway that touches the gateway's queue, todo list, journal and runner;
 the callers get plain typed values back (:class:`Submitted`, :class:`DaemonState`,
 :class:`TaskRecord`, :class:`~jarvis.gateway.todo_format.Todo`,
 :class:`~jarvis.runs.run_info.RunInfo`) and the exceptions say what was refused:
@@ -18,18 +18,15 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jarvis.desktop.x11 import XDisplay
 from jarvis.events import Event, ReplyReady, RoutingFailed
-from jarvis.fleet.holds import FleetHolds
-from jarvis.fleet.screens import WorkerScreens, why_not_here
 from jarvis.gateway.router import ANSWERS
+from jarvis.gateway.runner import Runner, WorkerInfo, worker_of_screen
 from jarvis.gateway.todos import Todo, TodoState
 from jarvis.runs.reader import RunInfo, find_run, list_runs, load_run, read_events
-from jarvis.safety.channel_policy import refused_approvers
 from jarvis.safety.takeover import ScreenHold
 
 if TYPE_CHECKING:
@@ -60,22 +57,6 @@ class DaemonState:
     """The last journal line this daemon wrote (0 before its first)."""
 
 
-@dataclass(frozen=True)
-class FleetWorker:
-    """One worker of the fleet as its last heartbeat says (``last_heartbeat`` in UTC)."""
-
-    name: str
-    host: str
-    display: str
-    size: str
-    version: str
-    state: str
-    task: str | None
-    last_heartbeat: datetime
-    live: bool = False
-    """Its display can be shown from here (on this machine; :mod:`jarvis.fleet.screens`)."""
-
-
 @dataclass
 class TaskRecord:
     """What the daemon knows of one task: its todo (if it came through the gateway), its
@@ -92,8 +73,6 @@ class DaemonService:
 
     def __init__(self, gateway: Gateway) -> None:
         self._gateway = gateway
-        self._screens: WorkerScreens | None = None
-        self._holds: FleetHolds | None = None
 
     @property
     def settings(self) -> Settings:
@@ -163,28 +142,14 @@ class DaemonService:
     async def stop(self, by: str) -> bool:
         """Stop the running task now, recorded as stopped by ``by`` (the kill switch's
         path), then mark it cancelled as a person's cancel does. False when none runs."""
-        worker = self._gateway.worker
-        if worker is None and self._gateway.fleet is not None:
-            return await self._stop_fleet_task(by)
-        current = worker.current if worker is not None else None
-        if worker is None or current is None:
-            return False
-        worker.agent.cancel(by)  # first, so the first cancel names the brake
-        try:
-            await self._gateway.cancel_task(current, by)
-        except (KeyError, TodoState) as exc:  # it ended meanwhile
-            log.info("stop: task %s: %s", current, exc)
-        return True
-
-    async def _stop_fleet_task(self, by: str) -> bool:
-        """A fleet's: the task the journal shows running (the one the panel and the TUI
-        watch) is cancelled, and its worker told at once."""
         current = self._gateway.journal.current
         todo = await asyncio.to_thread(self._todo, current) if current else None
-        if todo is None or todo.status != "in_progress":
+        runner = self._gateway.runner
+        if todo is None or todo.status != "in_progress" or runner is None:
             return False
+        told = await runner.cancel(todo.id, by)  # first, so the first cancel names the brake
         try:
-            await self._gateway.cancel_task(todo.id, by)
+            await self._gateway.cancel_task(todo.id, by, told=told)
         except (KeyError, TodoState) as exc:  # it ended meanwhile
             log.info("stop: task %s: %s", todo.id, exc)
         return True
@@ -204,65 +169,37 @@ class DaemonService:
 
     # -- takeover --
     def screen_hold(self) -> ScreenHold | None:
-        """The agent's pause gate (a person's takeover, :mod:`jarvis.safety.takeover`);
-        None before the agent exists."""
-        worker = self._gateway.worker
-        return worker.agent.screen_hold if worker is not None else None
+        """The pause gate of the daemon's own screen (a person's takeover,
+        :mod:`jarvis.safety.takeover`); None while no agent of this process drives it."""
+        return self._gateway.main.hold
 
     def running_task(self) -> str | None:
-        """The task the agent works on now."""
-        worker = self._gateway.worker
-        return worker.current if worker is not None else None
+        """The task the agent of this process works on now (on its own screen)."""
+        current = self._gateway.journal.current
+        screen = self.screen(current) if current is not None else None
+        return current if screen is not None and worker_of_screen(screen) is None else None
 
-    # -- the fleet --
+    # -- the runner --
     @property
-    def fleet(self) -> bool:
-        """Whether this daemon coordinates a fleet of workers."""
-        return self._gateway.fleet is not None
+    def runner(self) -> Runner | None:
+        """What runs the tasks (None before the daemon assembled it): for the faces that
+        show the parts only one kind of runner has (a worker's screen)."""
+        return self._gateway.runner
 
-    async def workers(self) -> list[FleetWorker]:
-        """The fleet's live workers, by name; empty without a fleet or while its Redis is
-        away."""
-        fleet = self._gateway.fleet
-        if fleet is None:
-            return []
-        found = []
-        screens = self.fleet_screens()
-        for w in await fleet.workers():
-            try:
-                live = screens is not None and screens.enabled and why_not_here(w) is None
-                found.append(_worker(w, live))
-            except (KeyError, TypeError, ValueError, OverflowError):
-                log.warning("a heartbeat of worker %r is malformed; skipped", w.get("name"))
-        return found
+    def screen(self, task_id: str) -> str | None:
+        """The id of the screen ``task_id`` runs on now (``main``, ``private/NAME``,
+        ``worker/NAME``); None when it runs nowhere."""
+        runner = self._gateway.runner
+        return runner.screen(task_id) if runner is not None else None
 
-    def fleet_screens(self) -> WorkerScreens | None:
-        """The live views of the fleet's workers on this machine; None without a fleet."""
-        fleet = self._gateway.fleet
-        if fleet is None:
-            return None
-        if self._screens is None:
-            self._screens = WorkerScreens(fleet.redis, self._gateway.settings.takeover.enabled)
-        return self._screens
-
-    def fleet_holds(self) -> FleetHolds | None:
-        """Who holds which worker's screen (a person's takeover); None without a fleet."""
-        fleet = self._gateway.fleet
-        if fleet is None:
-            return None
-        if self._holds is None:
-            settings = self._gateway.settings
-            refused = refused_approvers(settings.channels)
-            self._holds = FleetHolds(fleet.redis, settings.takeover.idle_end_s, refused)
-        return self._holds
-
-    async def worker_of(self, task_id: str) -> str | None:
-        """The fleet worker that runs ``task_id`` now (None: none, or no fleet)."""
-        fleet = self._gateway.fleet
-        return await fleet.worker_of(task_id) if fleet is not None else None
+    async def workers(self) -> list[WorkerInfo]:
+        """The runner's live workers, by name; empty for one agent in this process (or
+        while the workers' queue is away)."""
+        runner = self._gateway.runner
+        return await runner.workers() if runner is not None else []
 
     def watched_task(self) -> str | None:
-        """The task the journal shows running (the agent's here; a worker's in a fleet)."""
+        """The task the journal shows running (the agent's here, or a worker's)."""
         return self._gateway.journal.current
 
     # -- reading --
@@ -320,18 +257,3 @@ class DaemonService:
             task_id = newest[0].task_id if newest else None
         folder = find_run(self.data_dir, task_id) if task_id is not None else None
         return list(read_events(folder / "events.jsonl")) if folder is not None else []
-
-
-def _worker(beat: dict[str, Any], live: bool = False) -> FleetWorker:
-    task = beat.get("task")
-    return FleetWorker(
-        name=str(beat["name"]),
-        host=str(beat.get("host", "")),
-        display=str(beat.get("display", "")),
-        size=str(beat.get("size", "")),
-        version=str(beat.get("version", "")),
-        state=str(beat.get("state", "")),
-        task=str(task) if task else None,
-        last_heartbeat=datetime.fromtimestamp(float(beat["heartbeat"]), UTC),
-        live=live,
-    )

@@ -60,7 +60,7 @@ log = logging.getLogger(__name__)
 CANCEL_RETRY_S = 0.1
 
 
-class Runner(Protocol):
+class TaskAgent(Protocol):
     """What the worker needs from :class:`jarvis.agent.agent.Agent`."""
 
     screen_hold: ScreenHold | None
@@ -97,7 +97,7 @@ class AgentWorker:
 
     def __init__(
         self,
-        agent: Runner,
+        agent: TaskAgent,
         todos: TodoList,
         queue: MessageQueue,
         bus: EventBus,
