@@ -1,0 +1,339 @@
+"""The run index, ``runs/index.sqlite``: which folder holds a task's run, whose journal can
+hold a line after a given ``seq``, and a page of the listing, without a walk of every day.
+
+The run folders stay the truth; the index is a :class:`~jarvis.book_index.BookIndex`,
+rebuilt from them when it is missing, unreadable or of another schema version. One row
+per run folder (``day``, ``name``): the listing's fields (a
+:class:`~jarvis.runs.run_info.RunSummary`, as JSON), the start time (a listing's order),
+what ``run.json`` was when it was read (inode, size, mtime), and the end of its journal:
+``last_seq``, or NULL while a writer (``open_pid``) has it open and may still append.
+
+It is kept current three ways:
+
+- the journal writer calls :meth:`RunIndex.put` when it opens a run folder or saves its
+  ``run.json``, and :meth:`RunIndex.closed` when it closes the journal;
+- :meth:`RunIndex.sync`, before every lookup, compares each date folder's mtime and link
+  count with those indexed (a run folder added or removed changes them; a new index knows
+  none) and lists only the days that changed: one ``stat`` per day, one read per new
+  folder;
+- what a lookup returns is checked: a folder that is gone loses its row, a ``run.json``
+  changed since it was read is read again, and a journal left open by a writer that died
+  gets its last ``seq`` from its end.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jarvis.book_index import BookIndex
+from jarvis.runs.folder import (
+    DAY,
+    EVENTS_FILE,
+    alive,
+    folder_name,
+    is_run,
+    last_seq,
+    read_run,
+)
+from jarvis.runs.run_info import RUN_FILE, RunInfo, RunSummary
+
+log = logging.getLogger(__name__)
+
+INDEX_FILE = "index.sqlite"
+"""Under ``DATA/runs/``; with its ``-wal`` and ``-shm`` files while it is open."""
+VERSION = 1
+SCHEMA = (
+    "CREATE TABLE runs (day TEXT NOT NULL, name TEXT NOT NULL, started REAL NOT NULL, "
+    "summary TEXT NOT NULL, info TEXT, last_seq INTEGER, open_pid INTEGER, "
+    "UNIQUE (day, name))",
+    "CREATE INDEX runs_newest ON runs (day, started, name)",
+    "CREATE INDEX runs_by_name ON runs (name, day)",
+    "CREATE INDEX runs_by_last_seq ON runs (last_seq)",
+    "CREATE TABLE days (day TEXT PRIMARY KEY, seen TEXT NOT NULL)",
+)
+_UPSERT = (
+    "INSERT INTO runs (day, name, started, summary, info, last_seq, open_pid) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (day, name) DO UPDATE SET "
+    "started = excluded.started, summary = excluded.summary, "
+    "info = excluded.info, last_seq = excluded.last_seq, "
+    "open_pid = excluded.open_pid"
+)
+_ADD = _UPSERT.split(" ON CONFLICT")[0].replace("INSERT", "INSERT OR IGNORE", 1)
+_PAGE = "SELECT day, name, started, summary, info FROM runs"
+_NEWEST = " ORDER BY day DESC, started DESC, name DESC LIMIT ?"
+_CHECKS = 3
+"""Times a page is read again after rows it found were stale."""
+
+Row = tuple[str, str, float, str, str | None, int | None, int | None]
+
+
+def index_files() -> tuple[str, ...]:
+    """The names of the index's files (the database and SQLite's files beside it)."""
+    return tuple(INDEX_FILE + suffix for suffix in ("", "-wal", "-shm", "-journal"))
+
+
+class BadCursor(ValueError):
+    """A cursor this index did not give."""
+
+
+@dataclass
+class RunPage:
+    """Runs newest first, and the cursor of the page after them (None: no more)."""
+
+    runs: list[RunSummary] = field(default_factory=list)
+    next: str | None = None
+
+
+class RunIndex:
+    """The index of ``data_dir``'s run folders (see the module doc); close it after use."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.root = data_dir / "runs"
+        self.book = BookIndex(self.root / INDEX_FILE, SCHEMA, VERSION)
+
+    def close(self) -> None:
+        self.book.close()
+
+    def __enter__(self) -> RunIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the writer's side --
+    def put(self, folder: Path, info: RunInfo, open_pid: int | None = None) -> None:
+        """Index ``folder`` as ``info`` says, its journal open by ``open_pid`` (if given)."""
+        row = _row(folder, info, _seen(folder / RUN_FILE), open_pid)
+        with self.book.writing() as db:
+            db.execute(_UPSERT, row)
+
+    def closed(self, folder: Path) -> None:
+        """The journal of ``folder`` is closed: its last ``seq`` is final (until reopened)."""
+        end = last_seq(folder / EVENTS_FILE)
+        with self.book.writing() as db:
+            db.execute(
+                "UPDATE runs SET last_seq = ?, open_pid = NULL WHERE day = ? AND name = ?",
+                (end, folder.parent.name, folder.name),
+            )
+
+    # -- catching up with the folders --
+    def sync(self) -> None:
+        """Index what changed in the date folders since they were indexed."""
+        on_disk = self._days()
+        known = dict(self.book.rows("SELECT day, seen FROM days"))
+        for day in sorted(known.keys() - on_disk.keys()):
+            with self.book.writing() as db:
+                db.execute("DELETE FROM runs WHERE day = ?", (day,))
+                db.execute("DELETE FROM days WHERE day = ?", (day,))
+        changed = [day for day, seen in on_disk.items() if known.get(day) != seen]
+        if len(changed) > 1:
+            log.info("run index %s: reading %d date folders", self.book.path, len(changed))
+        for day in sorted(changed):
+            self._scan_day(day, on_disk[day])
+
+    def _days(self) -> dict[str, str]:
+        """Each date folder and what it is now (mtime and link count, see :func:`_seen`)."""
+        found: dict[str, str] = {}
+        try:
+            with os.scandir(self.root) as listing:
+                for entry in listing:
+                    if DAY.fullmatch(entry.name) and entry.is_dir():
+                        found[entry.name] = _signature(entry.stat())
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        return found
+
+    def _scan_day(self, day: str, seen: str) -> None:
+        """Rows for the new run folders of ``day``, none for those gone (read outside the
+        transaction; a row the writer put meanwhile is newer and stays)."""
+        try:
+            with os.scandir(self.root / day) as listing:
+                names = {e.name for e in listing if e.is_dir()}
+        except (FileNotFoundError, NotADirectoryError):
+            names = set()
+        rows = self.book.rows("SELECT name FROM runs WHERE day = ?", (day,))
+        known = {str(name) for (name,) in rows}
+        new = [_from_files(self.root / day / name) for name in sorted(names - known)]
+        with self.book.writing() as db:
+            gone = [(day, name) for name in known - names]
+            db.executemany("DELETE FROM runs WHERE day = ? AND name = ?", gone)
+            db.executemany(_ADD, [row for row in new if row is not None])
+            db.execute(
+                "INSERT INTO days (day, seen) VALUES (?, ?) "
+                "ON CONFLICT (day) DO UPDATE SET seen = excluded.seen",
+                (day, seen),
+            )
+
+    def _forget(self, day: str, name: str) -> None:
+        with self.book.writing() as db:
+            db.execute("DELETE FROM runs WHERE day = ? AND name = ?", (day, name))
+
+    # -- lookups --
+    def find(self, task_id: str) -> Path | None:
+        """The folder of the latest run of ``task_id`` (None when it never ran)."""
+        self.sync()
+        name = folder_name(task_id)
+        days = self.book.rows("SELECT day FROM runs WHERE name = ? ORDER BY day DESC", (name,))
+        for (day,) in days:
+            folder = self.root / day / name
+            if is_run(folder):
+                return folder
+            self._forget(day, name)
+        return None
+
+    def journals_after(self, after: int) -> list[Path]:
+        """The journals that can hold a line with ``seq > after``: those still open and
+        those whose last line is later (journals of runs from any day)."""
+        self.sync()
+        found = self.book.rows(
+            "SELECT day, name, open_pid FROM runs WHERE last_seq IS NULL OR last_seq > ?",
+            (after,),
+        )
+        out = []
+        for day, name, pid in found:
+            folder = self.root / day / name
+            if pid is not None and not alive(pid):  # its writer died with it open
+                self.closed(folder)
+            out.append(folder / EVENTS_FILE)
+        return sorted(p for p in out if p.is_file())
+
+    def page(self, limit: int, cursor: str | None = None) -> RunPage:
+        """At most ``limit`` runs, newest first, after ``cursor`` (a page's ``next``)."""
+        key = parse_cursor(cursor) if cursor else None
+        self.sync()
+        for _ in range(_CHECKS):
+            rows = self._newest(key, limit + 1)
+            if self._current(rows):
+                break
+        shown = rows[:limit]
+        runs = [self._summary(day, name, summary) for day, name, _, summary, _ in shown]
+        more = len(rows) > limit
+        return RunPage(runs, make_cursor(*shown[-1][:3]) if more and shown else None)
+
+    def _newest(self, key: tuple[str, float, str] | None, count: int) -> list[Any]:
+        if key is None:
+            return self.book.rows(_PAGE + _NEWEST, (count,))
+        where = " WHERE (day, started, name) < (?, ?, ?)"
+        return self.book.rows(_PAGE + where + _NEWEST, (*key, count))
+
+    def _current(self, rows: list[Any]) -> bool:
+        """Whether the rows match their folders; those that do not are indexed again."""
+        fine = True
+        for day, name, _, _, seen in rows:
+            folder = self.root / day / name
+            now = _seen(folder / RUN_FILE)
+            if now == seen and (now is not None or is_run(folder)):
+                continue
+            fine = False
+            row = _from_files(folder)
+            if row is None:
+                self._forget(day, name)
+            else:
+                with self.book.writing() as db:
+                    db.execute(_UPSERT, row)
+        return fine
+
+    def _summary(self, day: str, name: str, summary: str) -> RunSummary:
+        run = RunSummary.model_validate_json(summary)
+        run.folder = f"runs/{day}/{name}"
+        if run.status == "running" and not alive(run.pid):
+            run.status = "interrupted"
+        return run
+
+
+def make_cursor(day: str, started: float, name: str) -> str:
+    """The cursor of the page after the run ``day/name`` (it names the run's sort key)."""
+    return f"{day}/{started!r}/{name}"
+
+
+def parse_cursor(cursor: str) -> tuple[str, float, str]:
+    parts = cursor.split("/", 2)
+    if len(parts) == 3 and DAY.fullmatch(parts[0]) and parts[2] == folder_name(parts[2]):
+        try:
+            started = float(parts[1])
+        except ValueError:
+            started = math.nan
+        if math.isfinite(started):
+            return parts[0], started, parts[2]
+    raise BadCursor(f"{cursor[:80]!r} is not a cursor of the run listing")
+
+
+def _seen(path: Path) -> str | None:
+    """What the file at ``path`` is now (None: no file): a rewrite changes it."""
+    try:
+        return _signature(path.stat())
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _signature(st: os.stat_result) -> str:
+    """Inode, size, link count and mtime: a file replaced or written changes it within
+    one clock tick too (its inode or size), and so does a folder gaining or losing a
+    sub-folder (its link count)."""
+    return f"{st.st_ino}:{st.st_size}:{st.st_nlink}:{st.st_mtime_ns}"
+
+
+def _row(folder: Path, info: RunInfo, seen: str | None, open_pid: int | None) -> Row:
+    """A row of the index for ``folder`` holding ``info``; ``last_seq`` read from the
+    journal's end unless a writer has it open."""
+    summary = RunSummary.of(info).model_dump_json(exclude={"ending", "folder"})
+    end = None if open_pid is not None else last_seq(folder / EVENTS_FILE)
+    started = info.started or 0.0
+    return folder.parent.name, folder.name, started, summary, seen, end, open_pid
+
+
+def _from_files(folder: Path) -> Row | None:
+    """A row for ``folder`` from its files (None when it holds no run); open while its
+    ``run.json`` says running and its process lives."""
+    if not is_run(folder):
+        return None
+    seen = _seen(folder / RUN_FILE)  # before the read: a later write shows as a change
+    try:
+        info = read_run(folder)
+    except OSError as exc:
+        log.warning("run folder %s cannot be read: %s", folder, exc)
+        return None
+    writing = info.status == "running" and alive(info.pid)
+    return _row(folder, info, seen, info.pid if writing else None)
+
+
+class JournalIndex:
+    """The journal writer's side of the index: opened at first use; a failure is logged
+    and the journal goes on without it (a later sync or lookup catches up)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self._index: RunIndex | None = None
+
+    def _call(self, action: str, call: Callable[[RunIndex], Any]) -> Any:
+        try:
+            if self._index is None:
+                self._index = RunIndex(self.data_dir)
+            return call(self._index)
+        except (sqlite3.Error, OSError) as exc:
+            log.warning("run index: %s failed: %s", action, exc)
+            return None
+
+    def find(self, task_id: str) -> Path | None:
+        found: Path | None = self._call(f"finding {task_id}", lambda index: index.find(task_id))
+        return found
+
+    def put(self, folder: Path, info: RunInfo) -> None:
+        """``folder`` holds ``info`` and this process has its journal open."""
+        self._call(f"indexing {folder}", lambda index: index.put(folder, info, os.getpid()))
+
+    def closed(self, folder: Path) -> None:
+        self._call(f"closing {folder}", lambda index: index.closed(folder))
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
