@@ -78,18 +78,20 @@ def last_seq(path: Path) -> int:
     """The ``seq`` of the last complete line of a journal (0 when there is none): its last
     4 KiB are read, then 64 KiB, and the whole file only for a huge last line."""
     try:
-        with path.open("rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            for tail in _TAILS:
-                start = max(0, size - tail)
-                f.seek(start)
-                found = _last_in(f.read(), whole=start == 0)
-                if found is not None:
-                    return found
-                if start == 0:
-                    return 0
+        fd = os.open(path, os.O_RDONLY)
     except (FileNotFoundError, NotADirectoryError):
         return 0
+    try:
+        size = os.fstat(fd).st_size
+        for tail in _TAILS:
+            start = max(0, size - tail)
+            found = _last_in(os.pread(fd, size - start, start), whole=start == 0)
+            if found is not None:
+                return found
+            if start == 0:
+                return 0
+    finally:
+        os.close(fd)
     return max((r["seq"] for r in read_events(path)), default=0)
 
 

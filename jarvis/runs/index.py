@@ -115,14 +115,16 @@ class RunIndex:
         with self.book.writing() as db:
             db.execute(_UPSERT, row)
 
-    def closed(self, folder: Path) -> None:
-        """The journal of ``folder`` is closed: its last ``seq`` is final (until reopened)."""
+    def closed(self, folder: Path) -> int:
+        """The journal of ``folder`` is closed: its last ``seq`` (returned) is final, until
+        a writer opens it again."""
         end = last_seq(folder / EVENTS_FILE)
         with self.book.writing() as db:
             db.execute(
                 "UPDATE runs SET last_seq = ?, open_pid = NULL WHERE day = ? AND name = ?",
                 (end, folder.parent.name, folder.name),
             )
+        return end
 
     # -- catching up with the folders --
     def sync(self) -> None:
@@ -200,8 +202,8 @@ class RunIndex:
         out = []
         for day, name, pid in found:
             folder = self.root / day / name
-            if pid is not None and not alive(pid):  # its writer died with it open
-                self.closed(folder)
+            if pid is not None and not alive(pid) and self.closed(folder) <= after:
+                continue  # its writer died with it open, and it ends before ``after``
             out.append(folder / EVENTS_FILE)
         return sorted(p for p in out if p.is_file())
 
@@ -216,7 +218,10 @@ class RunIndex:
         shown = rows[:limit]
         runs = [self._summary(day, name, summary) for day, name, _, summary, _ in shown]
         more = len(rows) > limit
-        return RunPage(runs, make_cursor(*shown[-1][:3]) if more and shown else None)
+        if not (more and shown):
+            return RunPage(runs)
+        day, name, started = shown[-1][:3]
+        return RunPage(runs, make_cursor(day, started, name))
 
     def _newest(self, key: tuple[str, float, str] | None, count: int) -> list[Any]:
         if key is None:
@@ -284,7 +289,7 @@ def _signature(st: os.stat_result) -> str:
 def _row(folder: Path, info: RunInfo, seen: str | None, open_pid: int | None) -> Row:
     """A row of the index for ``folder`` holding ``info``; ``last_seq`` read from the
     journal's end unless a writer has it open."""
-    summary = RunSummary.of(info).model_dump_json(exclude={"ending", "folder"})
+    summary = RunSummary.json_of(info)
     end = None if open_pid is not None else last_seq(folder / EVENTS_FILE)
     started = info.started or 0.0
     return folder.parent.name, folder.name, started, summary, seen, end, open_pid
@@ -293,9 +298,9 @@ def _row(folder: Path, info: RunInfo, seen: str | None, open_pid: int | None) ->
 def _from_files(folder: Path) -> Row | None:
     """A row for ``folder`` from its files (None when it holds no run); open while its
     ``run.json`` says running and its process lives."""
-    if not is_run(folder):
-        return None
     seen = _seen(folder / RUN_FILE)  # before the read: a later write shows as a change
+    if seen is None and not (folder / EVENTS_FILE).is_file():
+        return None  # no run in it
     try:
         info = read_run(folder)
     except OSError as exc:

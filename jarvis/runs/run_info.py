@@ -235,14 +235,22 @@ class RunSummary(BaseModel):
 
     @classmethod
     def of(cls, info: RunInfo) -> RunSummary:
-        fields = info.model_dump(include=set(cls.model_fields) - {"run_count"})
-        return cls.model_validate(fields | {"run_count": len(info.runs)})
+        return cls.model_validate_json(cls.json_of(info))
+
+    @classmethod
+    def json_of(cls, info: RunInfo) -> str:
+        """The summary of ``info`` as JSON (without ``ending``, made when it is read)."""
+        fields = info.model_dump(mode="json", include=_SUMMARY_FIELDS)
+        return json.dumps(fields | {"run_count": len(info.runs)}, ensure_ascii=False)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def ending(self) -> str:
         """How the latest run ended, in words (see :func:`ending_text`)."""
         return ending_text(self.status, self.summary, self.verdict, self.stopped_by)
+
+
+_SUMMARY_FIELDS = set(RunSummary.model_fields) - {"run_count", "folder"}
 
 
 def ending_text(status: str, summary: str, verdict: Verdict | None, stopped_by: str | None) -> str:

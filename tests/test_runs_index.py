@@ -1,0 +1,236 @@
+"""The run index with 10,000 real run folders on disk (tests/run_folders.py writes them as
+the journal writer does): a lookup, the journal after a seq and a page of ``jarvis runs``
+read what they need and no day or run.json more; the index is rebuilt when deleted or
+broken, and catches up with folders added or removed behind its back."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jarvis.cli import main
+from jarvis.events import EventBus, StepFinished, TaskFinished, TaskStarted
+from jarvis.runs import index as index_module
+from jarvis.runs.index import INDEX_FILE, BadCursor, RunIndex, index_files
+from jarvis.runs.journal import JournalWriter
+from jarvis.runs.reader import events_after, find_run, list_runs
+from tests.run_folders import Made, write_run, write_runs
+
+RUNS = 10_000
+PER_DAY = 100
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[Made]]]:
+    data = tmp_path_factory.mktemp("big") / "data"
+    made = write_runs(data, RUNS, PER_DAY)
+    list_runs(data, 1)  # the index, built once for the module
+    yield data, made
+
+
+class Counted:
+    """Counts the run.json reads and date folder listings the index does."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.reads = self.days = 0
+        read_run, scan_day = index_module.read_run, RunIndex._scan_day
+
+        def counted_read(folder: Path) -> Any:
+            self.reads += 1
+            return read_run(folder)
+
+        def counted_scan(index: RunIndex, day: str, seen: str) -> None:
+            self.days += 1
+            scan_day(index, day, seen)
+
+        monkeypatch.setattr(index_module, "read_run", counted_read)
+        monkeypatch.setattr(RunIndex, "_scan_day", counted_scan)
+
+
+def drop_index(data: Path) -> None:
+    for name in index_files():
+        (data / "runs" / name).unlink(missing_ok=True)
+
+
+def page_through(data: Path, limit: int, cursor: str | None = None) -> list[str]:
+    seen: list[str] = []
+    while True:
+        page = list_runs(data, limit, cursor)
+        seen += [r.task_id for r in page.runs]
+        if page.next is None:
+            return seen
+        cursor = page.next
+
+
+def test_find_run_of_an_old_run_reads_no_day(big: tuple[Path, list[Made]], monkeypatch) -> None:
+    data, made = big
+    counted = Counted(monkeypatch)
+    assert find_run(data, made[0].task_id) == made[0].folder
+    assert find_run(data, made[4321].task_id) == made[4321].folder
+    assert find_run(data, "T99999") is None
+    assert (counted.reads, counted.days) == (0, 0)
+
+
+def test_events_after_reads_only_the_journals_after_it(
+    big: tuple[Path, list[Made]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, made = big
+    first = RUNS - 3 * PER_DAY - 7  # three days and a bit back
+    after = made[first].first_seq  # its task_started line is before, task_finished after
+    read: list[Path] = []
+    original = index_module.RunIndex.journals_after
+
+    def journals(index: RunIndex, since: int) -> list[Path]:
+        found = original(index, since)
+        read.extend(found)
+        return found
+
+    monkeypatch.setattr(RunIndex, "journals_after", journals)
+    lines = list(events_after(data, after))
+    assert [r["seq"] for r in lines] == list(range(after + 1, 2 * RUNS + 1))
+    assert len({p.parent.parent.name for p in read}) == 4  # days, across midnight
+    assert sorted(read) == sorted(m.folder / "events.jsonl" for m in made[first:])
+    assert list(events_after(data, 2 * RUNS)) == []
+
+
+def test_paging_yields_each_run_once_newest_first(big: tuple[Path, list[Made]]) -> None:
+    data, made = big
+    newest_first = [m.task_id for m in reversed(made)]
+    assert page_through(data, 700) == newest_first
+    page = list_runs(data, 3)
+    assert [r.task_id for r in page.runs] == newest_first[:3]
+    assert page.runs[0].folder == made[-1].folder.relative_to(data).as_posix()
+    assert (page.runs[0].status, page.runs[0].ending) == ("finished", "finished: done")
+    later = list_runs(data, 2, page.next)
+    assert [r.task_id for r in later.runs] == newest_first[3:5]
+    for bad in ("x", "2024-01-01/x/T00001", "2024-01-01/1.0/../x", "2024-01-01/inf/T1", ""):
+        with pytest.raises(BadCursor):
+            list_runs(data, 2, bad or "/")
+
+
+def test_a_page_opens_no_run_json(big: tuple[Path, list[Made]], monkeypatch) -> None:
+    data, _ = big
+    counted = Counted(monkeypatch)
+    for limit in (20, 1000):
+        assert len(list_runs(data, limit).runs) == limit
+    assert (counted.reads, counted.days) == (0, 0)
+
+
+def test_the_cli_pages_with_a_cursor(big: tuple[Path, list[Made]], capsys) -> None:
+    data, made = big
+    assert main(["runs", "--data-dir", str(data), "--limit", "2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[2] for line in out[:2]] == [made[-1].task_id, made[-2].task_id]
+    hint = out[2].split()
+    assert hint[:4] == ["older", "runs:", "jarvis", "runs"] and hint[4] == "--before"
+    assert (
+        main(["runs", "--data-dir", str(data), "--json", "--limit", "1", "--before", hint[5]]) == 0
+    )
+    shown = json.loads(capsys.readouterr().out)
+    assert [r["task_id"] for r in shown["runs"]] == [made[-3].task_id] and shown["next"]
+    assert main(["runs", "--data-dir", str(data), "--before", "not-a-cursor"]) == 2
+
+
+def test_a_deleted_index_is_rebuilt(big: tuple[Path, list[Made]]) -> None:
+    data, made = big
+    drop_index(data)
+    assert find_run(data, made[17].task_id) == made[17].folder
+    assert (data / "runs" / INDEX_FILE).is_file()
+    assert [r.task_id for r in list_runs(data, 2).runs] == [made[-1].task_id, made[-2].task_id]
+
+
+def test_a_broken_index_or_one_of_another_version_is_rebuilt(tmp_path: Path) -> None:
+    made = write_runs(tmp_path, 30, per_day=7)
+    assert len(page_through(tmp_path, 4)) == 30
+    (tmp_path / "runs" / INDEX_FILE).write_bytes(b"not a database at all" * 100)
+    assert find_run(tmp_path, made[-1].task_id) == made[-1].folder
+    with RunIndex(tmp_path) as index:
+        index.book.rows(f"PRAGMA user_version = {index_module.VERSION + 1}")
+    assert page_through(tmp_path, 4) == [m.task_id for m in reversed(made)]
+
+
+def test_a_stale_index_catches_up(big: tuple[Path, list[Made]]) -> None:
+    data, made = big
+    old_day = made[150].folder.parent  # a day long indexed
+    late = write_run(old_day / "T99001", "T99001", made[150].started + 5, 2 * RUNS + 1)
+    new_day = data / "runs" / "2030-01-01"
+    write_run(new_day / "T99002", "T99002", made[-1].started + 9e7, 2 * RUNS + 3)
+    try:
+        assert find_run(data, "T99001") == late.folder
+        assert [r.task_id for r in list_runs(data, 1).runs] == ["T99002"]
+        assert [r["task_id"] for r in events_after(data, 2 * RUNS)] == ["T99001"] * 2 + [
+            "T99002"
+        ] * 2
+        shutil.rmtree(made[-1].folder)  # a folder the index names, gone
+        assert find_run(data, made[-1].task_id) is None
+        assert [r.task_id for r in list_runs(data, 2).runs] == ["T99002", made[-2].task_id]
+    finally:
+        shutil.rmtree(late.folder, ignore_errors=True)
+        shutil.rmtree(new_day, ignore_errors=True)
+        if not made[-1].folder.exists():
+            write_run(made[-1].folder, made[-1].task_id, made[-1].started, made[-1].first_seq)
+    assert find_run(data, "T99002") is None
+    assert [r.task_id for r in list_runs(data, 1).runs] == [made[-1].task_id]
+
+
+def test_the_writer_keeps_the_index_current(tmp_path: Path) -> None:
+    made = write_runs(tmp_path, 250)
+    bus = EventBus()
+    writer = JournalWriter(tmp_path, bus)
+    try:
+        bus.emit(TaskStarted(task_id="T00003", task="again", ts=time.time()))  # an old id
+        bus.emit(StepFinished(task_id="T00003", step=1, cost_usd=0.5))
+        [running] = list_runs(tmp_path, 1).runs
+        assert (running.task_id, running.status, running.steps) == ("T00003", "running", 1)
+        with RunIndex(tmp_path) as index:
+            assert index.journals_after(made[-1].last_seq) == [running_journal(tmp_path)]
+        bus.emit(TaskFinished(task_id="T00003", status="finished", summary="ok", steps=1))
+        ended = list_runs(tmp_path, 1).runs[0]
+        assert (ended.status, ended.summary, ended.cost_usd) == ("finished", "ok", 0.0)
+    finally:
+        writer.close()
+    kinds = [r["kind"] for r in events_after(tmp_path, made[-1].last_seq)]
+    assert kinds == ["task_started", "step_finished", "task_finished"]
+    with RunIndex(tmp_path) as index:  # closed: its last seq is known
+        assert index.journals_after(made[-1].last_seq + 3) == []
+
+
+def running_journal(data: Path) -> Path:
+    folder = find_run(data, "T00003")
+    assert folder is not None
+    return folder / "events.jsonl"
+
+
+def test_a_journal_left_open_by_a_dead_writer_is_closed(tmp_path: Path) -> None:
+    [made] = write_runs(tmp_path, 1)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          text=True, capture_output=True, check=True)  # fmt: skip
+    with RunIndex(tmp_path) as index:
+        index.sync()
+        index.book.rows("UPDATE runs SET last_seq = NULL, open_pid = ?", (int(dead.stdout),))
+        assert index.journals_after(5) == []  # its end read again: seq 2
+        assert index.book.rows("SELECT last_seq, open_pid FROM runs") == [(2, None)]
+    assert made.last_seq == 2
+
+
+def test_a_running_run_whose_process_is_gone_is_interrupted(tmp_path: Path) -> None:
+    [made] = write_runs(tmp_path, 1)
+    info = json.loads((made.folder / "run.json").read_text())
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          text=True, capture_output=True, check=True)  # fmt: skip
+    info |= {"status": "running", "pid": int(dead.stdout)}
+    (made.folder / "run.json").write_text(json.dumps(info))
+    [run] = list_runs(tmp_path).runs
+    assert run.status == "interrupted"
+    info["pid"] = os.getpid()  # changed behind the index's back: read again
+    (made.folder / "run.json").write_text(json.dumps(info))
+    assert list_runs(tmp_path).runs[0].status == "running"
