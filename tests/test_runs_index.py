@@ -1,7 +1,8 @@
 """The run index with 10,000 real run folders on disk (tests/run_folders.py writes them as
 the journal writer does): a lookup, the journal after a seq and a page of ``jarvis runs``
 read what they need and no day or run.json more; the index is rebuilt when deleted or
-broken, and catches up with folders added or removed behind its back."""
+broken, and catches up with folders added or removed behind its back. ``GET /api/runs``
+of a real `jarvis serve` pages with its cursor."""
 
 from __future__ import annotations
 
@@ -20,9 +21,12 @@ import pytest
 from jarvis.cli import main
 from jarvis.events import EventBus, StepFinished, TaskFinished, TaskStarted
 from jarvis.runs import index as index_module
-from jarvis.runs.index import INDEX_FILE, BadCursor, RunIndex, index_files
+from jarvis.runs.index import INDEX_DIR, INDEX_FILE, BadCursor, RunIndex, index_files
 from jarvis.runs.journal import JournalWriter
 from jarvis.runs.reader import events_after, find_run, list_runs
+from tests.agent_harness import agent_settings
+from tests.api_harness import serving_api
+from tests.fake_model import FakeModel
 from tests.run_folders import Made, write_run, write_runs
 
 RUNS = 10_000
@@ -56,9 +60,13 @@ class Counted:
         monkeypatch.setattr(RunIndex, "_scan_day", counted_scan)
 
 
+def index_path(data: Path) -> Path:
+    return data / "runs" / INDEX_DIR / INDEX_FILE
+
+
 def drop_index(data: Path) -> None:
     for name in index_files():
-        (data / "runs" / name).unlink(missing_ok=True)
+        index_path(data).with_name(name).unlink(missing_ok=True)
 
 
 def page_through(data: Path, limit: int, cursor: str | None = None) -> list[str]:
@@ -144,41 +152,50 @@ def test_a_deleted_index_is_rebuilt(big: tuple[Path, list[Made]]) -> None:
     data, made = big
     drop_index(data)
     assert find_run(data, made[17].task_id) == made[17].folder
-    assert (data / "runs" / INDEX_FILE).is_file()
+    assert index_path(data).is_file()
     assert [r.task_id for r in list_runs(data, 2).runs] == [made[-1].task_id, made[-2].task_id]
 
 
 def test_a_broken_index_or_one_of_another_version_is_rebuilt(tmp_path: Path) -> None:
     made = write_runs(tmp_path, 30, per_day=7)
     assert len(page_through(tmp_path, 4)) == 30
-    (tmp_path / "runs" / INDEX_FILE).write_bytes(b"not a database at all" * 100)
+    index_path(tmp_path).write_bytes(b"not a database at all" * 100)
     assert find_run(tmp_path, made[-1].task_id) == made[-1].folder
     with RunIndex(tmp_path) as index:
         index.book.rows(f"PRAGMA user_version = {index_module.VERSION + 1}")
     assert page_through(tmp_path, 4) == [m.task_id for m in reversed(made)]
 
 
-def test_a_stale_index_catches_up(big: tuple[Path, list[Made]]) -> None:
+def test_a_stale_index_catches_up(
+    big: tuple[Path, list[Made]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     data, made = big
-    old_day = made[150].folder.parent  # a day long indexed
-    late = write_run(old_day / "T99001", "T99001", made[150].started + 5, 2 * RUNS + 1)
-    new_day = data / "runs" / "2030-01-01"
-    write_run(new_day / "T99002", "T99002", made[-1].started + 9e7, 2 * RUNS + 3)
+    seq = 2 * RUNS + 1
+    today = made[-1].folder.parent  # the newest day: looked at by every lookup
+    added = write_run(today / "T99000", "T99000", made[-1].started + 1, seq)
+    old_day = made[150].folder.parent  # a day long indexed: looked at every SWEEP_S
+    late = write_run(old_day / "T99001", "T99001", made[150].started + 5, seq + 2)
+    new_day = data / "runs" / "2030-01-01"  # runs/ changes: every day is looked at
     try:
+        assert find_run(data, "T99000") == added.folder
+        assert [r.task_id for r in list_runs(data, 1).runs] == ["T99000"]
+        assert find_run(data, "T99001") is None  # not yet
+        monkeypatch.setattr(index_module, "SWEEP_S", 0.0)
         assert find_run(data, "T99001") == late.folder
+        monkeypatch.undo()
+        write_run(new_day / "T99002", "T99002", made[-1].started + 9e7, seq + 4)
         assert [r.task_id for r in list_runs(data, 1).runs] == ["T99002"]
-        assert [r["task_id"] for r in events_after(data, 2 * RUNS)] == ["T99001"] * 2 + [
-            "T99002"
-        ] * 2
         shutil.rmtree(made[-1].folder)  # a folder the index names, gone
         assert find_run(data, made[-1].task_id) is None
-        assert [r.task_id for r in list_runs(data, 2).runs] == ["T99002", made[-2].task_id]
+        after = [r["task_id"] for r in events_after(data, 2 * RUNS)]
+        assert after == ["T99000"] * 2 + ["T99001"] * 2 + ["T99002"] * 2
+        assert [r.task_id for r in list_runs(data, 2).runs] == ["T99002", "T99000"]
     finally:
-        shutil.rmtree(late.folder, ignore_errors=True)
-        shutil.rmtree(new_day, ignore_errors=True)
+        for folder in (added.folder, late.folder, new_day):
+            shutil.rmtree(folder, ignore_errors=True)
         if not made[-1].folder.exists():
             write_run(made[-1].folder, made[-1].task_id, made[-1].started, made[-1].first_seq)
-    assert find_run(data, "T99002") is None
+    assert find_run(data, "T99002") is None and find_run(data, "T99000") is None
     assert [r.task_id for r in list_runs(data, 1).runs] == [made[-1].task_id]
 
 
@@ -234,3 +251,31 @@ def test_a_running_run_whose_process_is_gone_is_interrupted(tmp_path: Path) -> N
     info["pid"] = os.getpid()  # changed behind the index's back: read again
     (made.folder / "run.json").write_text(json.dumps(info))
     assert list_runs(tmp_path).runs[0].status == "running"
+
+
+@pytest.mark.usefixtures("xserver")
+async def test_the_api_pages_runs_with_a_cursor(
+    tmp_path: Path, fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = agent_settings(tmp_path, fake_model, monkeypatch)
+    made = write_runs(settings.data_dir, 130, per_day=40)
+    async with serving_api(settings) as api, api.client() as client:
+        seen: list[str] = []
+        cursor: str | None = None
+        while True:
+            params = {"limit": 50} | ({"cursor": cursor} if cursor else {})
+            answer = (await client.get("/api/runs", params=params)).json()
+            assert set(answer) == {"runs", "next"}
+            seen += [r["task_id"] for r in answer["runs"]]
+            cursor = answer["next"]
+            if cursor is None:
+                break
+        assert seen == [m.task_id for m in reversed(made)]
+        [first] = (await client.get("/api/runs", params={"limit": 1})).json()["runs"]
+        assert (first["task_id"], first["status"], first["run_count"]) == ("T00130", "finished", 1)
+        assert first["folder"] == made[-1].folder.relative_to(settings.data_dir).as_posix()
+        assert first["ending"] == "finished: done" and "runs" not in first
+        bad = await client.get("/api/runs", params={"cursor": "2024-01-01/x/T1"})
+        assert bad.status_code == 400 and "not a cursor" in bad.json()["detail"]
+        record = (await client.get("/api/tasks/T00001")).json()  # an old run, by the index
+        assert record["run"]["folder"] == made[0].folder.relative_to(settings.data_dir).as_posix()

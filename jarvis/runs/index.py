@@ -1,5 +1,6 @@
-"""The run index, ``runs/index.sqlite``: which folder holds a task's run, whose journal can
-hold a line after a given ``seq``, and a page of the listing, without a walk of every day.
+"""The run index, ``runs/index/runs.sqlite``: which folder holds a task's run, whose
+journal can hold a line after a given ``seq``, and a page of the listing, without a walk
+of every day.
 
 The run folders stay the truth; the index is a :class:`~jarvis.book_index.BookIndex`,
 rebuilt from them when it is missing, unreadable or of another schema version. One row
@@ -12,10 +13,11 @@ It is kept current three ways:
 
 - the journal writer calls :meth:`RunIndex.put` when it opens a run folder or saves its
   ``run.json``, and :meth:`RunIndex.closed` when it closes the journal;
-- :meth:`RunIndex.sync`, before every lookup, compares each date folder's mtime and link
-  count with those indexed (a run folder added or removed changes them; a new index knows
-  none) and lists only the days that changed: one ``stat`` per day, one read per new
-  folder;
+- :meth:`RunIndex.sync`, before every lookup, looks at what changed behind its back, by
+  ``stat`` (mtime, link count): ``runs/`` itself (a date folder came or went: then every
+  date folder, as for a new index) and the newest two date folders (a run folder came or
+  went); every date folder again every :data:`SWEEP_S`. A changed date folder is listed
+  and only its new run folders are read;
 - what a lookup returns is checked: a folder that is gone loses its row, a ``run.json``
   changed since it was read is read again, and a journal left open by a writer that died
   gets its last ``seq`` from its end.
@@ -27,6 +29,7 @@ import logging
 import math
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,8 +49,14 @@ from jarvis.runs.run_info import RUN_FILE, RunInfo, RunSummary
 
 log = logging.getLogger(__name__)
 
-INDEX_FILE = "index.sqlite"
-"""Under ``DATA/runs/``; with its ``-wal`` and ``-shm`` files while it is open."""
+INDEX_DIR = "index"
+INDEX_FILE = "runs.sqlite"
+"""In ``DATA/runs/index/`` (with its ``-wal`` and ``-shm`` files while it is open): not
+in ``runs/`` itself, whose mtime then changes only when a date folder comes or goes."""
+SWEEP_S = 300.0
+"""How often a lookup compares every date folder with the index, at most (a run folder
+added by hand to an old day is found then; one in a new or a recent day at once)."""
+RECENT_DAYS = 2
 VERSION = 1
 SCHEMA = (
     "CREATE TABLE runs (day TEXT NOT NULL, name TEXT NOT NULL, started REAL NOT NULL, "
@@ -57,6 +66,7 @@ SCHEMA = (
     "CREATE INDEX runs_by_name ON runs (name, day)",
     "CREATE INDEX runs_by_last_seq ON runs (last_seq)",
     "CREATE TABLE days (day TEXT PRIMARY KEY, seen TEXT NOT NULL)",
+    "CREATE TABLE marks (name TEXT PRIMARY KEY, value TEXT)",
 )
 _UPSERT = (
     "INSERT INTO runs (day, name, started, summary, info, last_seq, open_pid) "
@@ -66,6 +76,14 @@ _UPSERT = (
     "open_pid = excluded.open_pid"
 )
 _ADD = _UPSERT.split(" ON CONFLICT")[0].replace("INSERT", "INSERT OR IGNORE", 1)
+_DAY_SEEN = (
+    "INSERT INTO days (day, seen) VALUES (?, ?) "
+    "ON CONFLICT (day) DO UPDATE SET seen = excluded.seen"
+)
+_MARK = (
+    "INSERT INTO marks (name, value) VALUES (?, ?) "
+    "ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+)
 _PAGE = "SELECT day, name, started, summary, info FROM runs"
 _NEWEST = " ORDER BY day DESC, started DESC, name DESC LIMIT ?"
 _CHECKS = 3
@@ -97,7 +115,7 @@ class RunIndex:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
         self.root = data_dir / "runs"
-        self.book = BookIndex(self.root / INDEX_FILE, SCHEMA, VERSION)
+        self.book = BookIndex(self.root / INDEX_DIR / INDEX_FILE, SCHEMA, VERSION)
 
     def close(self) -> None:
         self.book.close()
@@ -128,18 +146,33 @@ class RunIndex:
 
     # -- catching up with the folders --
     def sync(self) -> None:
-        """Index what changed in the date folders since they were indexed."""
+        """Index what changed in the date folders: in every one when ``runs/`` itself
+        changed (a day added or removed; a new index knows none) or the last look at all
+        is :data:`SWEEP_S` old; else in the newest :data:`RECENT_DAYS` (a run's folder is
+        made in the day it starts)."""
+        root = _seen(self.root)
+        marks = dict(self.book.rows("SELECT name, value FROM marks"))
+        age = time.time() - float(marks.get("swept") or 0)
+        if marks.get("root") != root or not 0 <= age < SWEEP_S:
+            self._sweep(root)
+            return
+        newest = "SELECT day, seen FROM days ORDER BY day DESC LIMIT ?"
+        for day, seen in self.book.rows(newest, (RECENT_DAYS,)):
+            now = _seen(self.root / day)
+            if now != seen:
+                self._scan_day(day, now)
+
+    def _sweep(self, root: str | None) -> None:
+        """Compare every date folder with the index; read those that changed."""
         on_disk = self._days()
         known = dict(self.book.rows("SELECT day, seen FROM days"))
-        for day in sorted(known.keys() - on_disk.keys()):
-            with self.book.writing() as db:
-                db.execute("DELETE FROM runs WHERE day = ?", (day,))
-                db.execute("DELETE FROM days WHERE day = ?", (day,))
         changed = [day for day, seen in on_disk.items() if known.get(day) != seen]
         if len(changed) > 1:
             log.info("run index %s: reading %d date folders", self.book.path, len(changed))
-        for day in sorted(changed):
-            self._scan_day(day, on_disk[day])
+        for day in sorted([*changed, *(known.keys() - on_disk.keys())]):
+            self._scan_day(day, on_disk.get(day))
+        with self.book.writing() as db:
+            db.executemany(_MARK, [("root", root), ("swept", repr(time.time()))])
 
     def _days(self) -> dict[str, str]:
         """Each date folder and what it is now (mtime and link count, see :func:`_seen`)."""
@@ -153,9 +186,10 @@ class RunIndex:
             pass
         return found
 
-    def _scan_day(self, day: str, seen: str) -> None:
+    def _scan_day(self, day: str, seen: str | None) -> None:
         """Rows for the new run folders of ``day``, none for those gone (read outside the
-        transaction; a row the writer put meanwhile is newer and stays)."""
+        transaction; a row the writer put meanwhile is newer and stays); ``seen`` is what
+        the folder was before it was listed (None: it is gone)."""
         try:
             with os.scandir(self.root / day) as listing:
                 names = {e.name for e in listing if e.is_dir()}
@@ -168,11 +202,10 @@ class RunIndex:
             gone = [(day, name) for name in known - names]
             db.executemany("DELETE FROM runs WHERE day = ? AND name = ?", gone)
             db.executemany(_ADD, [row for row in new if row is not None])
-            db.execute(
-                "INSERT INTO days (day, seen) VALUES (?, ?) "
-                "ON CONFLICT (day) DO UPDATE SET seen = excluded.seen",
-                (day, seen),
-            )
+            if seen is None:
+                db.execute("DELETE FROM days WHERE day = ?", (day,))
+            else:
+                db.execute(_DAY_SEEN, (day, seen))
 
     def _forget(self, day: str, name: str) -> None:
         with self.book.writing() as db:
