@@ -256,7 +256,7 @@ def test_events_after_reads_across_runs_and_days_in_order(tmp_path: Path) -> Non
     one_task(bus, "T002", ts=time.time() - 86400)
     one_task(bus, "T003")
     writer.close()
-    days = sorted(p.name for p in (tmp_path / "runs").iterdir() if p.is_dir())
+    days = sorted(p.name for p in (tmp_path / "runs").glob("????-??-??"))
     assert len(days) == 3
     for after in (0, 5, 9, 10, 18, 26, 27):  # 9 lines a task
         assert [r["seq"] for r in events_after(tmp_path, after)] == list(range(after + 1, 28))
