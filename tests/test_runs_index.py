@@ -21,9 +21,9 @@ import pytest
 from jarvis.cli import main
 from jarvis.events import EventBus, StepFinished, TaskFinished, TaskStarted
 from jarvis.runs import index as index_module
-from jarvis.runs.index import INDEX_DIR, INDEX_FILE, BadCursor, RunIndex, index_files
+from jarvis.runs.index import INDEX_DIR, INDEX_FILE, RunIndex, index_files
 from jarvis.runs.journal import JournalWriter
-from jarvis.runs.reader import events_after, find_run, list_runs
+from jarvis.runs.reader import BadCursor, events_after, find_run, list_runs
 from tests.agent_harness import agent_settings
 from tests.api_harness import serving_api
 from tests.fake_model import FakeModel

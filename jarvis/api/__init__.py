@@ -45,7 +45,7 @@ Endpoints (JSON unless said otherwise)::
          merges it into the task, which runs again (409 when the task is not open)
     GET  /api/events   Server-Sent Events, see below
     GET  /api/runs?limit=50&cursor=C -> {runs: [RunSummary], next}   newest first, from
-         the run index (jarvis.runs.index: no run.json is opened); a run = task_id, task,
+         the run index (jarvis.runs.listing: no run.json is opened); a run = task_id, task,
          channel, model, started, ended, status, ending, summary, verdict, stopped_by,
          steps, tokens, cost_usd, run_count, first_seq, last_seq, folder; next = the cursor
          of the page of older runs (null after the oldest); 400 for a cursor not given here

@@ -34,7 +34,7 @@ from jarvis.gateway.channels.registry import ChannelRefused
 from jarvis.gateway.message_format import MAX_MESSAGE_CHARS
 from jarvis.gateway.service import DaemonService, Submitted, TaskRecord
 from jarvis.gateway.todos import TodoState
-from jarvis.runs.index import BadCursor
+from jarvis.runs.listing import BadCursor
 
 COOKIE_MAX_AGE_S = 30 * 24 * 3600
 Channel = Literal["web", "tui", "api"]

@@ -26,12 +26,10 @@ It is kept current three ways:
 from __future__ import annotations
 
 import logging
-import math
 import os
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,19 +59,20 @@ VERSION = 1
 SCHEMA = (
     "CREATE TABLE runs (day TEXT NOT NULL, name TEXT NOT NULL, started REAL NOT NULL, "
     "summary TEXT NOT NULL, info TEXT, last_seq INTEGER, open_pid INTEGER, "
-    "UNIQUE (day, name))",
+    "touched REAL NOT NULL, UNIQUE (day, name))",
     "CREATE INDEX runs_newest ON runs (day, started, name)",
     "CREATE INDEX runs_by_name ON runs (name, day)",
     "CREATE INDEX runs_by_last_seq ON runs (last_seq)",
+    "CREATE INDEX runs_by_touched ON runs (touched)",
     "CREATE TABLE days (day TEXT PRIMARY KEY, seen TEXT NOT NULL)",
     "CREATE TABLE marks (name TEXT PRIMARY KEY, value TEXT)",
 )
 _UPSERT = (
-    "INSERT INTO runs (day, name, started, summary, info, last_seq, open_pid) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (day, name) DO UPDATE SET "
+    "INSERT INTO runs (day, name, started, summary, info, last_seq, open_pid, touched) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (day, name) DO UPDATE SET "
     "started = excluded.started, summary = excluded.summary, "
     "info = excluded.info, last_seq = excluded.last_seq, "
-    "open_pid = excluded.open_pid"
+    "open_pid = excluded.open_pid, touched = excluded.touched"
 )
 _ADD = _UPSERT.split(" ON CONFLICT")[0].replace("INSERT", "INSERT OR IGNORE", 1)
 _DAY_SEEN = (
@@ -86,27 +85,16 @@ _MARK = (
 )
 _PAGE = "SELECT day, name, started, summary, info FROM runs"
 _NEWEST = " ORDER BY day DESC, started DESC, name DESC LIMIT ?"
-_CHECKS = 3
-"""Times a page is read again after rows it found were stale."""
 
-Row = tuple[str, str, float, str, str | None, int | None, int | None]
+Row = tuple[str, str, float, str, str | None, int | None, int | None, float]
+"""day, name, started, summary, info, last_seq, open_pid, touched"""
+Listed = tuple[str, str, float, str, str | None]
+"""day, name, started, summary (JSON), info: a row as a listing reads it"""
 
 
 def index_files() -> tuple[str, ...]:
     """The names of the index's files (the database and SQLite's files beside it)."""
     return tuple(INDEX_FILE + suffix for suffix in ("", "-wal", "-shm", "-journal"))
-
-
-class BadCursor(ValueError):
-    """A cursor this index did not give."""
-
-
-@dataclass
-class RunPage:
-    """Runs newest first, and the cursor of the page after them (None: no more)."""
-
-    runs: list[RunSummary] = field(default_factory=list)
-    next: str | None = None
 
 
 class RunIndex:
@@ -129,7 +117,7 @@ class RunIndex:
     # -- the writer's side --
     def put(self, folder: Path, info: RunInfo, open_pid: int | None = None) -> None:
         """Index ``folder`` as ``info`` says, its journal open by ``open_pid`` (if given)."""
-        row = _row(folder, info, _seen(folder / RUN_FILE), open_pid)
+        row = _row(folder, info, _seen(folder / RUN_FILE), open_pid, time.time())
         with self.book.writing() as db:
             db.execute(_UPSERT, row)
 
@@ -139,8 +127,9 @@ class RunIndex:
         end = last_seq(folder / EVENTS_FILE)
         with self.book.writing() as db:
             db.execute(
-                "UPDATE runs SET last_seq = ?, open_pid = NULL WHERE day = ? AND name = ?",
-                (end, folder.parent.name, folder.name),
+                "UPDATE runs SET last_seq = ?, open_pid = NULL, touched = ? "
+                "WHERE day = ? AND name = ?",
+                (end, time.time(), folder.parent.name, folder.name),
             )
         return end
 
@@ -240,74 +229,52 @@ class RunIndex:
             out.append(folder / EVENTS_FILE)
         return sorted(p for p in out if p.is_file())
 
-    def page(self, limit: int, cursor: str | None = None) -> RunPage:
-        """At most ``limit`` runs, newest first, after ``cursor`` (a page's ``next``)."""
-        key = parse_cursor(cursor) if cursor else None
+    def touched_since(self, since: float) -> list[Path]:
+        """The run folders written to at ``since`` or later (by the index's clock; a
+        journal still open counts), e.g. those that can name a file made since then."""
         self.sync()
-        for _ in range(_CHECKS):
-            rows = self._newest(key, limit + 1)
-            if self._current(rows):
-                break
-        shown = rows[:limit]
-        runs = [self._summary(day, name, summary) for day, name, _, summary, _ in shown]
-        more = len(rows) > limit
-        if not (more and shown):
-            return RunPage(runs)
-        day, name, started = shown[-1][:3]
-        return RunPage(runs, make_cursor(day, started, name))
+        found = self.book.rows(
+            "SELECT day, name FROM runs WHERE touched >= ? OR last_seq IS NULL "
+            "OR open_pid IS NOT NULL ORDER BY day, name",
+            (since,),
+        )
+        return [f for f in (self.root / day / name for day, name in found) if f.is_dir()]
 
-    def _newest(self, key: tuple[str, float, str] | None, count: int) -> list[Any]:
+    # -- a listing (jarvis.runs.listing) --
+    def newest(self, key: tuple[str, float, str] | None, count: int) -> list[Listed]:
+        """At most ``count`` rows, newest first (by day, start, name), after ``key``."""
         if key is None:
             return self.book.rows(_PAGE + _NEWEST, (count,))
         where = " WHERE (day, started, name) < (?, ?, ?)"
         return self.book.rows(_PAGE + where + _NEWEST, (*key, count))
 
-    def _current(self, rows: list[Any]) -> bool:
-        """Whether the rows match their folders; those that do not are indexed again."""
-        fine = True
-        for day, name, _, _, seen in rows:
-            folder = self.root / day / name
-            now = _seen(folder / RUN_FILE)
-            if now == seen and (now is not None or is_run(folder)):
-                continue
-            fine = False
-            row = _from_files(folder)
-            if row is None:
-                self._forget(day, name)
-            else:
-                with self.book.writing() as db:
-                    db.execute(_UPSERT, row)
-        return fine
-
-    def _summary(self, day: str, name: str, summary: str) -> RunSummary:
-        run = RunSummary.model_validate_json(summary)
-        run.folder = f"runs/{day}/{name}"
-        if run.status == "running" and not alive(run.pid):
-            run.status = "interrupted"
-        return run
-
-
-def make_cursor(day: str, started: float, name: str) -> str:
-    """The cursor of the page after the run ``day/name`` (it names the run's sort key)."""
-    return f"{day}/{started!r}/{name}"
-
-
-def parse_cursor(cursor: str) -> tuple[str, float, str]:
-    parts = cursor.split("/", 2)
-    if len(parts) == 3 and DAY.fullmatch(parts[0]) and parts[2] == folder_name(parts[2]):
-        try:
-            started = float(parts[1])
-        except ValueError:
-            started = math.nan
-        if math.isfinite(started):
-            return parts[0], started, parts[2]
-    raise BadCursor(f"{cursor[:80]!r} is not a cursor of the run listing")
+    def current(self, day: str, name: str, seen: str | None) -> bool:
+        """Whether the row of ``day/name``, read when run.json was ``seen``, matches the
+        folder; when not, the folder is read again (or its row dropped: no run in it)."""
+        folder = self.root / day / name
+        now = _seen(folder / RUN_FILE)
+        if now == seen and (now is not None or is_run(folder)):
+            return True
+        row = _from_files(folder)
+        if row is None:
+            self._forget(day, name)
+        else:
+            with self.book.writing() as db:
+                db.execute(_UPSERT, row)
+        return False
 
 
 def _seen(path: Path) -> str | None:
     """What the file at ``path`` is now (None: no file): a rewrite changes it."""
     try:
         return _signature(path.stat())
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
     except (FileNotFoundError, NotADirectoryError):
         return None
 
@@ -319,28 +286,32 @@ def _signature(st: os.stat_result) -> str:
     return f"{st.st_ino}:{st.st_size}:{st.st_nlink}:{st.st_mtime_ns}"
 
 
-def _row(folder: Path, info: RunInfo, seen: str | None, open_pid: int | None) -> Row:
+def _row(
+    folder: Path, info: RunInfo, seen: str | None, open_pid: int | None, touched: float
+) -> Row:
     """A row of the index for ``folder`` holding ``info``; ``last_seq`` read from the
     journal's end unless a writer has it open."""
     summary = RunSummary.json_of(info)
     end = None if open_pid is not None else last_seq(folder / EVENTS_FILE)
     started = info.started or 0.0
-    return folder.parent.name, folder.name, started, summary, seen, end, open_pid
+    return folder.parent.name, folder.name, started, summary, seen, end, open_pid, touched
 
 
 def _from_files(folder: Path) -> Row | None:
     """A row for ``folder`` from its files (None when it holds no run); open while its
     ``run.json`` says running and its process lives."""
     seen = _seen(folder / RUN_FILE)  # before the read: a later write shows as a change
-    if seen is None and not (folder / EVENTS_FILE).is_file():
+    journal = _mtime(folder / EVENTS_FILE)
+    if seen is None and journal is None:
         return None  # no run in it
+    touched = max(journal or 0.0, _mtime(folder / RUN_FILE) or 0.0)
     try:
         info = read_run(folder)
     except OSError as exc:
         log.warning("run folder %s cannot be read: %s", folder, exc)
         return None
     writing = info.status == "running" and alive(info.pid)
-    return _row(folder, info, seen, info.pid if writing else None)
+    return _row(folder, info, seen, info.pid if writing else None, touched)
 
 
 class JournalIndex:

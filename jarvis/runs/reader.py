@@ -29,7 +29,8 @@ from jarvis.runs.folder import (
     newest_seq_on_disk,
     read_events,
 )
-from jarvis.runs.index import BadCursor, RunIndex, RunPage
+from jarvis.runs.index import RunIndex
+from jarvis.runs.listing import BadCursor, RunPage, page
 from jarvis.runs.run_info import RunInfo, RunSummary
 
 PAGE = 20
@@ -61,7 +62,7 @@ def list_runs(data_dir: Path, limit: int = PAGE, cursor: str | None = None) -> R
     """At most ``limit`` runs, newest first (by day, then start time), after ``cursor``
     (the ``next`` of the page before; :class:`BadCursor` for any other)."""
     with RunIndex(data_dir) as index:
-        return index.page(max(1, limit), cursor)
+        return page(index, max(1, limit), cursor)
 
 
 __all__ = [
