@@ -1,9 +1,10 @@
 """`jarvis runs` and finding a run's folder with 10,000 run folders on disk.
 
 Real parts: run folders written as the journal writer leaves them (``run.json`` and a
-two-line journal each, ``--per-day`` a date folder; tests/run_folders.py), the run index
-(``runs/index.sqlite``) built from them once, and `jarvis runs` as a child process (the
-real CLI entry: interpreter start, imports, settings, one page of 20).
+two-line journal each, ``--per-day`` a date folder, 10 by default: 1,000 days;
+tests/run_folders.py), the run index (``runs/index/runs.sqlite``) built from them once,
+and `jarvis runs` as a child process (the real CLI entry: interpreter start, imports,
+settings, one page of 20).
 
 - cli: wall time of `jarvis runs` (median of ``--repeats``); target at most 1 s.
 - list: :func:`jarvis.runs.reader.list_runs` for the first page and for a page deep in
@@ -15,7 +16,7 @@ real CLI entry: interpreter start, imports, settings, one page of 20).
 
 Prints one JSON object, with the target and whether it is met.
 
-    .venv/bin/python bench/runs_list.py [--runs 10000] [--per-day 100] [--repeats 5]
+    .venv/bin/python bench/runs_list.py [--runs 10000] [--per-day 10] [--repeats 5]
         [--samples 200] [--small 10]
 """
 
@@ -119,7 +120,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10_000, help="run folders on disk")
-    parser.add_argument("--per-day", type=int, default=100, help="run folders a date folder")
+    parser.add_argument("--per-day", type=int, default=10, help="run folders a date folder")
     parser.add_argument("--repeats", type=int, default=5, help="`jarvis runs` calls to time")
     parser.add_argument("--samples", type=int, default=200, help="find_run calls to time")
     parser.add_argument("--small", type=int, default=10, help="run folders of the comparison")

@@ -4,8 +4,10 @@ A task runs more than once when a person answers its ``call_user`` question or a
 is merged into it: every run is kept. :class:`RunInfo` is the whole task (its title, its
 totals over all runs, how its latest run ended) and ``runs`` holds each run
 (:class:`RunPart`: its number, times, ending, the person's answer that started it, its own
-tokens and cost). The journal writes it, the reader, the report, ``jarvis runs`` and the
-API read it; nothing else builds or parses ``run.json``.
+tokens and cost). The journal writes it (an event's numbers go in by
+:meth:`RunInfo.record`), the reader, the report and the API read it; nothing else builds or
+parses ``run.json``. :class:`RunSummary` is the part a listing shows (``jarvis runs``,
+``GET /api/runs``), kept in the run index so a page opens no ``run.json``.
 
 Files written before runs were kept (``tokens`` as ``{"input", "output", "cache_read"}``,
 no ``runs``) still load: their one run is rebuilt from the top-level fields.
