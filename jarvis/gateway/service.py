@@ -291,7 +291,7 @@ class DaemonService:
 
     async def runs(self, limit: int, cursor: str | None = None) -> RunPage:
         """A page of the runs on disk, newest first, after ``cursor`` (a page's ``next``;
-        :class:`~jarvis.runs.index.BadCursor` for any other)."""
+        :class:`~jarvis.runs.listing.BadCursor` for any other)."""
         return await asyncio.to_thread(list_runs, self.data_dir, limit, cursor)
 
     async def latest_events(self) -> list[dict[str, Any]]:

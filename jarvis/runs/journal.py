@@ -42,8 +42,9 @@ cancelled); a reader shows a ``running`` run whose process is gone as ``interrup
 Writing: :class:`JournalWriter` subscribes to an :class:`~jarvis.events.EventBus`;
 ``writer.listen(callback)`` sees every :class:`JournalLine` right after it is on disk (in
 the emitting thread, in ``seq`` order; callbacks must not block); ``writer.close()``
-writes pending text and unsubscribes. Reading: :mod:`jarvis.runs.reader`
-(``read_events``, ``events_after``, ``list_runs``, ``find_run``, ``last_seq``).
+writes pending text and unsubscribes. The run index (:mod:`jarvis.runs.index`) is told
+of each folder opened, each ``run.json`` saved and each journal closed. Reading:
+:mod:`jarvis.runs.reader` (``read_events``, ``events_after``, ``list_runs``, ``find_run``).
 """
 
 from __future__ import annotations
