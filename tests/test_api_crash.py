@@ -97,7 +97,7 @@ async def test_kill_9_mid_task_leaves_a_journal_that_parses_and_the_history_afte
     assert len(records) >= len(lines) - 1  # at most a torn last line
     assert [r["seq"] for r in records] == sorted({r["seq"] for r in records})
     assert "task_finished" not in [r["kind"] for r in records]
-    [run] = list_runs(data)
+    [run] = list_runs(data).runs
     assert run.status == "interrupted" and run.task_id == "T001"
     first_run = [r["seq"] for r in records]
 

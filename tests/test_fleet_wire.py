@@ -46,6 +46,8 @@ FORGED = [
     "/etc/passwd",
     "runs/2026-01-01/T001/../../../../outside.txt",
     "config/api_token",  # inside the data dir, but not an artefact's place
+    "runs/index/runs.sqlite",  # the coordinator's own run index
+    "runs/2026-01-01/T001/events.jsonl",  # its journal
     "runs",
     "runs//x",
     "runs\\..\\x",

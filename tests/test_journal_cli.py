@@ -35,7 +35,7 @@ def test_jarvis_run_writes_the_journal_and_jarvis_runs_shows_it(
     proc = jarvis_run(xserver, fake_model, data, "move the pointer")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
-    [run] = list_runs(data)
+    [run] = list_runs(data).runs
     assert (run.status, run.channel, run.steps) == ("finished", "cli", 1)
     assert run.tokens.input_tokens == 340 and run.tokens.output_tokens == 57  # step + verification
     assert run.task == "move the pointer"

@@ -113,7 +113,7 @@ def test_jarvis_runs_has_an_ending_column(tmp_path: Path, capsys: pytest.Capture
     for task_id, (_, _, _, said) in ENDINGS.items():
         [line] = [line for line in lines if f" {task_id} " in line]
         assert line.rstrip().endswith(said), line
-    runs = {r.task_id: r for r in list_runs(tmp_path)}
+    runs = {r.task_id: r for r in list_runs(tmp_path).runs}
     assert runs["T003"].stopped_by == "web"
     assert main(["runs", "--data-dir", str(tmp_path), "show", "T003"]) == 0
     assert "task cancelled by web (1 steps)" in capsys.readouterr().out
@@ -126,8 +126,9 @@ def test_a_run_json_from_before_runs_were_kept_still_reads(tmp_path: Path) -> No
         '{"task_id": "T009", "task": "old", "status": "failed", "summary": "no window",'
         ' "steps": 2, "tokens": {"input": 40, "output": 5, "cache_read": 1}, "cost_usd": 0.5}'
     )
-    [run] = list_runs(tmp_path)
+    [run] = list_runs(tmp_path).runs
     assert (run.tokens.input_tokens, run.tokens.output_tokens) == (40, 5)
     assert run.tokens.cache_read_tokens == 1
-    assert [p.status for p in run.runs] == ["failed"] and run.runs[0].tokens == run.tokens
-    assert run.ending == "failed: no window"
+    assert run.run_count == 1 and run.ending == "failed: no window"
+    info = RunInfo.load(folder)
+    assert [p.status for p in info.runs] == ["failed"] and info.runs[0].tokens == info.tokens

@@ -1,10 +1,12 @@
 """Screenshot dedup across the short-term store: merges only same pixels, re-points only step
-records, never deletes a file anything else names."""
+records, never deletes a file anything else names; the upkeep reads its window (the step
+records' days and the runs written since), not the whole history."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,9 +14,16 @@ import pytest
 from PIL import Image, ImageDraw
 
 from jarvis.desktop.screen import phash_hex
+from jarvis.events import EventBus, StepFinished, TaskFinished, TaskStarted
+from jarvis.memory import screenshot_refs
 from jarvis.memory.pixels import same_images, same_pixels
 from jarvis.memory.screenshot_dedup import dedup_screenshots, hamming
+from jarvis.memory.screenshot_refs import scan
 from jarvis.memory.short_term import ScreenshotRef, ShortTermMemory, StepRecord
+from jarvis.runs.index import recent_runs
+from jarvis.runs.journal import JournalWriter
+from jarvis.runs.reader import find_run
+from tests.run_folders import write_runs
 
 
 def picture(variant: int, dot: int = 0, typed: str = "") -> Image.Image:
@@ -184,3 +193,62 @@ def test_memory_compress_command_dedups_and_expires(tmp_path: Path, capsys) -> N
     assert [r.task_id for r in records] == ["t", "t", "t"]
     assert all((tmp_path / r.screenshot.path).is_file() for r in records if r.screenshot)
     assert not (tmp_path / refs[1].path).exists()
+
+
+def old_history(data: Path, runs: int) -> list[Path]:
+    """``runs`` finished runs of 2024 (files dated then), each naming its own picture in a
+    2024 picture folder through its journal; returns those pictures."""
+    made = write_runs(data, runs, per_day=10)
+    shots = []
+    for run in made:
+        day = datetime.fromtimestamp(run.started, UTC).strftime("%Y-%m-%d")
+        shot = data / "memory" / "screenshots" / day / f"{run.task_id}.png"
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        shot.write_bytes(b"old picture")
+        rel = shot.relative_to(data).as_posix()
+        with (run.folder / "events.jsonl").open("a") as journal:
+            journal.write(journal_line(run.task_id, 1, rel, seq=run.last_seq))
+        for path in (shot, run.folder / "events.jsonl", run.folder / "run.json"):
+            os.utime(path, (run.started + 30, run.started + 30))
+        shots.append(shot)
+    return shots
+
+
+def test_upkeep_reads_only_its_window_not_the_history(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shots = old_history(tmp_path, 300)  # 30 days of 2024
+    orphan = shots[7].with_name("orphan.png")  # old, expired, named by nothing
+    orphan.write_bytes(b"lost")
+    os.utime(orphan, (0, 0))
+    refs = store_all(tmp_path, [picture(0), picture(0).copy(), picture(1)])  # now
+    read: list[Path] = []
+    journal_refs = screenshot_refs.journal_refs
+    monkeypatch.setattr(
+        screenshot_refs, "journal_refs", lambda path: read.append(path) or journal_refs(path)
+    )
+    report = dedup_screenshots(tmp_path, recent_runs=recent_runs(tmp_path))
+    assert (report.files_before, report.files_removed) == (3, 1)  # the window's pictures
+    assert not (tmp_path / refs[1].path).exists()
+    expired = ShortTermMemory(tmp_path, recent_runs(tmp_path)).cleanup(hours=12)
+    assert expired == {"steps": 0, "screenshots": 0}
+    assert read == []  # no journal of the history was read
+    assert all(shot.is_file() for shot in shots) and orphan.is_file()  # outside the window
+    assert {ref.target for ref in scan(tmp_path)} >= {
+        shot.relative_to(tmp_path).as_posix() for shot in shots
+    }  # `jarvis memory check` still sees every reference
+
+
+def test_a_new_run_of_an_old_task_pins_its_picture(tmp_path: Path) -> None:
+    old_history(tmp_path, 20)
+    assert find_run(tmp_path, "T00003") is not None  # the run index, built before
+    refs = store_all(tmp_path, [picture(0), picture(0).copy()])
+    bus = EventBus()
+    writer = JournalWriter(tmp_path, bus)  # T00003 runs again, in its 2024 folder
+    bus.emit(TaskStarted(task_id="T00003", task="task T00003\n\nUpdate: once more"))
+    bus.emit(StepFinished(task_id="T00003", step=1, screenshot=refs[1].path))
+    bus.emit(TaskFinished(task_id="T00003", status="finished", steps=1))
+    writer.close()
+    assert find_run(tmp_path, "T00003") == tmp_path / "runs" / "2024-01-01" / "T00003"
+    report = dedup_screenshots(tmp_path, recent_runs=recent_runs(tmp_path))
+    assert report.files_removed == 0 and (tmp_path / refs[1].path).is_file()

@@ -154,7 +154,7 @@ async def test_a_task_cancelled_mid_stream_counts_the_tokens_it_used(
     assert (end["status"], end["stopped_by"], end["input_tokens"]) == ("cancelled", "web", 777)
     [step] = [r for r in lines if r["kind"] == "step_finished"]
     assert step["input_tokens"] == 777  # the cut step carries what it used
-    [run] = list_runs(api.data_dir)
+    [run] = list_runs(api.data_dir).runs
     assert run.tokens.input_tokens == 777 and run.ending == "cancelled by web"
 
 

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from jarvis.desktop.screen import Observation
 from jarvis.memory.short_term import ScreenshotRef, ShortTermMemory, StepRecord
+from jarvis.runs.index import recent_runs
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ class Hippocampus:
     recalls and learns nothing)."""
 
     def __init__(self, data_dir: Path, long_term: LongTerm | None = None) -> None:
-        self.short = ShortTermMemory(data_dir)
+        self.short = ShortTermMemory(data_dir, recent_runs(data_dir))
         self.long_term = long_term
 
     def store_screenshot(self, observation: Observation) -> ScreenshotRef:

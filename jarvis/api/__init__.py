@@ -44,7 +44,11 @@ Endpoints (JSON unless said otherwise)::
          an inbox message addressed to the task (header ``answers:T003``); the router
          merges it into the task, which runs again (409 when the task is not open)
     GET  /api/events   Server-Sent Events, see below
-    GET  /api/runs?limit=50 -> {runs: [RunInfo]}   newest first
+    GET  /api/runs?limit=50&cursor=C -> {runs: [RunSummary], next}   newest first, from
+         the run index (jarvis.runs.listing: no run.json is opened); a run = task_id, task,
+         channel, model, started, ended, status, ending, summary, verdict, stopped_by,
+         steps, tokens, cost_usd, run_count, first_seq, last_seq, folder; next = the cursor
+         of the page of older runs (null after the oldest); 400 for a cursor not given here
     GET  /api/workers -> {fleet, workers: [{name, host, display, size, version, state,
          task, last_heartbeat, live}]}   the fleet's live workers (``serve --fleet``);
          empty and fleet false for a daemon that runs its tasks itself; ``live``: its

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jarvis.events import ApprovalRequested
 from jarvis.gateway.todo_format import TodoStatus
-from jarvis.runs.run_info import RunInfo
+from jarvis.runs.run_info import RunSummary
 
 
 class TodoView(BaseModel):
@@ -43,8 +43,10 @@ class Cancelled(BaseModel):
 
 
 class Runs(BaseModel):
-    runs: list[RunInfo]
-    """Newest first."""
+    runs: list[RunSummary]
+    """Newest first; each run's whole record is ``GET /api/tasks/{id}``."""
+    next: str | None
+    """The cursor of the page of older runs (``?cursor=``); null after the oldest."""
 
 
 class Health(BaseModel):

@@ -35,6 +35,7 @@ from jarvis.gateway.channels.registry import ChannelRefused
 from jarvis.gateway.message_format import MAX_MESSAGE_CHARS
 from jarvis.gateway.service import DaemonService, Submitted, TaskRecord
 from jarvis.gateway.todos import TodoState
+from jarvis.runs.listing import BadCursor
 
 COOKIE_MAX_AGE_S = 30 * 24 * 3600
 Channel = Literal["web", "tui", "api"]
@@ -243,8 +244,18 @@ async def workers(d: D) -> Workers:
 
 
 @router.get("/runs")
-async def runs(d: D, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> Runs:
-    return Runs(runs=await d.service.runs(limit))
+async def runs(
+    d: D,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    cursor: Annotated[str | None, Query(max_length=400)] = None,
+) -> Runs:
+    """A page of runs, newest first, from the run index; ``next`` is the cursor of the
+    page after it (null after the oldest run)."""
+    try:
+        page = await d.service.runs(limit, cursor)
+    except BadCursor as exc:
+        raise HTTPException(400, str(exc)) from None
+    return Runs(runs=page.runs, next=page.next)
 
 
 BINARY = {"schema": {"type": "string", "format": "binary"}}

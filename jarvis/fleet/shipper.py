@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jarvis.fleet import keys
-from jarvis.fleet.wire import MAX_ARTEFACT_BYTES, artefact_fields
+from jarvis.fleet.wire import KEPT_HERE, MAX_ARTEFACT_BYTES, artefact_fields
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SHIPPED_DIRS = ("runs", "memory/steps", "memory/screenshots", "approvals")
-KEPT_HERE = ("events.jsonl", "run.json", "seq")
-"""The coordinator writes these itself (its journal): never shipped."""
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 

@@ -18,8 +18,12 @@ from typing import Any
 from pydantic import ConfigDict, ValidationError
 
 from jarvis.events import Event
+from jarvis.runs.index import index_files
 
 ARTEFACT_ROOTS = ("runs", "memory", "approvals")
+KEPT_HERE = ("events.jsonl", "run.json", "seq", *index_files())
+"""The coordinator writes these itself (its journal and its run index): never shipped,
+and refused as an artefact."""
 MAX_ARTEFACT_BYTES = 32 * 1024 * 1024
 
 
@@ -84,6 +88,8 @@ def artefact_target(data_dir: Path, rel: str) -> Path:
         raise ForgedEntry(f"artefact path refused (.. or an empty part): {rel!r}")
     if path.parts[0] not in ARTEFACT_ROOTS or len(path.parts) < 2:
         raise ForgedEntry(f"artefact path refused (not under {', '.join(ARTEFACT_ROOTS)}): {rel!r}")
+    if path.parts[0] == "runs" and path.name in KEPT_HERE:
+        raise ForgedEntry(f"artefact path refused (the coordinator writes it): {rel!r}")
     root = data_dir.resolve()
     target = (root / Path(*path.parts)).resolve()
     if not target.is_relative_to(root):

@@ -59,9 +59,11 @@ class DaemonMemory:
             return
         self._next = time.monotonic() + every
         from jarvis.memory.maintenance import upkeep
+        from jarvis.runs.index import recent_runs
 
+        runs = recent_runs(settings.data_dir)
         try:
-            await asyncio.to_thread(upkeep, settings, self.memory)
+            await asyncio.to_thread(upkeep, settings, self.memory, recent_runs=runs)
         except Exception:  # the boundary: upkeep must not stop the daemon
             log.exception("long-term memory compression failed; trying again in %gs", every)
             return

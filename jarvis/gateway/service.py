@@ -26,7 +26,7 @@ from jarvis.events import Event, ReplyReady, RoutingFailed
 from jarvis.gateway.router import ANSWERS
 from jarvis.gateway.runner import Runner, WorkerInfo, worker_of_screen
 from jarvis.gateway.todos import Todo, TodoState
-from jarvis.runs.reader import RunInfo, find_run, list_runs, load_run, read_events
+from jarvis.runs.reader import RunInfo, RunPage, find_run, list_runs, load_run, read_events
 from jarvis.safety.takeover import ScreenHold
 
 if TYPE_CHECKING:
@@ -225,9 +225,10 @@ class DaemonService:
         """The task's todo, run.json and journal lines; None when neither exists."""
         return await asyncio.to_thread(self._task, task_id)
 
-    async def runs(self, limit: int | None = None) -> list[RunInfo]:
-        """The runs on disk, newest first."""
-        return await asyncio.to_thread(list_runs, self.data_dir, limit)
+    async def runs(self, limit: int, cursor: str | None = None) -> RunPage:
+        """A page of the runs on disk, newest first, after ``cursor`` (a page's ``next``;
+        :class:`~jarvis.runs.listing.BadCursor` for any other)."""
+        return await asyncio.to_thread(list_runs, self.data_dir, limit, cursor)
 
     async def latest_events(self) -> list[dict[str, Any]]:
         """The journal lines of the running task, or else of the last one that ran."""
@@ -253,7 +254,7 @@ class DaemonService:
     def _latest_events(self) -> list[dict[str, Any]]:
         task_id = self._gateway.journal.current
         if task_id is None:
-            newest = list_runs(self.data_dir, limit=1)
+            newest = list_runs(self.data_dir, limit=1).runs
             task_id = newest[0].task_id if newest else None
         folder = find_run(self.data_dir, task_id) if task_id is not None else None
         return list(read_events(folder / "events.jsonl")) if folder is not None else []

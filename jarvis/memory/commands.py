@@ -199,6 +199,7 @@ def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_compress(args: argparse.Namespace, settings: Settings) -> int:
     from jarvis.memory.maintenance import upkeep
+    from jarvis.runs.index import recent_runs
 
     def action() -> int:
         with _open(settings) as memory:
@@ -206,6 +207,7 @@ def cmd_compress(args: argparse.Namespace, settings: Settings) -> int:
                 settings,
                 memory,
                 dry_run=args.dry_run,
+                recent_runs=recent_runs(settings.data_dir),
                 threshold=args.threshold,
                 merge_cosine=args.merge_cosine,
             )

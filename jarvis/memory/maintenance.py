@@ -14,6 +14,7 @@ from jarvis.config import Settings
 from jarvis.memory.compressor import CompressionReport, compress
 from jarvis.memory.long_term import LongTermMemory
 from jarvis.memory.screenshot_dedup import DedupReport, dedup_screenshots
+from jarvis.memory.screenshot_refs import RecentRuns
 from jarvis.memory.short_term import ShortTermMemory
 
 log = logging.getLogger(__name__)
@@ -43,14 +44,18 @@ def compress_options(settings: Settings, **given: Any) -> dict[str, Any]:
 
 
 def upkeep(
-    settings: Settings, memory: LongTermMemory, dry_run: bool = False, **options: Any
+    settings: Settings,
+    memory: LongTermMemory,
+    dry_run: bool = False,
+    recent_runs: RecentRuns | None = None,
+    **options: Any,
 ) -> UpkeepReport:
     """Compress long-term memory; unless ``dry_run``, also dedup screenshots and expire steps."""
     report = compress(memory, dry_run=dry_run, **compress_options(settings, **options))
     if dry_run:
         return UpkeepReport(report, None, None)
-    shots = dedup_screenshots(settings.data_dir, settings.screenshot_dedup_distance)
-    expired = ShortTermMemory(settings.data_dir).cleanup(settings.short_term_hours)
+    shots = dedup_screenshots(settings.data_dir, settings.screenshot_dedup_distance, recent_runs)
+    expired = ShortTermMemory(settings.data_dir, recent_runs).cleanup(settings.short_term_hours)
     log.info(
         "memory upkeep: %d screenshots stored, %d duplicates removed, %d step records "
         "re-pointed, %d pHash look-alikes kept apart; %d step records expired",

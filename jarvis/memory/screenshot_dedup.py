@@ -21,7 +21,16 @@ from pydantic import ValidationError
 
 from jarvis.fsutil import atomic_write_text
 from jarvis.memory.pixels import PixelCache
-from jarvis.memory.screenshot_refs import SHOTS, STEP_RECORD, Reference, by_target, scan
+from jarvis.memory.screenshot_refs import (
+    SHOTS,
+    STEP_RECORD,
+    RecentRuns,
+    Reference,
+    by_target,
+    in_window,
+    scan,
+    window_start,
+)
 from jarvis.memory.short_term import StepRecord
 
 log = logging.getLogger(__name__)
@@ -47,13 +56,15 @@ def hamming(a: str, b: str) -> int:
     return (int(a, 16) ^ int(b, 16)).bit_count()
 
 
-def stored_files(data_dir: Path) -> list[Path]:
-    """The stored screenshots, oldest first."""
+def stored_files(data_dir: Path, since: float | None = None) -> list[Path]:
+    """The stored screenshots, oldest first; with ``since``, those of the date folders that
+    can hold a picture made then or later (:func:`in_window`)."""
     shots_dir = data_dir / SHOTS
     if not shots_dir.is_dir():
         return []
+    days = [d for d in shots_dir.iterdir() if since is None or in_window(d.name, since)]
     return sorted(
-        (p for p in shots_dir.glob("*/*") if p.is_file() and not p.name.startswith(".")),
+        (p for d in days for p in d.glob("*") if p.is_file() and not p.name.startswith(".")),
         key=lambda p: (p.parent.name, p.name),
     )
 
@@ -71,11 +82,18 @@ def _hashes(refs: dict[str, list[Reference]]) -> dict[str, int]:
     return out
 
 
-def plan(data_dir: Path, max_distance: int, report: DedupReport) -> dict[str, str]:
-    """Which file merges into which: each removable file to an older one with its pixels."""
-    files = stored_files(data_dir)
+def plan(
+    data_dir: Path,
+    max_distance: int,
+    report: DedupReport,
+    since: float,
+    recent_runs: RecentRuns | None = None,
+) -> dict[str, str]:
+    """Which file merges into which: each removable file of the window (from ``since``) to
+    an older one of the window with its pixels."""
+    files = stored_files(data_dir, since)
     report.files_before = len(files)
-    refs = by_target(scan(data_dir))
+    refs = by_target(scan(data_dir, since, recent_runs))
     hashes = _hashes(refs)
     pixels = PixelCache()
     keepers: list[tuple[str, int]] = []
@@ -102,18 +120,23 @@ def plan(data_dir: Path, max_distance: int, report: DedupReport) -> dict[str, st
     return mapping
 
 
-def dedup_screenshots(data_dir: Path, max_distance: int = 4) -> DedupReport:
-    """Merge screenshots with the same pixels into one file each and re-point the records."""
+def dedup_screenshots(
+    data_dir: Path, max_distance: int = 4, recent_runs: RecentRuns | None = None
+) -> DedupReport:
+    """Merge screenshots with the same pixels into one file each and re-point the records:
+    those of the upkeep's window (:func:`window_start`: the step records' days), whose
+    every possible reference is read without a scan of the whole history."""
     data_dir = Path(data_dir)
     report = DedupReport()
-    mapping = plan(data_dir, max_distance, report)
+    since = window_start(data_dir)
+    mapping = plan(data_dir, max_distance, report, since, recent_runs)
     if not mapping:
         return report
-    for ref in scan(data_dir):
+    for ref in scan(data_dir, since, recent_runs):
         if ref.rewritable and ref.target in mapping:
             report.records_repointed += repoint_record(ref.source, ref.target, mapping[ref.target])
 
-    still_named = {ref.target for ref in scan(data_dir)}
+    still_named = {ref.target for ref in scan(data_dir, since, recent_runs)}
     groups: dict[str, list[str]] = {}
     for member, keeper in sorted(mapping.items()):
         groups.setdefault(keeper, [keeper]).append(member)

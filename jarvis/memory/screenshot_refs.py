@@ -17,6 +17,13 @@ place a picture's path is kept:
 
 Approval pictures (``approvals/ID.jpg``) are named by their ``approval_requested`` line.
 ``report.html`` names nothing: its pictures are inline.
+
+The upkeep (dedup, expiry) looks only at the pictures of a window, from
+:func:`window_start` on, and so needs only the references that can name one: a picture
+is named after it is made, so the run folders written since (the run index's
+``touched_since``, handed in as ``recent_runs``) with the step records and long-term
+memory, never the whole history.
+``jarvis memory check`` scans everything.
 """
 
 from __future__ import annotations
@@ -24,10 +31,15 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+RecentRuns = Callable[[float], list[Path]]
+"""The run folders written at a time or later (the run index's ``touched_since``, handed
+in by the layers above: memory does not read the runs package)."""
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +48,9 @@ _SHOT_PATH = re.compile(rb"memory/screenshots/[^\"'\s\\<>()]+")
 _MENTION_LIMIT = 256 * 1024 * 1024  # bytes read from one file to find mentions
 
 STEP_RECORD, JOURNAL, RUN_STEP, MENTION = "step record", "journal", "run step", "mention"
+WINDOW_SLACK_S = 2 * 86400.0
+"""How far before the oldest step record (or the expiry age) the upkeep's window starts."""
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass(frozen=True)
@@ -64,13 +79,19 @@ class Reference:
         return f"{self.kind} {self.where(data_dir)}{step} names {self.target}"
 
 
-def scan(data_dir: Path) -> list[Reference]:
-    """Every reference to a stored picture under ``data_dir``."""
+def scan(
+    data_dir: Path, since: float | None = None, recent_runs: RecentRuns | None = None
+) -> list[Reference]:
+    """Every reference to a stored picture under ``data_dir``; with ``since`` (Unix time)
+    and ``recent_runs``, every one that can name a picture made at ``since`` or later (see
+    the module doc); without ``recent_runs`` every run folder is read."""
     data_dir = Path(data_dir)
     refs: list[Reference] = []
     refs += _step_records(data_dir)
     runs = data_dir / "runs"
-    if runs.is_dir():
+    if runs.is_dir() and since is not None and recent_runs is not None:
+        refs += _run_folders(recent_runs(since), data_dir)
+    elif runs.is_dir():
         for folder in sorted(p.parent for p in runs.glob("*/*/events.jsonl")):
             refs += journal_refs(folder / "events.jsonl")
         for folder in sorted(p.parent for p in runs.glob("*/*/steps/*/step.json")):
@@ -83,6 +104,45 @@ def scan(data_dir: Path) -> list[Reference]:
         for path in sorted(p for p in long_term.rglob("*") if p.is_file()):
             refs += _mentions(path)
     return refs
+
+
+def _run_folders(folders: Iterable[Path], data_dir: Path) -> list[Reference]:
+    """What these run folders name: their journals, run steps and other JSON files."""
+    refs: list[Reference] = []
+    for folder in folders:
+        refs += journal_refs(folder / "events.jsonl") if (folder / "events.jsonl").is_file() else []
+        for step in sorted(p.parent for p in folder.glob("steps/*/step.json")):
+            refs += _run_step(step, data_dir)
+        for other in sorted([*folder.glob("*.json"), *folder.glob("steps/*/*.json")]):
+            if other.name != "step.json":
+                refs += _mentions(other)
+    return refs
+
+
+def window_start(data_dir: Path, hours: float = 0.0, now: float | None = None) -> float:
+    """Where the upkeep's window starts: :data:`WINDOW_SLACK_S` before the oldest step
+    record's day or ``hours`` before ``now``, whichever is earlier. Step records expire
+    after ``short_term_hours``, so it is a few days back however long the history."""
+    start = (time_now() if now is None else now) - hours * 3600
+    steps = data_dir / "memory" / "steps"
+    days = (
+        sorted(p.name for p in steps.iterdir() if _DAY.fullmatch(p.name)) if steps.is_dir() else []
+    )
+    if days:
+        oldest = datetime.strptime(days[0], "%Y-%m-%d").replace(tzinfo=UTC).timestamp()
+        start = min(start, oldest)
+    return start - WINDOW_SLACK_S
+
+
+def in_window(day: str, since: float) -> bool:
+    """Whether the picture folder ``memory/screenshots/DAY`` can hold a picture made at
+    ``since`` or later (folders are named by the UTC date a picture was saved)."""
+    first = datetime.fromtimestamp(since, UTC).strftime("%Y-%m-%d")
+    return bool(_DAY.fullmatch(day)) and day >= first
+
+
+def time_now() -> float:
+    return datetime.now(UTC).timestamp()
 
 
 def by_target(refs: list[Reference]) -> dict[str, list[Reference]]:

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from jarvis.fsutil import atomic_write_bytes, atomic_write_text
 from jarvis.memory.pixels import same_pixels
-from jarvis.memory.screenshot_refs import scan
+from jarvis.memory.screenshot_refs import RecentRuns, in_window, scan, window_start
 from jarvis.redaction import known_secrets, redact
 from jarvis.usage import Usage
 
@@ -98,8 +98,9 @@ def _stamp(ts: datetime) -> str:
 class ShortTermMemory:
     """Step records and screenshots on disk."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, recent_runs: RecentRuns | None = None) -> None:
         self.data_dir = Path(data_dir)
+        self.recent_runs = recent_runs
         self.steps_dir = self.data_dir / "memory" / "steps"
         self.shots_dir = self.data_dir / "memory" / "screenshots"
         self._last_shot: ScreenshotRef | None = None
@@ -174,26 +175,29 @@ class ShortTermMemory:
 
     def cleanup(self, hours: float = 12.0, now: datetime | None = None) -> dict[str, int]:
         """Delete records older than ``hours`` and expired screenshots nothing names (no
-        record, journal, run or memory: :mod:`jarvis.memory.screenshot_refs`)."""
+        record, journal, run or memory: :mod:`jarvis.memory.screenshot_refs`), looking at
+        the pictures of the upkeep's window only (:func:`window_start`, taken before the
+        records expire: the pictures they named are in it)."""
         cutoff = (now or datetime.now(UTC)) - timedelta(hours=hours)
+        since = window_start(self.data_dir, hours, (now or datetime.now(UTC)).timestamp())
         removed_steps = 0
         for path in self._paths():
             rec = self._load(path)
             if rec is not None and rec.timestamp < cutoff:
                 path.unlink(missing_ok=True)
                 removed_steps += 1
-        referenced = {ref.target for ref in scan(self.data_dir)}
+        referenced = {ref.target for ref in scan(self.data_dir, since, self.recent_runs)}
         if self._last_shot:
             referenced.add(self._last_shot.path)
         removed_shots = 0
-        if self.shots_dir.exists():
-            for shot in self.shots_dir.glob("*/*"):
-                rel = shot.relative_to(self.data_dir).as_posix()
-                old = datetime.fromtimestamp(shot.stat().st_mtime, UTC) < cutoff
-                if old and rel not in referenced and not shot.name.startswith("."):
-                    shot.unlink(missing_ok=True)
-                    removed_shots += 1
-        for folder in [*self.steps_dir.glob("*"), *self.shots_dir.glob("*")]:
+        days = [d for d in self.shots_dir.glob("*") if in_window(d.name, since)]
+        for shot in (shot for day in days for shot in day.glob("*")):
+            rel = shot.relative_to(self.data_dir).as_posix()
+            old = datetime.fromtimestamp(shot.stat().st_mtime, UTC) < cutoff
+            if old and rel not in referenced and not shot.name.startswith("."):
+                shot.unlink(missing_ok=True)
+                removed_shots += 1
+        for folder in [*self.steps_dir.glob("*"), *days]:
             if folder.is_dir() and not any(folder.iterdir()):
                 folder.rmdir()
         return {"steps": removed_steps, "screenshots": removed_shots}

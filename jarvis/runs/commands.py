@@ -1,6 +1,7 @@
-"""``jarvis runs``: list recent runs; ``jarvis runs show TASK_ID``: one run's journal, readable.
+"""``jarvis runs``: a page of runs, newest first (``--before CURSOR`` for the next one);
+``jarvis runs show TASK_ID``: one run's journal, readable.
 
-Exit codes: 0 shown, 1 no such run.
+Exit codes: 0 shown, 1 no such run, 2 a cursor that is not one.
 """
 
 from __future__ import annotations
@@ -12,10 +13,18 @@ from datetime import datetime
 from typing import Any
 
 from jarvis.config import Settings
-from jarvis.runs.reader import EVENTS_FILE, find_run, list_runs, load_run, read_events
-from jarvis.runs.run_info import ending_text
+from jarvis.runs.reader import (
+    EVENTS_FILE,
+    PAGE,
+    BadCursor,
+    find_run,
+    list_runs,
+    load_run,
+    read_events,
+)
+from jarvis.runs.run_info import RunSummary, ending_text
 
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 TEXT_MAX = 100
 
 
@@ -26,8 +35,17 @@ def register(subparsers: Any) -> None:
         help="list recent runs, or show one run's journal",
         description="Runs are journaled under DATA/runs/DATE/TASK_ID/ (events.jsonl, run.json).",
     )
-    runs.add_argument("--limit", type=int, default=20, help="how many runs to list (default 20)")
-    runs.add_argument("--json", action="store_true", help="print JSON instead of lines")
+    runs.add_argument(
+        "--limit", type=int, default=PAGE, help=f"how many runs to list (default {PAGE})"
+    )
+    runs.add_argument(
+        "--before",
+        metavar="CURSOR",
+        help="list the runs older than a page's last one (the cursor it printed)",
+    )
+    runs.add_argument(
+        "--json", action="store_true", help="print JSON ({runs, next}) instead of lines"
+    )
     sub = runs.add_subparsers(dest="runs_command", metavar="SUBCOMMAND")
     show = sub.add_parser("show", help="print one run's journal as readable lines")
     show.add_argument("task_id", metavar="TASK_ID", help="the task id (T001, t-2026...)")
@@ -41,22 +59,35 @@ def register(subparsers: Any) -> None:
 def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
     if getattr(args, "runs_command", None) == "show":
         return _show(args.task_id, settings, args.json)
-    runs = list_runs(settings.data_dir, limit=max(1, args.limit))
+    try:
+        page = list_runs(settings.data_dir, max(1, args.limit), args.before)
+    except BadCursor as exc:
+        print(f"jarvis: {exc} (give the one a page of `jarvis runs` printed)")
+        return EXIT_USAGE
     if args.json:
-        print(json.dumps([r.model_dump() for r in runs], indent=2))
-        return EXIT_OK
-    if not runs:
-        print(f"no runs yet in {settings.data_dir / 'runs'}")
-        return EXIT_OK
-    for run in runs:
-        tokens = run.tokens.input_tokens + run.tokens.output_tokens
-        several = f" ({len(run.runs)} runs)" if len(run.runs) > 1 else ""
         print(
-            f"{_when(run.started)}  {run.task_id:<12} {run.status:<11} {run.steps:>3} steps "
-            f"{tokens:>7} tok ${run.cost_usd:.4f}  {run.channel:<6} {_short(run.task, 40):<40}  "
-            f"{_short(run.ending, 60)}{several}"
+            json.dumps({"runs": [r.model_dump() for r in page.runs], "next": page.next}, indent=2)
         )
+        return EXIT_OK
+    if not page.runs:
+        print(f"no {'older ' if args.before else ''}runs in {settings.data_dir / 'runs'}")
+        return EXIT_OK
+    for run in page.runs:
+        print(run_line(run))
+    if page.next is not None:
+        print(f"older runs: jarvis runs --before {page.next}")
     return EXIT_OK
+
+
+def run_line(run: RunSummary) -> str:
+    """One run of the listing as a line."""
+    tokens = run.tokens.input_tokens + run.tokens.output_tokens
+    several = f" ({run.run_count} runs)" if run.run_count > 1 else ""
+    return (
+        f"{_when(run.started)}  {run.task_id:<12} {run.status:<11} {run.steps:>3} steps "
+        f"{tokens:>7} tok ${run.cost_usd:.4f}  {run.channel:<6} {_short(run.task, 40):<40}  "
+        f"{_short(run.ending, 60)}{several}"
+    )
 
 
 def _show(task_id: str, settings: Settings, as_json: bool) -> int:

@@ -42,8 +42,9 @@ cancelled); a reader shows a ``running`` run whose process is gone as ``interrup
 Writing: :class:`JournalWriter` subscribes to an :class:`~jarvis.events.EventBus`;
 ``writer.listen(callback)`` sees every :class:`JournalLine` right after it is on disk (in
 the emitting thread, in ``seq`` order; callbacks must not block); ``writer.close()``
-writes pending text and unsubscribes. Reading: :mod:`jarvis.runs.reader`
-(``read_events``, ``events_after``, ``list_runs``, ``find_run``, ``last_seq``).
+writes pending text and unsubscribes. The run index (:mod:`jarvis.runs.index`) is told
+of each folder opened, each ``run.json`` saved and each journal closed. Reading:
+:mod:`jarvis.runs.reader` (``read_events``, ``events_after``, ``list_runs``, ``find_run``).
 """
 
 from __future__ import annotations
@@ -65,16 +66,15 @@ from jarvis.events import (
     Event,
     EventBus,
     ModelTextDelta,
-    StepFinished,
     TaskFinished,
     TaskStarted,
     VerificationFinished,
 )
 from jarvis.redaction import known_secrets, redact
-from jarvis.runs.reader import find_run, folder_name, last_seq
-from jarvis.runs.run_info import RUN_FILE, RunInfo, Verdict, added_text, event_usage
+from jarvis.runs.folder import EVENTS_FILE, folder_name, last_seq
+from jarvis.runs.index import JournalIndex
+from jarvis.runs.run_info import RUN_FILE, RunInfo, added_text
 from jarvis.runs.seq import SeqCounter
-from jarvis.usage import Usage
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
@@ -83,7 +83,6 @@ log = logging.getLogger(__name__)
 
 TEXT_INTERVAL_S = 0.05
 """Model text deltas of a run are written at most this often (20 lines a second)."""
-EVENTS_FILE = "events.jsonl"
 
 
 def runs_dir(data_dir: Path) -> Path:
@@ -140,6 +139,7 @@ class JournalWriter:
         self._lock = threading.RLock()
         self._listeners: list[Listener] = []
         self._closed = False
+        self._index = JournalIndex(data_dir)
         self.last_seq = 0
         """The last seq this writer wrote (0 before its first line)."""
         self._unsubscribe = bus.subscribe(self._on_event)
@@ -192,9 +192,10 @@ class JournalWriter:
             self._closed = True
             for run in self._runs.values():
                 self._flush_text(run)
-                os.close(run.fd)
+                self._close_run(run)
             self._runs.clear()
             self.counter.close()
+            self._index.close()
 
     # -- events in --
     def _on_event(self, event: Event) -> None:
@@ -215,7 +216,7 @@ class JournalWriter:
                 return
             self._flush_text(run)
             if isinstance(event, TaskFinished):
-                extra = self._task_totals(run, event)
+                extra = run.info.finishing(event)
             self._write(run, event.model_dump(mode="json") | {"task_id": task_id} | extra)
             self._update_info(run, event)
 
@@ -226,7 +227,7 @@ class JournalWriter:
         for other, old in list(self._runs.items()):  # ended runs (kept for their replies)
             if other == task_id or old.info.status != "running":
                 self._flush_text(old)
-                os.close(old.fd)
+                self._close_run(old)
                 del self._runs[other]
         task = redact(event.task, self._known())
         earlier = self._earlier(task_id, task, event.ts)
@@ -258,7 +259,7 @@ class JournalWriter:
         """The folder and record of this task's earlier runs, to go on in; None for a first
         run. An earlier run continues when its text is where the new one starts (an answer
         or an update is appended to the task), or when it is in today's folder anyway."""
-        folder = find_run(self.data_dir, task_id)
+        folder = self._index.find(task_id)
         if folder is None:
             return None
         try:
@@ -272,7 +273,7 @@ class JournalWriter:
 
     def _reopen(self, task_id: str) -> _Run | None:
         """A run of this task from before (e.g. its reply after a restart), to append to."""
-        folder = find_run(self.data_dir, task_id)
+        folder = self._index.find(task_id)
         if folder is None:
             return None
         try:
@@ -290,7 +291,12 @@ class JournalWriter:
         size = os.fstat(fd).st_size
         if size and _last_byte(path, size) != b"\n":  # a torn line from a crash: end it
             os.write(fd, b"\n")
+        self._index.put(folder, info)  # the run index (runs/index.sqlite) knows it
         return _Run(folder=folder, fd=fd, info=info)
+
+    def _close_run(self, run: _Run) -> None:
+        os.close(run.fd)
+        self._index.closed(run.folder)  # its last seq is now final
 
     # -- text coalescing --
     def _add_text(self, run: _Run, event: ModelTextDelta) -> None:
@@ -344,48 +350,18 @@ class JournalWriter:
             except Exception:  # a broken listener must not stop the journal
                 log.exception("journal listener %r failed", listener)
 
-    def _task_totals(self, run: _Run, event: TaskFinished) -> dict[str, Any]:
-        """The extra fields of a ``task_finished`` line: the run's number and the task's
-        tokens and cost over all its runs (the event's own are this run's)."""
-        before = run.info.runs[:-1]
-        tokens = sum((p.tokens for p in before), Usage()) + event_usage(event)
-        return {
-            "run": run.info.current.run,
-            "task_tokens": tokens.model_dump(),
-            "task_cost_usd": round(sum(p.cost_usd for p in before) + event.cost_usd, 10),
-        }
-
     def _update_info(self, run: _Run, event: Event) -> None:
-        part = run.info.current
-        if isinstance(event, StepFinished):
-            part.steps = max(part.steps, event.step)
-            part.tokens = part.tokens + event_usage(event)
-            part.cost_usd = event.cost_usd
-        elif isinstance(event, VerificationFinished):
-            part.verdict = Verdict(
-                done=event.done,
-                reason=redact(event.reason, self._known()),
-                tree_tokens=event.tree_tokens,
-            )
-        elif isinstance(event, TaskFinished):
-            part.status, part.ended = event.status, event.ts
-            part.summary = redact(event.summary, self._known())
-            part.steps, part.tokens, part.cost_usd = event.steps, event_usage(event), event.cost_usd
-            part.stopped_by = event.stopped_by
-            if self._current == event.task_id:
-                self._current = None
-        elif not isinstance(event, TaskStarted):
+        if not run.info.record(event, lambda text: redact(text, self._known())):
             return
-        run.info.total()
+        if isinstance(event, TaskFinished) and self._current == event.task_id:
+            self._current = None
         if isinstance(event, VerificationFinished):
             return  # (written with the next step or the end)
-        self._save_info(run)
-
-    def _save_info(self, run: _Run) -> None:
         try:
             run.info.save(run.folder)
         except OSError as exc:
             log.warning("could not write %s: %s", run.folder / RUN_FILE, exc)
+        self._index.put(run.folder, run.info)
 
 
 def settings_digest(settings: Any) -> str:

@@ -4,8 +4,10 @@ A task runs more than once when a person answers its ``call_user`` question or a
 is merged into it: every run is kept. :class:`RunInfo` is the whole task (its title, its
 totals over all runs, how its latest run ended) and ``runs`` holds each run
 (:class:`RunPart`: its number, times, ending, the person's answer that started it, its own
-tokens and cost). The journal writes it, the reader, the report, ``jarvis runs`` and the
-API read it; nothing else builds or parses ``run.json``.
+tokens and cost). The journal writes it (an event's numbers go in by
+:meth:`RunInfo.record`), the reader, the report and the API read it; nothing else builds or
+parses ``run.json``. :class:`RunSummary` is the part a listing shows (``jarvis runs``,
+``GET /api/runs``), kept in the run index so a page opens no ``run.json``.
 
 Files written before runs were kept (``tokens`` as ``{"input", "output", "cache_read"}``,
 no ``runs``) still load: their one run is rebuilt from the top-level fields.
@@ -15,11 +17,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, computed_field, field_validator, model_validator
 
+from jarvis.events import Event, StepFinished, TaskFinished, TaskStarted, VerificationFinished
 from jarvis.usage import Usage
 
 RUN_FILE = "run.json"
@@ -138,6 +142,39 @@ class RunInfo(BaseModel):
         self.verdict, self.stopped_by = None, None
         return part
 
+    def record(self, event: Event, clean: Callable[[str], str]) -> bool:
+        """Take the numbers of a step, a verification or the ending from ``event`` into the
+        latest run (its texts through ``clean``, which redacts) and bring the totals in
+        line; False for an event that changes none of them."""
+        part = self.current
+        if isinstance(event, StepFinished):
+            part.steps = max(part.steps, event.step)
+            part.tokens = part.tokens + event_usage(event)
+            part.cost_usd = event.cost_usd
+        elif isinstance(event, VerificationFinished):
+            reason = clean(event.reason)
+            part.verdict = Verdict(done=event.done, reason=reason, tree_tokens=event.tree_tokens)
+        elif isinstance(event, TaskFinished):
+            part.status, part.ended = event.status, event.ts
+            part.summary = clean(event.summary)
+            part.steps, part.tokens, part.cost_usd = event.steps, event_usage(event), event.cost_usd
+            part.stopped_by = event.stopped_by
+        elif not isinstance(event, TaskStarted):
+            return False
+        self.total()
+        return True
+
+    def finishing(self, event: TaskFinished) -> dict[str, Any]:
+        """The extra fields of a ``task_finished`` line: the run's number and the task's
+        tokens and cost over all its runs (the event's own are this run's)."""
+        before = self.runs[:-1]
+        tokens = sum((p.tokens for p in before), Usage()) + event_usage(event)
+        return {
+            "run": self.current.run,
+            "task_tokens": tokens.model_dump(),
+            "task_cost_usd": round(sum(p.cost_usd for p in before) + event.cost_usd, 10),
+        }
+
     def total(self) -> None:
         """Bring the task's totals and latest ending in line with its runs."""
         last = self.current
@@ -169,6 +206,53 @@ class RunInfo(BaseModel):
         if not isinstance(data, dict):
             raise ValueError(f"{folder / RUN_FILE} does not hold an object")
         return cls.model_validate(data)
+
+
+class RunSummary(BaseModel):
+    """A task's runs as a listing shows them (``jarvis runs``, ``GET /api/runs``): the few
+    fields of ``run.json`` the run index keeps, so a page opens no ``run.json``. The whole
+    record, each run with its answer, is :class:`RunInfo` (``GET /api/tasks/{id}``)."""
+
+    task_id: str
+    task: str = ""
+    channel: str = "unknown"
+    model: str = ""
+    pid: int | None = None
+    started: float | None = None
+    ended: float | None = None
+    status: str = "running"
+    """As in :class:`RunInfo`; ``interrupted`` when it says running and its process is gone."""
+    summary: str = ""
+    verdict: Verdict | None = None
+    stopped_by: str | None = None
+    steps: int = 0
+    tokens: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+    run_count: int = 1
+    """How many runs the task had (it runs again after an answer or an update)."""
+    first_seq: int | None = None
+    last_seq: int | None = None
+    folder: str = ""
+    """The run's folder relative to the data dir."""
+
+    @classmethod
+    def of(cls, info: RunInfo) -> RunSummary:
+        return cls.model_validate_json(cls.json_of(info))
+
+    @classmethod
+    def json_of(cls, info: RunInfo) -> str:
+        """The summary of ``info`` as JSON (without ``ending``, made when it is read)."""
+        fields = info.model_dump(mode="json", include=_SUMMARY_FIELDS)
+        return json.dumps(fields | {"run_count": len(info.runs)}, ensure_ascii=False)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ending(self) -> str:
+        """How the latest run ended, in words (see :func:`ending_text`)."""
+        return ending_text(self.status, self.summary, self.verdict, self.stopped_by)
+
+
+_SUMMARY_FIELDS = set(RunSummary.model_fields) - {"run_count", "folder"}
 
 
 def ending_text(status: str, summary: str, verdict: Verdict | None, stopped_by: str | None) -> str:

@@ -7,7 +7,7 @@ import logging
 import os
 from pathlib import Path
 
-from jarvis.runs.reader import newest_seq_on_disk
+from jarvis.runs.folder import newest_seq_on_disk
 
 log = logging.getLogger(__name__)
 

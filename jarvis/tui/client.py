@@ -140,6 +140,7 @@ class ApiBackend:
         return list((found or {}).get("todos", []))
 
     async def runs(self) -> list[dict[str, Any]]:
+        # the first page of {runs, next}: the palette offers the recent runs, not all
         found = await self._call("GET", "/api/runs", params={"limit": 50})
         return list((found or {}).get("runs", []))
 
