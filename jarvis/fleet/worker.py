@@ -123,7 +123,6 @@ class FleetWorker:
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
-        self._loop_ref, self._loop_thread = loop, threading.get_ident()
         if self.options.handle_signals:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.stop)
@@ -133,9 +132,7 @@ class FleetWorker:
 
         if not await wait_for_redis(self.redis, self.options.url, self.say, self._stop.is_set):
             return 0
-        await self.queue.setup()
-        self.shipper.prime()
-        self.bus.subscribe(self._post)
+        await self.prepare()
         gate = self._gate()
         tools = build_registry(self.settings, approvals=gate)
         register_memory_tools(tools, self.memory)  # `remember`, kept at the coordinator
@@ -147,17 +144,33 @@ class FleetWorker:
             registry=tools,
             long_term=self.memory,
         ) as agent:
-            self.agent = agent
-            helpers = [asyncio.create_task(self._heartbeat()), asyncio.create_task(self._control())]
-            self.say(f"worker {self.options.name} on {self.options.where.name}: waiting for tasks")
-            try:
-                await self._loop(agent)
-            finally:
-                for helper in helpers:
-                    helper.cancel()
-                with suppress(Exception):
-                    await registry.forget(self.redis, self.options.name)
+            await self.serve(agent)
         return 0
+
+    async def prepare(self) -> None:
+        """Before the agent is built: the queue's group, what is already on disk counted
+        as sent, and this worker's bus wired to the events stream (first of its
+        subscribers)."""
+        self._loop_ref, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
+        await self.queue.setup()
+        self.shipper.prime()
+        self.bus.subscribe(self._post)
+
+    async def serve(self, agent: Agent) -> None:
+        """Take tasks and run each with ``agent`` (built on :attr:`bus`, after
+        :meth:`prepare`) until stopped, with the heartbeat and the control stream.
+        :meth:`run` is this with the real agent; ``bench/coordinator_capacity.py`` drives
+        it with a scripted one, so its tasks cross the wire as a real worker's do."""
+        self.agent = agent
+        helpers = [asyncio.create_task(self._heartbeat()), asyncio.create_task(self._control())]
+        self.say(f"worker {self.options.name} on {self.options.where.name}: waiting for tasks")
+        try:
+            await self._loop(agent)
+        finally:
+            for helper in helpers:
+                helper.cancel()
+            with suppress(Exception):
+                await registry.forget(self.redis, self.options.name)
 
     def _gate(self) -> ApprovalGate:
         """Held calls wait for the answer of a person at the coordinator, which comes on
