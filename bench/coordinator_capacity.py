@@ -20,14 +20,17 @@ its outcome is in todos.md (its ``jarvis:ended`` mark is gone, which the coordin
 removes after writing; checked against todos.md and its archive at the end: each message
 is exactly one completed task, in one place).
 
-Prints one JSON object: the steady throughput and its ceiling (the best ``--window``
-(100) task window), each window (with the size of todos.md as it closed, to show the cost
-of a growing list), p50/p95 latencies (message to recorded outcome, and its parts), the
-CPU each process used, the books' check, and the profile summary.
+Prints one JSON object: the steady throughput (while the backlog was kept full, after
+the first tasks) and its ceiling (the best ``--window`` (100) task window then), each
+window (with the size of todos.md as it closed, to show the cost of a growing list),
+p50/p95 latencies (message to recorded outcome, and its parts: with a full backlog the
+wait for a worker is most of it), the CPU each process used and the load average (the
+machine may be shared), the books' check, and the profile summary (``--profile none``:
+no profiler, for the ceiling without its overhead; ``--keep``: the files stay).
 
     PYTHONPATH=. .venv/bin/python bench/coordinator_capacity.py [--workers 50]
         [--tasks 1000] [--duration 600] [--backlog 100] [--steps 2] [--step-s 1]
-        [--window 100] [--profile cprofile|none]
+        [--window 100] [--profile cprofile|none] [--keep]
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ sys.path.insert(0, str(ROOT))
 
 TARGET_TASKS_PER_MIN = 300.0
 READY_TIMEOUT_S = 60.0
-DRAIN_TIMEOUT_S = 300.0
+DRAIN_TIMEOUT_S = 600.0
 PROGRESS_EVERY_S = 15.0
 
 
@@ -78,9 +81,12 @@ def quantile(values: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
 
 
-def windows(recorded: list[float], size: int, sizes: list[int]) -> list[dict[str, Any]]:
+def windows(
+    recorded: list[float], size: int, sizes: list[int], fed_until: float = float("inf")
+) -> list[dict[str, Any]]:
     """Tasks a minute over each run of ``size`` recorded outcomes (in order of recording);
-    ``sizes[i]``: todos.md's bytes when outcome i was seen."""
+    ``sizes[i]``: todos.md's bytes when outcome i was seen; ``fed_until``: when feeding
+    stopped (a window that ends later is partly the drain, with fewer tasks waiting)."""
     out = []
     for start in range(0, len(recorded) - size + 1, size):
         span = recorded[start + size - 1] - recorded[start]
@@ -88,6 +94,7 @@ def windows(recorded: list[float], size: int, sizes: list[int]) -> list[dict[str
             "tasks": f"{start + 1}-{start + size}",
             "tasks_per_min": round((size - 1) / span * 60, 1) if span > 0 else None,
             "todos_md_kb": round(sizes[start + size - 1] / 1024, 1),
+            "fed": recorded[start + size - 1] <= fed_until,
         })  # fmt: skip
     return out
 
@@ -108,22 +115,36 @@ def check_books(data: Path, dropped: int) -> dict[str, Any]:
             found = MARK.search(todo.description or todo.title)
             if found:
                 seen.setdefault(int(found[1]), []).append((todo.id, todo.status, path.name))
-    lost = [n for n in range(dropped) if n not in seen]
+    waiting = _in_the_inbox(data) - set(seen)  # (processing.md keeps a task's until it ends)
+    lost = [n for n in range(dropped) if n not in seen and n not in waiting]
     twice = {n: where for n, where in seen.items() if len(where) > 1}
     not_completed = {n: w[0][1] for n, w in seen.items() if w[0][1] != "completed"}
     return {
         "files": [p.relative_to(data).as_posix() for p in places if p.is_file()],
         "tasks_in_books": sum(ids.values()),
         "messages_dropped": dropped,
+        "still_in_the_inbox": len(waiting),
         "lost": lost[:20],
         "lost_count": len(lost),
         "twice": {str(n): w for n, w in list(twice.items())[:20]},
         "twice_count": len(twice),
         "ids_in_two_places": sorted(i for i, count in ids.items() if count > 1)[:20],
         "not_completed": {str(n): s for n, s in list(not_completed.items())[:20]},
-        "ok": not lost and not twice and not not_completed
+        "ok": not lost and not twice and not not_completed and not waiting
         and all(count == 1 for count in ids.values()),
     }  # fmt: skip
+
+
+def _in_the_inbox(data: Path) -> set[int]:
+    """The messages not routed yet (a drain cut short): dropped, in the inbox or being
+    routed."""
+    from bench.capacity_workers import MARK
+
+    messages = data / "messages"
+    paths = [messages / "inbox.md", messages / "processing.md"]
+    paths += sorted((messages / "drop").glob("*.md"))
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in paths if p.is_file()]
+    return {int(n) for text in texts for n in MARK.findall(text)}
 
 
 class Coordinator:
@@ -261,7 +282,7 @@ async def bench(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             load = [os.getloadavg()[0]]
             began = time.time()
             dropped = await feed(drop_dir, tracker, args, began)
-            fed_s = time.time() - began
+            fed_until = time.time()
             deadline = time.monotonic() + DRAIN_TIMEOUT_S
             while sum(1 for t in tracker.tasks.values() if t.recorded) < dropped:
                 if time.monotonic() > deadline or fleet.failed():
@@ -269,6 +290,10 @@ async def bench(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                 await asyncio.sleep(0.1)
             wall = time.time() - began
             load.append(os.getloadavg()[0])
+            twice = {  # before the workers stop (a task they give back then is claimed again)
+                "claims_more_than_once": sum(1 for t in tracker.tasks.values() if t.claims > 1),
+                "outcomes_more_than_once": sum(1 for t in tracker.tasks.values() if t.outcomes > 1),
+            }
             cpu = {
                 "coordinator": cpu_s(coordinator.proc.pid) - cpu["coordinator"],
                 "redis": cpu_s(server.process.pid) - cpu["redis"],
@@ -283,11 +308,11 @@ async def bench(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     tasks = list(tracker.tasks.values())
     done = sorted((t for t in tasks if t.recorded), key=lambda t: t.recorded)
     times = [t.recorded for t in done]
-    warm = min(args.workers, len(times) // 10)
-    steady = times[warm:]
+    warm = min(args.workers, len(times) // 10)  # the first tasks: the pipeline filling
+    steady = [t for t in times[warm:] if t <= fed_until]  # the backlog kept full
     steady_rate = (len(steady) - 1) / (steady[-1] - steady[0]) * 60 if len(steady) > 1 else 0.0
-    per_window = windows(times, args.window, sizes)
-    best = max((w["tasks_per_min"] or 0 for w in per_window), default=0.0)
+    per_window = windows(times, args.window, sizes, fed_until)
+    best = max((w["tasks_per_min"] or 0 for w in per_window if w["fed"]), default=0.0)
     result: dict[str, Any] = {
         "bench": "coordinator capacity: one `jarvis serve --fleet`, simulated workers",
         "workers": args.workers,
@@ -300,7 +325,8 @@ async def bench(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "profiled": args.profile,
         "messages_dropped": dropped,
         "tasks_recorded": len(done),
-        "feeding_s": round(fed_s, 1),
+        "drained": len(done) == dropped,
+        "feeding_s": round(fed_until - began, 1),
         "wall_s": round(wall, 1),
         "steady_tasks_per_min": round(steady_rate, 1),
         "ceiling_tasks_per_min": best,
@@ -315,8 +341,7 @@ async def bench(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         },
         "cpu_share_of_one_core": {k: round(v / wall, 3) for k, v in cpu.items()},
         "load_average_1min_start_end": [round(x, 2) for x in load],
-        "claims_more_than_once": sum(1 for t in tasks if t.claims > 1),
-        "outcomes_more_than_once": sum(1 for t in tasks if t.outcomes > 1),
+        **twice,
         "worker_errors": fleet.failed(),
         "coordinator_exit": code,
         "books": check_books(data, dropped),

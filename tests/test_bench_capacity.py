@@ -56,3 +56,8 @@ def test_the_books_fail_on_a_lost_a_doubled_or_an_unfinished_task(tmp_path: Path
     assert found["twice_count"] == 3
     assert found["ids_in_two_places"] == ["T001", "T002", "T003"]
     assert found["not_completed"] == {"2": "pending"}
+    drop = tmp_path / "messages" / "drop"
+    drop.mkdir(parents=True)
+    (drop / "late.md").write_text("Note item BENCH-000003 .\n")  # not routed yet: not lost
+    found = check_books(tmp_path, 4)
+    assert found["lost"] == [] and found["still_in_the_inbox"] == 1 and not found["ok"]
