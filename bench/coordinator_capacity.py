@@ -45,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,8 @@ TARGET_TASKS_PER_MIN = 300.0
 READY_TIMEOUT_S = 60.0
 DRAIN_TIMEOUT_S = 600.0
 PROGRESS_EVERY_S = 15.0
+IDLE_PROBE_S = 5.0
+STOP_TIMEOUT_S = 300.0
 
 
 def drop(drop_dir: Path, n: int) -> float:
@@ -81,20 +84,31 @@ def quantile(values: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
 
 
-def windows(
-    recorded: list[float], size: int, sizes: list[int], fed_until: float = float("inf")
-) -> list[dict[str, Any]]:
-    """Tasks a minute over each run of ``size`` recorded outcomes (in order of recording);
-    ``sizes[i]``: todos.md's bytes when outcome i was seen; ``fed_until``: when feeding
-    stopped (a window that ends later is partly the drain, with fewer tasks waiting)."""
+@dataclass
+class Seen:
+    """When an outcome was seen recorded, and the state of things then."""
+
+    at: float
+    todos_bytes: int
+    coordinator_cpu_s: float
+
+
+def windows(seen: list[Seen], size: int, fed_until: float = float("inf")) -> list[dict[str, Any]]:
+    """Each run of ``size`` recorded outcomes (in order of recording): tasks a minute, the
+    coordinator's CPU milliseconds a task (what a shared machine does not change much),
+    todos.md's size at its end, and whether feeding went on till then (a window that
+    ends later is partly the drain, with fewer tasks waiting)."""
     out = []
-    for start in range(0, len(recorded) - size + 1, size):
-        span = recorded[start + size - 1] - recorded[start]
+    for start in range(0, len(seen) - size + 1, size):
+        first, last = seen[start], seen[start + size - 1]
+        span = last.at - first.at
+        cpu_ms = (last.coordinator_cpu_s - first.coordinator_cpu_s) * 1000 / (size - 1)
         out.append({
             "tasks": f"{start + 1}-{start + size}",
             "tasks_per_min": round((size - 1) / span * 60, 1) if span > 0 else None,
-            "todos_md_kb": round(sizes[start + size - 1] / 1024, 1),
-            "fed": recorded[start + size - 1] <= fed_until,
+            "coordinator_cpu_ms_per_task": round(cpu_ms, 1),
+            "todos_md_kb": round(last.todos_bytes / 1024, 1),
+            "fed": last.at <= fed_until,
         })  # fmt: skip
     return out
 
@@ -201,17 +215,19 @@ class Coordinator:
             return None
         if self.proc.poll() is None:
             self.proc.terminate()
-            try:
-                self.proc.wait(timeout=60)
+            try:  # (it writes the outcomes it read first, and then its profile)
+                self.proc.wait(timeout=STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
         return self.proc.returncode
 
 
-async def watch_recorded(redis: Any, tracker: Any, todos: Path, sizes: list[int]) -> None:
-    """Outcomes taken whose ``jarvis:ended`` mark is gone are in todos.md: noted (with
-    todos.md's size then), every 50 ms."""
+async def watch_recorded(
+    redis: Any, tracker: Any, todos: Path, coordinator: int, seen: list[Seen]
+) -> None:
+    """Outcomes taken whose ``jarvis:ended`` mark is gone are in todos.md: noted, with
+    todos.md's size and the coordinator's CPU time then, every 50 ms."""
     from jarvis.fleet import keys
 
     while True:
@@ -223,10 +239,11 @@ async def watch_recorded(redis: Any, tracker: Any, todos: Path, sizes: list[int]
             marks = await pipe.execute()
             now = time.time()
             size = todos.stat().st_size if todos.exists() else 0
+            cpu = cpu_s(coordinator)
             for task_id, marked in zip(waiting, marks, strict=True):
                 if not marked:
                     tracker.recorded(task_id, now)
-                    sizes.append(size)
+                    seen.append(Seen(now, size, cpu))
         await asyncio.sleep(0.05)
 
 
@@ -261,7 +278,8 @@ async def bench(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     drop_dir = MessageQueue(data).drop_dir
     drop_dir.mkdir(parents=True, exist_ok=True)
     profile = str(tmp / "coordinator.prof") if args.profile == "cprofile" else None
-    tracker, sizes = Tracker(), []
+    tracker = Tracker()
+    seen: list[Seen] = []
     model = FakeModel().start()
     model.set_default(NEW_TASK)  # the router: every message a new task, at once
     with RedisServer(appendonly=True) as server:
@@ -270,12 +288,18 @@ async def bench(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         fleet = SimulatedFleet(
             server.url, tmp / "workers", tracker, int(args.lease * 1000), args.steps, args.step_s
         )
-        watcher = asyncio.create_task(watch_recorded(redis, tracker, data / "todos.md", sizes))
+        watcher: asyncio.Task[None] | None = None
         try:
             coordinator.start(profile)
             await coordinator.ready()
             await fleet.start(args.workers)
             assert coordinator.proc is not None
+            watcher = asyncio.create_task(
+                watch_recorded(redis, tracker, data / "todos.md", coordinator.proc.pid, seen)
+            )
+            idle = cpu_s(coordinator.proc.pid)  # its floor: 50 idle workers, the inbox's polls
+            await asyncio.sleep(IDLE_PROBE_S)
+            idle = (cpu_s(coordinator.proc.pid) - idle) / IDLE_PROBE_S
             cpu = {"coordinator": cpu_s(coordinator.proc.pid), "redis": cpu_s(server.process.pid)}
             cpu["bench"] = time.process_time()
             coordinator.profile_from_now()
@@ -300,7 +324,8 @@ async def bench(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                 "bench_and_workers": time.process_time() - cpu["bench"],
             }
         finally:
-            watcher.cancel()
+            if watcher is not None:
+                watcher.cancel()
             await fleet.stop()
             code = coordinator.stop()
             await redis.aclose()
@@ -311,7 +336,15 @@ async def bench(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     warm = min(args.workers, len(times) // 10)  # the first tasks: the pipeline filling
     steady = [t for t in times[warm:] if t <= fed_until]  # the backlog kept full
     steady_rate = (len(steady) - 1) / (steady[-1] - steady[0]) * 60 if len(steady) > 1 else 0.0
-    per_window = windows(times, args.window, sizes, fed_until)
+    per_window = windows(seen, args.window, fed_until)
+    steady_seen = [x for x in seen[warm:] if x.at <= fed_until]
+    cpu_ms = (
+        (steady_seen[-1].coordinator_cpu_s - steady_seen[0].coordinator_cpu_s)
+        * 1000
+        / (len(steady_seen) - 1)
+        if len(steady_seen) > 1
+        else None
+    )
     best = max((w["tasks_per_min"] or 0 for w in per_window if w["fed"]), default=0.0)
     result: dict[str, Any] = {
         "bench": "coordinator capacity: one `jarvis serve --fleet`, simulated workers",
@@ -330,6 +363,8 @@ async def bench(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "wall_s": round(wall, 1),
         "steady_tasks_per_min": round(steady_rate, 1),
         "ceiling_tasks_per_min": best,
+        "steady_coordinator_cpu_ms_per_task": round(cpu_ms, 1) if cpu_ms else None,
+        "tasks_per_min_if_the_coordinator_had_a_core": round(60000 / cpu_ms, 1) if cpu_ms else None,
         "windows": per_window,
         "latency_s": {
             "message_to_recorded_p50": quantile([t.recorded - t.dropped for t in done], 0.5),
@@ -340,6 +375,7 @@ async def bench(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             "outcome_sent_to_recorded_p95": quantile([t.recorded - t.sent for t in done], 0.95),
         },
         "cpu_share_of_one_core": {k: round(v / wall, 3) for k, v in cpu.items()},
+        "coordinator_idle_cpu_share": round(idle, 3),
         "load_average_1min_start_end": [round(x, 2) for x in load],
         **twice,
         "worker_errors": fleet.failed(),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from bench.coordinator_capacity import check_books, windows
+from bench.coordinator_capacity import Seen, check_books, windows
 from jarvis.gateway.todos import TodoList
 
 
@@ -22,12 +22,13 @@ def books(data: Path, numbers: list[int], done: bool = True) -> TodoList:
 
 
 def test_throughput_is_counted_per_window_of_recorded_tasks() -> None:
-    recorded = [i * 0.5 for i in range(250)]  # two a second
-    sizes = list(range(250))
-    found = windows(recorded, 100, sizes)
+    seen = [Seen(i * 0.5, i * 1024, i * 0.1) for i in range(250)]  # two a second, 100 ms each
+    found = windows(seen, 100, fed_until=60.0)
     assert [w["tasks"] for w in found] == ["1-100", "101-200"]  # the last 50 make no window
     assert [w["tasks_per_min"] for w in found] == [120.0, 120.0]
-    assert found[1]["todos_md_kb"] == round(199 / 1024, 1)
+    assert [w["coordinator_cpu_ms_per_task"] for w in found] == [100.0, 100.0]
+    assert [w["todos_md_kb"] for w in found] == [99.0, 199.0]
+    assert [w["fed"] for w in found] == [True, False]  # the second ends in the drain
 
 
 def test_the_books_pass_when_each_message_is_one_completed_task(tmp_path: Path) -> None:
