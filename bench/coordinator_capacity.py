@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 TARGET_TASKS_PER_MIN = 300.0
-READY_TIMEOUT_S = 60.0
+READY_TIMEOUT_S = 300.0
 DRAIN_TIMEOUT_S = 600.0
 PROGRESS_EVERY_S = 15.0
 IDLE_PROBE_S = 5.0
