@@ -73,13 +73,33 @@ def register_settings(settings: BaseModel) -> None:
     register(*_model_secrets(settings))
 
 
+_env_seen: tuple[dict[Any, Any] | None, frozenset[str]] = (None, frozenset())
+"""The environment's raw mapping as last read, and the secret values found in it."""
+
+
+def env_secrets() -> frozenset[str]:
+    """The values of the secret-looking environment variables. Read again only when the
+    environment changed: comparing its raw mapping (bytes, in C) costs a small part of
+    decoding and matching every variable, which every :func:`redact` would do otherwise
+    (the books redact each field of each task they parse)."""
+    global _env_seen
+    raw: dict[Any, Any] | None = getattr(os.environ, "_data", None)  # (CPython's mapping)
+    seen, found = _env_seen
+    if raw is not None and raw == seen:
+        return found
+    found = frozenset(
+        value
+        for name, value in os.environ.items()
+        if is_secret_env(name) and len(value) >= MIN_SECRET_LEN
+    )
+    _env_seen = (dict(raw) if raw is not None else None, found)
+    return found
+
+
 def known_secrets(settings: BaseModel | None = None) -> set[str]:
     """Secret values that must never be written: env keys, registered values and (when
     given) the ``SecretStr`` fields of ``settings``."""
-    found: set[str] = set()
-    for name, value in os.environ.items():
-        if is_secret_env(name) and len(value) >= MIN_SECRET_LEN:
-            found.add(value)
+    found: set[str] = set(env_secrets())
     with _lock:
         found.update(_registered)
     if settings is not None:

@@ -74,6 +74,23 @@ def test_known_values_registry_and_user_patterns(monkeypatch: pytest.MonkeyPatch
     assert Redactor(set(), [r"hunter\d+"]).value(value)["l"] == [REDACTED]
 
 
+def test_the_environment_is_read_again_when_it_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment's secrets are kept between calls (every redact asks for them), and
+    a variable set, changed or removed since is seen at the next call."""
+    monkeypatch.delenv("BENCH_SERVICE_TOKEN", raising=False)
+    before = known_secrets()
+    assert known_secrets() == before
+    monkeypatch.setenv("BENCH_SERVICE_TOKEN", "first-value-123")
+    assert "first-value-123" in known_secrets()
+    assert redact("the token first-value-123") == f"the token {REDACTED}"
+    monkeypatch.setenv("BENCH_SERVICE_TOKEN", "second-value-456")
+    found = known_secrets()
+    assert "second-value-456" in found and "first-value-123" not in found
+    monkeypatch.delenv("BENCH_SERVICE_TOKEN")
+    assert "second-value-456" not in known_secrets()
+    assert known_secrets() == before
+
+
 def test_the_module_sits_at_the_bottom_and_is_the_only_one() -> None:
     tree = ast.parse((JARVIS / "redaction.py").read_text())
     imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)] + [

@@ -1,17 +1,11 @@
 """``jarvis worker``: one process, one desktop, one task at a time from the fleet's queue.
 
-The agent is built by :func:`jarvis.agent.factory.build_agent`, as ``jarvis serve``'s
-worker builds it (same tools, same safety). For each claimed task: the lease is renewed
-while it runs; every event goes to ``jarvis:events`` as it happens, in order, and the
-run's files after each step in a lane of their own (a step's files follow its
-``step_finished``; the next events do not wait for them; an approval's screenshot goes
-before its request); the run's last files and what it learnt go before the outcome,
-which goes with the lease token. SIGTERM cancels the run and gives the task back at
-once. A lost lease cancels the run and sends no outcome.
-
-The worker keeps no long-term store: the memories the coordinator recalled come in the
-task entry and are the agent's recall; ``remember``, the distilled skill and the task's
-history go back to the coordinator (:class:`jarvis.fleet.memory.RelayedMemory`).
+The agent is built as ``jarvis serve``'s is (same tools, same safety). Per claimed task:
+the lease is renewed while it runs; events go to ``jarvis:events`` as they happen, the
+run's files after each step in a lane of their own, its last files and what it learnt
+before the outcome, which carries the lease token. SIGTERM gives the task back at once; a
+lost lease cancels the run and sends no outcome. No long-term store is kept here: recalled
+memories come in the task entry and what is learnt goes back (:mod:`jarvis.fleet.memory`).
 """
 
 from __future__ import annotations
@@ -128,7 +122,6 @@ class FleetWorker:
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
-        self._loop_ref, self._loop_thread = loop, threading.get_ident()
         if self.options.handle_signals:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.stop)
@@ -138,9 +131,7 @@ class FleetWorker:
 
         if not await wait_for_redis(self.redis, self.options.url, self.say, self._stop.is_set):
             return 0
-        await self.queue.setup()
-        self.shipper.prime()
-        self.bus.subscribe(self._post)
+        await self.prepare()
         gate = self._gate()
         tools = build_registry(self.settings, approvals=gate)
         register_memory_tools(tools, self.memory)  # `remember`, kept at the coordinator
@@ -152,21 +143,32 @@ class FleetWorker:
             registry=tools,
             long_term=self.memory,
         ) as agent:
-            self.agent = self._own = agent
-            helpers = [asyncio.create_task(self._heartbeat()), asyncio.create_task(self._control())]
-            self.say(f"worker {self.options.name} on {self.options.where.name}: waiting for tasks")
-            try:
-                await self._loop(agent)
-            finally:
-                for helper in helpers:
-                    helper.cancel()
-                with suppress(Exception):
-                    await registry.forget(self.redis, self.options.name)
+            await self.serve(agent)
         return 0
 
+    async def prepare(self) -> None:
+        """Before the agent: the queue's group, files on disk counted as sent, the bus wired."""
+        self._loop_ref, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
+        await self.queue.setup()
+        self.shipper.prime()
+        self.bus.subscribe(self._post)
+
+    async def serve(self, agent: Agent) -> None:
+        """Run tasks with ``agent`` (built on :attr:`bus`, after :meth:`prepare`) until
+        stopped; ``bench/coordinator_capacity.py`` drives it with a scripted agent."""
+        self.agent = self._own = agent
+        helpers = [asyncio.create_task(self._heartbeat()), asyncio.create_task(self._control())]
+        self.say(f"worker {self.options.name} on {self.options.where.name}: waiting for tasks")
+        try:
+            await self._loop(agent)
+        finally:
+            for helper in helpers:
+                helper.cancel()
+            with suppress(Exception):
+                await registry.forget(self.redis, self.options.name)
+
     def _gate(self) -> ApprovalGate:
-        """Held calls wait for the answer of a person at the coordinator, which comes on
-        this worker's control stream (see :mod:`jarvis.fleet.approvals`)."""
+        """Held calls wait for a person at the coordinator (:mod:`jarvis.fleet.approvals`)."""
         channels = self.settings.channels
         return ApprovalGate(self.settings.safety, self.approvals, channels=channels)
 
@@ -240,8 +242,7 @@ class FleetWorker:
                 log.warning("task %s: outcome refused (the lease moved on)", claim.task_id)
 
     def _recall(self, claim: Claim) -> None:
-        """The memories the task entry carried become the agent's recall; without them
-        (the coordinator keeps no long-term memory) the run has none, as a local one."""
+        """The memories the task entry carried become the agent's recall (else none)."""
         raw = claim.extra.get("memories")
         memories = None if raw is None else carried_memories(raw, claim.task_id)
         self.memory.begin(claim.task_id, memories)  # off for the task when None (learns)
