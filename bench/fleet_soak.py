@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -236,7 +237,7 @@ def memory(soak: Soak, warmup: int, bucket: int) -> dict[str, Any]:
         "rss_growth_mb": round(end - start, 1) if start is not None and end is not None else None,
         "rss_peak_mb": max(mb for _d, mb in soak.rss) if soak.rss else None,
         "rss_series_mb": at_buckets(soak.rss),
-        "cpu_s_per_bucket": [round(b - a, 1) for a, b in zip(cpu, cpu[1:], strict=False)],
+        "cpu_s_per_bucket": [round(b - a, 1) for a, b in itertools.pairwise(cpu)],
         "cpu_s_total": round(soak.cpu[-1][1], 1) if soak.cpu else None,
     }
 
