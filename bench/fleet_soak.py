@@ -31,7 +31,7 @@ pointer move, then ``finished``), the router's and the verifier's requests answe
   warning lines, counted, the first few shown.
 
 A run that stalls (no task ended for ``--stall-s``) or passes ``--max-minutes`` stops and
-reports how far it got. ``--quick`` is 60 tasks (windows of 12, buckets of 6). Prints one
+reports how far it got. ``--quick`` is 60 tasks, 10 ahead (windows of 12, buckets of 6). Prints one
 JSON object, with each target and whether it is met.
 
     .venv/bin/python bench/fleet_soak.py [--quick] [--tasks 1500] [--workers 4]
@@ -194,26 +194,49 @@ def per_min(count: int, seconds: float) -> float | None:
     return round(count / seconds * 60, 2) if seconds > 0 else None
 
 
-def throughput(soak: Soak, window: int, bucket: int) -> dict[str, Any]:
-    """Tasks/min of the first and the last ``window`` tasks, and of every ``bucket``."""
+def throughput(soak: Soak, window: int, bucket: int, ahead: int) -> dict[str, Any]:
+    """Tasks/min of the first and the last ``window`` tasks, and of every ``bucket``; and,
+    steadier, of the first window after the first bucket (the warm-up) and of the last one
+    before the drain (the last ``ahead`` tasks end with no new ones coming in)."""
     times, n = soak.ended_at, len(soak.ended_at)
 
     def rate(first: int, last: int) -> float | None:  # tasks first+1 .. last
         begin = times[first - 1] if first > 0 else soak.started
         return per_min(last - first, times[last - 1] - begin)
 
+    def ratio(first: float | None, last: float | None) -> float | None:
+        return round(last / first, 3) if first and last else None
+
     series = [rate(i, min(i + bucket, n)) for i in range(0, n, bucket)]
     first = rate(0, window) if n >= window else None
     last = rate(n - window, n) if n >= 2 * window else None
+    fed = n - ahead if soak.stopped_by == "done" else n
+    warm = rate(bucket, bucket + window) if fed - window >= bucket + window else None
+    fed_last = rate(fed - window, fed) if warm else None
     return {
         "window": window,
         "first_tasks_per_min": first,
         "last_tasks_per_min": last,
-        "ratio": round(last / first, 3) if first and last else None,
+        "ratio": ratio(first, last),
+        "after_warmup_tasks_per_min": warm,
+        "last_before_drain_tasks_per_min": fed_last,
+        "steady_ratio": ratio(warm, fed_last),
         "overall_tasks_per_min": per_min(n, times[-1] - soak.started) if n else None,
         "bucket": bucket,
         "series_tasks_per_min": series,
     }
+
+
+def record_lag(soak: Soak, model: Any, bucket: int) -> dict[str, Any]:
+    """How far the books trail the workers: the k-th task seen ended in the books against
+    the k-th ``finished`` the model answered (s), at the end of each bucket."""
+    answered = sorted(t[-1] + model.delay_s for t in model.step_times.values() if t)
+    lags = [seen - done for seen, done in zip(soak.ended_at, answered, strict=False)]
+    return {
+        "record_lag_s_series": [round(lags[min(i + bucket, len(lags)) - 1], 2)
+                                for i in range(0, len(lags), bucket)],
+        "record_lag_s_max": round(max(lags), 2) if lags else None,
+    }  # fmt: skip
 
 
 def memory(soak: Soak, warmup: int, bucket: int) -> dict[str, Any]:
@@ -348,7 +371,7 @@ def soak_run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         problems = log_problems(coordinator.output())
     window = min(300, max(1, args.tasks // 5))
     bucket = min(100, max(1, args.tasks // 10))
-    rates = throughput(soak, window, bucket)
+    rates = throughput(soak, window, bucket, args.ahead)
     mem = memory(soak, bucket, bucket)
     finished = len(soak.ended_at) >= args.tasks
     clean = (
@@ -373,7 +396,7 @@ def soak_run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "stopped_by": soak.stopped_by,
         "ended": len(soak.ended_at),
         "wall_s": round(soak.ended_at[-1] - soak.started, 1) if soak.ended_at else None,
-        "throughput": rates,
+        "throughput": {**rates, **record_lag(soak, model, bucket)},
         "coordinator": {**mem, "exit_code": exit_code, "log": problems},
         "record": record,
         "targets": {
@@ -399,13 +422,15 @@ def main() -> None:
     parser.add_argument("--model-s", type=float, default=0.2, help="each step's model time")
     parser.add_argument("--steps", type=int, default=2, help="steps per task")
     parser.add_argument("--history", type=int, default=0, help="ended tasks in todos.md first")
-    parser.add_argument("--ahead", type=int, default=50, help="tasks dropped, not yet ended")
+    parser.add_argument("--ahead", type=int, help="tasks dropped, not yet ended (50; 10 quick)")
     parser.add_argument("--lease", type=float, default=10.0, help="the workers' lease (s)")
     parser.add_argument("--stall-s", type=float, default=300.0, help="give up after (s)")
     parser.add_argument("--max-minutes", type=float, default=180.0)
     args = parser.parse_args()
     if args.quick:
         args.tasks = QUICK_TASKS
+    if args.ahead is None:
+        args.ahead = 10 if args.quick else 50
     if args.tasks < 1 or args.workers < 1 or args.steps < 1 or args.ahead < 1:
         parser.error("--tasks, --workers, --steps and --ahead are at least 1")
     with tempfile.TemporaryDirectory(prefix="jarvis-bench-soak-") as tmp:
