@@ -64,7 +64,7 @@ QUICK_TASKS = 60
 POLL_S = 0.2
 RSS_EVERY_S = 2.0
 NAME = "BENCH-s{:05d}"
-_ENDED = re.compile(r"^- status: (?:completed|failed|cancelled)\s*$", re.MULTILINE)
+_ENDED = re.compile(r"^### \[(T\d+)\].*\n- status: (?:completed|failed|cancelled)\s*$", re.M)
 _PROBLEM = re.compile(r"\b(ERROR|CRITICAL|WARNING|Traceback)\b")
 
 
@@ -76,24 +76,25 @@ def book_files(data: Path) -> list[Path]:
 
 
 class EndedCounter:
-    """How many tasks the books hold ended; a file is re-read only when it changed."""
+    """How many tasks the books hold ended, each id once (a task is in both todos.md and
+    the archive for a moment while it moves); a file is re-read only when it changed."""
 
     def __init__(self, data: Path) -> None:
         self.data = data
-        self._seen: dict[Path, tuple[tuple[int, int], int]] = {}
+        self._seen: dict[Path, tuple[tuple[int, int], set[str]]] = {}
 
     def __call__(self) -> int:
-        total = 0
+        ended: set[str] = set()
         for path in book_files(self.data):
             with contextlib.suppress(FileNotFoundError):
                 st = path.stat()
                 stamp = (st.st_mtime_ns, st.st_size)
                 kept = self._seen.get(path)
                 if kept is None or kept[0] != stamp:
-                    kept = (stamp, len(_ENDED.findall(path.read_text(encoding="utf-8"))))
+                    kept = (stamp, set(_ENDED.findall(path.read_text(encoding="utf-8"))))
                     self._seen[path] = kept
-                total += kept[1]
-        return total
+                ended |= kept[1]
+        return len(ended)
 
 
 def write_history(data: Path, count: int) -> None:
