@@ -30,9 +30,13 @@ pointer move, then ``finished``), the router's and the verifier's requests answe
   answered each message once and the inbox is empty. The coordinator's log: its error and
   warning lines, counted, the first few shown.
 
-A run that stalls (no task ended for ``--stall-s``) or passes ``--max-minutes`` stops and
-reports how far it got. ``--quick`` is 60 tasks, 10 ahead (windows of 12, buckets of 6). Prints one
-JSON object, with each target and whether it is met.
+- Where the time goes, per bucket: from a task's drop to its entry in todos.md (the inbox
+  and the router) and from there to its completion (medians, whole seconds as the books
+  keep them); how far the books trail the workers' ``finished``.
+
+A run that stalls (no task ended for ``--stall-s``), passes ``--max-minutes`` or gets SIGTERM
+(or Ctrl+C) stops and reports how far it got. ``--quick`` is 60 tasks, 10 ahead (windows of
+12, buckets of 6). Prints one JSON object, with each target and whether it is met.
 
     .venv/bin/python bench/fleet_soak.py [--quick] [--tasks 1500] [--workers 4]
         [--model-s 0.2] [--steps 2] [--history 0] [--ahead 50]
@@ -46,6 +50,8 @@ import itertools
 import json
 import os
 import re
+import signal
+import statistics
 import sys
 import tempfile
 import time
@@ -143,6 +149,8 @@ class Soak:
 
     started: float = 0.0
     dropped: int = 0
+    drops: list[float] = field(default_factory=list)
+    """When each task was dropped into the inbox."""
     ended_at: list[float] = field(default_factory=list)
     rss: list[tuple[int, float]] = field(default_factory=list)
     """(tasks ended, MB), every few seconds."""
@@ -152,9 +160,21 @@ class Soak:
 
 def feed(args: argparse.Namespace, data: Path, pid: int, model: Any) -> Soak:
     """Drop the tasks, ``args.ahead`` ahead of the ended ones, until all ended (or a stall)."""
+    soak = Soak()
+    try:
+        _soak(args, soak, EndedCounter(data), pid, model)
+    except KeyboardInterrupt:  # Ctrl+C or SIGTERM: report how far it got
+        soak.stopped_by = "interrupted"
+    mb, used = rss_mb(pid), cpu_s(pid)
+    if mb is not None and used is not None:
+        soak.rss.append((len(soak.ended_at), mb))
+        soak.cpu.append((len(soak.ended_at), used))
+    return soak
+
+
+def _soak(args: argparse.Namespace, soak: Soak, ended: EndedCounter, pid: int, model: Any) -> None:
     from bench.fleet import drop
 
-    ended, soak = EndedCounter(data), Soak()
     base = ended()  # the history
     soak.started = time.time()
     deadline = time.monotonic() + args.max_minutes * 60
@@ -166,29 +186,24 @@ def feed(args: argparse.Namespace, data: Path, pid: int, model: Any) -> Soak:
             soak.ended_at.append(now)
             last_progress = time.monotonic()
         while soak.dropped < args.tasks and soak.dropped - count < args.ahead:
-            drop(data, NAME.format(soak.dropped))
+            soak.drops.append(drop(ended.data, NAME.format(soak.dropped)))
             soak.dropped += 1
         if time.monotonic() - last_sample >= RSS_EVERY_S:
             last_sample = time.monotonic()
             mb, used = rss_mb(pid), cpu_s(pid)
             if mb is None or used is None:
                 soak.stopped_by = "the coordinator exited"
-                break
+                return
             soak.rss.append((count, mb))
             soak.cpu.append((count, used))
             del model.server.requests[:]  # the fake model keeps every request: not needed
         if time.monotonic() - last_progress > args.stall_s:
             soak.stopped_by = f"stalled: no task ended for {args.stall_s:.0f} s"
-            break
+            return
         if time.monotonic() > deadline:
             soak.stopped_by = f"--max-minutes {args.max_minutes:g} passed"
-            break
+            return
         time.sleep(POLL_S)
-    mb, used = rss_mb(pid), cpu_s(pid)
-    if mb is not None and used is not None:
-        soak.rss.append((len(soak.ended_at), mb))
-        soak.cpu.append((len(soak.ended_at), used))
-    return soak
 
 
 def per_min(count: int, seconds: float) -> float | None:
@@ -267,20 +282,49 @@ def memory(soak: Soak, warmup: int, bucket: int) -> dict[str, Any]:
 
 
 # --- the record -----------------------------------------------------------------------------
-def ledger(data: Path, dropped: int) -> dict[str, Any]:
-    """Each dropped task once in the books, completed, one finished attempt in its journal."""
-    from jarvis.gateway.queue import MessageQueue
+def books(data: Path) -> tuple[dict[str, list[Any]], Counter[str]]:
+    """The bench's tasks in todos.md and the archive, by the name in their text; and how
+    many times each task id stands there."""
     from jarvis.gateway.todo_format import parse_todos
 
-    todos, places = [], Counter()
+    by_name: dict[str, list[Any]] = {}
+    places: Counter[str] = Counter()
     for path in book_files(data):
         for todo in parse_todos(path.read_text(encoding="utf-8")).entries():
-            todos.append(todo)
             places[todo.id] += 1
-    by_name: dict[str, list[Any]] = {}
-    for todo in todos:
-        if found := re.search(r"BENCH-s\d+", todo.description or ""):
-            by_name.setdefault(found.group(), []).append(todo)
+            if found := re.search(r"BENCH-s\d+", todo.description or ""):
+                by_name.setdefault(found.group(), []).append(todo)
+    return by_name, places
+
+
+def stages(by_name: dict[str, list[Any]], drops: list[float], bucket: int) -> dict[str, Any]:
+    """Where a task's time goes, per bucket of tasks in the order dropped (medians, s; the
+    books keep whole seconds): from the drop to its task in todos.md (inbox, router), and
+    from there to its completion (dispatch, the worker, the outcome written back)."""
+    routed: list[list[float]] = []
+    ran: list[list[float]] = []
+    for n, dropped in enumerate(drops):
+        todo = (by_name.get(NAME.format(n)) or [None])[0]
+        if n % bucket == 0:
+            routed.append([])
+            ran.append([])
+        if todo is not None:
+            routed[-1].append(todo.created.timestamp() - dropped)
+            if todo.completed is not None:
+                ran[-1].append((todo.completed - todo.created).total_seconds())
+    median = lambda xs: round(statistics.median(xs), 1) if xs else None  # noqa: E731
+    return {
+        "drop_to_task_s_series": [median(xs) for xs in routed],
+        "task_to_completed_s_series": [median(xs) for xs in ran],
+    }
+
+
+def ledger(data: Path, dropped: int) -> dict[str, Any]:
+    """Each dropped task once in the books, completed, one finished attempt in its journal.
+    On a run that did not finish, a task still in the inbox counts as lost too."""
+    from jarvis.gateway.queue import MessageQueue
+
+    by_name, places = books(data)
     names = [NAME.format(n) for n in range(dropped)]
     lost = [n for n in names if n not in by_name]
     twice = sorted(n for n, ts in by_name.items() if len({t.id for t in ts}) > 1)
@@ -369,6 +413,7 @@ def soak_run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                 fleet.stop()
             model.server.stop()
         record = ledger(data, soak.dropped)
+        where = stages(books(data)[0], soak.drops, min(100, max(1, args.tasks // 10)))
         problems = log_problems(coordinator.output())
     window = min(300, max(1, args.tasks // 5))
     bucket = min(100, max(1, args.tasks // 10))
@@ -399,6 +444,7 @@ def soak_run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "wall_s": round(soak.ended_at[-1] - soak.started, 1) if soak.ended_at else None,
         "throughput": {**rates, **record_lag(soak, model, bucket)},
         "coordinator": {**mem, "exit_code": exit_code, "log": problems},
+        "stages": where,
         "record": record,
         "targets": {
             "last_over_first": TARGET_RATIO,
@@ -434,6 +480,7 @@ def main() -> None:
         args.ahead = 10 if args.quick else 50
     if args.tasks < 1 or args.workers < 1 or args.steps < 1 or args.ahead < 1:
         parser.error("--tasks, --workers, --steps and --ahead are at least 1")
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl+C: report, clean up
     with tempfile.TemporaryDirectory(prefix="jarvis-bench-soak-") as tmp:
         print(json.dumps(soak_run(args, Path(tmp))))
 
