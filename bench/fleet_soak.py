@@ -130,8 +130,8 @@ def rss_mb(pid: int) -> float | None:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return None
-    kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
-    return round(kb / 1024, 1)
+    rss = [line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")]
+    return round(int(rss[0]) / 1024, 1) if rss else None  # none: it exited (a zombie)
 
 
 def cpu_s(pid: int) -> float | None:
