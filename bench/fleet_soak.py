@@ -386,6 +386,7 @@ def soak_run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
     model = Model(args.model_s, args.steps)
     data = tmp / "data"
+    data.mkdir(parents=True, exist_ok=True)
     if args.history:
         write_history(data, args.history)
     names = [f"s{i + 1}" for i in range(args.workers)]
@@ -412,11 +413,11 @@ def soak_run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             with contextlib.redirect_stdout(sys.stderr):  # what the workers said: not JSON
                 fleet.stop()
             model.server.stop()
+        window = min(300, max(1, args.tasks // 5))
+        bucket = min(100, max(1, args.tasks // 10))
         record = ledger(data, soak.dropped)
-        where = stages(books(data)[0], soak.drops, min(100, max(1, args.tasks // 10)))
+        where = stages(books(data)[0], soak.drops, bucket)
         problems = log_problems(coordinator.output())
-    window = min(300, max(1, args.tasks // 5))
-    bucket = min(100, max(1, args.tasks // 10))
     rates = throughput(soak, window, bucket, args.ahead)
     mem = memory(soak, bucket, bucket)
     finished = len(soak.ended_at) >= args.tasks
@@ -473,6 +474,7 @@ def main() -> None:
     parser.add_argument("--lease", type=float, default=10.0, help="the workers' lease (s)")
     parser.add_argument("--stall-s", type=float, default=300.0, help="give up after (s)")
     parser.add_argument("--max-minutes", type=float, default=180.0)
+    parser.add_argument("--keep", metavar="DIR", help="run in DIR (new) and leave it there")
     args = parser.parse_args()
     if args.quick:
         args.tasks = QUICK_TASKS
@@ -480,8 +482,11 @@ def main() -> None:
         args.ahead = 10 if args.quick else 50
     if args.tasks < 1 or args.workers < 1 or args.steps < 1 or args.ahead < 1:
         parser.error("--tasks, --workers, --steps and --ahead are at least 1")
+    if args.keep and Path(args.keep).exists() and any(Path(args.keep).iterdir()):
+        parser.error(f"--keep: {args.keep} is not empty")
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl+C: report, clean up
-    with tempfile.TemporaryDirectory(prefix="jarvis-bench-soak-") as tmp:
+    with contextlib.ExitStack() as stack:
+        tmp = args.keep or stack.enter_context(tempfile.TemporaryDirectory(prefix="jarvis-soak-"))
         print(json.dumps(soak_run(args, Path(tmp))))
 
 
