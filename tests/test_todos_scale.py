@@ -250,3 +250,25 @@ def test_stale_editor_saves_lose_no_task_and_no_change(
     restores = [m for m in said if "restored" in m or "older copy" in m]
     assert restores, "an editor's stale save was never noticed"
     assert said == restores, set(said) - set(restores)
+
+
+def test_ten_thousand_ended_and_a_thousand_pending(tmp_path: Path) -> None:
+    """The acceptance's size: 10,000 ended tasks from before rotation, then 1,000 pending
+    made through the list; every archived task is found by id and by message id."""
+    ids = old_list(tmp_path / "todos.md", 10_000)
+    todos = TodoList(tmp_path)
+    pending = [todos.add(f"backlog {i}", message_ids=[f"m-backlog-{i}"]) for i in range(1_000)]
+    assert [p.id for p in pending] == [f"T{n:03d}" for n in range(10_001, 11_001)]
+    listed = [t.id for t in todos.all()]
+    assert listed == ids[-50:] + [p.id for p in pending]
+    assert todos.next_pending() == pending[0]
+    for n in (1, 2_500, 9_950):  # archived, in the month file, found through the index
+        task = todos.get(f"T{n:03d}")
+        assert task is not None and task.title == f"old task {n}"
+        assert todos.find_by_message(f"m-20260930-120000-{n:06x}") == task
+    todos.mark_in_progress(pending[0].id)
+    todos.finish(pending[0].id, "completed", "done")  # one more moves out
+    again = TodoList(tmp_path)  # a restart
+    assert again.get("T9951").status in ("completed", "failed", "cancelled")  # type: ignore[union-attr]
+    assert again.add("after a restart").id == "T11001"
+    assert set(every_task(tmp_path).values()) == {1} and len(every_task(tmp_path)) == 11_001
