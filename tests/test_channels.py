@@ -293,7 +293,7 @@ async def test_a_router_auth_error_is_shown_and_the_message_waits_in_the_inbox(
     run = asyncio.create_task(gateway.run())
     try:
         await until(lambda: gateway.ready.is_set() or run.done(), 60)
-        with caplog.at_level(logging.ERROR, logger="jarvis.gateway.gateway"):
+        with caplog.at_level(logging.ERROR, logger="jarvis.gateway.routing"):
             message = await gateway.submit("Say hello", "tui")
             await until(lambda: seen.of(RoutingFailed), 30)
     finally:
@@ -308,7 +308,7 @@ async def test_a_router_auth_error_is_shown_and_the_message_waits_in_the_inbox(
     # one error line (an earlier in-process `jarvis` command may have turned INFO lines on:
     # "serving ...", "stopping ..." are not errors)
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
-    [line] = [r for r in errors if r.name == "jarvis.gateway.gateway"]
+    [line] = [r for r in errors if r.name == "jarvis.gateway.routing"]
     assert not line.exc_info and "\n" not in line.getMessage()
     assert f"message {message.id} waits in the inbox" in line.getMessage()
     # the key is fixed: the next start routes the waiting message into a task and runs it

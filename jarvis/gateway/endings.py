@@ -68,6 +68,11 @@ def record_ending(todos: TodoList, queue: MessageQueue, started: Todo, ran: Ran)
         answered = answer_messages(queue, started, seen, "completed", ran.committed)
         return RunRecord(started.id, "completed", ran.committed, _steps(ran), answered)
     current = todos.get(started.id)
+    if ran.stopped and current is not None and current.status == "completed":
+        # the verdict was written and the stop cut the wait for it: never reopened
+        done = current.summary or ""
+        answered = answer_messages(queue, current, seen, "completed", done)
+        return RunRecord(started.id, "completed", done, _steps(ran), answered)
     by_person = ran.by_person or (current is not None and current.status == "cancelled")
     cut = ran.ended is None and (ran.outcome is None or ran.outcome.status == "cancelled")
     if ran.stopped and cut and not by_person and current is not None:
