@@ -321,17 +321,23 @@ def stages(by_name: dict[str, list[Any]], drops: list[float], bucket: int) -> di
 
 def ledger(data: Path, dropped: int) -> dict[str, Any]:
     """Each dropped task once in the books, completed, one finished attempt in its journal.
-    On a run that did not finish, a task still in the inbox counts as lost too."""
+    A task not in the books is lost unless it still waits (a run that did not finish):
+    its file in messages/drop/ or its message in the inbox."""
     from jarvis.gateway.queue import MessageQueue
 
     by_name, places = books(data)
+    queue = MessageQueue(data)
+    waits = [m.text for m in queue.pending() + queue.processing()]
+    waits += [p.name for p in queue.drop_dir.glob("BENCH-*.md")]
+    waiting = set(re.findall(r"BENCH-s\d+", "\n".join(waits)))
     names = [NAME.format(n) for n in range(dropped)]
-    lost = [n for n in names if n not in by_name]
+    lost = [n for n in names if n not in by_name and n not in waiting]
     twice = sorted(n for n, ts in by_name.items() if len({t.id for t in ts}) > 1)
     ids = sorted({t.id for ts in by_name.values() for t in ts})
     statuses = Counter(t.status for ts in by_name.values() for t in ts)
+    ended = sorted({t.id for ts in by_name.values() for t in ts if not t.is_open})
     runs, bad, retried = data / "runs", [], []
-    for task_id in ids:
+    for task_id in ended:  # an open one (a run that did not finish) has no finish yet
         kinds = [
             json.loads(line)["kind"]
             for path in runs.glob(f"*/{task_id}/events.jsonl")
@@ -341,7 +347,6 @@ def ledger(data: Path, dropped: int) -> dict[str, Any]:
             bad.append({task_id: dict(Counter(k for k in kinds if k.startswith(("task", "r"))))})
         elif kinds.count("task_started") > 1:
             retried.append(task_id)
-    queue = MessageQueue(data)
     answered = Counter()
     for path in sorted(queue.archive_dir.glob("????-??-??.md")):
         answered.update(m.outcome for m in queue.archived(date.fromisoformat(path.stem)))
@@ -361,6 +366,7 @@ def ledger(data: Path, dropped: int) -> dict[str, Any]:
         "archived_todo_files": len(book_files(data)) - 1,
         "inbox_answered": dict(answered),
         "inbox_left": len(queue.pending()) + len(queue.processing()),
+        "waiting_not_in_books": len(waiting - set(by_name)),
     }
 
 
