@@ -16,30 +16,33 @@ pointer move, then ``finished``), the router's and the verifier's requests answe
 - ``--history N`` first writes N ended tasks into todos.md (through ``render_todos``), to
   start as a fleet that has run for a while.
 - Throughput: the bench polls the books (todos.md and todos/archive/*.md, read only when
-  their size or mtime changed; a text count of ended tasks) every 0.2 s and notes when each
-  task was seen ended. A window of W tasks runs from the previous window's end (the first
-  one: the first drop) to its W-th task; tasks/min of the first and the last ``W`` (300),
-  their ratio (target >= 0.9), and the series for every ``--bucket`` (100) tasks.
-- Memory: the coordinator's VmRSS (/proc) after a warm-up of the first bucket of tasks and
-  when the last task ended; growth target <= 50 MB; the series per bucket, and the
-  coordinator's CPU seconds per bucket (a book that costs what it holds shows here first).
+  their size or mtime changed; a text count of ended task ids) every 0.2 s and notes when
+  each task was seen ended. A window of W tasks runs from the previous window's end (the
+  first one's: the first drop) to its W-th task: tasks/min of the first and the last 300,
+  their ratio (target >= 0.9), and of every 100 (the bucket). Steadier, beside them: the
+  first 300 after the first bucket (the warm-up) against the last 300 before the drain
+  (the last ``--ahead`` tasks end with nothing new coming in).
+- Memory: the coordinator's VmRSS (/proc) after the first bucket (the warm-up) and when the
+  last task ended; growth target <= 50 MB; the series per bucket, and the coordinator's CPU
+  seconds per bucket (a book that costs what it holds shows there first).
 - Nothing lost, nothing twice: after the coordinator stopped, todos.md and
   todos/archive/*.md (``parse_todos``) hold each dropped task exactly once (by task id and
-  by its text), completed; each task's journal (runs/*/TASK/events.jsonl) shows one
-  task_finished (more than one task_started is counted as a retry); the inbox archive
-  answered each message once and the inbox is empty. The coordinator's log: its error and
-  warning lines, counted, the first few shown.
-
+  by the name in its text), completed; each ended task's journal (runs/*/TASK/events.jsonl)
+  shows one task_finished and one reply_ready (more than one task_started is reported as a
+  retry); the inbox archive answered each message once and the inbox is empty. A task not
+  in the books that still waits in the inbox (a run that did not finish) is not lost. The
+  coordinator's output and log: error and warning lines, counted, the first few shown.
 - Where the time goes, per bucket: from a task's drop to its entry in todos.md (the inbox
   and the router) and from there to its completion (medians, whole seconds as the books
-  keep them); how far the books trail the workers' ``finished``.
+  keep them); and how far the books trail the model's ``finished`` answers.
 
 A run that stalls (no task ended for ``--stall-s``), passes ``--max-minutes`` or gets SIGTERM
 (or Ctrl+C) stops and reports how far it got. ``--quick`` is 60 tasks, 10 ahead (windows of
-12, buckets of 6). Prints one JSON object, with each target and whether it is met.
+12, buckets of 6). ``--keep DIR`` leaves the data dirs and the coordinator's output in DIR.
+Prints one JSON object, with each target and whether it is met.
 
     .venv/bin/python bench/fleet_soak.py [--quick] [--tasks 1500] [--workers 4]
-        [--model-s 0.2] [--steps 2] [--history 0] [--ahead 50]
+        [--model-s 0.2] [--steps 2] [--history 0] [--ahead 50] [--keep DIR]
 """
 
 from __future__ import annotations
