@@ -67,14 +67,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+NAME = "BENCH-s{:05d}"
+_ENDED = re.compile(r"^### \[(T\d+)\].*\n- status: (?:completed|failed|cancelled)\s*$", re.M)
+_PROBLEM = re.compile(r"\b(ERROR|CRITICAL|WARNING|Traceback)\b")
 TARGET_RATIO = 0.9
 TARGET_RSS_GROWTH_MB = 50.0
 QUICK_TASKS = 60
 POLL_S = 0.2
 RSS_EVERY_S = 2.0
-NAME = "BENCH-s{:05d}"
-_ENDED = re.compile(r"^### \[(T\d+)\].*\n- status: (?:completed|failed|cancelled)\s*$", re.M)
-_PROBLEM = re.compile(r"\b(ERROR|CRITICAL|WARNING|Traceback)\b")
 
 
 # --- the books --------------------------------------------------------------------------
