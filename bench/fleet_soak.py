@@ -38,8 +38,10 @@ pointer move, then ``finished``), the router's and the verifier's requests answe
 
 A run that stalls (no task ended for ``--stall-s``), passes ``--max-minutes`` or gets SIGTERM
 (or Ctrl+C) stops and reports how far it got. ``--quick`` is 60 tasks, 10 ahead (windows of
-12, buckets of 6). ``--keep DIR`` leaves the data dirs and the coordinator's output in DIR.
-Prints one JSON object, with each target and whether it is met.
+12, buckets of 6). ``--keep DIR`` leaves the data dirs and the coordinator's output in DIR,
+and what the soak saw so far in DIR/soak.json (the drops, when tasks were seen ended, the
+samples), kept up to date should the bench itself be killed. Prints one JSON object, with
+each target and whether it is met.
 
     .venv/bin/python bench/fleet_soak.py [--quick] [--tasks 1500] [--workers 4]
         [--model-s 0.2] [--steps 2] [--history 0] [--ahead 50] [--keep DIR]
@@ -49,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import itertools
 import json
 import os
@@ -200,6 +203,8 @@ def _soak(args: argparse.Namespace, soak: Soak, ended: EndedCounter, pid: int, m
             soak.rss.append((count, mb))
             soak.cpu.append((count, used))
             del model.server.requests[:]  # the fake model keeps every request: not needed
+            if args.keep:  # what was seen so far, should the bench itself be killed
+                Path(args.keep, "soak.json").write_text(json.dumps(dataclasses.asdict(soak)))
         if time.monotonic() - last_progress > args.stall_s:
             soak.stopped_by = f"stalled: no task ended for {args.stall_s:.0f} s"
             return
