@@ -204,7 +204,8 @@ def _soak(args: argparse.Namespace, soak: Soak, ended: EndedCounter, pid: int, m
             soak.cpu.append((count, used))
             del model.server.requests[:]  # the fake model keeps every request: not needed
             if args.keep:  # what was seen so far, should the bench itself be killed
-                Path(args.keep, "soak.json").write_text(json.dumps(dataclasses.asdict(soak)))
+                saved = {"args": vars(args), "soak": dataclasses.asdict(soak)}
+                Path(args.keep, "soak.json").write_text(json.dumps(saved))
         if time.monotonic() - last_progress > args.stall_s:
             soak.stopped_by = f"stalled: no task ended for {args.stall_s:.0f} s"
             return
@@ -427,11 +428,21 @@ def soak_run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             with contextlib.redirect_stdout(sys.stderr):  # what the workers said: not JSON
                 fleet.stop()
             model.server.stop()
-        window = min(300, max(1, args.tasks // 5))
-        bucket = min(100, max(1, args.tasks // 10))
-        record = ledger(data, soak.dropped)
-        where = stages(books(data)[0], soak.drops, bucket)
         problems = log_problems(coordinator.output())
+    return summary(args, soak, data, record_lag(soak, model, bucket_of(args)), exit_code, problems)
+
+
+def bucket_of(args: argparse.Namespace) -> int:
+    return min(100, max(1, args.tasks // 10))
+
+
+def summary(
+    args: argparse.Namespace, soak: Soak, data: Path, lag: dict[str, Any],
+    exit_code: int | None, problems: dict[str, Any],
+) -> dict[str, Any]:  # fmt: skip
+    """The JSON object: the soak's figures, the record's checks, the targets."""
+    window, bucket = min(300, max(1, args.tasks // 5)), bucket_of(args)
+    record = ledger(data, soak.dropped)
     rates = throughput(soak, window, bucket, args.ahead)
     mem = memory(soak, bucket, bucket)
     finished = len(soak.ended_at) >= args.tasks
@@ -457,9 +468,9 @@ def soak_run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "stopped_by": soak.stopped_by,
         "ended": len(soak.ended_at),
         "wall_s": round(soak.ended_at[-1] - soak.started, 1) if soak.ended_at else None,
-        "throughput": {**rates, **record_lag(soak, model, bucket)},
+        "throughput": {**rates, **lag},
         "coordinator": {**mem, "exit_code": exit_code, "log": problems},
-        "stages": where,
+        "stages": stages(books(data)[0], soak.drops, bucket),
         "record": record,
         "targets": {
             "last_over_first": TARGET_RATIO,
@@ -476,6 +487,21 @@ def soak_run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     }
 
 
+def report(folder: Path) -> dict[str, Any]:
+    """The JSON object of a ``--keep DIR`` run whose bench was killed: from DIR/soak.json
+    (as of its last sample) and the data dir; no record lag (the model's side is gone)
+    and no exit code."""
+    saved = json.loads((folder / "soak.json").read_text(encoding="utf-8"))
+    args = argparse.Namespace(**saved["args"])
+    soak = Soak(**saved["soak"])
+    if soak.stopped_by == "done" and len(soak.ended_at) < args.tasks:
+        soak.stopped_by = "the bench was killed (figures from soak.json, by --report)"
+    data = folder / "data"
+    logs = [folder / "serve.out", *sorted((data / "logs").glob("*.log"))]
+    text = "".join(p.read_text(encoding="utf-8") for p in logs if p.is_file())
+    return summary(args, soak, data, {}, None, log_problems(text))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=1500)
@@ -489,7 +515,11 @@ def main() -> None:
     parser.add_argument("--stall-s", type=float, default=300.0, help="give up after (s)")
     parser.add_argument("--max-minutes", type=float, default=180.0)
     parser.add_argument("--keep", metavar="DIR", help="run in DIR (new) and leave it there")
+    parser.add_argument("--report", metavar="DIR", help="only report a killed --keep DIR run")
     args = parser.parse_args()
+    if args.report:
+        print(json.dumps(report(Path(args.report))))
+        return
     if args.quick:
         args.tasks = QUICK_TASKS
     if args.ahead is None:
