@@ -16,36 +16,42 @@ pointer move, then ``finished``), the router's and the verifier's requests answe
 - ``--history N`` first writes N ended tasks into todos.md (through ``render_todos``), to
   start as a fleet that has run for a while.
 - Throughput: the bench polls the books (todos.md and todos/archive/*.md, read only when
-  their size or mtime changed; a text count of ended tasks) every 0.2 s and notes when each
-  task was seen ended. A window of W tasks runs from the previous window's end (the first
-  one: the first drop) to its W-th task; tasks/min of the first and the last ``W`` (300),
-  their ratio (target >= 0.9), and the series for every ``--bucket`` (100) tasks.
-- Memory: the coordinator's VmRSS (/proc) after a warm-up of the first bucket of tasks and
-  when the last task ended; growth target <= 50 MB; the series per bucket, and the
-  coordinator's CPU seconds per bucket (a book that costs what it holds shows here first).
+  their size or mtime changed; a text count of ended task ids) every 0.2 s and notes when
+  each task was seen ended. A window of W tasks runs from the previous window's end (the
+  first one's: the first drop) to its W-th task: tasks/min of the first and the last 300,
+  their ratio (target >= 0.9), and of every 100 (the bucket). Steadier, beside them: the
+  first 300 after the first bucket (the warm-up) against the last 300 before the drain
+  (the last ``--ahead`` tasks end with nothing new coming in).
+- Memory: the coordinator's VmRSS (/proc) after the first bucket (the warm-up) and when the
+  last task ended; growth target <= 50 MB; the series per bucket, and the coordinator's CPU
+  seconds per bucket (a book that costs what it holds shows there first).
 - Nothing lost, nothing twice: after the coordinator stopped, todos.md and
   todos/archive/*.md (``parse_todos``) hold each dropped task exactly once (by task id and
-  by its text), completed; each task's journal (runs/*/TASK/events.jsonl) shows one
-  task_finished (more than one task_started is counted as a retry); the inbox archive
-  answered each message once and the inbox is empty. The coordinator's log: its error and
-  warning lines, counted, the first few shown.
-
+  by the name in its text), completed; each ended task's journal (runs/*/TASK/events.jsonl)
+  shows one task_finished and one reply_ready (more than one task_started is reported as a
+  retry); the inbox archive answered each message once and the inbox is empty. A task not
+  in the books that still waits in the inbox (a run that did not finish) is not lost. The
+  coordinator's output and log: error and warning lines, counted, the first few shown.
 - Where the time goes, per bucket: from a task's drop to its entry in todos.md (the inbox
   and the router) and from there to its completion (medians, whole seconds as the books
-  keep them); how far the books trail the workers' ``finished``.
+  keep them); and how far the books trail the model's ``finished`` answers.
 
 A run that stalls (no task ended for ``--stall-s``), passes ``--max-minutes`` or gets SIGTERM
 (or Ctrl+C) stops and reports how far it got. ``--quick`` is 60 tasks, 10 ahead (windows of
-12, buckets of 6). Prints one JSON object, with each target and whether it is met.
+12, buckets of 6). ``--keep DIR`` leaves the data dirs and the coordinator's output in DIR,
+and what the soak saw so far in DIR/soak.json (the drops, when tasks were seen ended, the
+samples), kept up to date should the bench itself be killed. Prints one JSON object, with
+each target and whether it is met.
 
     .venv/bin/python bench/fleet_soak.py [--quick] [--tasks 1500] [--workers 4]
-        [--model-s 0.2] [--steps 2] [--history 0] [--ahead 50]
+        [--model-s 0.2] [--steps 2] [--history 0] [--ahead 50] [--keep DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import itertools
 import json
 import os
@@ -64,14 +70,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+NAME = "BENCH-s{:05d}"
+_ENDED = re.compile(r"^### \[(T\d+)\].*\n- status: (?:completed|failed|cancelled)\s*$", re.M)
+_PROBLEM = re.compile(r"\b(ERROR|CRITICAL|WARNING|Traceback)\b")
 TARGET_RATIO = 0.9
 TARGET_RSS_GROWTH_MB = 50.0
 QUICK_TASKS = 60
 POLL_S = 0.2
 RSS_EVERY_S = 2.0
-NAME = "BENCH-s{:05d}"
-_ENDED = re.compile(r"^### \[(T\d+)\].*\n- status: (?:completed|failed|cancelled)\s*$", re.M)
-_PROBLEM = re.compile(r"\b(ERROR|CRITICAL|WARNING|Traceback)\b")
 
 
 # --- the books --------------------------------------------------------------------------
@@ -197,6 +203,9 @@ def _soak(args: argparse.Namespace, soak: Soak, ended: EndedCounter, pid: int, m
             soak.rss.append((count, mb))
             soak.cpu.append((count, used))
             del model.server.requests[:]  # the fake model keeps every request: not needed
+            if args.keep:  # what was seen so far, should the bench itself be killed
+                saved = {"args": vars(args), "soak": dataclasses.asdict(soak)}
+                Path(args.keep, "soak.json").write_text(json.dumps(saved))
         if time.monotonic() - last_progress > args.stall_s:
             soak.stopped_by = f"stalled: no task ended for {args.stall_s:.0f} s"
             return
@@ -321,17 +330,23 @@ def stages(by_name: dict[str, list[Any]], drops: list[float], bucket: int) -> di
 
 def ledger(data: Path, dropped: int) -> dict[str, Any]:
     """Each dropped task once in the books, completed, one finished attempt in its journal.
-    On a run that did not finish, a task still in the inbox counts as lost too."""
+    A task not in the books is lost unless it still waits (a run that did not finish):
+    its file in messages/drop/ or its message in the inbox."""
     from jarvis.gateway.queue import MessageQueue
 
     by_name, places = books(data)
+    queue = MessageQueue(data)
+    waits = [m.text for m in queue.pending() + queue.processing()]
+    waits += [p.name for p in queue.drop_dir.glob("BENCH-*.md")]
+    waiting = set(re.findall(r"BENCH-s\d+", "\n".join(waits)))
     names = [NAME.format(n) for n in range(dropped)]
-    lost = [n for n in names if n not in by_name]
+    lost = [n for n in names if n not in by_name and n not in waiting]
     twice = sorted(n for n, ts in by_name.items() if len({t.id for t in ts}) > 1)
     ids = sorted({t.id for ts in by_name.values() for t in ts})
     statuses = Counter(t.status for ts in by_name.values() for t in ts)
+    ended = sorted({t.id for ts in by_name.values() for t in ts if not t.is_open})
     runs, bad, retried = data / "runs", [], []
-    for task_id in ids:
+    for task_id in ended:  # an open one (a run that did not finish) has no finish yet
         kinds = [
             json.loads(line)["kind"]
             for path in runs.glob(f"*/{task_id}/events.jsonl")
@@ -341,7 +356,6 @@ def ledger(data: Path, dropped: int) -> dict[str, Any]:
             bad.append({task_id: dict(Counter(k for k in kinds if k.startswith(("task", "r"))))})
         elif kinds.count("task_started") > 1:
             retried.append(task_id)
-    queue = MessageQueue(data)
     answered = Counter()
     for path in sorted(queue.archive_dir.glob("????-??-??.md")):
         answered.update(m.outcome for m in queue.archived(date.fromisoformat(path.stem)))
@@ -361,6 +375,7 @@ def ledger(data: Path, dropped: int) -> dict[str, Any]:
         "archived_todo_files": len(book_files(data)) - 1,
         "inbox_answered": dict(answered),
         "inbox_left": len(queue.pending()) + len(queue.processing()),
+        "waiting_not_in_books": len(waiting - set(by_name)),
     }
 
 
@@ -413,11 +428,21 @@ def soak_run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             with contextlib.redirect_stdout(sys.stderr):  # what the workers said: not JSON
                 fleet.stop()
             model.server.stop()
-        window = min(300, max(1, args.tasks // 5))
-        bucket = min(100, max(1, args.tasks // 10))
-        record = ledger(data, soak.dropped)
-        where = stages(books(data)[0], soak.drops, bucket)
         problems = log_problems(coordinator.output())
+    return summary(args, soak, data, record_lag(soak, model, bucket_of(args)), exit_code, problems)
+
+
+def bucket_of(args: argparse.Namespace) -> int:
+    return min(100, max(1, args.tasks // 10))
+
+
+def summary(
+    args: argparse.Namespace, soak: Soak, data: Path, lag: dict[str, Any],
+    exit_code: int | None, problems: dict[str, Any],
+) -> dict[str, Any]:  # fmt: skip
+    """The JSON object: the soak's figures, the record's checks, the targets."""
+    window, bucket = min(300, max(1, args.tasks // 5)), bucket_of(args)
+    record = ledger(data, soak.dropped)
     rates = throughput(soak, window, bucket, args.ahead)
     mem = memory(soak, bucket, bucket)
     finished = len(soak.ended_at) >= args.tasks
@@ -443,9 +468,9 @@ def soak_run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "stopped_by": soak.stopped_by,
         "ended": len(soak.ended_at),
         "wall_s": round(soak.ended_at[-1] - soak.started, 1) if soak.ended_at else None,
-        "throughput": {**rates, **record_lag(soak, model, bucket)},
+        "throughput": {**rates, **lag},
         "coordinator": {**mem, "exit_code": exit_code, "log": problems},
-        "stages": where,
+        "stages": stages(books(data)[0], soak.drops, bucket),
         "record": record,
         "targets": {
             "last_over_first": TARGET_RATIO,
@@ -462,6 +487,21 @@ def soak_run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     }
 
 
+def report(folder: Path) -> dict[str, Any]:
+    """The JSON object of a ``--keep DIR`` run whose bench was killed: from DIR/soak.json
+    (as of its last sample) and the data dir; no record lag (the model's side is gone)
+    and no exit code."""
+    saved = json.loads((folder / "soak.json").read_text(encoding="utf-8"))
+    args = argparse.Namespace(**saved["args"])
+    soak = Soak(**saved["soak"])
+    if soak.stopped_by == "done" and len(soak.ended_at) < args.tasks:
+        soak.stopped_by = "the bench was killed (figures from soak.json, by --report)"
+    data = folder / "data"
+    logs = [folder / "serve.out", *sorted((data / "logs").glob("*.log"))]
+    text = "".join(p.read_text(encoding="utf-8") for p in logs if p.is_file())
+    return summary(args, soak, data, {}, None, log_problems(text))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=1500)
@@ -475,7 +515,11 @@ def main() -> None:
     parser.add_argument("--stall-s", type=float, default=300.0, help="give up after (s)")
     parser.add_argument("--max-minutes", type=float, default=180.0)
     parser.add_argument("--keep", metavar="DIR", help="run in DIR (new) and leave it there")
+    parser.add_argument("--report", metavar="DIR", help="only report a killed --keep DIR run")
     args = parser.parse_args()
+    if args.report:
+        print(json.dumps(report(Path(args.report))))
+        return
     if args.quick:
         args.tasks = QUICK_TASKS
     if args.ahead is None:
