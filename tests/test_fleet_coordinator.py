@@ -11,11 +11,16 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from jarvis.events import EventBus
+from jarvis.events import EventBus, ReplyReady, TaskStarted
+from jarvis.fleet import keys
 from jarvis.fleet.connection import client
 from jarvis.fleet.coordinator import FleetCoordinator
+from jarvis.fleet.receiver import Outcome
 from jarvis.fleet.redis_queue import RedisQueue
+from jarvis.gateway.queue import MessageQueue
 from jarvis.gateway.todos import TodoList
+from jarvis.runs.journal import JournalWriter
+from jarvis.runs.reader import run_events
 from tests.redis_server import RedisServer, redis_server
 
 __all__ = ["redis_server"]
@@ -84,3 +89,49 @@ async def test_an_outcome_for_a_task_no_longer_in_progress_is_not_written(
     assert todo is not None
     assert (todo.status, todo.summary) == ("failed", "a person gave up on it")
     assert "not written" in caplog.text
+
+
+async def test_an_ending_written_but_not_replied_before_a_crash_is_replied_once_after(
+    redis: Redis, tmp_path: Path
+) -> None:
+    bus = EventBus()
+    journal = JournalWriter(tmp_path, bus, channel="inbox")
+    inbox = MessageQueue(tmp_path, bus=bus)
+    message = inbox.append("open the calculator", channel="telegram", reply_to="chat-7")
+    assert [m.id for m in inbox.claim()] == [message.id]
+    todos = TodoList(tmp_path)
+    todos.add("calc", "open the calculator", source="telegram", message_ids=[message.id])
+    first = FleetCoordinator(redis, todos, tmp_path, bus, inbox=inbox)
+    await first.setup()
+    assert await first.tick(wait_s=0.05) == ["T001"]
+    claim = await RedisQueue(redis, "w1").claim(wait_s=1)
+    assert claim is not None
+    bus.emit(TaskStarted(task_id="T001", task="open the calculator"))  # the worker's event
+    assert await RedisQueue(redis, "w1").complete(claim, "completed", "it is open")
+    replies: list[ReplyReady] = []
+    bus.subscribe(lambda e: replies.append(e) if isinstance(e, ReplyReady) else None)
+
+    # the coordinator reads the outcome and writes the books, then dies before replying
+    # (and before acknowledging the outcome in Redis)
+    entries = await redis.xreadgroup(
+        keys.COORDINATOR_GROUP, first.receiver.consumer, {keys.EVENTS: ">"}, count=100
+    )
+    assert entries
+    outcome = Outcome("T001", "completed", "it is open", "w1", claim.attempt, claim.token)
+    assert first._record(outcome) is not None
+    assert replies == [] and status(todos, "T001") == "completed"
+
+    second = FleetCoordinator(redis, todos, tmp_path, bus, inbox=inbox)  # restarted
+    await second.setup()
+    await second.tick(wait_s=0.05)
+    assert [(r.task_id, r.channel, r.reply_to, r.status) for r in replies] == [
+        ("T001", "telegram", "chat-7", "completed")
+    ]
+    assert replies[0].message_ids == [message.id] and replies[0].text == "it is open"
+    ended = todos.get("T001")
+    assert ended is not None and second._redelivered(ended) is None  # replied: not twice
+    await FleetCoordinator(redis, todos, tmp_path, bus, inbox=inbox).tick(wait_s=0.05)
+    assert len(replies) == 1
+    journal.close()
+    lines = run_events(tmp_path, "T001")
+    assert [line["kind"] for line in lines].count("reply_ready") == 1

@@ -24,10 +24,18 @@ from jarvis.events import EventBus
 from jarvis.fleet.memory import MemoryKeeper, recalled_field
 from jarvis.fleet.receiver import EventFilter, Outcome, Receiver
 from jarvis.fleet.redis_queue import LEASE_MS, MAX_ATTEMPTS, Janitor, RedisQueue, Swept
-from jarvis.gateway.endings import Ran, RunRecord, emit_replies, record_ending
+from jarvis.gateway.endings import (
+    ENDED,
+    Ran,
+    RunRecord,
+    emit_replies,
+    record_ending,
+    unreplied_ending,
+)
 from jarvis.gateway.queue import MessageQueue
 from jarvis.gateway.todos import Todo, TodoList, TodoState
 from jarvis.gateway.worker import task_text
+from jarvis.runs.reader import replied_since_start
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -69,6 +77,7 @@ class FleetCoordinator:
         self.memory = memory
         """The coordinator's long-term store (None: it keeps none)."""
         on_memory = memory.on_note if memory is not None else None
+        self.data_dir = data_dir
         self.receiver = Receiver(
             redis, data_dir, bus, self.record, on_event=on_event, on_memory=on_memory
         )
@@ -158,6 +167,8 @@ class FleetCoordinator:
 
     def _record(self, outcome: Outcome) -> RunRecord | None:
         todo = self.todos.get(outcome.task_id)
+        if todo is not None and todo.status == outcome.status and todo.status in ENDED:
+            return self._redelivered(todo)
         if todo is None or todo.status not in ("in_progress", "cancelled"):
             state = todo.status if todo else "gone from todos.md"
             log.warning("outcome of %s not written: the task is %s", outcome.task_id, state)
@@ -165,6 +176,18 @@ class FleetCoordinator:
         started = self.started.get(todo.id, todo)
         ran = Ran(ended=(outcome.status, outcome.summary))
         return record_ending(self.todos, self.inbox, started, ran)
+
+    def _redelivered(self, todo: Todo) -> RunRecord | None:
+        """An outcome whose ending is already on the books, delivered again (the coordinator
+        died before acknowledging it): its replies go out if the journal shows none since
+        the run began (it died between the write and the replies), else nothing is done."""
+        if replied_since_start(self.data_dir, todo.id):
+            log.info("outcome of %s delivered again: already written and replied", todo.id)
+            return None
+        log.warning(
+            "task %s had ended (%s) but was not replied to; replying now", todo.id, todo.status
+        )
+        return unreplied_ending(self.inbox, todo)
 
 
 def _channels(todo: Todo) -> tuple[str, ...]:

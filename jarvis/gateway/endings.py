@@ -139,6 +139,18 @@ def answer_messages(
     return answered
 
 
+def unreplied_ending(queue: MessageQueue, todo: Todo) -> RunRecord:
+    """The record of an ending already on the books whose replies were never sent (the
+    process died between the ``todos.md`` write and the replies): the task's messages as
+    they were archived, for :func:`emit_replies`."""
+    answered = []
+    for message_id in todo.message_ids:
+        message = queue.find(message_id)
+        if message is not None and message.task_id == todo.id:
+            answered.append(message)
+    return RunRecord(todo.id, todo.status, todo.summary or "", 0, answered)
+
+
 def emit_replies(
     bus: EventBus, todo_id: str, messages: list[Message], status: str, text: str
 ) -> None:

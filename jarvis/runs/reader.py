@@ -58,6 +58,19 @@ def run_events(data_dir: Path, task_id: str, after: int = 0) -> list[dict[str, A
     return [] if folder is None else list(read_events(folder / EVENTS_FILE, after))
 
 
+def replied_since_start(data_dir: Path, task_id: str) -> bool:
+    """Whether the journal of ``task_id``'s latest run has a ``reply_ready`` after its last
+    ``task_started`` (a run whose ending was written to the books but whose reply was not,
+    when the process died between the two, has none)."""
+    replied = False
+    for line in run_events(data_dir, task_id):
+        if line.get("kind") == "task_started":
+            replied = False
+        elif line.get("kind") == "reply_ready":
+            replied = True
+    return replied
+
+
 def list_runs(data_dir: Path, limit: int = PAGE, cursor: str | None = None) -> RunPage:
     """At most ``limit`` runs, newest first (by day, then start time), after ``cursor``
     (the ``next`` of the page before; :class:`BadCursor` for any other)."""
@@ -80,5 +93,6 @@ __all__ = [
     "load_run",
     "newest_seq_on_disk",
     "read_events",
+    "replied_since_start",
     "run_events",
 ]
