@@ -210,9 +210,10 @@ class ApprovalCard(Vertical):
             thumb = marked_thumbnail(image, None)
         except (UnidentifiedImageError, OSError, ValueError):
             return False
-        widget = thumbnail_widget(halfblocks, classes="approval-shot")
+        # the image goes in before the mount: set after it, the first layout may size the
+        # widget for no image (height 0) and keep that size
+        widget = thumbnail_widget(halfblocks, image=thumb, classes="approval-shot")
         await self.mount(widget, after=self.outcome)
-        widget.image = thumb
         return True
 
     # --- answers ----------------------------------------------------------------------
