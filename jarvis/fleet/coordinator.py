@@ -42,6 +42,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+REDELIVERED = tuple(s for s in ENDED if s != "cancelled")
+"""A task with one of these statuses and an outcome saying the same was written already (the
+outcome is delivered again); ``cancelled`` is also what a person's cancel writes while the
+run goes on, whose outcome is still to be written."""
+
 
 class FleetCoordinator:
     def __init__(
@@ -167,7 +172,7 @@ class FleetCoordinator:
 
     def _record(self, outcome: Outcome) -> RunRecord | None:
         todo = self.todos.get(outcome.task_id)
-        if todo is not None and todo.status == outcome.status and todo.status in ENDED:
+        if todo is not None and todo.status == outcome.status and todo.status in REDELIVERED:
             return self._redelivered(todo)
         if todo is None or todo.status not in ("in_progress", "cancelled"):
             state = todo.status if todo else "gone from todos.md"
