@@ -27,7 +27,7 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -268,6 +268,24 @@ class MessageArchive:
             if message is not None:
                 return message
         return None
+
+    def present(self, ids: Collection[str]) -> set[str]:
+        """Those of ``ids`` the index has an entry for, on any day (one query per 500 ids;
+        the day files are compared with the index first when that is due, as for
+        :meth:`find`): a queue checks its entries against the archive with this, and reads
+        only those found."""
+        if not ids or not self.folder.is_dir():
+            return set()
+        index = self.index
+        if self._resync_due():
+            self._sync(index)
+        wanted, found = sorted(set(ids)), set[str]()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            rows = index.rows(f"SELECT DISTINCT id FROM messages WHERE id IN ({marks})", chunk)
+            found.update(str(row[0]) for row in rows)
+        return found
 
     def _rows(self, index: BookIndex, message_id: str, floor: str) -> list[tuple[str, int, int]]:
         """Where the id is, newest day first, in day files brought up to date first."""

@@ -89,6 +89,11 @@ def _fresh_id(message: Message, taken: dict[str, Message]) -> str:
     return candidate
 
 
+def _copy(item: Message | Malformed) -> Message | Malformed:
+    """A reader's own copy of a parsed entry (readers move, re-id and fill entries in)."""
+    return item.model_copy() if isinstance(item, Message) else item
+
+
 # --- the queue ----------------------------------------------------------------------
 class MessageQueue:
     """Markdown-backed message queue shared by the daemon, CLI, TUI and people."""
@@ -104,6 +109,10 @@ class MessageQueue:
         self.drop_dir = self.root / "drop"
         self.lock_timeout = lock_timeout
         self._problems = ProblemLog(bus)
+        self._parsed: dict[Path, tuple[str, Document[Message]]] = {}
+        """Each file's last text read and its parse (entries copied out for each reader)."""
+        self._settled_texts: tuple[str, str] | None = None
+        """(processing, inbox) as they were when last found settled against each other."""
 
     @classmethod
     def from_settings(cls, settings: Settings, bus: EventBus | None = None) -> MessageQueue:
@@ -114,21 +123,46 @@ class MessageQueue:
 
     # -- reading --
     def _load(self, file: MarkdownFile, preamble: str) -> tuple[Snapshot, Document[Message]]:
+        """The file and its entries; a text parsed before is not parsed again (a scan of the
+        inbox every fraction of a second costs a read and a compare while nothing changes)."""
         snapshot = file.read()
-        doc = parse_messages(snapshot.text)
-        if snapshot.stamp is None:
-            doc.preamble = preamble
-        self._problems.report(problems_of(file.path, doc))
+        cached = self._parsed.get(file.path)
+        if cached is not None and cached[0] == snapshot.text:
+            parsed = cached[1]
+        else:
+            parsed = parse_messages(snapshot.text)
+            self._parsed[file.path] = (snapshot.text, parsed)
+            self._problems.report(problems_of(file.path, parsed))
+        doc = Document(
+            preamble=preamble if snapshot.stamp is None else parsed.preamble,
+            items=[_copy(item) for item in parsed.items],
+            changed=parsed.changed,
+            warnings=parsed.warnings,
+        )
         return snapshot, doc
 
     def _both(self) -> tuple[Snapshot, Document[Message], Snapshot, Document[Message]]:
-        """Inbox and processing (caller holds both locks), settled against each other."""
+        """Inbox and processing (caller holds both locks), settled against each other: each
+        entry checked against those further down the line, unless both texts are the ones
+        last found settled (nothing to drop or re-id then)."""
         archive = self.history
         psnap, pdoc = self._load(self.processing_file, PROCESSING_PREAMBLE)
-        _settle_ids(pdoc, lambda m: archive.find(m.id, m.timestamp.date()))
-        ahead = {m.id: m for m in pdoc.entries()}
         isnap, idoc = self._load(self.inbox_file, INBOX_PREAMBLE)
-        _settle_ids(idoc, lambda m: ahead.get(m.id) or archive.find(m.id, m.timestamp.date()))
+        texts = (psnap.text, isnap.text)
+        if texts == self._settled_texts:
+            return isnap, idoc, psnap, pdoc
+        archived = archive.present([m.id for m in (*pdoc.entries(), *idoc.entries())])
+
+        def done(message: Message) -> Message | None:
+            if message.id not in archived:
+                return None
+            return archive.find(message.id, message.timestamp.date())
+
+        _settle_ids(pdoc, done)
+        ahead = {m.id: m for m in pdoc.entries()}
+        _settle_ids(idoc, lambda m: ahead.get(m.id) or done(m))
+        if not (pdoc.changed or idoc.changed):
+            self._settled_texts = texts
         return isnap, idoc, psnap, pdoc
 
     def pending(self) -> list[Message]:
@@ -225,7 +259,7 @@ class MessageQueue:
 
     def _known(self, message_id: str, inbox: Document[Message]) -> Message | None:
         # processing before archive: a message moves in that order, destination first
-        docs = (inbox, parse_messages(self.processing_file.read().text))
+        docs = (inbox, self._load(self.processing_file, PROCESSING_PREAMBLE)[1])
         for doc in docs:
             for message in doc.entries():
                 if message.id == message_id:
