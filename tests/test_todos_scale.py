@@ -252,6 +252,32 @@ def test_stale_editor_saves_lose_no_task_and_no_change(
     assert said == restores, set(said) - set(restores)
 
 
+def test_a_stale_save_made_again_while_its_repair_is_written_is_still_repaired(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor saves the same stale buffer twice, the second time while Jarvis writes the
+    repair of the first: the repair is not taken for done."""
+    todos = TodoList(tmp_path)
+    task = todos.add("errand")
+    todos.mark_in_progress(task.id)
+    stale = todos.path.read_text(encoding="utf-8")
+    todos.finish(task.id, "completed", "done")
+    todos.path.write_text(stale, encoding="utf-8")  # the first save
+    replace = type(todos.file).replace
+    saves = []
+
+    def saved_again(file: Any, snapshot: Any, text: str) -> None:
+        if not saves:
+            saves.append(1)
+            os.utime(file.path, ns=(1, 1))  # the second save: the same text, a new stamp
+        replace(file, snapshot, text)
+
+    monkeypatch.setattr(type(todos.file), "replace", saved_again)
+    assert todos.get(task.id).status == "completed"  # type: ignore[union-attr]
+    assert saves and "- status: completed" in todos.path.read_text(encoding="utf-8")
+    assert TodoList(tmp_path).get(task.id).status == "completed"  # type: ignore[union-attr]
+
+
 def test_ten_thousand_ended_and_a_thousand_pending(tmp_path: Path) -> None:
     """The acceptance's size: 10,000 ended tasks from before rotation, then 1,000 pending
     made through the list; every archived task is found by id and by message id."""

@@ -110,6 +110,9 @@ class TodoList:
         self._problems = ProblemLog(bus)
         self._mutex = threading.RLock()
         self._snapshot = Snapshot("", None)
+        self._unwritten = False
+        """Set when the kept list differs from the file's text it was read from (its write
+        back failed): the next read compares them again."""
         self._doc: Document[Todo] | None = None
         self._texts: dict[str, tuple[Todo, str]] = {}
         self._written = WrittenVersions()
@@ -150,7 +153,7 @@ class TodoList:
         file's text is not what this process last read or wrote."""
         snapshot = self.file.read()
         kept = self._doc
-        if kept is not None and snapshot.text == self._snapshot.text:
+        if kept is not None and snapshot.text == self._snapshot.text and not self._unwritten:
             self._snapshot = snapshot
             return kept
         doc = parse_todos(snapshot.text, first_free=self._next_number(None))
@@ -165,7 +168,14 @@ class TodoList:
         self._snapshot = snapshot
         self._adopt(doc, kept)
         if doc.changed:  # ids filled in, tasks restored or moved: write it back now
-            self._write(doc)
+            try:
+                self._write(doc)
+            except Exception:
+                # the kept list is not what the file says: the next read must compare them
+                # again even if the file is back to the text just read (an editor saving
+                # the same stale buffer twice)
+                self._unwritten = True
+                raise
         return doc
 
     def _archived(self, ids: list[str]) -> set[str]:
@@ -212,6 +222,7 @@ class TodoList:
         for todo_id, task_text in fresh:  # only versions that reached the file
             self._written.add(todo_id, task_text)
         doc.changed = False
+        self._unwritten = False
         self._snapshot = Snapshot(text, self.file.stamp())
         self._adopt(doc, self._doc)
 
