@@ -56,7 +56,7 @@ lint: venv
 	$(BIN)/mypy jarvis
 
 unit: setup
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=30
 
 test: setup lint unit
 
