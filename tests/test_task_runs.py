@@ -18,7 +18,8 @@ from jarvis.runs.reader import find_run, list_runs
 from jarvis.runs.report import report_for
 from jarvis.runs.run_info import RunInfo
 from jarvis.runs.step_file import load_steps
-from jarvis.tui.state import Cockpit, Note
+from jarvis.tui.state import Cockpit
+from jarvis.tui.task_runs import Note
 from jarvis.usage import Usage
 from tests.agent_harness import agent_settings
 from tests.api_harness import NEW_TASK, is_router, is_skill, is_step, is_verify, serving_api, until

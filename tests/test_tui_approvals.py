@@ -22,7 +22,8 @@ from jarvis.tui.approvals import ApprovalCard, budget_text, call_text, time_left
 from jarvis.tui.backend import BackendError, ReplayBackend, unanswered
 from jarvis.tui.client import ApiBackend
 from jarvis.tui.settings import TuiSettings
-from jarvis.tui.state import Approval, Budget, Cockpit
+from jarvis.tui.state import Cockpit
+from jarvis.tui.task_runs import Approval, Budget
 from tests.tui_fixtures import SCREEN, TODOS, approval_journal, until
 
 SIZE = (120, 40)

@@ -18,7 +18,7 @@ from jarvis.tui.app import JarvisApp
 from jarvis.tui.backend import ReplayBackend
 from jarvis.tui.cards import ToolCard
 from jarvis.tui.settings import TuiSettings
-from jarvis.tui.state import Verification
+from jarvis.tui.task_runs import Verification
 from tests.tui_fixtures import JOURNAL, SCREEN, journal, relabel, replay_app, task_lines, until
 
 SIZE = (120, 40)

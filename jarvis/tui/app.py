@@ -34,7 +34,8 @@ from jarvis.tui.dialogs import ConfirmQuit
 from jarvis.tui.prompt import Prompt
 from jarvis.tui.settings import TuiSettings
 from jarvis.tui.side import SidePanel
-from jarvis.tui.state import Change, Cockpit
+from jarvis.tui.state import Cockpit
+from jarvis.tui.task_runs import Change
 
 log = logging.getLogger(__name__)
 RETRY_S = (0.2, 0.5, 1.0, 2.0, 3.0)

@@ -27,7 +27,7 @@ from textual.widgets import Button, Input, Static
 
 from jarvis.tui.bindings import APPROVAL_BINDINGS
 from jarvis.tui.side import marked_thumbnail, thumbnail_widget
-from jarvis.tui.state import Approval, Budget
+from jarvis.tui.task_runs import Approval, Budget
 
 OUTCOMES = {
     "allow_once": ("✓", "allowed once"),

@@ -22,7 +22,7 @@ from textual.widget import Widget
 from textual.widgets import Collapsible, Input, Static
 
 from jarvis.tui.approvals import ApprovalCard
-from jarvis.tui.state import (
+from jarvis.tui.task_runs import (
     Approval,
     Ending,
     Item,
