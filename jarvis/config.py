@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     ValidationInfo,
@@ -32,6 +30,7 @@ from jarvis.api.settings import ApiSettings
 from jarvis.fleet.settings import FleetSettings
 from jarvis.gateway.channels.email.settings import EmailSettings
 from jarvis.gateway.settings import RouterSettings, TodosSettings
+from jarvis.llm.grounder_settings import GrounderSettings
 from jarvis.llm.profiles.settings import by_name, match, profile_specs
 from jarvis.runs.settings import RunsSettings
 from jarvis.safety.channel_policy import (
@@ -42,7 +41,8 @@ from jarvis.safety.channel_policy import (
 )
 from jarvis.safety.settings import SafetySettings
 from jarvis.safety.takeover_settings import TakeoverSettings
-from jarvis.tools.toolbox_settings import ChannelPolicy, ToolboxSettings, default_channels
+from jarvis.tools.policy_settings import ToolPolicy
+from jarvis.tools.toolbox_settings import ToolboxSettings
 from jarvis.tui.settings import TuiSettings
 
 log = logging.getLogger(__name__)
@@ -64,54 +64,6 @@ ToolMode = Literal["native", "text", "auto"]
 
 class ConfigError(Exception):
     """A settings source could not be read; the message names the file and the field."""
-
-
-class ToolLimit(BaseModel):
-    """Rate limit and cooldown for one tool."""
-
-    max_calls: int | None = Field(None, ge=1, description="calls allowed per window")
-    window_s: float = Field(60.0, gt=0)
-    cooldown_s: float = Field(0.0, ge=0, description="minimum gap between two calls")
-    timeout_s: float | None = Field(None, gt=0, description="ceiling for one call of this tool")
-
-
-class ToolPolicy(BaseModel):
-    """Which tools the model may call, and how often."""
-
-    allow: list[str] | None = Field(None, description="if set, only these tools are offered")
-    deny: list[str] = Field(default_factory=list)
-    per_provider: dict[str, ToolPolicyOverride] = Field(default_factory=dict)
-    per_channel: dict[str, ChannelPolicy] = Field(
-        default_factory=default_channels,
-        description="deprecated: use channels.NAME.tools",
-    )
-    limits: dict[str, ToolLimit] = Field(default_factory=dict)
-    timeout_s: float = Field(30.0, gt=0, description="ceiling for one tool call")
-
-
-class ToolPolicyOverride(BaseModel):
-    allow: list[str] | None = None
-    deny: list[str] = Field(default_factory=list)
-
-
-ToolPolicy.model_rebuild()
-
-
-class GrounderSettings(BaseModel):
-    """A grounding model beside the planner (the planner's `click_target` tool asks it)."""
-
-    model_config = ConfigDict(extra="forbid")
-    provider: Literal["openai", "anthropic"] = Field(
-        "openai", description="openai: any OpenAI-compatible server (vLLM, SGLang, ...)"
-    )
-    model: str = Field(min_length=1, description="the served model name, e.g. HelloKKMe/GTA1-7B")
-    base_url: str | None = Field(None, description="its endpoint, e.g. http://gpu:8000/v1")
-    api_key_env: str = Field(
-        "JARVIS_GROUNDER_API_KEY",
-        description="the environment variable holding its key ('EMPTY' when unset, as vLLM takes)",
-    )
-    profile: str | None = Field(None, description="its model profile; None: by model name")
-    max_tokens: int = Field(512, ge=16)
 
 
 class Settings(BaseSettings):

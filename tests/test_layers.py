@@ -61,6 +61,8 @@ SECTIONS = frozenset(
         "jarvis.safety.takeover_settings",
         "jarvis.tui.settings",
         "jarvis.tools.toolbox_settings",
+        "jarvis.tools.policy_settings",
+        "jarvis.llm.grounder_settings",
         "jarvis.gateway.channels.email.settings",
         "jarvis.safety.channel_policy",  # the channel policy blocks (channels.NAME)
         "jarvis.gateway.settings",

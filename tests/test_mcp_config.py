@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from jarvis.cli import main
-from jarvis.config import Settings, ToolPolicy, ToolPolicyOverride
+from jarvis.config import Settings
 from jarvis.doctor import check_mcp, check_skills
 from jarvis.tools.mcp_config import load_mcp_config, tool_name
 from jarvis.tools.policy import Policy
+from jarvis.tools.policy_settings import ToolPolicy, ToolPolicyOverride
 from jarvis.tools.toolbox_settings import ChannelPolicy
 from tests.mcp_fixtures import mcp_settings, stdio_entry, write_mcp_json
 

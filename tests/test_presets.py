@@ -10,10 +10,11 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from jarvis.config import Settings, ToolPolicy
+from jarvis.config import Settings
 from jarvis.events import EventRecorder, ToolCallFinished, ToolCallStarted
 from jarvis.tools.audit import audit_path, read_audit
 from jarvis.tools.context import ToolContext
+from jarvis.tools.policy_settings import ToolPolicy
 from jarvis.tools.presets import (
     SHIPPED_PRESETS,
     PresetError,

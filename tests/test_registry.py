@@ -12,10 +12,11 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from jarvis.config import Settings, ToolLimit, ToolPolicy, ToolPolicyOverride
+from jarvis.config import Settings
 from jarvis.events import EventRecorder, ToolCallFinished, ToolCallStarted
 from jarvis.llm.types import ToolCall
 from jarvis.tools.context import ToolContext
+from jarvis.tools.policy_settings import ToolLimit, ToolPolicy, ToolPolicyOverride
 from jarvis.tools.registry import ToolRegistry
 from jarvis.tools.results import (
     INTERNAL,
@@ -436,7 +437,7 @@ def test_events_for_every_call(settings: Settings) -> None:
 
 
 def test_timeout_from_settings_beats_the_tools_own(tmp_path: Path) -> None:
-    from jarvis.config import ToolLimit
+    from jarvis.tools.policy_settings import ToolLimit
 
     settings = make_settings(tmp_path, timeout_s=5, limits={"slow": ToolLimit(timeout_s=0.05)})
     registry = make_registry(settings)

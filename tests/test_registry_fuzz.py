@@ -22,11 +22,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from jarvis.config import Settings, ToolLimit, ToolPolicy
+from jarvis.config import Settings
 from jarvis.desktop.input import TypedText
 from jarvis.events import EventRecorder, ToolCallFinished, ToolCallStarted
 from jarvis.tools.audit import audit_path
 from jarvis.tools.context import ToolContext
+from jarvis.tools.policy_settings import ToolLimit, ToolPolicy
 from jarvis.tools.presets import SHIPPED_PRESETS, Preset, load_presets, register_presets
 from jarvis.tools.registry import ToolRegistry
 from jarvis.tools.results import (

@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from jarvis.config import Settings, ToolPolicy
+from jarvis.config import Settings
 from jarvis.tools.context import ToolContext
+from jarvis.tools.policy_settings import ToolPolicy
 from jarvis.tools.registry import ToolRegistry
 from jarvis.tools.results import INVALID_PARAMS, NOT_ALLOWED, TIMEOUT, ToolResult
 from jarvis.tools.toolbox_settings import ChannelPolicy, ToolboxSettings, WebSettings

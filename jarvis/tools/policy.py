@@ -30,7 +30,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from jarvis.config import ToolLimit, ToolPolicy
+from jarvis.tools.policy_settings import ToolLimit, ToolPolicy
 from jarvis.tools.toolbox_settings import ChannelPolicy, default_channels
 
 if TYPE_CHECKING:

@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, Any
 import jsonschema
 from pydantic import BaseModel
 
-from jarvis.config import Settings, ToolPolicy
+from jarvis.config import Settings
 from jarvis.events import ToolCallFinished, ToolCallStarted
 from jarvis.llm.types import ToolCall, ToolSpec
 from jarvis.redaction import known_secrets, redact, redact_value
 from jarvis.tools.audit import AuditLog, AuditRecord, summarize_arguments
 from jarvis.tools.policy import Clock, Policy, RateLimiter, TaskLocks
+from jarvis.tools.policy_settings import ToolPolicy
 from jarvis.tools.results import (
     INTERNAL,
     INVALID_PARAMS,
