@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.*
 from jarvis.desktop.a11y import A11yReader, Tree
-from jarvis.desktop.a11y_session import A11ySession
+from jarvis.desktop.a11y.session import A11ySession
 from tests.a11yapps import EventPage, publishing_env, start_chromium
 from tests.realapps import App, focus
 from tests.xserver import start_xvfb

@@ -208,7 +208,7 @@ def check_email(settings: Settings) -> Check:
 def check_accessibility(settings: Settings) -> Check:
     """Whether the accessibility tree can be read (it fails only when the ``observation``
     setting and the model's profile ask for the tree)."""
-    from jarvis.desktop.a11y_bus import (
+    from jarvis.desktop.a11y.bus import (
         ACCESSIBLE,
         REGISTRY,
         ROOT_PATH,

@@ -1,7 +1,7 @@
 """Real applications that publish their accessibility tree on an Xvfb screen.
 
 - :func:`session_for` starts a private session bus and accessibility bus for the test
-  display (:class:`jarvis.desktop.a11y_session.A11ySession`); applications get its
+  display (:class:`jarvis.desktop.a11y.session.A11ySession`); applications get its
   environment, the test process's own environment is not touched.
 - :class:`EventPage` is a loopback server for a Chromium page of controls whose scripts
   post what happens to them (clicks, checks, typed values, their own screen rectangles).
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jarvis.desktop.a11y_session import CHROMIUM_FLAG, PUBLISH_ENV, A11ySession
+from jarvis.desktop.a11y.session import CHROMIUM_FLAG, PUBLISH_ENV, A11ySession
 from tests.realapps import CHROMIUM_FLAGS, App, app_env, find_window, focus
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>controls</title>

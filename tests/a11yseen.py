@@ -17,8 +17,8 @@ from typing import Any
 
 from jarvis.config import Settings
 from jarvis.desktop.a11y import Element, Tree
-from jarvis.desktop.a11y_session import A11ySession
-from jarvis.desktop.a11y_view import ElementView
+from jarvis.desktop.a11y.session import A11ySession
+from jarvis.desktop.a11y.view import ElementView
 from jarvis.desktop.desktop import Desktop
 from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext

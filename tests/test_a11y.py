@@ -23,8 +23,8 @@ import pytest
 
 from jarvis.config import Settings
 from jarvis.desktop.a11y import A11yReader, Element, Tree
-from jarvis.desktop.a11y_session import PUBLISH_ENV, A11ySession
-from jarvis.desktop.a11y_view import MARK_COLOURS
+from jarvis.desktop.a11y.session import PUBLISH_ENV, A11ySession
+from jarvis.desktop.a11y.view import MARK_COLOURS
 from jarvis.desktop.desktop import Desktop
 from jarvis.tools.computer import build_registry
 from jarvis.tools.results import INVALID_PARAMS

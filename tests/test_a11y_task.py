@@ -25,7 +25,7 @@ from jarvis.agent.brain import Brain
 from jarvis.cli import main
 from jarvis.config import Settings
 from jarvis.desktop.a11y import A11yReader
-from jarvis.desktop.a11y_session import A11ySession
+from jarvis.desktop.a11y.session import A11ySession
 from jarvis.desktop.desktop import Desktop
 from jarvis.events import EventBus
 from jarvis.llm.profiles.select import observation_kind

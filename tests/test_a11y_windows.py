@@ -19,8 +19,8 @@ import pytest
 
 from jarvis.agent.brain import Brain
 from jarvis.config import Settings
-from jarvis.desktop.a11y_session import PUBLISH_ENV, A11ySession
-from jarvis.desktop.a11y_view import UNDER_TARGET
+from jarvis.desktop.a11y.session import PUBLISH_ENV, A11ySession
+from jarvis.desktop.a11y.view import UNDER_TARGET
 from jarvis.events import EventBus
 from tests.a11yapps import EventPage, publishing_env, start_chromium
 from tests.a11yseen import Seen, find, seen_on

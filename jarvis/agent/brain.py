@@ -17,7 +17,7 @@ from jarvis.agent.context import (
     parse_verdict,
 )
 from jarvis.config import Settings
-from jarvis.desktop.a11y_view import ElementView
+from jarvis.desktop.a11y.view import ElementView
 from jarvis.desktop.screen import Observation, Screen
 from jarvis.events import EventBus, ModelTextDelta, ToolCallStreaming, VerificationFinished
 from jarvis.llm.base import OnEvent, Provider, complete

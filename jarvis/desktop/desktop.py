@@ -23,8 +23,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from jarvis.desktop.a11y import A11yReader
-from jarvis.desktop.a11y_view import ElementView
+from jarvis.desktop.a11y.reader import A11yReader
+from jarvis.desktop.a11y.view import ElementView
 from jarvis.desktop.clipboard import ClipboardContent, read_clipboard, write_clipboard
 from jarvis.desktop.input import Input
 from jarvis.desktop.screen import Screen

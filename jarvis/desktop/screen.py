@@ -122,7 +122,7 @@ class Observation:
     coordinates are relative puts them on a grid of their own; see jarvis.llm.profiles)."""
     tree: str = ""
     """The accessibility tree's text for the model, or a note that there is none (the
-    ``observation`` setting; see jarvis.desktop.a11y_view)."""
+    ``observation`` setting; see jarvis.desktop.a11y.view)."""
     tree_seconds: float = 0.0
 
 

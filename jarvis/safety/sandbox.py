@@ -30,8 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from jarvis.desktop.a11y_bus import A11yError
-from jarvis.desktop.a11y_session import CHROMIUM_FLAG, CHROMIUMS, A11ySession
+from jarvis.desktop.a11y.bus import A11yError
+from jarvis.desktop.a11y.session import CHROMIUM_FLAG, CHROMIUMS, A11ySession
 from jarvis.desktop.x11 import X11Error, XDisplay
 from jarvis.safety.settings import SandboxSettings
 

@@ -26,7 +26,7 @@ from jarvis.events import EventBus
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
-    from jarvis.desktop.a11y_view import ElementView
+    from jarvis.desktop.a11y.view import ElementView
 
 ControlKind = Literal["finished", "call_user", "aborted"]
 

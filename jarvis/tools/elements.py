@@ -2,7 +2,7 @@
 
 Offered when the ``observation`` setting is ``screenshot+tree`` or ``screenshot+marks``.
 Each call looks the id up in the step's tree and checks the element against the live tree
-first (:meth:`jarvis.desktop.a11y.A11yReader.check`): an element that vanished, was
+first (:meth:`jarvis.desktop.a11y.reader.A11yReader.check`): an element that vanished, was
 hidden, became disabled or moved is an invalid-params error the model sees, and nothing is done.
 
 - ``click_element``: a left click at the element's centre (what a person's click does);
@@ -25,9 +25,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jarvis.desktop.a11y import ACTION, EDITABLE_TEXT, TEXT, VALUE, Element
-from jarvis.desktop.a11y_bus import COMPONENT, PROPS, A11yError, A11yTimeout, Call, prop
-from jarvis.desktop.a11y_view import ElementView
+from jarvis.desktop.a11y.bus import COMPONENT, PROPS, A11yError, A11yTimeout, Call, prop
+from jarvis.desktop.a11y.tree import ACTION, EDITABLE_TEXT, TEXT, VALUE, Element
+from jarvis.desktop.a11y.view import ElementView
 from jarvis.tools.computer import _act, _input
 from jarvis.tools.context import ToolContext
 from jarvis.tools.registry import ToolRegistry

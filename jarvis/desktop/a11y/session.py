@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from jarvis.desktop.a11y_bus import A11yError, accessibility_address
+from jarvis.desktop.a11y.bus import A11yError, accessibility_address
 
 LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 CHROMIUM_FLAG = "--force-renderer-accessibility"

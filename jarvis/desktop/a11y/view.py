@@ -24,8 +24,9 @@ from typing import Literal
 
 from PIL import ImageDraw
 
-from jarvis.desktop.a11y import A11yReader, Element, Tree
-from jarvis.desktop.a11y_bus import A11yError
+from jarvis.desktop.a11y.bus import A11yError
+from jarvis.desktop.a11y.reader import A11yReader
+from jarvis.desktop.a11y.tree import Element, Tree
 from jarvis.desktop.screen import Observation, Screen
 from jarvis.desktop.windows import WindowInfo, Windows
 
