@@ -13,7 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jarvis.events import EventBus, EventRecorder, MalformedEntry
-from jarvis.gateway.channels.inbox import InboxChannel, split_front_matter, wanted
+from jarvis.gateway.channels.drop_files import split_front_matter, wanted
+from jarvis.gateway.channels.inbox import InboxChannel
 from jarvis.gateway.message_format import Message
 from jarvis.gateway.queue import MessageQueue
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from jarvis.events import EventBus, EventRecorder, MalformedEntry
-from jarvis.gateway.channels.inbox import MAX_DROP_BYTES, InboxChannel
+from jarvis.gateway.channels.drop_files import MAX_DROP_BYTES
+from jarvis.gateway.channels.inbox import InboxChannel
 from jarvis.gateway.message_format import MAX_MESSAGE_CHARS
 from jarvis.gateway.queue import MessageQueue
 
