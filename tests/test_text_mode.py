@@ -9,11 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jarvis.llm.text_mode import (
-    BlockFilter,
+from jarvis.llm.text_mode import BlockFilter, parse_tool_calls
+from jarvis.llm.text_prompt import (
     format_tool_call,
     messages_to_text,
-    parse_tool_calls,
     render_tools_prompt,
     text_request,
 )

@@ -17,7 +17,7 @@ from contextlib import aclosing
 from typing import Any, Literal, Protocol, TypedDict, Unpack, runtime_checkable
 
 from jarvis.events import EventBus, ModelRetry, ToolModeFallback
-from jarvis.llm import text_mode
+from jarvis.llm import text_mode, text_prompt
 from jarvis.llm.retry import (
     RetryPolicy,
     cause_text,
@@ -279,14 +279,16 @@ class AdapterBase:
     @staticmethod
     def _native_request(request: LLMRequest) -> LLMRequest:
         """Without tools, tool history goes as text (APIs reject tool blocks without tools)."""
-        if request.tools or not text_mode.has_tool_history(request.messages):
+        if request.tools or not text_prompt.has_tool_history(request.messages):
             return request
-        return request.model_copy(update={"messages": text_mode.messages_to_text(request.messages)})
+        return request.model_copy(
+            update={"messages": text_prompt.messages_to_text(request.messages)}
+        )
 
     def _one_attempt(self, request: LLMRequest, text: bool) -> AsyncGenerator[StreamEvent, None]:
         if not text:
             return self._attempt(request)
-        plain = text_mode.text_request(request)
+        plain = text_prompt.text_request(request)
         return text_mode.parse_stream(self._attempt(plain), request.tools)
 
     async def _retrying(
