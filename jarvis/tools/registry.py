@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import copy
-import inspect
 import json
 import logging
 import time
@@ -24,7 +22,6 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
 from pydantic import BaseModel
 
 from jarvis.config import Settings
@@ -44,11 +41,9 @@ from jarvis.tools.results import (
     ToolError,
     ToolFailure,
     ToolResult,
+    scrubbed,
 )
-from jarvis.tools.schema import (
-    literal_fields,
-)
-from jarvis.tools.tool import Tool, ToolFn, remote_refs
+from jarvis.tools.tool import Tool, ToolFn, model_tool, schema_tool
 
 if TYPE_CHECKING:
     from jarvis.safety.approvals import ApprovalGate
@@ -121,24 +116,18 @@ class ToolRegistry:
         ``moves_input``: it sends mouse or keyboard input; ``settles``: the screen must
         settle after it (by default, when it moves input); ``control``: it ends the step
         (``finished``, ``call_user``). See :class:`~jarvis.tools.tool.Tool`."""
-        if name in self._tools:
-            raise ValueError(f"tool '{name}' is already registered")
-        if args_model.model_config.get("extra") != "forbid":
-            raise ValueError(f"arguments model of '{name}' must set extra='forbid'")
-        text = description or inspect.getdoc(fn) or ""
-        if not text:
-            raise ValueError(f"tool '{name}' needs a description")
-        tool = Tool(
-            name=name,
-            description=text.strip(),
-            args_model=args_model,
-            fn=fn,
+        self._free(name)
+        tool = model_tool(
+            name,
+            fn,
+            args_model,
+            description,
             timeout_s=timeout_s,
-            requires=tuple(requires),
-            audit_fields=frozenset(audit_fields) | literal_fields(args_model),
+            requires=requires,
+            audit_fields=audit_fields,
             origin=origin,
             moves_input=moves_input,
-            settles=moves_input if settles is None else settles,
+            settles=settles,
             control=control,
         )
         self._tools[name] = tool
@@ -156,26 +145,14 @@ class ToolRegistry:
     ) -> Tool:
         """Add a tool whose arguments are described by a JSON schema (checked with jsonschema;
         the function gets the arguments as a dict). An invalid schema raises ValueError."""
-        if name in self._tools:
-            raise ValueError(f"tool '{name}' is already registered")
-        try:
-            jsonschema.validators.validator_for(schema).check_schema(schema)
-        except jsonschema.SchemaError as exc:
-            raise ValueError(f"tool '{name}' has an invalid input schema: {exc.message}") from exc
-        remote = remote_refs(schema)
-        if remote:  # never fetched: a schema must stand on its own
-            raise ValueError(f"tool '{name}' has a schema that refers outside itself: {remote[0]}")
-        tool = Tool(
-            name=name,
-            description=description.strip() or name,
-            args_model=None,
-            fn=fn,
-            timeout_s=timeout_s,
-            json_schema=copy.deepcopy(schema),
-            origin=origin,
-        )
+        self._free(name)
+        tool = schema_tool(name, fn, schema, description, timeout_s=timeout_s, origin=origin)
         self._tools[name] = tool
         return tool
+
+    def _free(self, name: str) -> None:
+        if name in self._tools:
+            raise ValueError(f"tool '{name}' is already registered")
 
     def unregister(self, name: str) -> bool:
         """Remove a tool (an MCP server dropped it, a skill file changed); True if it was there."""
@@ -271,7 +248,7 @@ class ToolRegistry:
             finally:  # also on cancellation: the line and the event say "not ok, no code"
                 current_call_id.reset(token)
                 if result is not None:
-                    result = _scrub(result, secrets)
+                    result = scrubbed(result, secrets)
                 self._finish(name, arguments, context, call_id, parent, started, result, secrets)
         return result
 
@@ -389,22 +366,6 @@ class ToolRegistry:
                 data=result.data if result is not None else None,
             )
         )
-
-
-def _scrub(result: ToolResult, secrets: set[str]) -> ToolResult:
-    """The result with every known secret value replaced, in its data and its message."""
-    if not secrets:
-        return result
-    error = result.error
-    if error is not None:
-        error = ToolError(code=error.code, message=redact(error.message, secrets))
-    return ToolResult(
-        ok=result.ok,
-        data=redact_value(result.data, secrets),
-        error=error,
-        images=result.images,
-        image=result.image,
-    )
 
 
 def _summary(arguments: Any, tool: Tool | None) -> dict[str, Any] | str:

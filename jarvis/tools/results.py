@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from jarvis.llm.types import ImagePart, ToolResultPart
+from jarvis.redaction import redact, redact_value
 
 UNKNOWN_TOOL = -32601
 INVALID_PARAMS = -32602
@@ -95,3 +96,19 @@ class ToolFailure(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+def scrubbed(result: ToolResult, secrets: set[str]) -> ToolResult:
+    """The result with every known secret value replaced, in its data and its message."""
+    if not secrets:
+        return result
+    error = result.error
+    if error is not None:
+        error = ToolError(code=error.code, message=redact(error.message, secrets))
+    return ToolResult(
+        ok=result.ok,
+        data=redact_value(result.data, secrets),
+        error=error,
+        images=result.images,
+        image=result.image,
+    )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +14,12 @@ import jsonschema
 from pydantic import BaseModel, ValidationError
 
 from jarvis.llm.types import ToolSpec
-from jarvis.tools.schema import describe_schema_errors, describe_validation_error, schema_of
+from jarvis.tools.schema import (
+    describe_schema_errors,
+    describe_validation_error,
+    literal_fields,
+    schema_of,
+)
 
 if TYPE_CHECKING:
     from jarvis.tools.context import ToolContext
@@ -98,3 +103,69 @@ def remote_refs(node: Any) -> list[str]:
         for value in node:
             found += remote_refs(value)
     return found
+
+
+def model_tool(
+    name: str,
+    fn: ToolFn,
+    args_model: type[BaseModel],
+    description: str | None = None,
+    *,
+    timeout_s: float | None = None,
+    requires: Sequence[str] = (),
+    audit_fields: Sequence[str] = (),
+    origin: str = "builtin",
+    moves_input: bool = False,
+    settles: bool | None = None,
+    control: bool = False,
+) -> Tool:
+    """A tool with a pydantic arguments model (``extra="forbid"``); its description
+    defaults to the function's docstring. ValueError for a model or description missing."""
+    if args_model.model_config.get("extra") != "forbid":
+        raise ValueError(f"arguments model of '{name}' must set extra='forbid'")
+    text = description or inspect.getdoc(fn) or ""
+    if not text:
+        raise ValueError(f"tool '{name}' needs a description")
+    return Tool(
+        name=name,
+        description=text.strip(),
+        args_model=args_model,
+        fn=fn,
+        timeout_s=timeout_s,
+        requires=tuple(requires),
+        audit_fields=frozenset(audit_fields) | literal_fields(args_model),
+        origin=origin,
+        moves_input=moves_input,
+        settles=moves_input if settles is None else settles,
+        control=control,
+    )
+
+
+def schema_tool(
+    name: str,
+    fn: ToolFn,
+    schema: dict[str, Any],
+    description: str,
+    *,
+    timeout_s: float | None = None,
+    origin: str,
+) -> Tool:
+    """A tool whose arguments a JSON schema describes (checked with jsonschema; the
+    function gets them as a dict). ValueError for an invalid schema or one that refers
+    outside itself (never fetched)."""
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ValueError(f"tool '{name}' has an invalid input schema: {exc.message}") from exc
+    remote = remote_refs(schema)
+    if remote:
+        raise ValueError(f"tool '{name}' has a schema that refers outside itself: {remote[0]}")
+    return Tool(
+        name=name,
+        description=description.strip() or name,
+        args_model=None,
+        fn=fn,
+        timeout_s=timeout_s,
+        json_schema=copy.deepcopy(schema),
+        origin=origin,
+    )
