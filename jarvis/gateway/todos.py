@@ -137,7 +137,7 @@ class TodoList:
         with self._mutex, self.file.locked():
 
             def operation() -> R:
-                current = self._current()
+                current = self._current(write=False)  # a repair is written with the change
                 doc = Document(current.preamble, list(current.items), current.changed)
                 doc.warnings = current.warnings
                 result = change(doc)
@@ -148,9 +148,10 @@ class TodoList:
 
             return retrying(operation, what)
 
-    def _current(self) -> Document[Todo]:
+    def _current(self, write: bool = True) -> Document[Todo]:
         """The kept list, parsed again (and checked against an outside save) when the
-        file's text is not what this process last read or wrote."""
+        file's text is not what this process last read or wrote; a repair of it is written
+        back at once, or (``write`` False) left marked ``changed`` for the caller's write."""
         snapshot = self.file.read()
         kept = self._doc
         if kept is not None and snapshot.text == self._snapshot.text and not self._unwritten:
@@ -167,7 +168,9 @@ class TodoList:
         rotate(self.archive, doc, self.keep_ended)
         self._snapshot = snapshot
         self._adopt(doc, kept)
-        if doc.changed:  # ids filled in, tasks restored or moved: write it back now
+        if doc.changed and not write:
+            self._unwritten = True
+        elif doc.changed:  # ids filled in, tasks restored or moved: write it back now
             try:
                 self._write(doc)
             except Exception:
