@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from jarvis.cli import build_parser
 from jarvis.config import load_settings
 from jarvis.events import EventBus, EventRecorder, MalformedEntry
-from jarvis.gateway.markdown import ChangedOnDisk, Malformed, MarkdownFile
+from jarvis.gateway import locked_file
+from jarvis.gateway.locked_file import ChangedOnDisk, MarkdownFile
+from jarvis.gateway.markdown import Malformed
 from jarvis.gateway.message_format import (
     Message,
     content_id,
@@ -348,6 +350,26 @@ def test_a_write_is_refused_when_the_file_changed_underneath(tmp_path: Path) -> 
     file.replace(file.read(), "ours\n")
     assert file.path.read_text(encoding="utf-8") == "ours\n"
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_change_is_tried_again_while_the_file_keeps_changing_then_given_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    conflicts = iter(range(20))
+
+    def busy() -> str:
+        if next(conflicts) < 19:  # another writer got in first nineteen times
+            raise ChangedOnDisk("x.md")
+        return "written"
+
+    assert locked_file.retrying(busy, "adding") == "written"  # no count of tries loses it
+
+    def always() -> str:
+        raise ChangedOnDisk("x.md")
+
+    monkeypatch.setattr(locked_file, "WRITE_PATIENCE_S", 0.05)
+    with pytest.raises(ChangedOnDisk, match=r"adding: the file kept changing; gave up after"):
+        locked_file.retrying(always, "adding")
 
 
 def test_invalid_utf8_is_kept_byte_for_byte(queue: MessageQueue) -> None:

@@ -146,7 +146,7 @@ CRASH_POINTS = ("archive_torn", "archive_before_sync", "before_list_write", "aft
 
 def _crash_in_a_move(data: str, point: str) -> None:
     """Child process: finish a task so that two tasks move, killed with SIGKILL at ``point``."""
-    from jarvis.gateway import markdown, todo_archive
+    from jarvis.gateway import locked_file, todo_archive
 
     def die() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -161,7 +161,7 @@ def _crash_in_a_move(data: str, point: str) -> None:
             die()
         os.fsync(fd)
 
-    real_replace = markdown.MarkdownFile.replace
+    real_replace = locked_file.MarkdownFile.replace
 
     def replace(self: Any, snapshot: Any, text: str) -> None:
         if point == "before_list_write":
@@ -176,7 +176,7 @@ def _crash_in_a_move(data: str, point: str) -> None:
     if point == "archive_torn":
         archive_os.write = torn_write
     todo_archive.os = archive_os  # type: ignore[assignment]
-    markdown.MarkdownFile.replace = replace  # type: ignore[method-assign]
+    locked_file.MarkdownFile.replace = replace  # type: ignore[method-assign]
     todos.finish("T006", "completed", "the last one")
     raise SystemExit(3)  # not reached: the move kills the process
 
@@ -276,6 +276,31 @@ def test_a_stale_save_made_again_while_its_repair_is_written_is_still_repaired(
     assert todos.get(task.id).status == "completed"  # type: ignore[union-attr]
     assert saves and "- status: completed" in todos.path.read_text(encoding="utf-8")
     assert TodoList(tmp_path).get(task.id).status == "completed"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["running", "after a restart"])
+def test_a_stale_save_does_not_bring_back_a_task_that_ended_and_was_archived(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, restart: bool
+) -> None:
+    """An editor's buffer from when T001 ran is saved after T001 ended and left the list:
+    T001 stays completed (it is not run again), and the task added since is kept."""
+    todos = TodoList(tmp_path, keep_ended=1)
+    first = todos.add("first")
+    todos.mark_in_progress(first.id)
+    stale = todos.path.read_text(encoding="utf-8")
+    todos.finish(first.id, "completed", "done")
+    second = todos.add("second")
+    todos.mark_in_progress(second.id)
+    todos.finish(second.id, "completed", "done")  # T001 moves to the archive
+    assert todos.archive.get(first.id) is not None
+    todos.path.write_text(stale, encoding="utf-8")
+    if restart:
+        todos = TodoList(tmp_path, keep_ended=1)
+    assert [t.id for t in todos.all()] == ([] if restart else [second.id])
+    assert todos.get(first.id).status == "completed"  # type: ignore[union-attr]
+    assert todos.next_pending() is None
+    assert "### [T001]" not in todos.path.read_text(encoding="utf-8")
+    assert any("archived" in r.getMessage() and "T001" in r.getMessage() for r in caplog.records)
 
 
 def test_ten_thousand_ended_and_a_thousand_pending(tmp_path: Path) -> None:

@@ -1,10 +1,6 @@
-"""What the gateway's markdown files share: sections, escaping, canonical values, safe writes.
+"""What the gateway's markdown files share: sections, escaping, canonical values.
 
-The queue files and ``todos.md`` are written by the daemon, the CLI, the TUI and people
-with an editor. So every file is read and written under a cross-process lock (a sibling
-``NAME.lock``), written atomically (temp file, fsync, rename, fsync the directory), and a
-write is refused when the file changed on disk since it was read (an editor that does not
-take our lock), so the caller reads again instead of losing that edit.
+How the files are read and written safely is in :mod:`jarvis.gateway.locked_file`.
 
 A file is a preamble (free text, kept as is) followed by sections; a section starts at a
 line with a fixed prefix (``## [`` for messages, ``### [`` for todos). A section that cannot
@@ -15,35 +11,24 @@ Body lines that would read as structure are escaped with one more leading backsl
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import logging
-import os
-import random
 import re
-import stat
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from filelock import FileLock
 from pydantic import ValidationError
 
 from jarvis.events import EventBus, MalformedEntry
-from jarvis.fsutil import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-LOCK_TIMEOUT_S = 30.0
-LOCK_POLL_S = 0.005
-WRITE_ATTEMPTS = 8
-RETRY_PAUSE_S = 0.005
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
 _TIMESTAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})(?::(\d{2}))?")
 
@@ -281,107 +266,6 @@ class ProblemLog:
                         excerpt=problem.excerpt,
                     )
                 )
-
-
-# --- files ------------------------------------------------------------------------
-class ChangedOnDisk(Exception):
-    """The file changed between our read and our write; read it again."""
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    text: str
-    stamp: tuple[int, int, int] | None  # (inode, size, mtime_ns); None when missing
-
-
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.lstat()
-    except FileNotFoundError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-class _NotRegular(Exception):
-    """A gateway file that is a link or not a regular file."""
-
-
-_REFUSED: set[Path] = set()
-"""Gateway files already warned about (one warning while they stay refused)."""
-
-
-def _read_regular(path: Path) -> bytes:
-    """The bytes of ``path``, opened without following a link (never what a link to a file
-    outside the data dir points to), and only when it is a regular file."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise _NotRegular("a symbolic link (only regular files are read)") from None
-        raise
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise _NotRegular("not a regular file")
-        return f.read()
-
-
-class MarkdownFile:
-    """One gateway file: locked, atomic, refusing to overwrite changes it has not seen."""
-
-    def __init__(self, path: Path, *, lock_timeout: float = LOCK_TIMEOUT_S) -> None:
-        self.path = path
-        self.lock_path = path.with_name(path.name + ".lock")
-        self.lock_timeout = lock_timeout
-
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.lock_path), timeout=self.lock_timeout)
-        with lock.acquire(poll_interval=LOCK_POLL_S):
-            yield
-
-    def read(self) -> Snapshot:
-        """The text (UTF-8, BOM dropped; undecodable bytes kept as surrogate escapes)."""
-        stamp = _stamp(self.path)
-        try:
-            data = _read_regular(self.path)
-        except FileNotFoundError:
-            return Snapshot("", None)
-        except _NotRegular as exc:
-            if self.path not in _REFUSED:
-                log.warning(
-                    "%s is not read: %s; its next write replaces it with a file", self.path, exc
-                )
-            _REFUSED.add(self.path)
-            return Snapshot("", stamp)
-        _REFUSED.discard(self.path)
-        if data.startswith(b"\xef\xbb\xbf"):
-            data = data[3:]
-        return Snapshot(data.decode("utf-8", "surrogateescape"), stamp)
-
-    def stamp(self) -> tuple[int, int, int] | None:
-        """(inode, size, mtime_ns) of the file now; None when it is missing."""
-        return _stamp(self.path)
-
-    def replace(self, snapshot: Snapshot, text: str) -> None:
-        """Write ``text`` unless the file changed since ``snapshot`` (then ChangedOnDisk)."""
-        if _stamp(self.path) != snapshot.stamp:
-            raise ChangedOnDisk(str(self.path))
-        atomic_write_bytes(self.path, text.encode("utf-8", "surrogateescape"))
-
-
-def retrying(operation: Callable[[], R], what: str) -> R:
-    """Run a read-modify-write ``operation`` again while a file changes under it."""
-    for attempt in range(1, WRITE_ATTEMPTS + 1):
-        try:
-            return operation()
-        except ChangedOnDisk as exc:
-            log.info(
-                "%s: %s changed while we wrote it (attempt %d); reading again", what, exc, attempt
-            )
-            time.sleep(random.uniform(0, RETRY_PAUSE_S * attempt))  # let the other writer finish
-    raise ChangedOnDisk(f"{what}: the file kept changing; gave up after {WRITE_ATTEMPTS} tries")
 
 
 def has_surrogates(text: str) -> bool:

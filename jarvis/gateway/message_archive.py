@@ -35,7 +35,7 @@ from filelock import FileLock
 
 from jarvis.book_index import BookIndex
 from jarvis.gateway import durable_append
-from jarvis.gateway.markdown import LOCK_POLL_S, LOCK_TIMEOUT_S, ChangedOnDisk, MarkdownFile
+from jarvis.gateway.locked_file import LOCK_POLL_S, LOCK_TIMEOUT_S, ChangedOnDisk, MarkdownFile
 from jarvis.gateway.message_format import (
     Message,
     format_message,

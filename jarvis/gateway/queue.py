@@ -20,19 +20,16 @@ from pathlib import Path
 
 from jarvis.config import Settings
 from jarvis.events import EventBus
+from jarvis.gateway.locked_file import LOCK_TIMEOUT_S, MarkdownFile, Snapshot, retrying
 from jarvis.gateway.markdown import (
-    LOCK_TIMEOUT_S,
     Document,
     Malformed,
-    MarkdownFile,
     Problem,
     ProblemLog,
-    Snapshot,
     canonical_time,
     now,
     parse_priority,
     problems_of,
-    retrying,
 )
 from jarvis.gateway.message_archive import MessageArchive
 from jarvis.gateway.message_format import (

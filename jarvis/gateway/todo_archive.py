@@ -352,6 +352,7 @@ class IdCounter:
 def settle_list(archive: TodoArchive, doc: Document[Todo]) -> None:
     """At the first read of the list: ended tasks a crash left both in the list and the
     archive leave the list (see the module doc)."""
+    _drop_reopened(archive, doc)
     ended = [t for t in doc.entries() if t.status in ENDED_STATUSES]
     if not ended:
         return
@@ -361,6 +362,22 @@ def settle_list(archive: TodoArchive, doc: Document[Todo]) -> None:
     if done:
         _drop(doc, done)
         log.warning("todos.md: %d task(s) already in the archive left the list", len(done))
+
+
+def _drop_reopened(archive: TodoArchive, doc: Document[Todo]) -> None:
+    """Open tasks of the list that the archive holds ended are old copies an outside save
+    brought back (an editor's buffer from before they ended): they leave the list rather
+    than run again."""
+    open_ids = [t.id for t in doc.entries() if t.status not in ENDED_STATUSES]
+    held = archive.holds(open_ids) if open_ids else {}
+    if held:
+        _drop(doc, set(held))
+        log.warning(
+            "todos.md: %d task(s) brought back by an outside save had ended and were "
+            "archived; their older copies left the list: %s",
+            len(held),
+            ", ".join(sorted(held)),
+        )
 
 
 def rotate(archive: TodoArchive, doc: Document[Todo], keep_ended: int) -> None:

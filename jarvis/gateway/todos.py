@@ -28,19 +28,16 @@ from typing import Any, TypeVar
 
 from jarvis.config import Settings
 from jarvis.events import EventBus
+from jarvis.gateway.locked_file import LOCK_TIMEOUT_S, MarkdownFile, Snapshot, retrying
 from jarvis.gateway.markdown import (
-    LOCK_TIMEOUT_S,
     Document,
     Malformed,
-    MarkdownFile,
     Problem,
     ProblemLog,
-    Snapshot,
     format_timestamp,
     join_sections,
     now,
     problems_of,
-    retrying,
 )
 from jarvis.gateway.todo_archive import (
     ENDED_STATUSES,
