@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 
 STARTUP_TIMEOUT_S = 10.0
 SEND_BUFFER = 256 * 1024
+KEEP_ALIVE_S = 30
+"""How long an idle client connection stays open: longer than the clients keep one (2 s),
+so a request never meets a connection the server is closing."""
 
 
 class ApiUnavailable(Exception):
@@ -107,6 +110,7 @@ class HttpService:
             log_config=None,
             access_log=False,  # it would log the one-time login link
             timeout_graceful_shutdown=2,
+            timeout_keep_alive=KEEP_ALIVE_S,
             server_header=False,
         )
         server = _Server(config)

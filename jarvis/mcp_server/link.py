@@ -18,7 +18,7 @@ from urllib.parse import quote
 import httpx
 
 from jarvis.discovery import DaemonNotFound, find_daemon
-from jarvis.tui.client import response_body, sse_events
+from jarvis.tui.client import LIMITS, response_body, sse_events
 
 TIMEOUT = httpx.Timeout(15.0, read=None)  # the event stream waits as long as it is quiet
 CHANNEL = "mcp"
@@ -41,11 +41,14 @@ class DaemonLink:
 
     @staticmethod
     def _make(url: str, token: str, socket: Path | None) -> httpx.AsyncClient:
-        transport = None if socket is None else httpx.AsyncHTTPTransport(uds=str(socket))
+        transport = (
+            None if socket is None else httpx.AsyncHTTPTransport(uds=str(socket), limits=LIMITS)
+        )
         return httpx.AsyncClient(
             base_url=url.rstrip("/"),
             headers={"authorization": f"Bearer {token}"},
             timeout=TIMEOUT,
+            limits=LIMITS,
             transport=transport,
         )
 

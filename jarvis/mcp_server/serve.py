@@ -156,5 +156,7 @@ async def _serve_http(settings: Settings, server: Any, address: Any, sock: socke
         f"streamable HTTP at http://{address.url_host}:{port}{ENDPOINT} "
         f"(bearer token in {settings.data_dir / TOKEN_FILE})"
     )
-    config = uvicorn.Config(Guard(app, token, allowed), log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        Guard(app, token, allowed), log_level="warning", lifespan="on", timeout_keep_alive=30
+    )
     await uvicorn.Server(config).serve([sock])

@@ -21,6 +21,9 @@ import httpx
 from jarvis.tui.backend import BackendError
 
 TIMEOUT = httpx.Timeout(10.0, read=None)  # the stream waits as long as it is quiet
+LIMITS = httpx.Limits(keepalive_expiry=2.0)
+"""An idle connection is dropped well before the server closes it (its keep-alive is
+30 s): a request never goes out on a connection the server is closing (a ReadError)."""
 
 
 @dataclass
@@ -73,6 +76,7 @@ class ApiBackend:
             base_url=self.base_url,
             headers={"authorization": f"Bearer {token}"},
             timeout=TIMEOUT,
+            limits=LIMITS,
             transport=transport,
         )
 
