@@ -6,6 +6,7 @@ on the test's display again. A display that cannot start fails the task, closed.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import sys
 import threading
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image
+from PIL import Image, ImageChops, ImageStat
 
 from jarvis.safety.channel_display import sandboxed
 from tests.agent_harness import agent_settings, model_point
@@ -21,6 +22,7 @@ from tests.api_harness import finish, routed, serving_api, until
 from tests.fake_model import FakeModel, RecordedRequest, Reply, call
 from tests.test_sandbox import INPUT_KINDS, TKAPP, _leftovers, _read_events, _wait_ready
 from tests.tkdriver import TkApp
+from tests.vnc_client import open_session
 
 pytestmark = [pytest.mark.usefixtures("xserver"), pytest.mark.slow]
 
@@ -170,3 +172,69 @@ async def test_a_stop_during_a_sandboxed_task_stops_its_display(
             assert await _live_size(client) == desktop_size
     finally:
         held.set()  # the fake model's reply thread is not left waiting
+
+
+async def test_a_task_on_a_private_display_is_watched_and_taken_over_on_that_display(
+    tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The live view and the takeover follow the task to its private display: the screen
+    is ``private/N``, its view shows that display's pixels (not the person's desktop),
+    the person's click reaches the app only it has, and the hand back resumes the task;
+    when the task ends the view closes and its x11vnc is gone with the display."""
+    events = tmp_path / "private.jsonl"
+    sandbox = {
+        "size": "1280x800",
+        "apps": [[sys.executable, TKAPP, "--events", str(events)]],
+        "channels": ["api"],
+    }
+    settings = agent_settings(
+        tmp_path, fake_model, monkeypatch, settle_ceiling_ms=300, safety={"sandbox": sandbox}
+    )
+    held = threading.Event()
+    steps: list[RecordedRequest] = []
+
+    def answer(request: RecordedRequest) -> Reply:
+        steps.append(request)
+        if len(steps) == 1:
+            _wait_ready(events)
+            return Reply(text="Thought: wait.", tool_calls=[call("wait", ms=100)], hold=held)
+        return finish("the person clicked the box")
+
+    fake_model.set_default(routed(answer))
+    mark = tkapp.mark()
+    async with serving_api(settings) as api, api.client() as client:
+        posted = await client.post("/api/messages", json={"text": PRIVATE, "channel": "api"})
+        assert posted.status_code == 201, posted.text
+        await until(lambda: steps, 60)
+        status = (await client.get("/api/takeover")).json()
+        screen = status["screen"]
+        assert screen.startswith("private/") and {"main", screen} <= set(status["displays"])
+        url = api.base.replace("http://", "ws://") + f"/api/vnc/{screen}"
+        view = await open_session(url, additional_headers=api.auth)
+        assert (view.width, view.height) == (1280, 800)  # not the 1920x1080 desktop
+        seen = await view.picture()
+        live = (await client.get("/api/screen/live")).content
+        with Image.open(io.BytesIO(live)) as agent_sees:
+            difference = ImageChops.difference(seen, agent_sees.convert("RGB"))
+            assert max(ImageStat.Stat(difference).mean) < 8  # the same picture (JPEG aside)
+
+        taken = await client.post("/api/takeover", json={"by": "web"})
+        assert taken.status_code == 200, taken.text
+        assert taken.json()["screen"] == screen
+        person = await open_session(
+            url + f"?ticket={taken.json()['ticket']}", additional_headers=api.auth
+        )
+        bx, by, bw, bh = _wait_ready(events)["widgets"]["box"]
+        await person.click(bx + bw // 2, by + bh // 2)
+        await until(lambda: [e for e in _read_events(events) if e["kind"] == "click"], 20)
+        back = await client.post("/api/handback", json={"note": "clicked the box"})
+        assert back.status_code == 200, back.text
+        held.set()
+        await until(lambda: len(_finished(api)) == 1, 60)
+        assert _finished(api)[0]["status"] == "finished", _finished(api)[0]
+        assert (await client.get("/api/takeover")).json()["screen"] == "main"
+        await asyncio.wait_for(view.ws.wait_closed(), 20)  # its view closed with the task
+        await until(lambda: _leftovers(str(events)) == [], 20)  # x11vnc, app, Xvfb: gone
+    assert "clicked the box" in steps[1].all_text()
+    tkapp.sync()
+    assert [e for e in tkapp.events(since=mark) if e["kind"] in INPUT_KINDS] == []

@@ -10,6 +10,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from PIL import Image
 from websockets.asyncio.client import ClientConnection, connect
 
 XK_RETURN = 0xFF0D
@@ -45,6 +46,20 @@ class Session:
     async def type(self, text: str) -> None:
         for char in text:
             await self.key(ord(char) if ord(char) < 0x100 else 0x1000000 | ord(char))
+
+    async def picture(self) -> Image.Image:
+        """The whole screen as the relay sends it (one raw update, BGRX)."""
+        await self.ws.send(struct.pack(">BBHHHH", 3, 0, 0, 0, self.width, self.height))
+        while (kind := (await self.read(1))[0]) != 0:
+            assert kind == 2, f"unexpected RFB message {kind}"  # a bell
+        _, count = struct.unpack(">BH", await self.read(3))
+        image = Image.new("RGB", (self.width, self.height))
+        for _ in range(count):
+            x, y, w, h, encoding = struct.unpack(">HHHHi", await self.read(12))
+            assert encoding == 0, f"asked for raw, got encoding {encoding}"
+            part = Image.frombytes("RGB", (w, h), await self.read(w * h * 4), "raw", "BGRX")
+            image.paste(part, (x, y))
+        return image
 
     async def frame(self, incremental: bool = False) -> int:
         """Ask for an update of the screen (all of it, or what changed) and read it (raw,

@@ -154,7 +154,7 @@ class Agent:
 
     async def _on_its_display(self, state: RunState) -> TaskOutcome:
         """The task on its desktop: a private display when its channel asks for one."""
-        async with display_for(self.settings, state.channels, self.desktop):
+        async with display_for(self.settings, state.channels, self.desktop, self.screen_hold):
             return await self._loop(state)
 
     def _finish(self, outcome: TaskOutcome) -> None:

@@ -93,8 +93,8 @@ async def worker_live(name: str, request: Request) -> WorkerLive:
     return WorkerLive(worker=name, host=str(beat["host"]), display=str(beat["display"]))
 
 
-@router.websocket("/vnc/worker/{name}")
 async def worker_vnc(websocket: WebSocket, name: str, ticket: str = "") -> None:
+    """``WS /api/vnc/worker/{name}`` (the route is :func:`jarvis.api.takeover.vnc`)."""
     service = _service(websocket.app)
     controls = _controls(websocket.app)
     try:

@@ -14,9 +14,11 @@
   that worker's control stream, and its screen is at ``WS /api/vnc/worker/{name}``
   (:mod:`jarvis.api.fleet_screens`); ``POST /api/handback`` takes ``task_id`` to say which
   worker's screen when several are held.
-- ``WS /api/vnc/{display}`` (``?ticket=`` for input): an RFB session relayed to x11vnc on
-  127.0.0.1 (:mod:`jarvis.api.vnc_relay`), view-only without a valid ticket. The guard in
-  front checks the token or cookie, Host and Origin as for every route; an unknown display
+- ``WS /api/vnc/{screen}`` (``?ticket=`` for input): an RFB session relayed to x11vnc on
+  127.0.0.1 (:mod:`jarvis.api.vnc_relay`), view-only without a valid ticket. ``screen`` is
+  ``main`` (the daemon's display), ``private/N`` (the private display a channel's task runs
+  on, while it runs: ``GET /api/takeover`` says ``screen``) or ``worker/NAME``. The guard in
+  front checks the token or cookie, Host and Origin as for every route; an unknown screen
   is refused before the handshake completes.
 """
 
@@ -43,6 +45,7 @@ from jarvis.desktop.x11 import XDisplay
 from jarvis.gateway.service import DaemonService
 from jarvis.gateway.todos import TodoState
 from jarvis.redaction import register
+from jarvis.safety.takeover import MAIN_SCREEN as MAIN
 from jarvis.safety.takeover import MAX_NOTE, ScreenHold, TakeoverRefused
 
 if TYPE_CHECKING:
@@ -50,7 +53,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api", tags=["takeover"])
-MAIN = "main"
 ANSWER_CHANNELS = ("web", "tui", "api")
 
 
@@ -61,8 +63,11 @@ class TakeoverState(BaseModel):
     by: str | None = None
     since: float | None = None
     task_id: str | None = None
+    screen: str = MAIN
+    """The screen the agent works on: the one to watch and to take over."""
     displays: list[str] = Field(default_factory=list)
-    """The displays with a live view (``main``: the daemon's own)."""
+    """The screens with a live view (``main``: the daemon's own; ``private/N``: a
+    channel's private display while a task runs there)."""
 
 
 class TakenOver(BaseModel):
@@ -70,8 +75,10 @@ class TakenOver(BaseModel):
     by: str | None = None
     since: float | None = None
     task_id: str | None = None
+    screen: str = MAIN
+    """The screen taken over (``/api/vnc/{screen}?ticket=``)."""
     ticket: str
-    """Opens the full-access view (``/api/vnc/{display}?ticket=``), for this takeover only."""
+    """Opens the full-access view (``/api/vnc/{screen}?ticket=``), for this takeover only."""
 
 
 class HandedBack(BaseModel):
@@ -83,14 +90,20 @@ class HandedBack(BaseModel):
 
 
 class LiveView:
-    """The x11vnc servers of the displays Jarvis drives, and the person's open views."""
+    """The x11vnc servers of the screens Jarvis drives (``main``: the daemon's display,
+    started with the API; ``private/N``: a channel's private display while a task runs
+    there, started at its first view and stopped when the task leaves it), and the
+    person's open views."""
 
     def __init__(self) -> None:
         self.servers: dict[str, VncServer] = {}
         self.ticket = ""
         self.control: set[asyncio.Event] = set()
         self.closing = asyncio.Event()
+        self.left: dict[str, asyncio.Event] = {}
+        """Per private screen, set when the agent leaves it: its views close."""
         self._watched: set[int] = set()
+        self._starting = asyncio.Lock()
         self.closers: list[Callable[[], None]] = []
         """Called by :meth:`close` (blocking, in a thread): the fleet's live views."""
 
@@ -104,10 +117,55 @@ class LiveView:
         if id(hold) not in self._watched:
             self._watched.add(id(hold))
             hold.on_end.append(self.end_control)
+            hold.on_move.append(self._left)
+
+    def screens(self, hold: ScreenHold | None) -> list[str]:
+        """The screens with a live view now: ``main``, and the agent's private one."""
+        found = set(self.servers)
+        if hold is not None and hold.where is not None and MAIN in self.servers:
+            found.add(hold.screen)  # served at its first view
+        return sorted(found)
+
+    async def server(self, screen: str, hold: ScreenHold | None) -> VncServer | None:
+        """The running x11vnc of ``screen``; a private one is started now if needed."""
+        if screen == MAIN or hold is None or hold.where is None or screen != hold.screen:
+            server = self.servers.get(screen)
+            return server if server is not None and server.running else None
+        async with self._starting:
+            server = self.servers.get(screen)
+            if server is None or not server.running:
+                server = VncServer(hold.where.name, hold.where.xauthority)
+                try:
+                    await asyncio.to_thread(server.start)
+                except VncError as exc:
+                    log.warning("no live view of %s: %s", screen, exc)
+                    return None
+                register(server.full_password, server.view_password)
+                self.watch(hold)
+                if hold.screen != screen:  # the task left it meanwhile
+                    await asyncio.to_thread(server.stop)
+                    return None
+                self.servers[screen] = server
+                self.left[screen] = asyncio.Event()
+        return server
+
+    def _left(self, screen: str) -> None:
+        """The agent left ``screen``: a private one's views close and its x11vnc stops."""
+        server = self.servers.pop(screen, None) if screen != MAIN else None
+        if server is None:
+            return
+        self.left.pop(screen, asyncio.Event()).set()
+        self.end_control()
+        try:  # x11vnc ends within a moment (SIGTERM, then a short wait): not on the loop
+            asyncio.get_running_loop().run_in_executor(None, server.stop)
+        except RuntimeError:
+            server.stop()
 
     def close(self) -> None:
         self.closing.set()
         self.end_control()
+        for left in self.left.values():
+            left.set()
         for server in self.servers.values():
             server.stop()
         for closer in self.closers:
@@ -171,7 +229,8 @@ async def status(request: Request) -> TakeoverState:
     base = hold.status() if hold is not None else ScreenHold.idle_status()
     if not base["held"]:
         base = fleet_screens.fleet_status(service) or base
-    return TakeoverState.model_validate(base | {"displays": sorted(_view(request.app).servers)})
+    screens = _view(request.app).screens(hold)
+    return TakeoverState.model_validate(base | {"displays": screens})
 
 
 @router.post("/takeover")
@@ -230,16 +289,20 @@ async def _answer_waiting(
     return task_id
 
 
-@router.websocket("/vnc/{display}")
-async def vnc(websocket: WebSocket, display: str, ticket: str = "") -> None:
-    view = _view(websocket.app)
-    server = view.servers.get(display)
-    if server is None or not server.running:
-        await websocket.close(code=1008, reason="no live view of that display")
+@router.websocket("/vnc/{screen:path}")
+async def vnc(websocket: WebSocket, screen: str, ticket: str = "") -> None:
+    if screen.startswith("worker/"):
+        await fleet_screens.worker_vnc(websocket, screen.removeprefix("worker/"), ticket)
         return
+    view = _view(websocket.app)
     hold = _service(websocket.app).screen_hold()
+    server = await view.server(screen, hold)
+    if server is None:
+        await websocket.close(code=1008, reason="no live view of that screen")
+        return
+    ended = view.left.get(screen, view.closing)
     if not ticket:
-        await relay(websocket, server.port, server.view_password, view.closing)
+        await relay(websocket, server.port, server.view_password, ended)
         return
     if hold is None or not view.ticket or not hmac.compare_digest(ticket, view.ticket):
         await websocket.close(code=1008, reason="this ticket does not hold the screen")

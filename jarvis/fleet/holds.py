@@ -85,7 +85,13 @@ class FleetHolder:
     last_input: float = field(default_factory=time.monotonic)
 
     def status(self) -> dict[str, object]:
-        return {"held": True, "by": self.by, "since": self.since, "task_id": self.task_id}
+        return {
+            "held": True,
+            "by": self.by,
+            "since": self.since,
+            "task_id": self.task_id,
+            "screen": f"worker/{self.worker}",
+        }
 
 
 class FleetHolds:

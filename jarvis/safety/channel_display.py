@@ -27,10 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from jarvis.desktop.x11 import X11Error, XDisplay
 from jarvis.safety.sandbox import Sandbox, wants_tree
+from jarvis.safety.takeover import MAIN_SCREEN
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
     from jarvis.desktop.desktop import Desktop
+    from jarvis.safety.takeover import ScreenHold
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +49,14 @@ def sandboxed(settings: Settings, channels: Sequence[str]) -> list[str]:
 
 @asynccontextmanager
 async def display_for(
-    settings: Settings, channels: Sequence[str], desktop: Desktop | None
+    settings: Settings,
+    channels: Sequence[str],
+    desktop: Desktop | None,
+    hold: ScreenHold | None = None,
 ) -> AsyncIterator[str | None]:
     """Inside, the task's desktop: ``desktop`` moved to a private display (its name is
-    given) when one of ``channels`` asks for it, else where it is (None)."""
+    given) when one of ``channels`` asks for it, else where it is (None). ``hold`` (the
+    takeover's) is told the screen: a person watches and takes over ``private/N``."""
     wanted = sandboxed(settings, channels)
     if not wanted:
         yield None
@@ -74,13 +80,22 @@ async def display_for(
             raise PrivateDisplayError(
                 f"the desktop could not move to the private display {box.display}: {exc}"
             ) from exc
+        if hold is not None:
+            hold.moved_to(screen_id(box.display), box.where)
         yield box.display
     finally:
-        await _to_the_end(_back(desktop, home, box))
+        await _to_the_end(_back(desktop, home, box, hold))
 
 
-async def _back(desktop: Desktop, home: XDisplay, box: Sandbox) -> None:
+def screen_id(display: str) -> str:
+    """The screen id of a private display (``:12`` -> ``private/12``)."""
+    return "private/" + display.rsplit(":", 1)[-1].split(".")[0]
+
+
+async def _back(desktop: Desktop, home: XDisplay, box: Sandbox, hold: ScreenHold | None) -> None:
     """Back to the person's display, then stop the private one and all on it."""
+    if hold is not None:
+        hold.moved_to(MAIN_SCREEN, None)  # its live view closes before the display goes
     try:
         await asyncio.to_thread(desktop.move_to, home)
     except Exception:

@@ -27,6 +27,9 @@ from jarvis.safety import killswitch
 log = logging.getLogger(__name__)
 
 MAX_NOTE = 2000
+MAIN_SCREEN = "main"
+"""The id of the daemon's own display; a channel's private display is ``private/N`` (its
+display number) while a task runs there, a fleet worker's is ``worker/NAME``."""
 
 
 class TakeoverRefused(Exception):
@@ -86,6 +89,12 @@ class ScreenHold:
         self._idle_timer: asyncio.TimerHandle | None = None
         self.on_end: list[Callable[[], None]] = []
         """Called when a takeover ends (the relay closes the person's full-access view)."""
+        self.screen = MAIN_SCREEN
+        """The screen the agent works on now: what a person watches and takes over."""
+        self.where: XDisplay | None = None
+        """The display of a private screen (None on the main one)."""
+        self.on_move: list[Callable[[str], None]] = []
+        """Called with the screen left when the agent moves to another one."""
 
     @staticmethod
     def idle_status() -> dict[str, object]:
@@ -93,9 +102,17 @@ class ScreenHold:
 
     def status(self) -> dict[str, object]:
         h = self.holder
+        where = {"screen": self.screen}
         if h is None:
-            return self.idle_status()
-        return {"held": True, "by": h.by, "since": h.since, "task_id": h.task_id}
+            return self.idle_status() | where
+        return {"held": True, "by": h.by, "since": h.since, "task_id": h.task_id} | where
+
+    def moved_to(self, screen: str, where: XDisplay | None) -> None:
+        """The agent works on ``screen`` (at ``where``, a private display) from now on."""
+        left, self.screen, self.where = self.screen, screen, where
+        if left != screen:
+            for callback in list(self.on_move):
+                callback(left)
 
     async def take(self, by: str, task_id: str | None, *, idle_clock: bool = True) -> Holder:
         """A person takes the screen; the agent's input stops now: ``held`` refuses every

@@ -1,6 +1,9 @@
-// The live view and the takeover (shared/DESIGN.md section 11). The display Jarvis drives,
-// through noVNC (shipped in ./novnc/, no CDN) over the WebSocket /api/vnc/main that the API
-// relays to x11vnc: view-only while Jarvis works (x11vnc itself drops a viewer's input).
+// The live view and the takeover (shared/DESIGN.md section 11). The screen Jarvis drives,
+// through noVNC (shipped in ./novnc/, no CDN) over the WebSocket /api/vnc/SCREEN that the
+// API relays to x11vnc: main (the daemon's display), or private/N while a task from a
+// channel with a private display runs there (GET /api/takeover says which); view-only
+// while Jarvis works (x11vnc itself drops a viewer's input). While a person holds the
+// screen it is shown large, over the panel.
 // "Take over" (POST /api/takeover) pauses the agent and reconnects with the takeover's
 // ticket, which lets this page's input through; "Hand back" (POST /api/handback {note})
 // gives the screen back. Where no live view exists, live.js's JPEG stays. Uses $, api,
@@ -70,6 +73,7 @@ function render() {
     ? `Jarvis has the screen${where}${w && !w.live ? "" : " (view only)"}`
     : `A person has the screen (${held.by})${where}${mine && (!w || w.live) ? ": your input goes to the desktop" : ""}`;
   $("vnc-state").dataset.held = held && held.held ? "yes" : "no";
+  document.body.dataset.holding = held && held.held && T.display ? "yes" : "no";  // shown large
   $("takeover").hidden = !!(held && held.held);
   $("handback-form").hidden = !mine;
   const asks = !$("answer-box").hidden;
@@ -97,7 +101,8 @@ async function refresh() {
     return;
   }
   T.worker = worker;
-  let display = (T.held.displays || [])[0] || "";
+  const shown = T.held.displays || [];  // the agent's screen: main, or a private display
+  let display = shown.includes(T.held.screen) ? T.held.screen : shown[0] || "";
   if (worker) display = worker.live ? `worker/${worker.name}` : "";
   $("vnc-box").hidden = !display && !worker;
   if (!display && T.display) {
@@ -125,6 +130,7 @@ async function takeOver(taskId) {
     $("vnc-state").textContent = `Cannot take over: ${answer.detail}`;
     return;
   }
+  if (!T.worker && answer.screen) T.display = answer.screen;  // the screen it holds
   T.held = { ...answer, displays: [T.display] };
   T.ticket = answer.ticket;
   if (T.display) connectView();
