@@ -238,3 +238,95 @@ async def test_a_task_on_a_private_display_is_watched_and_taken_over_on_that_dis
     assert "clicked the box" in steps[1].all_text()
     tkapp.sync()
     assert [e for e in tkapp.events(since=mark) if e["kind"] in INPUT_KINDS] == []
+
+
+PAINT = (  # a magenta window over the test app, on the private display only
+    "import tkinter as t; r = t.Tk(); r.overrideredirect(True); r.configure(bg='#c0309f')\n"
+    "r.geometry('300x200+900+520')\n"
+    "def up(): r.lift(); r.after(300, up)\n"
+    "up(); r.mainloop()"
+)
+MAGENTA = (0xC0, 0x30, 0x9F)
+
+
+async def test_the_panel_takes_over_a_task_on_a_private_display(
+    tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In the web panel (Chromium): a task from the web channel, which runs on a private
+    display, is shown live from that display (a magenta window only it has), shown large
+    while a person holds it, the person's click and keys reach its app, and the hand back
+    lets the task finish; the person's desktop gets nothing."""
+    from playwright.async_api import async_playwright, expect
+
+    from tests.test_web_panel import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
+    from tests.test_web_panel_takeover import canvas_pixels, in_view
+
+    events = tmp_path / "private.jsonl"
+    sandbox = {
+        "size": "1280x800",
+        "apps": [[sys.executable, TKAPP, "--events", str(events)], [sys.executable, "-c", PAINT]],
+        "channels": ["web"],
+    }
+    settings = agent_settings(
+        tmp_path, fake_model, monkeypatch, settle_ceiling_ms=300, safety={"sandbox": sandbox}
+    )
+    held = threading.Event()
+    steps: list[RecordedRequest] = []
+
+    def answer(request: RecordedRequest) -> Reply:
+        steps.append(request)
+        if len(steps) == 1:
+            _wait_ready(events)
+            return Reply(text="Thought: wait.", tool_calls=[call("wait", ms=100)], hold=held)
+        return finish("the person typed in the box")
+
+    fake_model.set_default(routed(answer))
+    mark = tkapp.mark()
+    ARTIFACTS.mkdir(exist_ok=True)
+    async with serving_api(settings) as api, async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = await browser.new_page(viewport={"width": 1500, "height": 950})
+        await page.goto(api.service.login_url)
+        await page.fill("#task-input", PRIVATE)
+        await page.click("#send")
+        await until(lambda: steps, 60)
+        canvas = page.locator("#vnc canvas")
+        await expect(canvas).to_have_attribute("width", "1280", timeout=20_000)
+        await expect(page.locator("#vnc")).to_have_attribute("data-connected", "yes")
+
+        async def magenta_shown() -> bool:
+            pixels = await canvas_pixels(page)
+            return bool((abs(pixels[620, 1050] - MAGENTA) < 12).all())
+
+        await until_async(magenta_shown, 20)
+        assert not await page.evaluate("document.body.dataset.holding === 'yes'")
+        small = (await page.locator("#screen").bounding_box())["width"]
+
+        await page.click("#takeover")
+        await expect(page.locator("#vnc")).to_have_attribute("data-mode", "control")
+        await expect(page.locator("#vnc")).to_have_attribute("data-connected", "yes")
+        await expect(page.locator("body")).to_have_attribute("data-holding", "yes")
+        large = (await page.locator("#screen").bounding_box())["width"]
+        assert large > 2 * small and large > 1400  # the panel's width, not the side column
+        await until_async(magenta_shown, 20)  # the full-access view shows that display too
+        await page.screenshot(path=str(ARTIFACTS / "panel-takeover-private.png"))
+        bx, by, bw, bh = _wait_ready(events)["widgets"]["box"]
+        await page.mouse.click(*await in_view(page, bx + bw // 2, by + bh // 2, (1280, 800)))
+        await page.keyboard.type("hi")
+        await until(lambda: [e for e in _read_events(events) if e.get("text") == "hi"], 20)
+        await page.fill("#handback-note", "typed hi")
+        await page.click("#handback")
+        await expect(page.locator("body")).to_have_attribute("data-holding", "no")
+        held.set()
+        await expect(page.locator("#summary")).to_contain_text("finished", timeout=60_000)
+        await browser.close()
+    assert "typed hi" in steps[1].all_text()
+    tkapp.sync()
+    assert [e for e in tkapp.events(since=mark) if e["kind"] in INPUT_KINDS] == []
+
+
+async def until_async(check: Any, timeout: float) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        assert asyncio.get_running_loop().time() < deadline, f"not within {timeout} s"
+        await asyncio.sleep(0.1)
