@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -137,6 +139,57 @@ async def test_a_private_display_that_cannot_start_fails_the_task(
     assert steps == []  # the model was never asked: nothing ran anywhere
     tkapp.sync()
     assert [e for e in tkapp.events(since=mark) if e["kind"] in INPUT_KINDS] == []
+
+
+async def test_a_private_display_that_dies_mid_task_stops_it_with_the_reason(
+    tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The private display's server is killed while its task runs: the task stops,
+    failed, saying so (the agent does not go on against a dead display), and the next
+    task, from another channel, runs on the person's display."""
+    events = tmp_path / "private.jsonl"
+    sandbox = {"apps": [[sys.executable, TKAPP, "--events", str(events)]], "channels": ["api"]}
+    settings = agent_settings(tmp_path, fake_model, monkeypatch, safety={"sandbox": sandbox})
+    held = threading.Event()
+    canary_box = model_point(tkapp, "box", settings)
+    asked: list[str] = []
+
+    def answer(request: RecordedRequest) -> Reply:
+        if PRIVATE in request.all_text():
+            _wait_ready(events)
+            asked.append(PRIVATE)  # the task runs on the private display now
+            return Reply(text="Thought: wait.", tool_calls=[call("wait", ms=100)], hold=held)
+        if "Into the box" in request.all_text():
+            return finish("typed on my desktop")
+        box = call("click", x=canary_box[0], y=canary_box[1])
+        return Reply(text="Into the box.", tool_calls=[box, call("type", text="after")])
+
+    fake_model.set_default(routed(answer))
+    try:
+        async with serving_api(settings) as api, api.client() as client:
+            await client.post("/api/messages", json={"text": PRIVATE, "channel": "api"})
+            await until(lambda: asked and _server_of(str(events)), 60)
+            os.kill(_server_of(str(events))[0], signal.SIGKILL)
+            await until(lambda: len(_finished(api)) == 1, 30)
+            [end] = _finished(api)
+            assert end["status"] == "failed", end
+            assert "stopped: the private display" in end["summary"], end
+            assert "ended while the task ran" in end["summary"], end
+            await until(lambda: _leftovers(str(events)) == [], 20)
+            await client.post("/api/messages", json={"text": DESKTOP, "channel": "tui"})
+            await until(lambda: len(_finished(api)) == 2, 60)
+            assert _finished(api)[1]["status"] == "finished", _finished(api)[1]
+    finally:
+        held.set()
+    assert tkapp.wait_for(lambda e: e["kind"] == "text" and e["text"] == "after")
+
+
+def _server_of(app_marker: str) -> list[int]:
+    """The pid of the Xvfb of the sandbox whose app writes to ``app_marker``."""
+    for pid in (int(p) for p in _leftovers(app_marker)):
+        if Path(f"/proc/{pid}/comm").read_text().strip() == "Xvfb":
+            return [pid]
+    return []
 
 
 async def test_a_stop_during_a_sandboxed_task_stops_its_display(

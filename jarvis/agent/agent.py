@@ -54,7 +54,7 @@ from jarvis.memory.short_term import (
 from jarvis.runs.records import StepHooks
 from jarvis.runs.step_file import call_points
 from jarvis.safety import budget
-from jarvis.safety.channel_display import PrivateDisplayError, display_for
+from jarvis.safety.channel_display import PrivateDisplayError, PrivateDisplayLost, display_for
 from jarvis.safety.takeover import ScreenHold
 from jarvis.tools.context import ToolContext, current_context
 from jarvis.tools.results import ToolResult
@@ -145,8 +145,9 @@ class Agent:
                 raise
             return outcome
         except PrivateDisplayError as exc:  # fails closed: nothing ran on the person's display
-            log.warning("task %s not run: %s", state.task_id, exc)
-            outcome = self._outcome(state, "failed", f"not run: {exc}")
+            how = "stopped" if isinstance(exc, PrivateDisplayLost) else "not run"
+            log.warning("task %s %s: %s", state.task_id, how, exc)
+            outcome = self._outcome(state, "failed", f"{how}: {exc}")
         finally:
             self._inner = None
         self._finish(outcome)

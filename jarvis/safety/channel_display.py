@@ -41,6 +41,10 @@ class PrivateDisplayError(RuntimeError):
     """A task that must run on a private display cannot; the message says why."""
 
 
+class PrivateDisplayLost(PrivateDisplayError):
+    """The private display a task ran on ended under it; the task stopped there."""
+
+
 def sandboxed(settings: Settings, channels: Sequence[str]) -> list[str]:
     """The task's channels that ask for a private display."""
     blocks = settings.channels
@@ -82,9 +86,41 @@ async def display_for(
             ) from exc
         if hold is not None:
             hold.moved_to(screen_id(box.display), box.where)
-        yield box.display
+        async with _stopped_if_lost(box):
+            yield box.display
     finally:
         await _to_the_end(_back(desktop, home, box, hold))
+
+
+@asynccontextmanager
+async def _stopped_if_lost(box: Sandbox) -> AsyncIterator[None]:
+    """Inside, the task is stopped with :class:`PrivateDisplayLost` when ``box``'s display
+    server ends (killed, crashed): the agent never goes on acting on a dead display."""
+    task = asyncio.current_task()
+    lost: list[int | None] = []
+    inside = [True]
+
+    async def watch() -> None:
+        status = await asyncio.to_thread(box.wait_ended)
+        if inside[0] and task is not None:  # not once the task is done with the display
+            lost.append(status)
+            task.cancel()
+
+    watcher = asyncio.create_task(watch(), name=f"watch {box.display}")
+    try:
+        yield
+        inside[0] = False
+    except asyncio.CancelledError:
+        inside[0] = False
+        if not lost or task is None:
+            raise
+        task.uncancel()
+        raise PrivateDisplayLost(
+            f"the private display {box.display} ended while the task ran (status {lost[0]})"
+        ) from None
+    finally:
+        inside[0] = False
+        watcher.cancel()
 
 
 def screen_id(display: str) -> str:

@@ -200,6 +200,11 @@ class Sandbox:
         procs = [*self._children, *([self._xvfb] if self._xvfb is not None else [])]
         return [p for p in procs if p.poll() is None]
 
+    def wait_ended(self) -> int | None:
+        """Block until the display's server exits (its status); None when not started."""
+        xvfb = self._xvfb
+        return xvfb.wait() if xvfb is not None else None
+
     def stop(self) -> None:
         """End the apps, the window manager and the display, in that order."""
         for proc in reversed(self._children):
