@@ -70,7 +70,7 @@ class Fleet:
         self.lines: dict[str, list[str]] = {}
         self.readers: list[threading.Thread] = []
 
-    def start(self, name: str, lease_s: float = 10.0) -> subprocess.Popen[str]:
+    def start(self, name: str, lease_s: float = 10.0, host: str = "") -> subprocess.Popen[str]:
         screen: Xvfb = self.stack.enter_context(start_xvfb(800, 600))
         env = serve_env(screen, self.fake_model)
         display = env.pop("DISPLAY")  # given by --display, as a user would
@@ -78,6 +78,7 @@ class Fleet:
         url, env["JARVIS_REDIS_PASSWORD"] = without_password(self.url)  # not in argv
         args = ["worker", "--redis", url, "--display", display, "--name", name]
         args += ["--lease", str(lease_s), "--data-dir", str(self.tmp_path / name)]
+        args += ["--host", host] if host else []
         proc = subprocess.Popen(
             [sys.executable, "-m", "jarvis", *args],
             env=env,

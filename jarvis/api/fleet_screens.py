@@ -19,13 +19,15 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, WebSocket
 from pydantic import BaseModel
 
 from jarvis.api.fleet_parts import holds_of, screens_of, worker_of
-from jarvis.api.vnc_relay import relay
+from jarvis.api.vnc_relay import Upstream, logged_in, serve
+from jarvis.desktop.rfb import RfbError
 from jarvis.fleet.holds import FleetHolder, FleetHolds
 from jarvis.fleet.screens import Unreachable, WorkerScreens
 from jarvis.gateway.service import DaemonService
@@ -94,32 +96,44 @@ async def worker_live(name: str, request: Request) -> WorkerLive:
 
 
 async def worker_vnc(websocket: WebSocket, name: str, ticket: str = "") -> None:
-    """``WS /api/vnc/worker/{name}`` (the route is :func:`jarvis.api.takeover.vnc`)."""
+    """``WS /api/vnc/worker/{name}`` (the route is :func:`jarvis.api.takeover.vnc`): from
+    x11vnc here for a worker on this machine, through Redis for one elsewhere."""
     service = _service(websocket.app)
     controls = _controls(websocket.app)
+    holds = holds_of(service)
+    holder = holds.holders.get(name) if holds is not None else None
+    full = bool(ticket)
+    if full and (holder is None or not hmac.compare_digest(ticket, holder.ticket)):
+        await websocket.close(code=1008, reason="this ticket does not hold the screen")
+        return
     try:
-        server = await _screens(service).server(name)
+        upstream = await _upstream(_screens(service), name, full)
     except Unreachable as exc:
         log.info("no live view of worker %s: %s", name, exc.detail)
         await websocket.close(code=1008, reason=exc.detail[:120])
         return
-    if not ticket:
-        await relay(websocket, server.port, server.view_password, controls.closing)
+    except (RfbError, OSError) as exc:
+        log.warning("vnc relay of worker %s: %s", name, exc)
+        await websocket.close(code=1011)
         return
-    holds = holds_of(service)
-    holder = holds.holders.get(name) if holds is not None else None
-    if holds is None or holder is None or not hmac.compare_digest(ticket, holder.ticket):
-        await websocket.close(code=1008, reason="this ticket does not hold the screen")
+    if not full or holds is None:
+        await serve(websocket, upstream, controls.closing)
         return
     controls.watch(holds)
     closed = asyncio.Event()
     controls.control.setdefault(name, set()).add(closed)
     try:
-        await relay(
-            websocket, server.port, server.full_password, closed, lambda: holds.touched(name)
-        )
+        await serve(websocket, upstream, closed, partial(holds.touched, name))
     finally:
         controls.control.get(name, set()).discard(closed)
+
+
+async def _upstream(screens: WorkerScreens, name: str, full: bool) -> Upstream:
+    """Worker ``name``'s x11vnc, logged in for ``full`` access or to view only."""
+    server = await screens.server(name)
+    if server is None:
+        return await screens.tunnel(name, "full" if full else "view")
+    return await logged_in(server.port, server.full_password if full else server.view_password)
 
 
 async def fleet_take(service: DaemonService, by: str, task_id: str | None) -> FleetHolder | None:

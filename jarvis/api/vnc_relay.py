@@ -13,53 +13,15 @@ import contextlib
 import logging
 import struct
 from collections.abc import Callable
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from jarvis.desktop.rfb import RFB_VERSION, SEC_NONE, RfbError, rfb_login
+
 log = logging.getLogger(__name__)
 
-RFB_VERSION = b"RFB 003.008\n"
-SEC_NONE, SEC_VNC = 1, 2
 CHUNK = 1 << 16
-
-
-class RfbError(RuntimeError):
-    """x11vnc refused the login or spoke something else."""
-
-
-def vnc_response(password: str, challenge: bytes) -> bytes:
-    """The answer to a VNC authentication challenge: DES of the challenge with the password
-    (8 bytes, zero-padded) as key, each key byte's bits reversed (the protocol's quirk)."""
-    from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
-    from cryptography.hazmat.primitives.ciphers import Cipher, modes
-
-    key = bytes(int(f"{b:08b}"[::-1], 2) for b in password.encode()[:8].ljust(8, b"\0"))
-    encryptor = Cipher(TripleDES(key * 3), modes.ECB()).encryptor()  # 3 x the key: DES
-    return encryptor.update(challenge) + encryptor.finalize()
-
-
-async def rfb_login(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pw: str) -> None:
-    """The client side of the RFB 3.8 handshake up to (not including) ClientInit."""
-    version = await reader.readexactly(12)
-    if not version.startswith(b"RFB 003."):
-        raise RfbError("the VNC server did not speak RFB")
-    writer.write(RFB_VERSION)
-    count = (await reader.readexactly(1))[0]
-    if count == 0:
-        size = struct.unpack(">I", await reader.readexactly(4))[0]
-        reason = (await reader.readexactly(size)).decode("utf-8", "replace")
-        raise RfbError(f"the VNC server refused the connection: {reason}")
-    types = await reader.readexactly(count)
-    if SEC_VNC not in types:
-        raise RfbError("the VNC server does not offer password authentication")
-    writer.write(bytes([SEC_VNC]))
-    challenge = await reader.readexactly(16)
-    writer.write(vnc_response(pw, challenge))
-    await writer.drain()
-    result = struct.unpack(">I", await reader.readexactly(4))[0]
-    if result != 0:
-        raise RfbError("the VNC server refused the password")
 
 
 class InputWatch:
@@ -123,6 +85,54 @@ class _Incoming:
         return out
 
 
+class Upstream(Protocol):
+    """The VNC server's side of a relay, logged in already: x11vnc on loopback, or a fleet
+    worker's view tunnel."""
+
+    async def read(self) -> bytes:
+        """The next bytes from the server; b"" at its end."""
+        ...
+
+    async def write(self, data: bytes) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class _Loopback:
+    """x11vnc on 127.0.0.1, through a TCP connection."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    async def read(self) -> bytes:
+        return await self.reader.read(CHUNK)
+
+    async def write(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def close(self) -> None:
+        self.writer.close()
+        with contextlib.suppress(Exception):
+            await self.writer.wait_closed()
+
+
+async def logged_in(port: int, password: str) -> Upstream:
+    """x11vnc on 127.0.0.1:``port``, logged in with ``password``; raises RfbError or
+    OSError (with the reason) when it cannot be."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    upstream = _Loopback(reader, writer)
+    try:
+        await rfb_login(reader, writer, password)
+    except asyncio.IncompleteReadError as exc:
+        await upstream.close()
+        raise RfbError("x11vnc closed the connection during the login") from exc
+    except BaseException:
+        await upstream.close()
+        raise
+    return upstream
+
+
 async def relay(
     websocket: WebSocket,
     port: int,
@@ -134,18 +144,23 @@ async def relay(
     either side ends or ``closed`` is set. ``on_input`` is called for each message the
     browser's key or pointer event once the session runs (the takeover's idle clock)."""
     try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    except OSError as exc:
-        log.warning("vnc relay: cannot reach x11vnc: %s", exc)
+        upstream = await logged_in(port, password)
+    except (RfbError, OSError) as exc:
+        log.warning("vnc relay: %s", exc)
         await websocket.close(code=1011)
         return
+    await serve(websocket, upstream, closed, on_input)
+
+
+async def serve(
+    websocket: WebSocket,
+    upstream: Upstream,
+    closed: asyncio.Event,
+    on_input: Callable[[], None] | None = None,
+) -> None:
+    """Offer ``websocket`` (not yet accepted) a session without authentication of its own
+    and copy bytes between it and ``upstream`` until either ends or ``closed`` is set."""
     try:
-        try:
-            await rfb_login(reader, writer, password)
-        except (RfbError, asyncio.IncompleteReadError, OSError) as exc:
-            log.warning("vnc relay: %s", exc)
-            await websocket.close(code=1011)
-            return
         wanted = websocket.scope.get("subprotocols") or []
         await websocket.accept(subprotocol="binary" if "binary" in wanted else None)
         incoming = _Incoming(websocket)
@@ -157,24 +172,21 @@ async def relay(
         await websocket.send_bytes(struct.pack(">I", 0))
         watch = InputWatch()
         if incoming.buffer:
-            writer.write(incoming.buffer)
+            await upstream.write(incoming.buffer)
             if watch.feed(incoming.buffer) and on_input is not None:
                 on_input()
-        await _pump(websocket, reader, writer, closed, on_input, watch)
+        await _pump(websocket, upstream, closed, on_input, watch)
     except (WebSocketDisconnect, asyncio.IncompleteReadError, ConnectionError):
         pass
     finally:
-        writer.close()
-        with contextlib.suppress(Exception):
-            await writer.wait_closed()
+        await upstream.close()
         with contextlib.suppress(Exception):
             await websocket.close()
 
 
 async def _pump(
     websocket: WebSocket,
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
+    upstream: Upstream,
     closed: asyncio.Event,
     on_input: Callable[[], None] | None,
     watch: InputWatch,
@@ -184,11 +196,10 @@ async def _pump(
             data = await websocket.receive_bytes()
             if watch.feed(data) and on_input is not None:
                 on_input()
-            writer.write(data)
-            await writer.drain()
+            await upstream.write(data)
 
     async def down() -> None:
-        while data := await reader.read(CHUNK):
+        while data := await upstream.read():
             await websocket.send_bytes(data)
 
     tasks = [asyncio.create_task(c) for c in (up(), down(), closed.wait())]

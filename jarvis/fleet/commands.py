@@ -78,6 +78,12 @@ def register(subparsers: Any) -> None:
     )
     worker.add_argument("--name", type=_name, help="this worker's name (default HOST-PID)")
     worker.add_argument(
+        "--host",
+        type=_name,
+        help="the host name it reports (default this machine's); a coordinator on another "
+        "host relays its live view through Redis",
+    )
+    worker.add_argument(
         "--lease",
         type=_seconds,
         metavar="SECONDS",
@@ -160,7 +166,8 @@ def _work(args: argparse.Namespace, settings: Settings, url: str, where: XDispla
     name = args.name or f"{socket.gethostname()}-{os.getpid()}"
     lease = args.lease or settings.fleet.lease_s
     kinds = task_kinds(evals=args.eval)
-    return asyncio.run(_serve_worker(settings, url, name, where, int(lease * 1000), kinds))
+    host = args.host or socket.gethostname()
+    return asyncio.run(_serve_worker(settings, url, name, host, where, int(lease * 1000), kinds))
 
 
 def task_kinds(*, evals: bool) -> dict[str, TaskHandler]:
@@ -179,12 +186,14 @@ async def _serve_worker(
     settings: Settings,
     url: str,
     name: str,
+    host: str,
     where: XDisplay,
     lease: int,
     kinds: dict[str, TaskHandler],
 ) -> int:
     from jarvis.fleet.connection import client
-    from jarvis.fleet.worker import FleetWorker, WorkerOptions, screen_size
+    from jarvis.fleet.worker import FleetWorker, WorkerOptions
+    from jarvis.fleet.worker_views import screen_size
 
     def say(line: str) -> None:
         print(f"jarvis worker: {line}", file=sys.stderr, flush=True)
@@ -198,6 +207,7 @@ async def _serve_worker(
         lease_ms=lease,
         heartbeat_ttl_s=settings.fleet.heartbeat_ttl_s,
         kinds=kinds,
+        host=host,
     )
     try:
         worker = FleetWorker(settings, redis, options, say)

@@ -1,6 +1,8 @@
 """Control messages to one worker (``jarvis:ctl:WORKER``): cancel, stop, approval answers,
 and a person's takeover of its screen (``takeover``: pause at the next tool boundary;
-``handback``: go on, with the person's ``note`` and the ``reason`` it ended).
+``handback``: go on, with the person's ``note`` and the ``reason`` it ended), and ``view``:
+serve a live view of its display through Redis (``session``, ``access`` view or full;
+:mod:`jarvis.fleet.view_tunnel`), which names no task.
 
 A message names the task it is for; a worker ignores (with a warning) one for a task it
 does not run, and a malformed one. Workers only read this stream; the coordinator writes.
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
 
 log = logging.getLogger(__name__)
-KINDS = ("cancel", "stop", "approval", "takeover", "handback")
+KINDS = ("cancel", "stop", "approval", "takeover", "handback", "view")
 MAX_CONTROL_LEN = 1000
 
 
@@ -32,6 +34,8 @@ class Control:
     decision: str = ""
     note: str = ""
     reason: str = ""
+    session: str = ""
+    access: str = ""
 
 
 async def send(redis: Redis, worker: str, control: Control) -> str:
@@ -43,7 +47,9 @@ async def send(redis: Redis, worker: str, control: Control) -> str:
 def parse(entry: str, raw: dict[Any, Any]) -> Control | None:
     fields = fields_of(raw)
     kind, task = fields.get("kind", ""), fields.get("task", "")
-    if kind not in KINDS or not task:
+    if kind == "view":
+        task = task or "-"  # a view is of the display, whatever runs there
+    if kind not in KINDS or not task or (kind == "view" and not fields.get("session")):
         log.warning("control entry %s is malformed (kind %r, task %r); ignored", entry, kind, task)
         return None
     return Control(
@@ -54,6 +60,8 @@ def parse(entry: str, raw: dict[Any, Any]) -> Control | None:
         decision=fields.get("decision", ""),
         note=fields.get("note", ""),
         reason=fields.get("reason", ""),
+        session=fields.get("session", ""),
+        access=fields.get("access", ""),
     )
 
 

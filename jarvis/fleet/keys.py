@@ -35,3 +35,9 @@ def worker_key(worker: str) -> str:
 
 
 WORKER_PATTERN = "jarvis:worker:*"
+
+
+def view_key(session: str, direction: str) -> str:
+    """Stream of one live-view session's bytes: ``down`` (the worker's x11vnc to the
+    coordinator) or ``up`` (the viewer's input to the worker); short-lived."""
+    return f"jarvis:view:{session}:{direction}"

@@ -21,7 +21,8 @@ from jarvis.config import Settings
 from jarvis.desktop.x11 import XDisplay
 from jarvis.fleet.commands import NAME, worker_settings
 from jarvis.fleet.connection import client
-from jarvis.fleet.worker import FleetWorker, WorkerOptions, screen_size
+from jarvis.fleet.worker import FleetWorker, WorkerOptions
+from jarvis.fleet.worker_views import screen_size
 
 log = logging.getLogger(__name__)
 

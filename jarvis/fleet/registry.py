@@ -33,6 +33,9 @@ class WorkerInfo:
     xauthority: str = ""
     """The cookie file of ``display`` on ``host`` (empty: the default one); a path, never
     the cookie, and not shown by the API."""
+    views: bool = False
+    """It serves a live view of its display through Redis (x11vnc on its own loopback;
+    :mod:`jarvis.fleet.view_tunnel`), for a coordinator on another host."""
 
 
 async def beat(redis: Redis, info: WorkerInfo, ttl_s: int = HEARTBEAT_TTL_S) -> None:

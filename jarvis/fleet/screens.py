@@ -4,10 +4,11 @@ A worker on the coordinator's machine is reached on loopback like the daemon's o
 display: its heartbeat names its host, display and cookie file, and when the host is this
 one, the coordinator starts x11vnc on that display (127.0.0.1 only, passwords made per
 start, :class:`~jarvis.desktop.vnc.VncServer`), once, on the first view asked for, and
-keeps it while the worker stays on that display. A worker on another host has no live
-view from here: no VNC port is ever opened on the network for it (:class:`Unreachable`
-says so); it can still be paused and resumed through its control stream
-(:mod:`jarvis.fleet.holds`).
+keeps it while the worker stays on that display. A worker on another host is watched
+through Redis when its heartbeat says it serves its own view (``views``: x11vnc on its own
+loopback, :mod:`jarvis.fleet.view_tunnel`); no VNC port is ever opened on the network for
+it. One that does not has no live view from here (:class:`Unreachable` says so); it can
+still be paused and resumed through its control stream (:mod:`jarvis.fleet.holds`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from jarvis.desktop.vnc import VncError, VncServer
 from jarvis.fleet import keys
+from jarvis.fleet.view_tunnel import TunnelEnd, TunnelError, open_view
 from jarvis.redaction import register
 
 if TYPE_CHECKING:
@@ -37,6 +39,12 @@ class Unreachable(Exception):
         super().__init__(detail)
         self.status = status
         self.detail = detail
+
+
+def viewable(beat: dict[str, Any]) -> bool:
+    """Whether worker ``beat``'s display can be watched from here: directly, or through
+    Redis (it serves its own view)."""
+    return why_not_here(beat) is None or bool(beat.get("views"))
 
 
 def why_not_here(beat: dict[str, Any], host: str | None = None) -> str | None:
@@ -93,13 +101,16 @@ class WorkerScreens:
         if beat is None:
             raise Unreachable(404, f"no worker {name} has sent a heartbeat lately")
         why = why_not_here(beat)
-        if why is not None:
+        if why is not None and not beat.get("views"):
             raise Unreachable(409, why)
         return beat
 
-    async def server(self, name: str) -> VncServer:
-        """A running x11vnc on worker ``name``'s display (started now if needed)."""
+    async def server(self, name: str) -> VncServer | None:
+        """A running x11vnc on worker ``name``'s display when it is on this machine
+        (started now if needed); None when its view comes through Redis (:meth:`tunnel`)."""
         beat = await self.check(name)
+        if why_not_here(beat) is not None:
+            return None
         where = (str(beat["display"]), str(beat.get("xauthority") or ""))
         lock = self._locks.setdefault(name, asyncio.Lock())
         async with lock:
@@ -124,6 +135,17 @@ class WorkerScreens:
             self.servers[name] = (where, server)
             log.info("live view of worker %s (%s)", name, where[0])
             return server
+
+    async def tunnel(self, name: str, access: str) -> TunnelEnd:
+        """A live-view session with worker ``name`` on another host, through Redis."""
+        from redis.exceptions import RedisError
+
+        try:
+            return await open_view(self.redis, name, access)
+        except TunnelError as exc:
+            raise Unreachable(409, str(exc)) from exc
+        except (RedisError, OSError) as exc:
+            raise Unreachable(503, "the fleet's Redis does not answer") from exc
 
     def running(self, name: str) -> VncServer | None:
         known = self.servers.get(name)

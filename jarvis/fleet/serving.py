@@ -31,7 +31,7 @@ from jarvis.fleet.holds import FleetHolds
 from jarvis.fleet.local_worker import LocalWorker
 from jarvis.fleet.memory import MemoryKeeper
 from jarvis.fleet.redis_queue import text
-from jarvis.fleet.screens import WorkerScreens, why_not_here
+from jarvis.fleet.screens import WorkerScreens, viewable
 from jarvis.gateway.endings import emit_replies, settle_ended
 from jarvis.gateway.runner import WORKER, RunnerFactory, Shared, WorkerInfo
 from jarvis.safety.channel_policy import refused_approvers
@@ -246,7 +246,7 @@ class FleetRunner:
         screens = self.screens()
         for beat in await self.heartbeats():
             try:
-                live = screens.enabled and why_not_here(beat) is None
+                live = screens.enabled and viewable(beat)
                 found.append(worker_info(beat, live))
             except (KeyError, TypeError, ValueError, OverflowError):
                 log.warning("a heartbeat of worker %r is malformed; skipped", beat.get("name"))

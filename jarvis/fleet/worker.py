@@ -35,6 +35,7 @@ from jarvis.fleet.protocol import Claim
 from jarvis.fleet.redis_queue import RedisQueue
 from jarvis.fleet.shipper import Shipper, since_day
 from jarvis.fleet.wire import event_fields
+from jarvis.fleet.worker_views import WorkerViews
 from jarvis.gateway.endings import STATUS_OF_RUN
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
 from jarvis.safety.channel_policy import refused_approvers
@@ -62,17 +63,8 @@ class WorkerOptions:
     """Stop on SIGTERM and SIGINT (off for the daemon's own worker: the daemon stops it)."""
     kinds: Mapping[str, TaskHandler] = field(default_factory=dict)
     """The task kinds this worker runs, by name (the root wires them: ``--eval``, eval's)."""
-
-
-def screen_size(where: XDisplay) -> str:
-    """``WIDTHxHEIGHT`` of the display (for the heartbeat); blocking."""
-    import mss
-
-    from jarvis.desktop.x11 import connecting_with
-
-    with connecting_with(where.xauthority), mss.mss(display=where.name or None) as grab:
-        monitor = grab.monitors[1]
-        return f"{monitor['width']}x{monitor['height']}"
+    host: str = field(default_factory=socket.gethostname)
+    """The host it reports: the coordinator relays the view of one elsewhere through Redis."""
 
 
 class FleetWorker:
@@ -92,8 +84,9 @@ class FleetWorker:
         """The held calls of every agent this worker runs (its tasks', an eval task's),
         answered by a person at the coordinator on the control stream."""
         self.info = registry.WorkerInfo(
-            options.name, socket.gethostname(), options.where.name, options.size, __version__
+            options.name, options.host, options.where.name, options.size, __version__
         )
+        self.views = WorkerViews(redis, options.where, settings.takeover.enabled)
         # the cookie file the coordinator opens this display with (start-up named it)
         self.info.xauthority = options.where.xauthority or ""
         self.current: Claim | None = None
@@ -157,6 +150,7 @@ class FleetWorker:
         """Run tasks with ``agent`` (built on :attr:`bus`, after :meth:`prepare`) until
         stopped; ``bench/coordinator_capacity.py`` drives it with a scripted agent."""
         self.agent = self._own = agent
+        self.info.views = await asyncio.to_thread(self.views.can_serve)
         helpers = [asyncio.create_task(self._heartbeat()), asyncio.create_task(self._control())]
         self.say(f"worker {self.options.name} on {self.options.where.name}: waiting for tasks")
         try:
@@ -164,6 +158,7 @@ class FleetWorker:
         finally:
             for helper in helpers:
                 helper.cancel()
+            await self.views.close()
             with suppress(Exception):
                 await registry.forget(self.redis, self.options.name)
 
@@ -369,6 +364,8 @@ class FleetWorker:
                 self._obey(message)
 
     def _obey(self, message: control.Control) -> None:
+        if message.kind == "view":  # of the display, whatever runs on it
+            return self.views.open(message.session, message.access)
         if message.kind == "handback" and holds.held_for(self.agent, message.task):
             holds.obey(self.agent, message, self._held)  # its task may have ended meanwhile
             return

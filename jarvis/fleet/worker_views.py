@@ -1,0 +1,141 @@
+"""The worker's side of the live view through Redis (:mod:`jarvis.fleet.view_tunnel`).
+
+On the first ``view`` control message the worker starts x11vnc on its own display (127.0.0.1
+only, passwords made per start, :class:`~jarvis.desktop.vnc.VncServer`) and keeps it until
+it stops. Each session logs in to it with the password of the access the coordinator asked
+for (``full`` only for a takeover whose ticket the coordinator checked; ``view``: x11vnc
+itself drops the viewer's input) and copies bytes both ways through the session's streams.
+The worker opens no port of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+from typing import TYPE_CHECKING, Any
+
+from jarvis.desktop import x11
+from jarvis.desktop.rfb import RfbError, rfb_login
+from jarvis.desktop.vnc import VncError, VncServer
+from jarvis.desktop.x11 import XDisplay
+from jarvis.fleet.view_tunnel import TunnelEnd
+from jarvis.redaction import register
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+log = logging.getLogger(__name__)
+CHUNK = 1 << 16
+
+
+def screen_size(where: XDisplay) -> str:
+    """``WIDTHxHEIGHT`` of the display (for the heartbeat); blocking."""
+    import mss
+
+    from jarvis.desktop.x11 import connecting_with
+
+    with connecting_with(where.xauthority), mss.mss(display=where.name or None) as grab:
+        monitor = grab.monitors[1]
+        return f"{monitor['width']}x{monitor['height']}"
+
+
+class WorkerViews:
+    """Live-view sessions of this worker's display (see the module doc)."""
+
+    def __init__(self, redis: Redis, where: XDisplay, enabled: bool = True) -> None:
+        self.redis = redis
+        self.where = where
+        self.enabled = enabled
+        self.server: VncServer | None = None
+        self._lock = asyncio.Lock()
+        self._sessions: set[asyncio.Task[None]] = set()
+
+    def can_serve(self) -> bool:
+        """Whether views can be served (for the heartbeat): on, X11, x11vnc installed."""
+        return (
+            self.enabled
+            and bool(self.where.name)
+            and x11.is_x11(self.where)
+            and shutil.which("x11vnc") is not None
+        )
+
+    def open(self, session: str, access: str) -> None:
+        """Serve session ``session`` (a task kept until it ends)."""
+        task = asyncio.create_task(self._serve(session, access), name=f"view {session}")
+        self._sessions.add(task)
+        task.add_done_callback(self._sessions.discard)
+
+    async def close(self) -> None:
+        """End every session and stop x11vnc."""
+        for task in list(self._sessions):
+            task.cancel()
+        for task in list(self._sessions):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        server, self.server = self.server, None
+        if server is not None:
+            await asyncio.to_thread(server.stop)
+
+    async def _serve(self, session: str, access: str) -> None:
+        end = TunnelEnd(self.redis, session, out="down", into="up")
+        if not self.can_serve():
+            await end.close("this worker serves no live view (takeover off, or no x11vnc)")
+            return
+        try:
+            server = await self._server()
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        except (VncError, OSError) as exc:
+            await end.close(f"x11vnc: {exc}")
+            return
+        try:
+            full = access == "full"
+            await rfb_login(reader, writer, server.full_password if full else server.view_password)
+            await end.say(ready="1")
+            log.info("view %s of %s (%s) opened", session, self.where.name, access or "view")
+            await _pump(end, reader, writer)
+        except (RfbError, asyncio.IncompleteReadError, OSError) as exc:
+            log.warning("view %s: %s", session, exc)
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+            await end.close()
+
+    async def _server(self) -> VncServer:
+        async with self._lock:
+            if self.server is not None and self.server.running:
+                return self.server
+            server = VncServer(self.where.name, self.where.xauthority)
+            try:
+                await asyncio.to_thread(server.start)
+            except BaseException:
+                await asyncio.to_thread(server.stop)
+                raise
+            register(server.full_password, server.view_password)
+            self.server = server
+            return server
+
+
+async def _pump(end: TunnelEnd, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Bytes both ways until either side ends."""
+
+    async def down() -> None:
+        while data := await reader.read(CHUNK):
+            await end.write(data)
+
+    async def up() -> None:
+        while data := await end.read():
+            writer.write(data)
+            await writer.drain()
+
+    tasks: list[asyncio.Task[Any]] = [asyncio.create_task(c) for c in (down(), up())]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
