@@ -282,11 +282,11 @@ async def test_a_held_workers_screen_comes_back_by_itself_when_idle(
     try:
         with pytest.raises(TakeoverRefused) as no:
             await holds.take("w1", "email", "T001")
-        assert no.value.status == 403
+        assert no.value.why == "not_allowed"
         holder = await holds.take("w1", "web", "T001")
         with pytest.raises(TakeoverRefused) as busy:
             await holds.take("w1", "tui", "T001")
-        assert busy.value.status == 409
+        assert busy.value.why == "held"
         async with asyncio.timeout(20):
             while not ended:
                 await asyncio.sleep(0.05)

@@ -26,6 +26,7 @@ from fastapi import APIRouter, HTTPException, Request, WebSocket
 from pydantic import BaseModel
 
 from jarvis.api.fleet_parts import holds_of, screens_of, worker_of
+from jarvis.api.refusals import http_status
 from jarvis.api.vnc_relay import Upstream, logged_in, serve
 from jarvis.desktop.rfb import RfbError
 from jarvis.fleet.holds import FleetHolder, FleetHolds
@@ -82,7 +83,7 @@ def _controls(app: Any) -> FleetControls:
 def _screens(service: DaemonService) -> WorkerScreens:
     screens = screens_of(service)
     if screens is None:
-        raise Unreachable(404, "this daemon coordinates no fleet")
+        raise Unreachable("no_worker", "this daemon coordinates no fleet")
     return screens
 
 
@@ -91,7 +92,7 @@ async def worker_live(name: str, request: Request) -> WorkerLive:
     try:
         beat = await _screens(_service(request.app)).check(name)
     except Unreachable as exc:
-        raise HTTPException(exc.status, exc.detail) from exc
+        raise HTTPException(http_status(exc), exc.detail) from exc
     return WorkerLive(worker=name, host=str(beat["host"]), display=str(beat["display"]))
 
 
@@ -151,7 +152,7 @@ async def fleet_take(service: DaemonService, by: str, task_id: str | None) -> Fl
     try:
         return await holds.take(worker, by, wanted)
     except TakeoverRefused as exc:
-        raise HTTPException(exc.status, exc.detail) from exc
+        raise HTTPException(http_status(exc), exc.detail) from exc
 
 
 async def fleet_hand_back(
@@ -165,7 +166,7 @@ async def fleet_hand_back(
     try:
         return await holds.hand_back(task_id, note)
     except TakeoverRefused as exc:
-        raise HTTPException(exc.status, exc.detail) from exc
+        raise HTTPException(http_status(exc), exc.detail) from exc
 
 
 def fleet_status(service: DaemonService) -> dict[str, object] | None:

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from jarvis.api import fleet_screens
 from jarvis.api.auth import Guard
 from jarvis.api.fleet_parts import holds_of, screens_of
+from jarvis.api.refusals import http_status
 from jarvis.api.vnc_relay import relay
 from jarvis.desktop import x11
 from jarvis.desktop.vnc import VncError, VncServer
@@ -246,7 +247,7 @@ async def take(body: TakeoverIn, request: Request) -> TakenOver:
     try:
         await hold.take(body.by, task_id)
     except TakeoverRefused as exc:
-        raise HTTPException(exc.status, exc.detail) from exc
+        raise HTTPException(http_status(exc), exc.detail) from exc
     view = _view(request.app)
     view.watch(hold)
     view.ticket = secrets.token_urlsafe(24)
@@ -266,7 +267,7 @@ async def hand_back(body: HandbackIn, request: Request) -> HandedBack:
     try:
         holder = hold.hand_back(body.note)
     except TakeoverRefused as exc:
-        raise HTTPException(exc.status, exc.detail) from exc
+        raise HTTPException(http_status(exc), exc.detail) from exc
     answered = await _answer_waiting(
         service, holder.task_id, hold.notes[hold.generation], holder.by
     )

@@ -118,9 +118,11 @@ class FleetHolds:
     async def take(self, worker: str, by: str, task_id: str) -> FleetHolder:
         """Send ``worker`` a takeover of ``task_id``; it pauses at the next tool boundary."""
         if by in self.refused:
-            raise TakeoverRefused(403, f"the {by} channel may not take over the screen")
+            raise TakeoverRefused("not_allowed", f"the {by} channel may not take over the screen")
         if worker in self.holders:
-            raise TakeoverRefused(409, f"the screen is already held by {self.holders[worker].by}")
+            raise TakeoverRefused(
+                "held", f"the screen is already held by {self.holders[worker].by}"
+            )
         holder = FleetHolder(worker, by, task_id)
         await self._send(worker, control.Control("takeover", task_id, by=by))
         self.holders[worker] = holder
@@ -134,7 +136,7 @@ class FleetHolds:
         """Give ``task_id``'s worker (None: the one held) its screen back, with ``note``."""
         holder = self.of_task(task_id)
         if holder is None:
-            raise TakeoverRefused(409, "nobody holds the screen")
+            raise TakeoverRefused("not_held", "nobody holds the screen")
         note = note.strip()[:MAX_NOTE]
         message = control.Control("handback", holder.task_id, by=holder.by, note=note, reason=why)
         await self._send(holder.worker, message)
@@ -160,7 +162,7 @@ class FleetHolds:
             await control.send(self.redis, worker, message)
         except (RedisError, OSError) as exc:
             raise TakeoverRefused(
-                503, f"the {message.kind} did not reach worker {worker}: {reason(exc)}"
+                "unreachable", f"the {message.kind} did not reach worker {worker}: {reason(exc)}"
             ) from exc
 
     def _end(self, worker: str) -> None:

@@ -32,12 +32,13 @@ log = logging.getLogger(__name__)
 
 
 class Unreachable(Exception):
-    """No live view of that worker from here; ``status`` is the HTTP status to answer
-    (404: no such worker now; 409: it exists but its display cannot be reached)."""
+    """No live view of that worker from here; ``why``: ``no_worker`` (none such now),
+    ``not_reachable`` (its display cannot be served from here), ``down`` (Redis does not
+    answer, or the daemon stops). The API maps each to its HTTP status."""
 
-    def __init__(self, status: int, detail: str) -> None:
+    def __init__(self, why: str, detail: str) -> None:
         super().__init__(detail)
-        self.status = status
+        self.why = why
         self.detail = detail
 
 
@@ -93,16 +94,16 @@ class WorkerScreens:
         from redis.exceptions import RedisError
 
         if not self.enabled:
-            raise Unreachable(409, "the live view is off (takeover.enabled is false)")
+            raise Unreachable("not_reachable", "the live view is off (takeover.enabled is false)")
         try:
             beat = await self.beat(name)
         except (RedisError, OSError) as exc:
-            raise Unreachable(503, "the fleet's Redis does not answer") from exc
+            raise Unreachable("down", "the fleet's Redis does not answer") from exc
         if beat is None:
-            raise Unreachable(404, f"no worker {name} has sent a heartbeat lately")
+            raise Unreachable("no_worker", f"no worker {name} has sent a heartbeat lately")
         why = why_not_here(beat)
         if why is not None and not beat.get("views"):
-            raise Unreachable(409, why)
+            raise Unreachable("not_reachable", why)
         return beat
 
     async def server(self, name: str) -> VncServer | None:
@@ -115,7 +116,7 @@ class WorkerScreens:
         lock = self._locks.setdefault(name, asyncio.Lock())
         async with lock:
             if self._closed:
-                raise Unreachable(503, "the daemon is stopping")
+                raise Unreachable("down", "the daemon is stopping")
             known = self.servers.get(name)
             if known is not None and known[0] == where and known[1].running:
                 return known[1]
@@ -130,7 +131,9 @@ class WorkerScreens:
                     await asyncio.to_thread(server.stop)
                     raise
             except VncError as exc:
-                raise Unreachable(409, f"worker {name}'s display cannot be served: {exc}") from exc
+                raise Unreachable(
+                    "not_reachable", f"worker {name}'s display cannot be served: {exc}"
+                ) from exc
             register(server.full_password, server.view_password)
             self.servers[name] = (where, server)
             log.info("live view of worker %s (%s)", name, where[0])
@@ -143,9 +146,9 @@ class WorkerScreens:
         try:
             return await open_view(self.redis, name, access)
         except TunnelError as exc:
-            raise Unreachable(409, str(exc)) from exc
+            raise Unreachable("not_reachable", str(exc)) from exc
         except (RedisError, OSError) as exc:
-            raise Unreachable(503, "the fleet's Redis does not answer") from exc
+            raise Unreachable("down", "the fleet's Redis does not answer") from exc
 
     def running(self, name: str) -> VncServer | None:
         known = self.servers.get(name)

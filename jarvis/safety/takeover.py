@@ -32,12 +32,18 @@ MAIN_SCREEN = "main"
 display number) while a task runs there, a fleet worker's is ``worker/NAME``."""
 
 
-class TakeoverRefused(Exception):
-    """The takeover or hand back cannot happen; ``status`` is the HTTP status to answer."""
+REFUSALS = ("not_allowed", "held", "not_held", "unreachable")
+"""Why a takeover or hand back is refused: the channel may not take over, someone holds
+the screen already, nobody holds it, the screen's worker cannot be told (the API maps
+each to its HTTP status)."""
 
-    def __init__(self, status: int, detail: str) -> None:
+
+class TakeoverRefused(Exception):
+    """The takeover or hand back cannot happen; ``why`` is one of :data:`REFUSALS`."""
+
+    def __init__(self, why: str, detail: str) -> None:
         super().__init__(detail)
-        self.status = status
+        self.why = why
         self.detail = detail
 
 
@@ -120,9 +126,9 @@ class ScreenHold:
         it to exit must not hold up the loop). ``idle_clock`` false: the person's input
         does not pass here (a fleet worker's: the coordinator's relay keeps that clock)."""
         if by in self.refused:
-            raise TakeoverRefused(403, f"the {by} channel may not take over the screen")
+            raise TakeoverRefused("not_allowed", f"the {by} channel may not take over the screen")
         if self.holder is not None:
-            raise TakeoverRefused(409, f"the screen is already held by {self.holder.by}")
+            raise TakeoverRefused("held", f"the screen is already held by {self.holder.by}")
         holder = self.holder = Holder(by=by, task_id=task_id)
         self.generation += 1
         self.held.set()
@@ -141,7 +147,7 @@ class ScreenHold:
         """The agent gets the screen back, with ``note`` for the model."""
         holder = self.holder
         if holder is None:
-            raise TakeoverRefused(409, "nobody holds the screen")
+            raise TakeoverRefused("not_held", "nobody holds the screen")
         note = note.strip()[:MAX_NOTE]
         self.notes[self.generation] = handback_note(holder, note, reason)
         self.holder = None
