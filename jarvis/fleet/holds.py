@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 from jarvis.fleet import control
 from jarvis.fleet.connection import reason
-from jarvis.safety.takeover import MAX_NOTE, ScreenHold, TakeoverRefused
+from jarvis.safety.takeover import (
+    MAX_NOTE,
+    Holder,
+    IdleClock,
+    ScreenHold,
+    TakeoverRefused,
+    refuse_take,
+)
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -73,16 +80,13 @@ async def _take(hold: ScreenHold, message: control.Control) -> None:
 
 
 # -- the coordinator's side --
-@dataclass
-class FleetHolder:
+@dataclass(kw_only=True)
+class FleetHolder(Holder):
     """A person holding one worker's screen."""
 
     worker: str
-    by: str
     task_id: str
     ticket: str = field(default_factory=lambda: secrets.token_urlsafe(24), repr=False)
-    since: float = field(default_factory=time.time)
-    last_input: float = field(default_factory=time.monotonic)
 
     def status(self) -> dict[str, object]:
         return {
@@ -107,7 +111,7 @@ class FleetHolds:
         """Per worker name."""
         self.on_end: list[Any] = []
         """Called with the worker's name when its takeover ends (closes the person's view)."""
-        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._idle = IdleClock(idle_end_s, self.holders.get, self._idle_end)
 
     def of_task(self, task_id: str | None) -> FleetHolder | None:
         for holder in self.holders.values():
@@ -117,16 +121,11 @@ class FleetHolds:
 
     async def take(self, worker: str, by: str, task_id: str) -> FleetHolder:
         """Send ``worker`` a takeover of ``task_id``; it pauses at the next tool boundary."""
-        if by in self.refused:
-            raise TakeoverRefused("not_allowed", f"the {by} channel may not take over the screen")
-        if worker in self.holders:
-            raise TakeoverRefused(
-                "held", f"the screen is already held by {self.holders[worker].by}"
-            )
-        holder = FleetHolder(worker, by, task_id)
+        refuse_take(self.refused, by, self.holders.get(worker))
+        holder = FleetHolder(worker=worker, by=by, task_id=task_id)
         await self._send(worker, control.Control("takeover", task_id, by=by))
         self.holders[worker] = holder
-        self._arm(worker)
+        self._idle.start(worker)
         log.info("takeover: %s holds the screen of worker %s (task %s)", by, worker, task_id)
         return holder
 
@@ -151,9 +150,7 @@ class FleetHolds:
             holder.last_input = time.monotonic()
 
     def close(self) -> None:
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
+        self._idle.close()
 
     async def _send(self, worker: str, message: control.Control) -> None:
         from redis.exceptions import RedisError
@@ -167,34 +164,21 @@ class FleetHolds:
 
     def _end(self, worker: str) -> None:
         self.holders.pop(worker, None)
-        timer = self._timers.pop(worker, None)
-        if timer is not None:
-            timer.cancel()
+        self._idle.stop(worker)
         for callback in list(self.on_end):
             callback(worker)
 
-    def _arm(self, worker: str, after: float | None = None) -> None:
-        loop = asyncio.get_running_loop()
-        delay = self.idle_end_s if after is None else after
-        self._timers[worker] = loop.call_later(delay, self._check_idle, worker)
+    def _idle_end(self, worker: str, holder: Holder, note: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._hand_back_idle(worker, note))
+        task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
 
-    def _check_idle(self, worker: str) -> None:
-        self._timers.pop(worker, None)
+    async def _hand_back_idle(self, worker: str, note: str) -> None:
         holder = self.holders.get(worker)
         if holder is None:
             return
-        idle = time.monotonic() - holder.last_input
-        if idle < self.idle_end_s:
-            self._arm(worker, self.idle_end_s - idle)
-            return
-        note = f"(no input for {idle:.0f} s: the takeover ended by itself)"
-        task = asyncio.get_running_loop().create_task(self._idle_end(holder, note))
-        task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
-
-    async def _idle_end(self, holder: FleetHolder, note: str) -> None:
         try:
             await self.hand_back(holder.task_id, note, "idle")
         except TakeoverRefused as exc:  # Redis away: try again at the next tick of the clock
-            log.warning("takeover of worker %s did not end: %s", holder.worker, exc.detail)
-            if holder.worker in self.holders and holder.worker not in self._timers:
-                self._arm(holder.worker)
+            log.warning("takeover of worker %s did not end: %s", worker, exc.detail)
+            if worker in self.holders and not self._idle.running(worker):
+                self._idle.start(worker)

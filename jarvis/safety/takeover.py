@@ -66,6 +66,64 @@ def handback_note(holder: Holder, note: str, reason: str) -> str:
     return f"{text} Their note: {note}" if note else text
 
 
+def refuse_take(refused: frozenset[str], by: str, holder: Holder | None) -> None:
+    """The checks of every takeover: a channel that may not take over, a screen held."""
+    if by in refused:
+        raise TakeoverRefused("not_allowed", f"the {by} channel may not take over the screen")
+    if holder is not None:
+        raise TakeoverRefused("held", f"the screen is already held by {holder.by}")
+
+
+class IdleClock:
+    """Ends a takeover nobody sent input to for ``idle_end_s``: one clock per held screen
+    (``key``), started at the take and stopped at the hand back; ``current(key)`` is its
+    holder now (whose ``last_input`` the person's input moves), ``on_idle(key, holder,
+    note)`` ends it. Outside an event loop (a test, a script) there is no idle end."""
+
+    def __init__(
+        self,
+        idle_end_s: float,
+        current: Callable[[str], Holder | None],
+        on_idle: Callable[[str, Holder, str], None],
+    ) -> None:
+        self.idle_end_s = idle_end_s
+        self.current = current
+        self.on_idle = on_idle
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+
+    def start(self, key: str, after: float | None = None) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self.stop(key)
+        delay = self.idle_end_s if after is None else after
+        self._timers[key] = loop.call_later(delay, self._check, key)
+
+    def stop(self, key: str) -> None:
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+
+    def running(self, key: str) -> bool:
+        return key in self._timers
+
+    def close(self) -> None:
+        for key in list(self._timers):
+            self.stop(key)
+
+    def _check(self, key: str) -> None:
+        self._timers.pop(key, None)
+        holder = self.current(key)
+        if holder is None:
+            return
+        idle = time.monotonic() - holder.last_input
+        if idle < self.idle_end_s:
+            self.start(key, self.idle_end_s - idle)
+            return
+        self.on_idle(key, holder, f"(no input for {idle:.0f} s: the takeover ended by itself)")
+
+
 class ScreenHold:
     """The pause gate shared by the agent's input, its loop, and the API."""
 
@@ -92,7 +150,7 @@ class ScreenHold:
         self.stop_typing = stop_typing
         """Ends the agent's typing now (:func:`interrupt_typing` on its display)."""
         self._released: asyncio.Event | None = None
-        self._idle_timer: asyncio.TimerHandle | None = None
+        self._idle = IdleClock(idle_end_s, lambda _screen: self.holder, self._idle_end)
         self.on_end: list[Callable[[], None]] = []
         """Called when a takeover ends (the relay closes the person's full-access view)."""
         self.screen = MAIN_SCREEN
@@ -125,10 +183,7 @@ class ScreenHold:
         next action, and the ``xdotool type`` running now is ended (in a thread: waiting for
         it to exit must not hold up the loop). ``idle_clock`` false: the person's input
         does not pass here (a fleet worker's: the coordinator's relay keeps that clock)."""
-        if by in self.refused:
-            raise TakeoverRefused("not_allowed", f"the {by} channel may not take over the screen")
-        if self.holder is not None:
-            raise TakeoverRefused("held", f"the screen is already held by {self.holder.by}")
+        refuse_take(self.refused, by, self.holder)
         holder = self.holder = Holder(by=by, task_id=task_id)
         self.generation += 1
         self.held.set()
@@ -139,7 +194,7 @@ class ScreenHold:
             log.warning("takeover: could not end the agent's typing: %s", exc)
         self.bus.emit(TakeoverStarted(task_id=task_id, by=by))
         if idle_clock:
-            self._arm_idle()
+            self._idle.start(MAIN_SCREEN)
         log.info("takeover: %s holds the screen", by)
         return holder
 
@@ -151,9 +206,7 @@ class ScreenHold:
         note = note.strip()[:MAX_NOTE]
         self.notes[self.generation] = handback_note(holder, note, reason)
         self.holder = None
-        if self._idle_timer is not None:
-            self._idle_timer.cancel()
-            self._idle_timer = None
+        self._idle.stop(MAIN_SCREEN)
         self.bus.emit(
             TakeoverEnded(
                 task_id=holder.task_id,
@@ -169,6 +222,9 @@ class ScreenHold:
             callback()
         log.info("takeover: %s handed the screen back", holder.by)
         return holder
+
+    def _idle_end(self, _screen: str, _holder: Holder, note: str) -> None:
+        self.hand_back(note, "idle")
 
     def touched(self) -> None:
         """The person sent input (their idle clock starts again)."""
@@ -190,25 +246,6 @@ class ScreenHold:
             if not self.held.is_set():
                 self._released.set()
         return self._released
-
-    def _arm_idle(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # taken outside a loop (a test, a script): no idle end
-            return
-        self._idle_timer = loop.call_later(self.idle_end_s, self._check_idle)
-
-    def _check_idle(self) -> None:
-        self._idle_timer = None
-        holder = self.holder
-        if holder is None:
-            return
-        idle = time.monotonic() - holder.last_input
-        if idle >= self.idle_end_s:
-            self.hand_back(f"(no input for {idle:.0f} s: the takeover ended by itself)", "idle")
-            return
-        loop = asyncio.get_running_loop()
-        self._idle_timer = loop.call_later(self.idle_end_s - idle, self._check_idle)
 
 
 def interrupt_typing(where: XDisplay) -> None:
