@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from jarvis.api.takeover import live_view
+from jarvis.api.live_view import live_view
 from jarvis.config import load_settings
 from jarvis.desktop.vnc import VncError, VncServer
 from jarvis.desktop.x11 import XDisplay

@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import logging
 from functools import partial
@@ -26,10 +25,11 @@ from fastapi import APIRouter, HTTPException, Request, WebSocket
 from pydantic import BaseModel
 
 from jarvis.api.fleet_parts import holds_of, screens_of, worker_of
+from jarvis.api.live_view import LiveView
 from jarvis.api.refusals import http_status
 from jarvis.api.vnc_relay import Upstream, logged_in, serve
 from jarvis.desktop.rfb import RfbError
-from jarvis.fleet.holds import FleetHolder, FleetHolds
+from jarvis.fleet.holds import FleetHolder
 from jarvis.fleet.screens import Unreachable, WorkerScreens
 from jarvis.gateway.service import DaemonService
 from jarvis.safety.takeover import TakeoverRefused
@@ -46,38 +46,14 @@ class WorkerLive(BaseModel):
     live: bool = True
 
 
-class FleetControls:
-    """The person's full-access views of workers' displays, closed when their takeover
-    ends (as :class:`~jarvis.api.takeover.LiveView` does for the daemon's display)."""
-
-    def __init__(self) -> None:
-        self.control: dict[str, set[asyncio.Event]] = {}
-        self.closing = asyncio.Event()
-        self._watched: set[int] = set()
-
-    def watch(self, holds: FleetHolds) -> None:
-        if id(holds) not in self._watched:
-            self._watched.add(id(holds))
-            holds.on_end.append(self.end_control)
-
-    def end_control(self, worker: str) -> None:
-        for closed in list(self.control.get(worker, ())):
-            closed.set()
-
-    def close(self) -> None:
-        self.closing.set()
-        for worker in list(self.control):
-            self.end_control(worker)
-
-
 def _service(app: Any) -> DaemonService:
     service: DaemonService = app.state.daemon.service
     return service
 
 
-def _controls(app: Any) -> FleetControls:
-    controls: FleetControls = app.state.fleet_controls
-    return controls
+def _view(app: Any) -> LiveView:
+    view: LiveView = app.state.live_view
+    return view
 
 
 def _screens(service: DaemonService) -> WorkerScreens:
@@ -100,7 +76,7 @@ async def worker_vnc(websocket: WebSocket, name: str, ticket: str = "") -> None:
     """``WS /api/vnc/worker/{name}`` (the route is :func:`jarvis.api.takeover.vnc`): from
     x11vnc here for a worker on this machine, through Redis for one elsewhere."""
     service = _service(websocket.app)
-    controls = _controls(websocket.app)
+    view = _view(websocket.app)
     holds = holds_of(service)
     holder = holds.holders.get(name) if holds is not None else None
     full = bool(ticket)
@@ -118,15 +94,11 @@ async def worker_vnc(websocket: WebSocket, name: str, ticket: str = "") -> None:
         await websocket.close(code=1011)
         return
     if not full or holds is None:
-        await serve(websocket, upstream, controls.closing)
+        await serve(websocket, upstream, view.closing)
         return
-    controls.watch(holds)
-    closed = asyncio.Event()
-    controls.control.setdefault(name, set()).add(closed)
-    try:
+    view.watch_fleet(holds)
+    with view.controlling(f"worker/{name}") as closed:
         await serve(websocket, upstream, closed, partial(holds.touched, name))
-    finally:
-        controls.control.get(name, set()).discard(closed)
 
 
 async def _upstream(screens: WorkerScreens, name: str, full: bool) -> Upstream:

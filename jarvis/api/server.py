@@ -23,10 +23,11 @@ import uvicorn
 
 from jarvis.api.app import create_app
 from jarvis.api.auth import LoginCodes, allowed_hosts, load_or_create_token
+from jarvis.api.live_view import LiveView, live_view
 from jarvis.api.routes import Daemon
 from jarvis.api.settings import HttpAddress
 from jarvis.api.stream import EventHub
-from jarvis.api.takeover import LiveView, live_view, mount_takeover
+from jarvis.api.takeover import mount_takeover
 from jarvis.gateway.gateway import Gateway
 from jarvis.gateway.service import DaemonService
 from jarvis.redaction import register

@@ -24,12 +24,9 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hmac
 import logging
 import secrets
-from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request, WebSocket
@@ -38,19 +35,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from jarvis.api import fleet_screens
 from jarvis.api.auth import Guard
 from jarvis.api.fleet_parts import holds_of, screens_of
+from jarvis.api.live_view import LiveView
 from jarvis.api.refusals import http_status
 from jarvis.api.vnc_relay import relay
-from jarvis.desktop import x11
-from jarvis.desktop.vnc import VncError, VncServer
-from jarvis.desktop.x11 import XDisplay
 from jarvis.gateway.service import DaemonService
 from jarvis.gateway.todos import TodoState
-from jarvis.redaction import register
 from jarvis.safety.takeover import MAIN_SCREEN as MAIN
 from jarvis.safety.takeover import MAX_NOTE, ScreenHold, TakeoverRefused
 
 if TYPE_CHECKING:
-    from jarvis.config import Settings
+    pass
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api", tags=["takeover"])
@@ -88,114 +82,6 @@ class HandedBack(BaseModel):
     note: str
     answered: str | None = None
     """The task whose question the hand back answered, if one waited."""
-
-
-class LiveView:
-    """The x11vnc servers of the screens Jarvis drives (``main``: the daemon's display,
-    started with the API; ``private/N``: a channel's private display while a task runs
-    there, started at its first view and stopped when the task leaves it), and the
-    person's open views."""
-
-    def __init__(self) -> None:
-        self.servers: dict[str, VncServer] = {}
-        self.ticket = ""
-        self.control: set[asyncio.Event] = set()
-        self.closing = asyncio.Event()
-        self.left: dict[str, asyncio.Event] = {}
-        """Per private screen, set when the agent leaves it: its views close."""
-        self._watched: set[int] = set()
-        self._starting = asyncio.Lock()
-        self.closers: list[Callable[[], None]] = []
-        """Called by :meth:`close` (blocking, in a thread): the fleet's live views."""
-
-    def end_control(self) -> None:
-        """The takeover ended: close the full-access views, forget the ticket."""
-        self.ticket = ""
-        for closed in list(self.control):
-            closed.set()
-
-    def watch(self, hold: ScreenHold) -> None:
-        if id(hold) not in self._watched:
-            self._watched.add(id(hold))
-            hold.on_end.append(self.end_control)
-            hold.on_move.append(self._left)
-
-    def screens(self, hold: ScreenHold | None) -> list[str]:
-        """The screens with a live view now: ``main``, and the agent's private one."""
-        found = set(self.servers)
-        if hold is not None and hold.where is not None and MAIN in self.servers:
-            found.add(hold.screen)  # served at its first view
-        return sorted(found)
-
-    async def server(self, screen: str, hold: ScreenHold | None) -> VncServer | None:
-        """The running x11vnc of ``screen``; a private one is started now if needed."""
-        if screen == MAIN or hold is None or hold.where is None or screen != hold.screen:
-            server = self.servers.get(screen)
-            return server if server is not None and server.running else None
-        async with self._starting:
-            server = self.servers.get(screen)
-            if server is None or not server.running:
-                server = VncServer(hold.where.name, hold.where.xauthority)
-                try:
-                    await asyncio.to_thread(server.start)
-                except VncError as exc:
-                    log.warning("no live view of %s: %s", screen, exc)
-                    return None
-                register(server.full_password, server.view_password)
-                self.watch(hold)
-                if hold.screen != screen:  # the task left it meanwhile
-                    await asyncio.to_thread(server.stop)
-                    return None
-                self.servers[screen] = server
-                self.left[screen] = asyncio.Event()
-        return server
-
-    def _left(self, screen: str) -> None:
-        """The agent left ``screen``: a private one's views close and its x11vnc stops."""
-        server = self.servers.pop(screen, None) if screen != MAIN else None
-        if server is None:
-            return
-        self.left.pop(screen, asyncio.Event()).set()
-        self.end_control()
-        try:  # x11vnc ends within a moment (SIGTERM, then a short wait): not on the loop
-            asyncio.get_running_loop().run_in_executor(None, server.stop)
-        except RuntimeError:
-            server.stop()
-
-    def close(self) -> None:
-        self.closing.set()
-        self.end_control()
-        for left in self.left.values():
-            left.set()
-        for server in self.servers.values():
-            server.stop()
-        for closer in self.closers:
-            closer()
-
-
-@contextlib.asynccontextmanager
-async def live_view(settings: Settings, where: XDisplay | None) -> AsyncIterator[LiveView]:
-    """x11vnc for the daemon's display ``where`` while inside (when ``takeover.enabled``,
-    on X11 with x11vnc installed; otherwise no display has a live view and the panel keeps
-    its JPEG)."""
-    view = LiveView()
-    if settings.takeover.enabled and where is not None and where.name and x11.is_x11(where):
-        server = VncServer(where.name, where.xauthority)
-        try:
-            try:
-                await asyncio.to_thread(server.start)
-            except BaseException:  # cancelled while it starts: the thread's x11vnc ends too
-                await asyncio.to_thread(server.stop)
-                raise
-        except VncError as exc:
-            log.warning("no live view: %s", exc)
-        else:
-            register(server.full_password, server.view_password)
-            view.servers[MAIN] = server
-    try:
-        yield view
-    finally:
-        await asyncio.to_thread(view.close)
 
 
 class TakeoverIn(BaseModel):
@@ -308,12 +194,8 @@ async def vnc(websocket: WebSocket, screen: str, ticket: str = "") -> None:
     if hold is None or not view.ticket or not hmac.compare_digest(ticket, view.ticket):
         await websocket.close(code=1008, reason="this ticket does not hold the screen")
         return
-    closed = asyncio.Event()
-    view.control.add(closed)
-    try:
+    with view.controlling(screen) as closed:
         await relay(websocket, server.port, server.full_password, closed, hold.touched)
-    finally:
-        view.control.discard(closed)
 
 
 def mount_takeover(guard: Guard, view: LiveView) -> None:
@@ -322,11 +204,9 @@ def mount_takeover(guard: Guard, view: LiveView) -> None:
     if not isinstance(app, FastAPI):
         raise TypeError("mount_takeover needs the guard of create_app's FastAPI app")
     app.state.live_view = view
-    app.state.fleet_controls = controls = fleet_screens.FleetControls()
     service = _service(app)
 
     def close_fleet_views() -> None:  # the fleet starts after the API: looked up at the end
-        controls.close()
         screens = screens_of(service)
         if screens is not None:
             screens.close()
