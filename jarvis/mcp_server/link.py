@@ -9,7 +9,6 @@ another port), the link looks again once before it gives up. Every failure becom
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,19 +16,16 @@ from urllib.parse import quote
 
 import httpx
 
+from jarvis.apiclient.http import ApiError, async_client, detail, response_body, what_failed
+from jarvis.apiclient.sse import journal_lines
 from jarvis.discovery import DaemonNotFound, find_daemon
-from jarvis.tui.client import LIMITS, response_body, sse_events
 
 TIMEOUT = httpx.Timeout(15.0, read=None)  # the event stream waits as long as it is quiet
 CHANNEL = "mcp"
 
 
-class DaemonError(Exception):
+class DaemonError(ApiError):
     """The daemon refused a request or could not be reached; one line, for the MCP client."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 class DaemonLink:
@@ -41,16 +37,7 @@ class DaemonLink:
 
     @staticmethod
     def _make(url: str, token: str, socket: Path | None) -> httpx.AsyncClient:
-        transport = (
-            None if socket is None else httpx.AsyncHTTPTransport(uds=str(socket), limits=LIMITS)
-        )
-        return httpx.AsyncClient(
-            base_url=url.rstrip("/"),
-            headers={"authorization": f"Bearer {token}"},
-            timeout=TIMEOUT,
-            limits=LIMITS,
-            transport=transport,
-        )
+        return async_client(url, token, socket=socket, timeout=TIMEOUT)
 
     @property
     def url(self) -> str:
@@ -73,7 +60,7 @@ class DaemonLink:
             return DaemonError(
                 f"no `jarvis serve` runs for {self.data_dir} (start it with `jarvis serve`)"
             )
-        return DaemonError(f"the Jarvis daemon at {self.url} did not answer: {_what(exc)}")
+        return DaemonError(f"the Jarvis daemon at {self.url} did not answer: {what_failed(exc)}")
 
     async def call(self, method: str, path: str, **kwargs: Any) -> Any:
         """The JSON (or bytes) of an API response; DaemonError for a failure or a status
@@ -90,7 +77,7 @@ class DaemonLink:
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from None
         if response.status_code >= 400:
-            raise DaemonError(_detail(response), response.status_code)
+            raise DaemonError(detail(response), response.status_code)
         return response_body(response)
 
     # -- the requests the tools make --
@@ -148,16 +135,9 @@ class DaemonLink:
             ) as response:
                 if response.status_code >= 400:
                     await response.aread()
-                    raise DaemonError(
-                        f"the event stream: {_detail(response)}", response.status_code
-                    )
-                async for event in sse_events(response.aiter_lines()):
-                    try:
-                        line = json.loads("\n".join(event.data))
-                    except json.JSONDecodeError:
-                        continue
-                    if isinstance(line, dict):
-                        yield line
+                    raise DaemonError(f"the event stream: {detail(response)}", response.status_code)
+                async for line in journal_lines(response.aiter_lines()):
+                    yield line
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from None
         raise DaemonError(f"the Jarvis daemon at {self.url} closed the event stream")
@@ -175,20 +155,3 @@ def find_daemon_quietly(data_dir: Path) -> Any:
 
 def _segment(task_id: str) -> str:
     return quote(task_id, safe="")
-
-
-def _what(exc: httpx.HTTPError) -> str:
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{type(exc).__name__} {text}".strip()
-
-
-def _detail(response: httpx.Response) -> str:
-    try:
-        detail = response.json().get("detail")
-    except (ValueError, AttributeError):
-        detail = None
-    if isinstance(detail, list):  # a 422 from FastAPI: the first problem, in words
-        first = detail[0] if detail and isinstance(detail[0], dict) else {}
-        where = ".".join(str(p) for p in first.get("loc", [])[1:])
-        detail = f"{where}: {first.get('msg', 'invalid')}" if where else first.get("msg")
-    return str(detail) if detail else f"{response.status_code} {response.reason_phrase}"

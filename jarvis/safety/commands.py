@@ -12,6 +12,7 @@ stopped, 1 no task was running or the daemon could not be found or reached.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -35,9 +36,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def cmd_stop(args: argparse.Namespace, settings: Settings) -> int:
     import httpx
 
+    from jarvis.apiclient.http import detail, sync_client, what_failed
     from jarvis.discovery import DaemonNotFound, find_daemon, read_token
 
-    transport: httpx.HTTPTransport | None = None
+    socket: Path | None = None
     try:
         if args.url:
             url, token = args.url.rstrip("/"), read_token(settings.data_dir)
@@ -50,20 +52,18 @@ def cmd_stop(args: argparse.Namespace, settings: Settings) -> int:
                 return EXIT_FAILED
             url, token = daemon.base_url, daemon.token
             if daemon.url is None:  # only a Unix socket
-                transport = httpx.HTTPTransport(uds=str(daemon.socket))
+                socket = daemon.socket
     except DaemonNotFound as exc:
         print(f"jarvis stop: {exc}; is `jarvis serve` running?")
         return EXIT_FAILED
     try:
-        with httpx.Client(transport=transport, timeout=args.timeout) as client:
-            response = client.post(
-                f"{url}/api/stop", json={"by": "cli"}, headers={"Authorization": f"Bearer {token}"}
-            )
+        with sync_client(url, token, socket=socket, timeout=args.timeout) as client:
+            response = client.post("/api/stop", json={"by": "cli"})
     except httpx.HTTPError as exc:
-        print(f"jarvis stop: cannot reach the daemon at {url}: {exc}")
+        print(f"jarvis stop: cannot reach the daemon at {url}: {what_failed(exc)}")
         return EXIT_FAILED
     if response.status_code != 202:
-        print(f"jarvis stop: the daemon answered {response.status_code}: {response.text[:200]}")
+        print(f"jarvis stop: the daemon answered {response.status_code}: {detail(response)}")
         return EXIT_FAILED
     if not response.json().get("stopping"):
         print("jarvis stop: no task is running")

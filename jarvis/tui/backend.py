@@ -19,16 +19,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Protocol
 
+from jarvis.apiclient.http import ApiError
 from jarvis.tui.state import read_journal
 
 
-class BackendError(Exception):
+class BackendError(ApiError):
     """A command could not be done (the daemon refused it, or is not reachable);
     ``status`` is the HTTP status when the daemon answered."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 class Backend(Protocol):

@@ -4,55 +4,22 @@
 token. ``events(after)`` opens ``GET /api/events`` (``Last-Event-ID: after`` when the
 cockpit has seen lines, so a reconnect resumes where it was) and yields each event's
 ``data`` as a journal line. Every failure (refused, a status >= 400, a cut stream)
-becomes a :class:`~jarvis.tui.backend.BackendError` with a short message; the token
-never appears in one.
+becomes a :class:`~jarvis.tui.backend.BackendError` with a short message (decoded by
+:mod:`jarvis.apiclient.http`, as for every client of the API); the token never appears
+in one.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
+from jarvis.apiclient.http import async_client, detail, response_body, what_failed
+from jarvis.apiclient.sse import journal_lines
 from jarvis.tui.backend import BackendError
-
-TIMEOUT = httpx.Timeout(10.0, read=None)  # the stream waits as long as it is quiet
-LIMITS = httpx.Limits(keepalive_expiry=2.0)
-"""An idle connection is dropped well before the server closes it (its keep-alive is
-30 s): a request never goes out on a connection the server is closing (a ReadError)."""
-
-
-@dataclass
-class SseEvent:
-    id: str | None = None
-    event: str = "message"
-    data: list[str] = field(default_factory=list)
-
-
-async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[SseEvent]:
-    """Parse text/event-stream lines (the WHATWG rules: ``field: value``, comments start
-    with ``:``, a blank line ends an event, ``data`` lines join with newlines)."""
-    current = SseEvent()
-    async for line in lines:
-        if not line:
-            if current.data:
-                yield current
-            current = SseEvent()
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if name == "data":
-            current.data.append(value)
-        elif name == "event":
-            current.event = value
-        elif name == "id" and "\0" not in value:
-            current.id = value
 
 
 class ApiBackend:
@@ -72,13 +39,7 @@ class ApiBackend:
         self.owns_gateway = owns_gateway
         self.recorded = False
         self.screen_note = ""
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url,
-            headers={"authorization": f"Bearer {token}"},
-            timeout=TIMEOUT,
-            limits=LIMITS,
-            transport=transport,
-        )
+        self._client = async_client(self.base_url, token, transport=transport)
 
     async def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         return response_body(await self._request(method, path, **kwargs))
@@ -87,12 +48,9 @@ class ApiBackend:
         try:
             response = await self._client.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
-            raise BackendError(f"{method} {path}: {type(exc).__name__} {exc}") from None
+            raise BackendError(f"{method} {path}: {what_failed(exc)}") from None
         if response.status_code >= 400:
-            raise BackendError(
-                f"{method} {path}: {response.status_code} {_detail(response)}",
-                response.status_code,
-            )
+            raise BackendError(f"{method} {path}: {detail(response)}", response.status_code)
         return response
 
     async def health(self) -> dict[str, Any]:
@@ -116,17 +74,12 @@ class ApiBackend:
             async with self._client.stream("GET", "/api/events", headers=headers) as response:
                 if response.status_code >= 400:
                     await response.aread()
-                    raise BackendError(f"events: {response.status_code} {_detail(response)}")
+                    raise BackendError(f"events: {detail(response)}", response.status_code)
                 yield {"kind": "connected"}
-                async for event in sse_events(response.aiter_lines()):
-                    try:
-                        line = json.loads("\n".join(event.data))
-                    except json.JSONDecodeError:
-                        continue
-                    if isinstance(line, dict):
-                        yield line
+                async for line in journal_lines(response.aiter_lines()):
+                    yield line
         except httpx.HTTPError as exc:
-            raise BackendError(f"events: {type(exc).__name__} {exc}") from None
+            raise BackendError(f"events: {what_failed(exc)}") from None
         raise BackendError("events: the stream ended")
 
     async def send(self, text: str) -> None:
@@ -209,20 +162,3 @@ def last_step_note(headers: httpx.Headers) -> str:
     worker = headers.get("x-jarvis-worker", "")
     on = f" on worker {worker}" if worker else ""
     return f"last step's picture (step {headers.get('x-jarvis-step', '?')}{on}), not live"
-
-
-def response_body(response: httpx.Response) -> Any:
-    """A daemon answer's body: None when empty, parsed JSON, else the raw bytes."""
-    if not response.content:
-        return None
-    if response.headers.get("content-type", "").startswith("application/json"):
-        return response.json()
-    return response.content
-
-
-def _detail(response: httpx.Response) -> str:
-    try:
-        detail = response.json().get("detail")
-    except (ValueError, AttributeError):
-        detail = None
-    return str(detail) if detail else response.reason_phrase
