@@ -14,8 +14,8 @@ from PIL import Image
 from jarvis.config import load_settings
 from jarvis.desktop.screen import Observation, Size
 from jarvis.llm.types import LLMRequest, LLMResponse, ResponseDone, StreamEvent, ToolCall
+from jarvis.runs.placement import Stop
 from jarvis.runs.reground import ModelRegrounder
-from jarvis.runs.replay import Stop
 from jarvis.runs.step_file import CallFile
 from jarvis.usage import Usage
 

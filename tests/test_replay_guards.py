@@ -12,7 +12,8 @@ from PIL import Image
 from jarvis.desktop.screen import Observation, Size
 from jarvis.desktop.windows import UNKNOWN, WindowInfo
 from jarvis.events import EventBus
-from jarvis.runs.replay import Replayer, Stop
+from jarvis.runs.placement import Stop
+from jarvis.runs.replay import Replayer
 from jarvis.runs.step_file import CallFile, Monitor, StepFile
 
 EDITOR = WindowInfo(id=5, title="notes.txt - Mousepad", wm_class="Mousepad")
@@ -69,7 +70,7 @@ def observation() -> Observation:
 
 
 async def place(r: Replayer, call: CallFile, distance: int = 0) -> Any:
-    return await r._place(Path("."), step(), call, observation(), distance)
+    return await r.placer.place(Path("."), step(), call, observation(), distance)
 
 
 async def test_typing_goes_only_to_the_recorded_window() -> None:

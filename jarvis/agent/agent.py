@@ -16,12 +16,13 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
-from jarvis import prompts
 from jarvis.agent import cutoff
 from jarvis.agent.brain import Brain, Decision, ThinkContext
 from jarvis.agent.cerebellum import Cerebellum
 from jarvis.agent.context import Turn
+from jarvis.agent.endings import Endings
 from jarvis.agent.hippocampus import Hippocampus
+from jarvis.agent.run_log import RunLog, ms_since, result_record
 from jarvis.agent.state import (
     RunState,
     TaskEnded,
@@ -33,26 +34,10 @@ from jarvis.agent.state import (
 from jarvis.config import Settings
 from jarvis.desktop.screen import Observation
 from jarvis.desktop.settle import Settler, SettleResult
-from jarvis.events import (
-    AgentWarning,
-    BudgetUsed,
-    EventBus,
-    StepFinished,
-    StepStarted,
-    TaskFinished,
-    TaskStarted,
-    TaskStatus,
-)
+from jarvis.events import EventBus, StepStarted, TaskStarted
 from jarvis.llm.base import ProviderAuthError, ProviderError, ProviderUnreachable
-from jarvis.llm.pricing import cost_usd
-from jarvis.memory.short_term import (
-    ErrorRecord,
-    ResultRecord,
-    StepRecord,
-    ToolCallRecord,
-)
+from jarvis.memory.short_term import StepRecord, ToolCallRecord
 from jarvis.runs.records import StepHooks
-from jarvis.runs.step_file import call_points
 from jarvis.safety import budget
 from jarvis.safety.channel_display import PrivateDisplayError, PrivateDisplayLost, display_for
 from jarvis.safety.takeover import ScreenHold
@@ -112,6 +97,8 @@ class Agent:
         self.screen_hold = screen_hold
         """The takeover's pause gate (made with the desktop's hold by build_agent): each step
         waits while a person holds the screen, then reads their note (jarvis.safety.takeover)."""
+        self._run_log = RunLog(settings, hippocampus, bus, recorder)
+        self._endings = Endings(settings, brain, hippocampus, bus, self._run_log, on_verified)
 
     def cancel(self, by: str = "user") -> None:
         """Stop the running task within a moment: the model stream and the current tool.
@@ -138,60 +125,25 @@ class Agent:
         try:
             outcome = await self._inner
         except asyncio.CancelledError:
-            outcome = self._outcome(state, "cancelled", f"cancelled by {self._stopped_by}")
+            outcome = self._run_log.outcome(state, "cancelled", f"cancelled by {self._stopped_by}")
             outcome.stopped_by = self._stopped_by
-            self._finish(outcome)
+            self._run_log.finish(outcome)
             if not self._cancel_requested:
                 raise
             return outcome
         except PrivateDisplayError as exc:  # fails closed: nothing ran on the person's display
             how = "stopped" if isinstance(exc, PrivateDisplayLost) else "not run"
             log.warning("task %s %s: %s", state.task_id, how, exc)
-            outcome = self._outcome(state, "failed", f"{how}: {exc}")
+            outcome = self._run_log.outcome(state, "failed", f"{how}: {exc}")
         finally:
             self._inner = None
-        self._finish(outcome)
+        self._run_log.finish(outcome)
         return outcome
 
     async def _on_its_display(self, state: RunState) -> TaskOutcome:
         """The task on its desktop: a private display when its channel asks for one."""
         async with display_for(self.settings, state.channels, self.desktop, self.screen_hold):
             return await self._loop(state)
-
-    def _finish(self, outcome: TaskOutcome) -> None:
-        if self.recorder is not None:
-            self.recorder.task_done(outcome.task_id)
-        try:
-            self.hippocampus.record_task(
-                outcome.task, outcome.task_id, outcome.status, outcome.summary, outcome.steps
-            )
-        except (OSError, ValueError) as exc:
-            log.warning("could not record the task in long-term memory: %s", exc)
-        self.bus.emit(
-            TaskFinished(
-                task_id=outcome.task_id,
-                status=outcome.status,
-                summary=outcome.summary,
-                steps=outcome.steps,
-                stopped_by=outcome.stopped_by,
-                input_tokens=outcome.usage.input_tokens,
-                output_tokens=outcome.usage.output_tokens,
-                cache_read_tokens=outcome.usage.cache_read_tokens,
-                cost_usd=outcome.cost_usd,
-            )
-        )
-
-    def _outcome(self, state: RunState, status: TaskStatus, summary: str) -> TaskOutcome:
-        return TaskOutcome(
-            task_id=state.task_id,
-            task=state.task,
-            status=status,
-            summary=summary,
-            steps=state.step,
-            tool_calls=state.tool_calls,
-            usage=state.usage,
-            cost_usd=cost_usd(self.settings.active_model, state.usage),
-        )
 
     async def _loop(self, state: RunState) -> TaskOutcome:
         state.memories = await asyncio.to_thread(self.hippocampus.recall, state.task)
@@ -204,13 +156,13 @@ class Agent:
                     await self._wrap_up(state, f"{s.max_steps} steps")
                 if state.tool_calls >= s.max_tool_calls:
                     await self._wrap_up(state, f"{s.max_tool_calls} tool calls")
-                over = budget.exceeded(self._spent(state), s.safety)
+                over = budget.exceeded(self._run_log.spent(state), s.safety)
                 if over is not None:  # no wrap-up call: it would spend past the budget
                     raise TaskEnded("failed", over)
                 state.step += 1
                 await self._step(state, context)
         except TaskEnded as end:
-            outcome = self._outcome(state, end.status, end.summary)
+            outcome = self._run_log.outcome(state, end.status, end.summary)
             outcome.stopped_by = end.stopped_by
             return outcome
         finally:
@@ -225,7 +177,7 @@ class Agent:
         if self.recorder is not None:
             self.recorder.observed(state.task_id, state.step, observation)
         shot = await asyncio.to_thread(self.hippocampus.store_screenshot, observation)
-        timings["capture"] = _ms(started)
+        timings["capture"] = ms_since(started)
         if observation.tree_seconds:
             timings["tree"] = observation.tree_seconds * 1000
         record = StepRecord(
@@ -241,7 +193,7 @@ class Agent:
             if state.recorded < state.step:  # cut short: keep what the step got to
                 record.thought = " ".join(filter(None, [record.thought, "(cancelled here)"]))
                 record.result, record.timings_ms = "failed", timings
-                self._record(state, record)
+                self._run_log.step(state, record)
             raise
 
     async def _decide_and_act(
@@ -263,12 +215,12 @@ class Agent:
         verdict = state.stall.check(observation.phash, decision.tool_calls)
         results = await self._act(state, context, decision, cut_at, record, timings)
         self._remember_turn(state, decision, results, record)
-        self._record(state, record)
+        self._run_log.step(state, record)
         if not any(r.ok for r in results):
-            self._count_failure(state, "every tool call of the step failed")
+            self._endings.count_failure(state, "every tool call of the step failed")
         else:
             state.failures = 0
-        await self._after_action(state, context, verdict)
+        await self._endings.after_action(state, context, verdict)
         await self._refresh_memories(state, decision.thought)
 
     async def _think(
@@ -284,7 +236,7 @@ class Agent:
         recorded as failed and counted)."""
         s = self.settings
         state.notes.extend(wrap_up_notes(state, s))
-        near = budget.wrap_up_note(self._spent(state), s.safety)
+        near = budget.wrap_up_note(self._run_log.spent(state), s.safety)
         state.notes.extend([near] if near else [])
         ctx = self._think_context(state, observation)
         state.notes = []
@@ -302,14 +254,14 @@ class Agent:
         except ProviderUnreachable as exc:  # a wrong base URL: more steps would fail alike
             raise TaskEnded("failed", str(exc)) from exc
         except ProviderError as exc:
-            timings["model"] = _ms(started)
+            timings["model"] = ms_since(started)
             record.thought = f"model call failed: {exc}"
             record.result = "failed"
             record.timings_ms = timings
-            self._record(state, record)
-            self._count_failure(state, f"the model call failed: {exc}")
+            self._run_log.step(state, record)
+            self._endings.count_failure(state, f"the model call failed: {exc}")
             return None
-        timings["model"] = _ms(started)
+        timings["model"] = ms_since(started)
         state.usage = state.usage + decision.response.usage
         limit, cut = state.max_tokens or s.max_tokens, cutoff.is_cut_off(decision.response)
         state.max_tokens = cutoff.next_max_tokens(s.max_tokens) if cut else None
@@ -325,12 +277,12 @@ class Agent:
         timings["act"] = timings["settle"] = 0.0
         record.result, record.timings_ms = "failed", timings
         self._remember_turn(state, decision, [], record)
-        self._record(state, record)
+        self._run_log.step(state, record)
         state.notes.append(
             "Your last reply called no tool. Act with a tool, or call `finished` if the task "
             "is done, or `call_user` if you need the user."
         )
-        self._count_failure(state, "the model replied without calling a tool")
+        self._endings.count_failure(state, "the model replied without calling a tool")
 
     async def _act(
         self,
@@ -359,59 +311,10 @@ class Agent:
         ]
         state.tool_calls += action.executed
         timings["act"], timings["settle"] = action.act_ms, action.settle_ms
-        record.results = [_result_record(r) for r in results]
+        record.results = [result_record(r) for r in results]
         record.result = "success" if any(r.ok for r in results) else "failed"
         record.timings_ms = timings
         return results
-
-    async def _after_action(self, state: RunState, context: ToolContext, verdict: str) -> None:
-        control = context.take_control()
-        if control is not None and control.kind == "aborted":
-            raise TaskEnded(
-                "cancelled", f"stopped by the input fail-safe: {control.text}", "pointer corner"
-            )
-        if control is not None and control.kind == "call_user":
-            raise TaskEnded("needs_user", control.text)
-        if control is not None and control.kind == "finished":
-            result = await self.brain.verify(
-                state.task, control.text, state.task_id, state.last_targets
-            )
-            if result.response is not None:
-                state.usage = state.usage + result.response.usage
-                self._budget_line(state)
-            if result.done:
-                if self.on_verified is not None:
-                    await self.on_verified(state.task_id, control.text)
-                await self._learn_skill(state)
-                raise TaskEnded("finished", control.text)
-            state.verify_failures += 1
-            if state.verify_failures > self.settings.max_verify_failures:
-                raise TaskEnded("failed", f"verification failed: {result.reason}")
-            state.notes.append(prompts.render_text("not_done", reason=result.reason))
-            return
-        if verdict == "stuck":
-            raise TaskEnded("failed", "stuck: the same action was repeated on an unchanged screen")
-        if verdict == "warn":
-            message = (
-                "Warning: you repeated the same action and the screen did not change. "
-                "It is not working; try something different."
-            )
-            state.notes.append(message)
-            self.bus.emit(AgentWarning(task_id=state.task_id, message=message))
-
-    async def _learn_skill(self, state: RunState) -> None:
-        """After a verified finish, keep how it was done as a skill memory."""
-        if not self.hippocampus.learns:
-            return
-        try:
-            response = await self.brain.distill_skill(state.task, [h for _, h in state.history])
-            state.usage = state.usage + response.usage
-            self._budget_line(state)
-            await asyncio.to_thread(
-                self.hippocampus.store_skill, state.task, response.text.strip(), state.task_id
-            )
-        except (ProviderError, OSError, ValueError) as exc:
-            log.warning("could not distill a skill from task %s: %s", state.task_id, exc)
 
     async def _refresh_memories(self, state: RunState, thought: str) -> None:
         """When the plan moves away from what memories were recalled for, recall again."""
@@ -454,53 +357,6 @@ class Agent:
         state.turns = self.brain.policy.trim(state.turns)
         state.history.append((state.step, record.summary()))
 
-    def _record(self, state: RunState, record: StepRecord) -> None:
-        started = time.perf_counter()
-        self.hippocampus.add_step(record)
-        state.last_targets = [
-            p for c in record.tool_calls for p in call_points(c.name, c.arguments)
-        ]
-        if self.recorder is not None:
-            self.recorder.step_done(record)
-        state.recorded = record.step
-        self.bus.emit(
-            StepFinished(
-                task_id=state.task_id,
-                step=record.step,
-                timings_ms={**record.timings_ms, "record": _ms(started)},
-                input_tokens=record.usage.input_tokens,
-                output_tokens=record.usage.output_tokens,
-                cache_read_tokens=record.usage.cache_read_tokens,
-                cost_usd=cost_usd(self.settings.active_model, state.usage),
-                screenshot=record.screenshot.path if record.screenshot else None,
-            )
-        )
-        self._budget_line(state)
-
-    def _budget_line(self, state: RunState) -> None:
-        """``budget_used`` after each step, and after the verification and skill calls
-        (which count in the budget as in the task's usage)."""
-        if not budget.has_budget(self.settings.safety):
-            return
-        used = self._spent(state)
-        self.bus.emit(
-            BudgetUsed(
-                task_id=state.task_id,
-                cost_usd=used.cost_usd,
-                tokens=used.tokens,
-                max_cost_usd=self.settings.safety.max_cost_usd,
-                max_tokens=self.settings.safety.max_tokens_total,
-            )
-        )
-
-    def _spent(self, state: RunState) -> budget.Spent:
-        return budget.spent(state.usage, cost_usd(self.settings.active_model, state.usage))
-
-    def _count_failure(self, state: RunState, reason: str) -> None:
-        state.failures += 1
-        if state.failures >= self.settings.max_consecutive_failures:
-            raise TaskEnded("failed", f"{state.failures} failed steps in a row; last: {reason}")
-
     async def _settle(self) -> SettleResult:
         return await asyncio.to_thread(self.settler.wait, self.stop)
 
@@ -530,16 +386,5 @@ class Agent:
         raise TaskEnded("failed", f"reached the limit of {limit}. {response.text.strip()}")
 
 
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 2)
-
-
 def _taken_over() -> ToolResult:
     return ToolResult.not_run("a person took over the screen after you decided this; look again")
-
-
-def _result_record(result: ToolResult) -> ResultRecord:
-    error = (
-        ErrorRecord(code=result.error.code, message=result.error.message) if result.error else None
-    )
-    return ResultRecord(ok=result.ok, data=result.data, error=error)

@@ -19,21 +19,9 @@ How each primitive is delivered, and why:
   with the receiving client. Elsewhere keys go through pyautogui keyDown/keyUp.
   Key names are validated first (:mod:`jarvis.desktop.keys`): an unknown key is an
   :class:`UnknownKeyError`, never a silent no-op (pyautogui ignores names it does not know).
-- Text on X11 (``type_method``): ``auto`` and ``xdotool`` type it as key presses
-  (:mod:`jarvis.desktop.keytyper`: pieces whose off-keymap characters fit on the
-  spare keycodes, with a handshake so the application reads every key with the
-  right keymap); keys work in every application, terminals and Chromium included.
-  ``clipboard`` pastes it with the focused application's paste key
-  (:class:`jarvis.desktop.clipboard.PasteRoute`: ctrl+v, ctrl+shift+v in VTE-like
-  terminals, shift+Insert with PRIMARY in xterm), counts it done only when the
-  application fetched the text after that key, and restores what the selection
-  held. Newlines and tabs are always the Return and Tab keys. Other control
-  characters are refused (use press_key). The result (:class:`TypedText`) says
-  which method delivered how many characters; what did not arrive is an error.
-  On other platforms ``auto`` uses ``pyautogui.write`` for ASCII and a pyperclip
-  paste (ctrl+v, cmd+v on macOS) for the rest; ``pyautogui.write`` cannot type
-  non-ASCII text. Neither can see whether the application took the text, so their
-  result says that delivery was not checked (:attr:`TypedText.unchecked`).
+- Text (``type_method``) on X11 is key presses (xdotool) or a paste with the focused
+  application's paste key, checked to arrive; elsewhere pyautogui or pyperclip, which
+  cannot check: see :mod:`jarvis.desktop.text_entry`.
 
 Fail-safe (on by default, ``settings.failsafe``): if the pointer is in a corner of
 the screen and we did not put it there, the next action raises FailSafeError. A
@@ -44,16 +32,12 @@ may still click a corner pixel.
 from __future__ import annotations
 
 import logging
-import re
 import sys
 import threading
 import time
-import unicodedata
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from jarvis.desktop import clipboard, x11, xconnect
-from jarvis.desktop.clipboard import PasteRoute
+from jarvis.desktop import x11, xconnect
 from jarvis.desktop.errors import FailSafeError, InputError, InputInterrupted
 from jarvis.desktop.keys import (
     MODIFIERS,
@@ -64,7 +48,16 @@ from jarvis.desktop.keys import (
 )
 from jarvis.desktop.keytyper import KeyTyper, split_for_keymap
 from jarvis.desktop.pointer import XPointer
-from jarvis.desktop.x11_focus import focused_client
+from jarvis.desktop.text_entry import (
+    UNCHECKED_KEYS,
+    UNCHECKED_PASTE,
+    TypedText,
+    TypeMethod,
+    choose_method,
+    clean_text,
+    type_pasted,
+    type_pyperclip,
+)
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
@@ -86,37 +79,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 Direction = Literal["up", "down", "left", "right"]
-TypeMethod = Literal["auto", "xdotool", "clipboard"]
 MAX_SCROLL = 100
 _MULTI_CLICK_S = 0.5  # GTK and Qt count clicks within 400 ms as one sequence, Chromium 500
 _DRAG_STEP_S = 0.005  # between drag steps: apps see each position
-_UNCHECKED_PASTE = (
-    "pasted with the system clipboard, which does not tell whether the application read it; "
-    "look at the screen to see whether the text arrived"
-)
-_UNCHECKED_KEYS = (
-    "typed as key events, which do not tell whether the application read them; "
-    "look at the screen to see whether the text arrived"
-)
-
-
-# ------------------------------------------------------------------ typing
-
-
-@dataclass(frozen=True)
-class TypedText:
-    """What ``type_text`` did: the method that delivered the text and how many
-    characters it sent (newlines and tabs included), and where it went."""
-
-    method: str  # "xdotool", "clipboard", "write" (pyautogui) or "pyperclip"
-    chars: int
-    target: str = ""  # the application typed into (its WM_CLASS), when known
-    paste_key: str = ""  # for the clipboard method: the key that made the app paste
-    unchecked: str = ""  # why nothing could check that the text arrived; "" when it was checked
-
-
-def _is_control(char: str) -> bool:
-    return unicodedata.category(char) == "Cc"
 
 
 # ----------------------------------------------------------------------- input
@@ -383,85 +348,24 @@ class Input:
 
     def type_text(self, text: str) -> TypedText:
         """Type ``text`` exactly; newline is the Return key and tab the Tab key."""
-        if not isinstance(text, str):
-            raise InputError(f"text must be a string, got {type(text).__name__}")
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-        control = sorted({f"U+{ord(c):04X}" for c in text if c not in "\n\t" and _is_control(c)})
-        if control:
-            raise InputError(f"text has control characters {', '.join(control)}; use press_key")
+        text = clean_text(text)
         if not text:
             return TypedText(self.type_method, 0)
         with self._lock:
             self._guard()
-            method = self._choose_method(text)
+            method = choose_method(self.type_method, self._x11, text)
             log.debug("typing %d characters with %s", len(text), method)
             try:
                 if method == "xdotool":
                     client = KeyTyper(self._spare).type(text, between=self._guard)
                     return TypedText(method, len(text), target=client.app)
                 if method == "clipboard":
-                    return self._type_pasted(text)
+                    return type_pasted(text, self.where, self._press, self._guard)
             except x11.X11Error as exc:
                 self._guard()  # ended by a brake or a takeover: say so, not "xdotool failed"
                 raise InputError(str(exc)) from exc
             if method == "write":
                 self.gui.write(text)
-                return TypedText(method, len(text), unchecked=_UNCHECKED_KEYS)
-            self._type_pyperclip(text)
-            return TypedText(method, len(text), unchecked=_UNCHECKED_PASTE)
-
-    def _choose_method(self, text: str) -> str:
-        """``auto`` types keys wherever it can: they work in every application, while a
-        paste needs the application's paste key and is refused by some."""
-        if not self._x11:
-            if self.type_method == "xdotool":
-                raise InputError("type_method 'xdotool' needs an X11 desktop")
-            plain = all(c in "\n\t" or " " <= c <= "~" for c in text)
-            return "write" if plain and self.type_method == "auto" else "pyperclip"
-        has_xdotool, has_xclip = x11.have("xdotool"), x11.have("xclip")
-        if self.type_method == "clipboard" or (self.type_method == "auto" and not has_xdotool):
-            if not has_xclip:
-                raise InputError("type_method 'clipboard' needs xclip (apt-get install xclip)")
-            return "clipboard"
-        if not has_xdotool:
-            raise InputError("typing needs xdotool (apt-get install xdotool)")
-        return "xdotool"
-
-    def _type_pasted(self, text: str) -> TypedText:
-        """Paste runs of text with the focused application's paste key; newlines and
-        tabs are key presses. A paste the application did not fetch is an error."""
-        client = focused_client(self.where)
-        route = PasteRoute.for_class(client.wm_class)
-        chord = parse_chord(route.key)
-        try:
-            with clipboard.ClipboardPaster(selection=route.selection, where=self.where) as paster:
-                for piece in re.split(r"([\n\t])", text):
-                    if piece in ("\n", "\t"):
-                        self._press([normalize_key(piece)])
-                    elif piece:
-                        self._guard()
-                        paster.paste(piece, lambda: self._press(chord))
-        except clipboard.PasteNotFetched as exc:
-            raise InputError(
-                f"the focused window ({client.app}) did not take the pasted text: it did not "
-                f"read the {route.selection} selection within {exc.timeout:.0f} s after "
-                f"{route.key}, so nothing more was typed. Click into a text field and try "
-                "again, or set type_method to auto (typing keys)."
-            ) from exc
-        return TypedText("clipboard", len(text), target=client.app, paste_key=route.key)
-
-    def _type_pyperclip(self, text: str) -> None:
-        import pyperclip
-
-        gui, paste_mod = self.gui, "command" if sys.platform == "darwin" else "ctrl"
-        previous = pyperclip.paste()
-        try:
-            for piece in re.split(r"([\n\t])", text):
-                if piece in ("\n", "\t"):
-                    gui.press("enter" if piece == "\n" else "tab")
-                elif piece:
-                    pyperclip.copy(piece)
-                    gui.hotkey(paste_mod, "v")
-                    time.sleep(0.15)  # the OS pasteboard is read asynchronously by the app
-        finally:
-            pyperclip.copy(previous)
+                return TypedText(method, len(text), unchecked=UNCHECKED_KEYS)
+            type_pyperclip(text, self.gui)
+            return TypedText(method, len(text), unchecked=UNCHECKED_PASTE)

@@ -13,6 +13,7 @@ from jarvis.llm.openai import OpenAIProvider
 from jarvis.llm.openai_actions import Approver
 from jarvis.llm.openai_responses import OpenAIResponsesProvider
 from jarvis.llm.profiles.adapter import GRAMMAR_FORMATS, ProfileProvider
+from jarvis.llm.profiles.catalog import Profile
 from jarvis.llm.profiles.select import active_profile
 from jarvis.llm.retry import RetryPolicy
 
@@ -39,18 +40,7 @@ def make_provider(
     nobody is there, they are denied).
     Raises ProviderAuthError when there is no key, naming the variable to set.
     """
-    choice = active_profile(settings)
-    profile = choice.profile
-    if choice.warning:
-        log.warning("%s", choice.warning)
-    log.info(
-        "model %s: profile %s (%s; %s, %s)",
-        settings.active_model,
-        profile.name,
-        choice.reason,
-        profile.action_format,
-        profile.space.describe(),
-    )
+    profile = _profile(settings)
     connection: Connection = {
         "api_key": api_key,
         "base_url": base_url,
@@ -82,3 +72,20 @@ def make_provider(
     if profile.action_format in GRAMMAR_FORMATS:
         return ProfileProvider(inner, profile)
     return inner
+
+
+def _profile(settings: Settings) -> Profile:
+    """The model's profile, said in the log (with the choice's warning, if any)."""
+    choice = active_profile(settings)
+    profile = choice.profile
+    if choice.warning:
+        log.warning("%s", choice.warning)
+    log.info(
+        "model %s: profile %s (%s; %s, %s)",
+        settings.active_model,
+        profile.name,
+        choice.reason,
+        profile.action_format,
+        profile.space.describe(),
+    )
+    return profile

@@ -43,6 +43,14 @@ def build_server(link: DaemonLink) -> MCPServer[Any]:
     server: MCPServer[Any] = MCPServer(
         "jarvis", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
+    _add_followed_tools(server, link)
+    _add_one_call_tools(server, link)
+    return server
+
+
+def _add_followed_tools(server: MCPServer[Any], link: DaemonLink) -> None:
+    """``run_task`` and ``answer``: each hands the daemon words, then follows the task to
+    its next ending."""
 
     @server.tool(structured_output=False)
     async def run_task(
@@ -74,6 +82,11 @@ def build_server(link: DaemonLink) -> MCPServer[Any]:
             cursor = int((await link.health()).get("last_seq") or 0)
             await link.answer(task_id, text)
             return await _follow(link, ctx, task_id, cursor, timeout_s)
+
+
+def _add_one_call_tools(server: MCPServer[Any], link: DaemonLink) -> None:
+    """``get_task``, ``list_tasks``, ``cancel_task`` and ``screenshot``: a call or two of
+    the control API each."""
 
     @server.tool()
     async def get_task(
@@ -110,8 +123,6 @@ def build_server(link: DaemonLink) -> MCPServer[Any]:
             if found is None:
                 raise ToolError("no screen to show: the daemon cannot capture its display now")
             return Image(data=found, format=_format(found))
-
-    return server
 
 
 class _errors:

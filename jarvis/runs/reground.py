@@ -19,7 +19,7 @@ from jarvis.desktop.screen import Observation
 from jarvis.llm.base import Provider, ProviderError, complete
 from jarvis.llm.pricing import cost_usd
 from jarvis.llm.types import ImagePart, LLMRequest, Message, ToolSpec
-from jarvis.runs.replay import Stop
+from jarvis.runs.placement import Stop
 from jarvis.runs.step_file import CallFile
 from jarvis.safety import budget
 from jarvis.usage import Usage

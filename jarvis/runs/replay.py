@@ -12,6 +12,8 @@ Before each call the screen must be still (settle), and then:
 - a call whose recorded arguments lost a secret is never repeated, and tools other than
   the mouse, keyboard and `wait` (presets, files, MCP) are not repeated at all.
 
+The guards live in :mod:`jarvis.runs.placement`.
+
 When a guard fails the replay stops with the reason and does nothing more; with a
 :class:`Regrounder` (``--model``) a target that cannot be matched is looked for by the
 model once before giving up. Failed calls of the recording are skipped (they changed
@@ -33,9 +35,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
-
-from PIL import Image
+from typing import Any, TypeVar
 
 from jarvis.desktop.screen import Observation
 from jarvis.desktop.windows import Windows
@@ -43,16 +43,10 @@ from jarvis.events import EventBus, StepFinished, StepStarted, TaskFinished, Tas
 from jarvis.fsutil import atomic_write_text
 from jarvis.memory.short_term import ErrorRecord, ResultRecord, StepRecord, ToolCallRecord
 from jarvis.runs.grab import Grabber
-from jarvis.runs.matching import (
-    Match,
-    find_target,
-    global_shift,
-    has_contrast,
-    phash_distance,
-    search_box,
-)
+from jarvis.runs.matching import phash_distance
+from jarvis.runs.placement import Placement, Placer, Regrounder, Stop
 from jarvis.runs.records import RunRecorder
-from jarvis.runs.step_file import KEY_TOOLS, POINTER_TOOLS, CallFile, StepFile, load_steps
+from jarvis.runs.step_file import POINTER_TOOLS, CallFile, StepFile, load_steps
 from jarvis.tools.context import ToolContext
 from jarvis.tools.registry import ToolRegistry
 
@@ -60,27 +54,6 @@ log = logging.getLogger(__name__)
 
 SKIPPED = frozenset({"screenshot", "remember", "call_user"})
 REPLAY_FILE = "replay.json"
-HINT_PX = 12
-"""How near (screen pixels, both axes summed) an ambiguous match must be to the screen's
-overall shift to be taken."""
-
-
-class Regrounder(Protocol):
-    """Finds a recorded target on the current screen (the model, for ``--model``)."""
-
-    async def locate(
-        self, observation: Observation, crop: Image.Image, call: CallFile
-    ) -> tuple[int, int] | None: ...
-
-
-@dataclass
-class Placement:
-    arguments: dict[str, Any]
-    info: dict[str, Any]
-
-
-class Stop(Exception):
-    """A guard failed: the replay stops here and acts no more."""
 
 
 @dataclass
@@ -108,16 +81,6 @@ def new_replay_id() -> str:
     return f"r-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
 
 
-def _shift(call: CallFile, dx: int, dy: int) -> dict[str, Any]:
-    args = dict(call.arguments)
-    if call.name == "drag":
-        for key, delta in (("startX", dx), ("startY", dy), ("endX", dx), ("endY", dy)):
-            args[key] = int(args[key]) + delta
-    else:
-        args["x"], args["y"] = int(args["x"]) + dx, int(args["y"]) + dy
-    return args
-
-
 class Replayer:
     def __init__(
         self,
@@ -137,18 +100,19 @@ class Replayer:
         stop: threading.Event | None = None,
     ) -> None:
         self.capture = capture
-        self.grabber = grabber or Grabber()
         self.settle = settle
         self.registry = registry
         self.context = context
         self.bus = bus
         self.recorder = recorder
-        self.windows = windows
-        self.phash_bits = phash_bits
-        self.match_score = match_score
-        self.search_px = search_px
-        self.regrounder = regrounder
-        self.offset = (0, 0)
+        self.placer = Placer(
+            windows=windows,
+            grabber=grabber or Grabber(),
+            phash_bits=phash_bits,
+            match_score=match_score,
+            search_px=search_px,
+            regrounder=regrounder,
+        )
         self.stop = stop or threading.Event()
         """Set by a brake: input and settle stop between pieces (the context's event)."""
         self.stopped_by: str | None = None
@@ -227,12 +191,8 @@ class Replayer:
         self.bus.emit(StepStarted(task_id=replay_id, step=number))
         timings = {"capture": 0.0, "model": 0.0, "act": 0.0, "settle": 0.0}
         if number == 1:  # later steps start where the last one's closing settle ended
-            t0 = time.perf_counter()
-            await self.settle()
-            timings["settle"] += _ms(t0)
-        t0 = time.perf_counter()
-        observation = await asyncio.to_thread(self.capture)
-        timings["capture"] += _ms(t0)
+            await _timed(timings, "settle", self.settle())
+        observation = await _timed(timings, "capture", asyncio.to_thread(self.capture))
         if self.recorder is not None:
             self.recorder.observed(replay_id, number, observation)
         distance = phash_distance(observation.phash, recorded.phash.before)
@@ -250,42 +210,23 @@ class Replayer:
             thought=f"Replay of step {recorded.step}: {recorded.thought}",
         )
         try:
-            size = observation.model_size
-            if (size.width, size.height) != tuple(recorded.monitor.model):
-                raise Stop(
-                    f"the screen is {observation.model_size} in model space; the recording "
-                    f"was {recorded.monitor.model[0]}x{recorded.monitor.model[1]}"
-                )
+            _check_size(observation, recorded)
             for index, call in enumerate(self._calls(recorded)):
                 if call.name == "finished":
                     break
                 if index > 0:
-                    t0 = time.perf_counter()
-                    await self.settle()
-                    timings["settle"] += _ms(t0)
+                    await _timed(timings, "settle", self.settle())
                     if call.name in POINTER_TOOLS:
-                        t0 = time.perf_counter()
-                        observation = await asyncio.to_thread(self.capture)
-                        timings["capture"] += _ms(t0)
+                        capture = asyncio.to_thread(self.capture)
+                        observation = await _timed(timings, "capture", capture)
                         distance = phash_distance(observation.phash, recorded.phash.before)
-                t0 = time.perf_counter()
-                try:
-                    placed = await self._place(step_dir, recorded, call, observation, distance)
-                except Stop as stop:
-                    info["calls"].append(
-                        {"name": call.name, "method": "stopped", "reason": str(stop)}
-                    )
-                    raise
-                finally:
-                    timings["model"] += _ms(t0) if self.regrounder is not None else 0.0
-                info["calls"].append({"name": call.name, **placed.info})
-                t0 = time.perf_counter()
-                await self._execute(record, f"{replay_id}-{number}-{index}", call, placed)
-                timings["act"] += _ms(t0)
+                placed = await self._place(
+                    step_dir, recorded, call, observation, distance, info["calls"], timings
+                )
+                call_id = f"{replay_id}-{number}-{index}"
+                await _timed(timings, "act", self._execute(record, call_id, call, placed))
                 outcome.done += 1
-            t0 = time.perf_counter()
-            await self.settle()
-            timings["settle"] += _ms(t0)
+            await _timed(timings, "settle", self.settle())
         except Stop as stop:
             info["stopped"] = str(stop)
             record.result = "failed"
@@ -295,6 +236,29 @@ class Replayer:
             if self.recorder is not None:
                 self.recorder.step_done(record, replay=info)
             self.bus.emit(StepFinished(task_id=replay_id, step=number, timings_ms=timings))
+
+    async def _place(
+        self,
+        step_dir: Path,
+        recorded: StepFile,
+        call: CallFile,
+        observation: Observation,
+        distance: int,
+        calls: list[dict[str, Any]],
+        timings: dict[str, float],
+    ) -> Placement:
+        """Place a call (the placer's arguments), noting how in ``calls`` (a refusal too)
+        and the time the model took in ``timings``."""
+        t0 = time.perf_counter()
+        try:
+            placed = await self.placer.place(step_dir, recorded, call, observation, distance)
+        except Stop as stop:
+            calls.append({"name": call.name, "method": "stopped", "reason": str(stop)})
+            raise
+        finally:
+            timings["model"] += _ms(t0) if self.placer.regrounder is not None else 0.0
+        calls.append({"name": call.name, **placed.info})
+        return placed
 
     async def _execute(
         self, record: StepRecord, call_id: str, call: CallFile, placed: Placement
@@ -316,157 +280,6 @@ class Replayer:
         if not result.ok:
             raise Stop(f"{call.name} failed: {error.message if error else 'no result'}")
 
-    async def _place(
-        self,
-        step_dir: Path,
-        recorded: StepFile,
-        call: CallFile,
-        observation: Observation,
-        distance: int,
-    ) -> Placement:
-        if call.redacted:
-            raise Stop(
-                f"step {recorded.step}: the recorded {call.name} had a secret cut out of it; "
-                "it cannot be repeated"
-            )
-        if call.name in POINTER_TOOLS:
-            return await self._place_pointer(step_dir, recorded, call, observation, distance)
-        if call.name in KEY_TOOLS:
-            focus = self.windows.focused()
-            if call.focus is not None and call.focus.known:
-                if not focus.same_as(call.focus):
-                    raise Stop(
-                        f"step {recorded.step}: refusing to {call.name} into {focus.label()}; "
-                        f"the recording sent it to {call.focus.label()}"
-                    )
-            elif distance > self.phash_bits:
-                raise Stop(
-                    f"step {recorded.step}: the screen differs from the recording by "
-                    f"{distance} pHash bits and the recorded window is unknown"
-                )
-            return Placement(dict(call.arguments), {"method": "window", "offset": None})
-        if call.name == "wait":
-            return Placement(dict(call.arguments), {"method": "as recorded", "offset": None})
-        raise Stop(
-            f"step {recorded.step}: a replay cannot check what {call.name} would act on; "
-            "it repeats only the mouse, keyboard and wait tools"
-        )
-
-    async def _place_pointer(
-        self,
-        step_dir: Path,
-        recorded: StepFile,
-        call: CallFile,
-        observation: Observation,
-        distance: int,
-    ) -> Placement:
-        where = f"step {recorded.step}: {call.name} at {call.model_points[0]}"
-        if call.target is None or not (step_dir / call.target.file).is_file():
-            raise Stop(f"{where}: the recording has no target crop to check against")
-        with Image.open(step_dir / call.target.file) as opened:
-            crop = opened.convert("RGB")
-        method, score = "exact", None
-        if has_contrast(crop):
-            ox, oy = observation.origin
-            size = observation.screen_size
-            bounds = (ox, oy, ox + size.width, oy + size.height)
-            left, top, right, bottom = call.target.box
-            dx0, dy0 = self.offset  # where earlier calls found things: search around there
-            shifted = (left + dx0, top + dy0, right + dx0, bottom + dy0)
-            region_box = search_box(shifted, self.search_px, bounds)
-            region = await asyncio.to_thread(self.grabber.grab, region_box)
-            match = find_target(
-                region,
-                region_box,
-                crop,
-                call.target.box,
-                self.match_score,
-                self.offset,
-                bounds=bounds,
-            )
-            why = (
-                f"the recorded target is not on the screen within {self.search_px} px "
-                f"(no match scores {self.match_score})"
-            )
-            if match is not None and match.ambiguous:
-                match, why = self._disambiguate(step_dir, recorded, observation, match)
-            if match is not None:
-                offset, score = match.offset, round(match.score, 4)
-                method = "exact" if offset == (0, 0) else "template"
-            else:
-                offset, method = await self._reground(where, why, observation, crop, call)
-        elif distance <= self.phash_bits:
-            offset = (0, 0)
-        else:
-            raise Stop(
-                f"{where}: the target area is flat, and the screen differs from the "
-                f"recording by {distance} pHash bits"
-            )
-        scale_x, scale_y = recorded.scale
-        dx, dy = round(offset[0] / scale_x), round(offset[1] / scale_y)
-        width, height = observation.model_size.width, observation.model_size.height
-        for x, y in call.model_points:
-            if not (0 <= x + dx < width and 0 <= y + dy < height):
-                raise Stop(f"{where}: shifted by {offset} px it would leave the screen")
-        x, y = call.model_points[0]
-        sx, sy = self.context_screen_point(observation, x + dx, y + dy)
-        if call.window is not None and call.window.known:
-            now = self.windows.at(sx, sy)
-            if not now.same_as(call.window):
-                raise Stop(
-                    f"{where}: the window there is {now.label()}; the recording acted on "
-                    f"{call.window.label()}"
-                )
-        self.offset = offset
-        return Placement(
-            _shift(call, dx, dy),
-            {"method": method, "offset": list(offset), "model_offset": [dx, dy], "score": score},
-        )
-
-    def _disambiguate(
-        self, step_dir: Path, recorded: StepFile, observation: Observation, match: Match
-    ) -> tuple[Match | None, str]:
-        """Equally good places for the crop (or the best at the edge of the search): take
-        the one the whole screen's shift against the recorded "before" points to, if one is
-        near it; else none, and why."""
-        with Image.open(step_dir / recorded.before) as opened:
-            before = opened.convert("RGB")
-        shift = global_shift(before, observation.image)
-        if shift is None:
-            return None, "the target matches several places; not guessing"
-        hint = (shift[0] * recorded.scale[0], shift[1] * recorded.scale[1])
-        chosen = match.nearest(hint)
-        miss = abs(chosen.offset[0] - hint[0]) + abs(chosen.offset[1] - hint[1])
-        if miss > HINT_PX:
-            return None, (
-                "the target matches several places, or only at the edge of the search, and "
-                f"none where the screen moved ({hint[0]:+.0f}, {hint[1]:+.0f} px)"
-            )
-        return chosen, ""
-
-    async def _reground(
-        self, where: str, why: str, observation: Observation, crop: Image.Image, call: CallFile
-    ) -> tuple[tuple[int, int], str]:
-        if self.regrounder is None:
-            raise Stop(f"{where}: {why}; not acting blind")
-        point = await self.regrounder.locate(observation, crop, call)
-        if point is None:
-            raise Stop(f"{where}: neither the recording nor the model found the target")
-        x, y = call.model_points[0]
-        scale_x, scale_y = (
-            observation.screen_size.width / observation.model_size.width,
-            (observation.screen_size.height / observation.model_size.height),
-        )
-        return (round((point[0] - x) * scale_x), round((point[1] - y) * scale_y)), "model"
-
-    @staticmethod
-    def context_screen_point(observation: Observation, x: int, y: int) -> tuple[int, int]:
-        from jarvis.desktop.screen import model_to_screen
-
-        return model_to_screen(
-            x, y, observation.model_size, observation.screen_size, observation.origin
-        )
-
 
 def write_replay_file(folder: Path, outcome: ReplayOutcome, original: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
@@ -483,3 +296,23 @@ def write_replay_file(folder: Path, outcome: ReplayOutcome, original: Path) -> N
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 2)
+
+
+T = TypeVar("T")
+
+
+async def _timed(timings: dict[str, float], phase: str, work: Awaitable[T]) -> T:
+    """Await ``work``, adding the milliseconds it took to ``timings[phase]``."""
+    started = time.perf_counter()
+    result = await work
+    timings[phase] += _ms(started)
+    return result
+
+
+def _check_size(observation: Observation, recorded: StepFile) -> None:
+    size = observation.model_size
+    if (size.width, size.height) != tuple(recorded.monitor.model):
+        raise Stop(
+            f"the screen is {observation.model_size} in model space; the recording "
+            f"was {recorded.monitor.model[0]}x{recorded.monitor.model[1]}"
+        )

@@ -18,6 +18,7 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jarvis.config import Settings
 from jarvis.desktop.desktop import Desktop
@@ -25,13 +26,17 @@ from jarvis.desktop.x11 import XDisplay
 from jarvis.discovery import STOP_SIGNAL, foreground
 from jarvis.events import EventBus
 from jarvis.llm.profiles.select import screen_sizer
+from jarvis.runs.placement import Regrounder
 from jarvis.runs.records import RunRecorder
-from jarvis.runs.replay import Regrounder, Replayer, ReplayOutcome, new_replay_id, write_replay_file
+from jarvis.runs.replay import Replayer, ReplayOutcome, new_replay_id, write_replay_file
 from jarvis.runs.report import load_info, locate
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
 from jarvis.safety.killswitch import Brakeable, kill_switch
 from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext
+
+if TYPE_CHECKING:
+    from jarvis.runs.journal import JournalWriter
 
 
 async def replay_task(
@@ -50,24 +55,12 @@ async def replay_task(
 
     ``approvals`` is the gate held calls wait at (default: `jarvis run`'s, with nobody to
     answer); ``signals`` makes Ctrl+C and SIGTERM cancel the replay (the command line)."""
-    from jarvis.redaction import known_secrets
-    from jarvis.runs.journal import JournalWriter, settings_digest
-
     original = locate(settings.data_dir, task_id)
     info = load_info(original)
     bus = bus or EventBus()
     replay_id = new_replay_id()
-    journal = JournalWriter(
-        settings.data_dir,
-        bus,
-        channel="replay",
-        provider=settings.provider if use_model else "replay",
-        model=settings.active_model if use_model else "none (no model)",
-        settings_hash=settings_digest(settings),
-        secrets=known_secrets(settings),
-    )
+    journal = _journal(settings, bus, use_model)
     desktop = Desktop.open(settings, where, sizer=screen_sizer(settings))
-    screen, stop = desktop.screen, desktop.stop
     recorder = RunRecorder.for_settings(settings, bus, desktop)
     provider = None
     try:
@@ -77,33 +70,7 @@ async def replay_task(
 
             provider = make_provider(settings, bus)
             regrounder = ModelRegrounder(provider, settings)
-        settler = desktop.settler
-        context = ToolContext.for_task(
-            settings,
-            replay_id,
-            screen=screen,
-            input=desktop.input,
-            bus=bus,
-            stop=stop,
-        )
-        gate = approvals or ApprovalGate(
-            settings.safety, ApprovalStore(bus), channels=settings.channels
-        )
-        registry = build_registry(settings, approvals=gate)
-        replayer = Replayer(
-            capture=screen.capture,
-            settle=lambda: asyncio.to_thread(settler.wait, stop),
-            registry=registry,
-            context=context,
-            bus=bus,
-            recorder=recorder,
-            windows=desktop.windows,
-            phash_bits=settings.runs.replay_phash_distance,
-            match_score=settings.runs.replay_match_score,
-            search_px=settings.runs.replay_search_px,
-            regrounder=regrounder,
-            stop=stop,
-        )
+        replayer = _replayer(settings, desktop, replay_id, bus, recorder, regrounder, approvals)
         loop = asyncio.get_running_loop()
         brake = kill_switch(settings, replayer, loop, desktop.where, lambda: desktop.where)
         with brake, _signals(replayer, loop, signals, settings.data_dir, f"replay {task_id}"):
@@ -120,6 +87,62 @@ async def replay_task(
         recorder.close()
         journal.close()
         desktop.close()
+
+
+def _journal(settings: Settings, bus: EventBus, use_model: bool) -> JournalWriter:
+    """The replay's journal: its model is none unless ``--model`` regrounds targets."""
+    from jarvis.redaction import known_secrets
+    from jarvis.runs.journal import JournalWriter, settings_digest
+
+    return JournalWriter(
+        settings.data_dir,
+        bus,
+        channel="replay",
+        provider=settings.provider if use_model else "replay",
+        model=settings.active_model if use_model else "none (no model)",
+        settings_hash=settings_digest(settings),
+        secrets=known_secrets(settings),
+    )
+
+
+def _replayer(
+    settings: Settings,
+    desktop: Desktop,
+    replay_id: str,
+    bus: EventBus,
+    recorder: RunRecorder,
+    regrounder: Regrounder | None,
+    approvals: ApprovalGate | None,
+) -> Replayer:
+    """A replayer on ``desktop`` with a task's tools, context and approval gate."""
+    screen, stop = desktop.screen, desktop.stop
+    settler = desktop.settler
+    context = ToolContext.for_task(
+        settings,
+        replay_id,
+        screen=screen,
+        input=desktop.input,
+        bus=bus,
+        stop=stop,
+    )
+    gate = approvals or ApprovalGate(
+        settings.safety, ApprovalStore(bus), channels=settings.channels
+    )
+    registry = build_registry(settings, approvals=gate)
+    return Replayer(
+        capture=screen.capture,
+        settle=lambda: asyncio.to_thread(settler.wait, stop),
+        registry=registry,
+        context=context,
+        bus=bus,
+        recorder=recorder,
+        windows=desktop.windows,
+        phash_bits=settings.runs.replay_phash_distance,
+        match_score=settings.runs.replay_match_score,
+        search_px=settings.runs.replay_search_px,
+        regrounder=regrounder,
+        stop=stop,
+    )
 
 
 @contextmanager

@@ -25,16 +25,20 @@ from textual.widgets import Footer, Input, Static
 from textual.widgets._help_panel import HelpPanel
 
 from jarvis.tui.approval_desk import ApprovalDesk
-from jarvis.tui.approvals import ApprovalCard, budget_text
+from jarvis.tui.approvals import ApprovalCard
 from jarvis.tui.backend import Backend, BackendError
 from jarvis.tui.bindings import BINDINGS, keymap
-from jarvis.tui.cards import Conversation, NeedsUser, TaskView, ToolCard
+from jarvis.tui.cards import NeedsUser, ToolCard
 from jarvis.tui.clipboard import copy_text
+from jarvis.tui.conversation import Conversation
 from jarvis.tui.dialogs import ConfirmQuit
+from jarvis.tui.palette import palette_commands
 from jarvis.tui.prompt import Prompt
 from jarvis.tui.settings import TuiSettings
 from jarvis.tui.side import SidePanel
+from jarvis.tui.side_feed import SideFeed
 from jarvis.tui.state import Cockpit
+from jarvis.tui.status import status_line
 from jarvis.tui.task_runs import Change
 
 log = logging.getLogger(__name__)
@@ -78,6 +82,7 @@ class JarvisApp(App[None]):
         self.lines_applied = 0
         self._drawn_at = 0.0
         self.desk = ApprovalDesk(self)
+        self.feed = SideFeed(self)
 
     # --- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -98,7 +103,7 @@ class JarvisApp(App[None]):
         self.set_interval(self.tui.stream_refresh_ms / 1000, self._draw_pending)
         if self.tui.live_screen_s > 0:
             self.set_interval(self.tui.live_screen_s, self._live_screen)
-        self.set_interval(WORKERS_EVERY_S, self._load_workers)
+        self.set_interval(WORKERS_EVERY_S, self.feed.workers)
         self._stream()
 
     # --- lines in --------------------------------------------------------------------
@@ -111,14 +116,14 @@ class JarvisApp(App[None]):
             self.notify(f"history: {exc}", severity="warning", markup=False)
         self.apply_lines(history)
         self.history_loaded.set()
-        self._load_side()
+        self.feed.load_all()
         failures = 0
         while True:
             try:
                 async for line in self.backend.events(self.cockpit.last_seq):
                     if self.connection != self.connected_word:
                         self.connection, failures = self.connected_word, 0
-                        self._load_side()
+                        self.feed.load_all()
                         self._check_approvals()
                     if line.get("kind") != "connected":
                         self.apply_lines([line], live=True)
@@ -155,7 +160,7 @@ class JarvisApp(App[None]):
             if kind in SCREEN_KINDS:
                 self._screen_due = True
             if kind in TODO_KINDS:
-                self._load_todos()
+                self.feed.todos()
 
     def show(self, change: Change) -> None:
         if change.kind == "none" or change.task_id is None:
@@ -168,23 +173,13 @@ class JarvisApp(App[None]):
             return
         view = self.conversation.view_of(change.task_id)
         if view is None:
-            view = self._mount_task(change.task_id)
+            view = self.conversation.mount_run(self.cockpit.runs[change.task_id])
         if change.kind == "item_updated":
             view.update_item(change.index)
         view.sync()
         self._dirty.add(change.task_id)
         if change.kind in ("task", "ending"):
             self.draw_status()
-
-    def _mount_task(self, task_id: str) -> TaskView:
-        run = self.cockpit.runs[task_id]
-        view = TaskView(run)
-        later = [v for v in self.conversation.query(TaskView) if v.run.first_seq > run.first_seq]
-        if later:
-            self.conversation.mount(view, before=later[0])
-        else:
-            self.conversation.mount(view)
-        return view
 
     async def _draw_pending(self) -> None:
         """Coalesced drawing: streamed text, and the screen after a step.
@@ -199,59 +194,16 @@ class JarvisApp(App[None]):
             return
         self._drawn_at = now
         dirty, self._dirty = self._dirty, set()
-        for task_id in dirty:
-            view = self.conversation.view_of(task_id)
-            if view is not None and view.is_mounted:
-                for thought in view.thought_views():
-                    if thought.dirty and thought.is_mounted:
-                        thought.flush()
+        self.conversation.flush_thoughts(dirty)
         if self._screen_due:
             self._screen_due = False
-            self._load_screen()
+            self.feed.screen()
 
     # --- side panel -------------------------------------------------------------------
-    def _load_side(self) -> None:
-        self._load_todos()
-        self._load_workers()
-        self._load_screen()
-        self._load_runs()
-
-    @work(exclusive=True, group="todos")
-    async def _load_todos(self) -> None:
-        try:
-            self.side.show_todos(await self.backend.todos())
-        except BackendError as exc:
-            log.info("todos: %s", exc)
-
-    @work(exclusive=True, group="workers")
-    async def _load_workers(self) -> None:
-        """The fleet's workers (``GET /api/workers``), every few seconds."""
-        try:
-            self.side.show_workers(await self.backend.workers())
-        except BackendError as exc:
-            log.info("workers: %s", exc)
-
     def _live_screen(self) -> None:
         """While a task runs, the display as it is now (the sandbox's under --sandbox)."""
         if self.side.display and self.cockpit.running is not None:
-            self._load_screen(live=True)
-
-    @work(exclusive=True, group="screen")
-    async def _load_screen(self, live: bool = False) -> None:
-        try:
-            png = await self.backend.screen(live)
-        except BackendError as exc:
-            log.info("screen: %s", exc)
-            return
-        if png:
-            self.side.show_screen(png, self.cockpit.last_click, self.backend.screen_note)
-
-    @work(exclusive=True, group="runs")
-    async def _load_runs(self) -> None:
-        try:
-            self.known_runs = await self.backend.runs()
-        except BackendError as exc:
-            log.info("runs: %s", exc)
+            self.feed.screen(live=True)
 
     # --- approvals --------------------------------------------------------------------
     @work(exclusive=True, group="approvals")
@@ -294,22 +246,8 @@ class JarvisApp(App[None]):
         return "recorded, not live" if self.backend.recorded else "live"
 
     def draw_status(self) -> None:
-        c = self.cockpit
-        running = c.running
-        task = f"running {running.task_id}" if running else "idle"
-        if running is not None and (budget := budget_text(running.budget)):
-            task += f" · budget {budget}"  # the running task's first: the totals may be cut
-        if self.screen_holder is not None:
-            task += f" · ✋ {self.screen_holder} has the screen (agent paused)"
-        if waiting := len(c.open_approvals()):
-            task += f" · ⚠ {waiting} approval{'s' if waiting > 1 else ''} waiting"
-        usage = ""
-        if (shown := c.latest) is not None:  # one task's usage: the running one, or the last
-            usage = (
-                f" · {shown.task_id} tokens {shown.input_tokens:,} in / "
-                f"{shown.output_tokens:,} out · ${shown.cost_usd:.4f}"
-            )
-        self.status.update(f"{self.connection} · {self.backend.label} · {task}{usage}")
+        holder = self.screen_holder
+        self.status.update(status_line(self.cockpit, self.connection, self.backend.label, holder))
         self.status.set_class(self.connection != self.connected_word, "offline")
 
     # --- commands out ----------------------------------------------------------------
@@ -447,30 +385,7 @@ class JarvisApp(App[None]):
             self.call_after_refresh(view.scroll_visible, top=True, animate=False)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        yield SystemCommand(
-            "Cancel the running task", "Esc; stops it within a moment", self.action_cancel_task
-        )
-        yield SystemCommand(
-            "Toggle the screen panel", "Show or hide the screen and todos", self.action_toggle_side
-        )
-        yield SystemCommand(
-            "Copy the card", "The focused (or last) tool card, as text", self.action_copy_card
-        )
-        yield SystemCommand(
-            "Answer the question", "Focus the answer field of call_user", self.action_focus_answer
-        )
-        yield SystemCommand(
-            "Answer the approval",
-            "Focus the oldest call waiting for you",
-            self.action_focus_approval,
-        )
-        for run in self.known_runs:
-            task_id = str(run.get("task_id"))
-            yield SystemCommand(
-                f"Open run {task_id}: {run.get('task', '')}",
-                f"{run.get('status', '')}; its journal into the conversation",
-                lambda task_id=task_id: self.open_run(task_id),
-            )
+        yield from palette_commands(self)
         yield from super().get_system_commands(screen)
 
     async def on_unmount(self) -> None:

@@ -1,4 +1,5 @@
-"""The conversation: one :class:`TaskView` per task, holding a widget per item of its run.
+"""The conversation's widgets: one :class:`TaskView` per task (in the
+:class:`~jarvis.tui.conversation.Conversation`), holding a widget per item of its run.
 
 Widgets render from :mod:`jarvis.tui.state` objects and are told to ``refresh_from`` them
 when a line changed their item. Streamed thought text is not drawn per delta:
@@ -16,7 +17,7 @@ from rich.markdown import Markdown as RichMarkdown
 from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Vertical
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Collapsible, Input, Static
@@ -249,19 +250,3 @@ class TaskView(Vertical):
     def needs_user(self) -> NeedsUser | None:
         found = self.query_children(NeedsUser)
         return found.first() if found else None
-
-
-class Conversation(VerticalScroll):
-    """All tasks, oldest first; anchored to the bottom while the user is there."""
-
-    HELP = (
-        "The conversation: each task with the model's thoughts and a card per tool call. "
-        "Scroll up to read; the view stays put until you scroll back to the bottom."
-    )
-    can_focus = True
-
-    def view_of(self, task_id: str) -> TaskView | None:
-        for view in self.query(TaskView):
-            if view.run.task_id == task_id:
-                return view
-        return None

@@ -138,69 +138,110 @@ def decide(
     if identity is None:
         return Decision("reject", reason or "not authenticated", msg=msg)
     thread = thread_of(msg, identity)
-    base = Decision("refuse", identity=identity, thread=thread, msg=msg)
     size_problem = limits.size_reason(
         size if size is not None else len(raw), settings.max_size_bytes
     )
     if size_problem:
-        base.reason = size_problem
-        return base
-    text = body_text(msg, settings.body_cap_bytes)
-    refs = set(references(msg))
+        return Decision("refuse", size_problem, identity=identity, thread=thread, msg=msg)
+    mail = _Mail(msg, identity, thread, body_text(msg, settings.body_cap_bytes))
+    return _what_it_is(mail, ledger, settings, now, secrets_env)
+
+
+@dataclass
+class _Mail:
+    """An authenticated mail within the size limit, as the later checks read it."""
+
+    msg: EmailMessage
+    identity: Identity
+    thread: Thread
+    text: str
+    """The body text (parsed and capped)."""
+
+    def refuse(self, reason: str) -> Decision:
+        """No task, and the sender is told why."""
+        return Decision("refuse", reason, identity=self.identity, thread=self.thread, msg=self.msg)
+
+
+def _what_it_is(
+    mail: _Mail,
+    ledger: LedgerData,
+    settings: EmailSettings,
+    now: float,
+    secrets_env: dict[str, str] | None,
+) -> Decision:
+    """An answer to a question Jarvis asked, a confirmation code, or a new task."""
+    refs = set(references(mail.msg))
     asked = next((ledger.questions[r] for r in refs if r in ledger.questions), None)
     if asked is not None:
-        if not text:
-            base.reason = "the answer has no text"
-            return base
+        if not mail.text:
+            return mail.refuse("the answer has no text")
         return Decision(
-            "answer", identity=identity, thread=thread, text=text, task_id=asked, msg=msg
+            "answer",
+            identity=mail.identity,
+            msg=mail.msg,
+            thread=mail.thread,
+            text=mail.text,
+            task_id=asked,
         )
-    mine = [c for c in ledger.confirmations if c.address == identity.address]
+    address = mail.identity.address
+    mine = [c for c in ledger.confirmations if c.address == address]
     replying = any(c.sent_id in refs for c in mine)
-    subject_and_text = f"{thread.subject}\n{text}"
-    if replying or (mine and confirmation_for(mine, identity.address, subject_and_text, now)[0]):
-        found, why = confirmation_for(mine, identity.address, subject_and_text, now)
+    subject_and_text = f"{mail.thread.subject}\n{mail.text}"
+    if replying or (mine and confirmation_for(mine, address, subject_and_text, now)[0]):
+        found, why = confirmation_for(mine, address, subject_and_text, now)
         if found is None:
-            base.reason = why or "no valid code"
-            return base
-        rate = limits.rate_reason(
-            ledger.tasks.get(identity.address, []), now, settings.tasks_per_hour
-        )
+            return mail.refuse(why or "no valid code")
+        rate = limits.rate_reason(ledger.tasks.get(address, []), now, settings.tasks_per_hour)
         if rate:
-            base.reason = rate
-            return base
+            return mail.refuse(rate)
         return Decision(
             "task",
-            identity=identity,
+            identity=mail.identity,
+            msg=mail.msg,
             thread=found.thread,
             text=found.text,
             confirmation=found,
-            msg=msg,
         )
-    if not text:
-        base.reason = "the mail has no text to act on"
-        return base
+    return _new_task(mail, ledger, settings, now, secrets_env)
+
+
+def _new_task(
+    mail: _Mail,
+    ledger: LedgerData,
+    settings: EmailSettings,
+    now: float,
+    secrets_env: dict[str, str] | None,
+) -> Decision:
+    """A new task: it needs text, room in the sender's rate, and the second factor."""
+    identity, thread = mail.identity, mail.thread
+    if not mail.text:
+        return mail.refuse("the mail has no text to act on")
     rate = limits.rate_reason(ledger.tasks.get(identity.address, []), now, settings.tasks_per_hour)
     if rate:
-        base.reason = rate
-        return base
+        return mail.refuse(rate)
     factor = identity.sender.second_factor
     if factor == "token":
         env = secrets_env if secrets_env is not None else {}
         secret = env.get(identity.sender.totp_secret_env or "", "")
         step, why = totp_check(secret, thread.subject, ledger.totp_used.get(identity.address), now)
         if step is None:
-            return Decision("reject", why or "TOTP failed", identity=identity, msg=msg)
+            return Decision("reject", why or "TOTP failed", identity=identity, msg=mail.msg)
         thread.subject = without_totp(thread.subject)
         return Decision(
-            "task", identity=identity, thread=thread, text=text, totp_step=step, msg=msg
+            "task",
+            identity=mail.identity,
+            msg=mail.msg,
+            thread=thread,
+            text=mail.text,
+            totp_step=step,
         )
     if factor == "confirm":
         pending = limits.pending_reason(
             ledger.confirmations, identity.address, now, settings.max_pending_confirmations
         )
         if pending:
-            base.reason = pending
-            return base
-        return Decision("confirm", identity=identity, thread=thread, text=text, msg=msg)
-    return Decision("task", identity=identity, thread=thread, text=text, msg=msg)
+            return mail.refuse(pending)
+        return Decision(
+            "confirm", identity=mail.identity, msg=mail.msg, thread=thread, text=mail.text
+        )
+    return Decision("task", identity=mail.identity, msg=mail.msg, thread=thread, text=mail.text)
