@@ -96,6 +96,12 @@ def register(subparsers: Any) -> None:
         metavar="HOURS",
         help="compress long-term memory this often when idle; 0 never (default 24)",
     )
+    _add_where(serve)
+    serve.set_defaults(handler=cmd_serve)
+
+
+def _add_where(serve: argparse.ArgumentParser) -> None:
+    """Where the API listens, which display the tasks run on, and the fleet."""
     serve.add_argument(
         "--http",
         type=_http,
@@ -122,7 +128,6 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="with --fleet: also run one worker of the fleet in this daemon, on its display",
     )
-    serve.set_defaults(handler=cmd_serve)
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
