@@ -184,6 +184,54 @@ async def test_a_private_display_that_dies_mid_task_stops_it_with_the_reason(
     assert tkapp.wait_for(lambda e: e["kind"] == "text" and e["text"] == "after")
 
 
+async def test_a_failed_move_back_never_leaves_the_agent_on_the_stopped_display(
+    tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The desktop cannot move back from a private display (twice): the private display
+    is stopped all the same, the next task fails closed (not run, saying why) instead of
+    acting on the dead display, and once the move back works the one after runs on the
+    person's display."""
+    from jarvis.desktop.desktop import Desktop
+    from jarvis.desktop.x11 import X11Error
+
+    events = tmp_path / "private.jsonl"
+    sandbox = {"apps": [[sys.executable, TKAPP, "--events", str(events)]], "channels": ["api"]}
+    settings = agent_settings(tmp_path, fake_model, monkeypatch, safety={"sandbox": sandbox})
+    canary_box = model_point(tkapp, "box", settings)
+    move_to = Desktop.move_to
+    refused: list[str] = []
+
+    def sticky(desktop: Desktop, where: Any) -> None:
+        if where == desktop.home and len(refused) < 2:
+            refused.append(where.name)
+            raise X11Error(f"cannot open display {where.name}")
+        move_to(desktop, where)
+
+    def answer(request: RecordedRequest) -> Reply:
+        text = request.all_text()
+        if "Into the box" in text or PRIVATE in text:
+            return finish("done")
+        box = call("click", x=canary_box[0], y=canary_box[1])
+        return Reply(text="Into the box.", tool_calls=[box, call("type", text="home")])
+
+    fake_model.set_default(routed(answer))
+    monkeypatch.setattr(Desktop, "move_to", sticky)
+    async with serving_api(settings) as api, api.client() as client:
+        await client.post("/api/messages", json={"text": PRIVATE, "channel": "api"})
+        await until(lambda: len(_finished(api)) == 1, 60)
+        await until(lambda: _leftovers(str(events)) == [], 20)  # stopped all the same
+        await client.post("/api/messages", json={"text": DESKTOP, "channel": "tui"})
+        await until(lambda: len(_finished(api)) == 2, 60)
+        stuck = _finished(api)[1]
+        assert stuck["status"] == "failed", stuck["summary"]
+        assert "not run: the desktop could not come back to" in stuck["summary"], stuck
+        await client.post("/api/messages", json={"text": DESKTOP + " again", "channel": "tui"})
+        await until(lambda: len(_finished(api)) == 3, 60)
+        assert _finished(api)[2]["status"] == "finished", _finished(api)[2]["summary"]
+    assert len(refused) == 2
+    assert tkapp.wait_for(lambda e: e["kind"] == "text" and e["text"] == "home")
+
+
 def _server_of(app_marker: str) -> list[int]:
     """The pid of the Xvfb of the sandbox whose app writes to ``app_marker``."""
     for pid in (int(p) for p in _leftovers(app_marker)):

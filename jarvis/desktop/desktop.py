@@ -59,6 +59,8 @@ class Desktop:
         """Set while a person holds the screen (a takeover): the input refuses every action;
         the takeover's :class:`~jarvis.safety.takeover.ScreenHold` is made with it."""
         self.windows = windows or Windows(where)
+        self.home = where
+        """The display it was opened on: where it comes back to after a private one."""
         self._followers: list[Callable[[XDisplay], None]] = []
         self.elements = elements
         """The accessibility tree beside the screenshot (the ``observation`` setting)."""

@@ -191,7 +191,10 @@ class Screen:
         old = self._sct
         self.display = display
         self._open()
-        old.close()
+        try:
+            old.close()
+        except Exception as exc:  # its server may be gone (a private display stopped)
+            log.debug("closing the capture of the last display: %s", exc)
 
     @classmethod
     def from_settings(

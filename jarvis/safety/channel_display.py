@@ -61,6 +61,8 @@ async def display_for(
     """Inside, the task's desktop: ``desktop`` moved to a private display (its name is
     given) when one of ``channels`` asks for it, else where it is (None). ``hold`` (the
     takeover's) is told the screen: a person watches and takes over ``private/N``."""
+    if desktop is not None and desktop.where != desktop.home:
+        await _home_again(desktop)  # a move back that failed after the last private task
     wanted = sandboxed(settings, channels)
     if not wanted:
         yield None
@@ -76,7 +78,7 @@ async def display_for(
     except (X11Error, OSError) as exc:
         raise PrivateDisplayError(f"the private display for tasks from {which}: {exc}") from exc
     log.info("a task from %s runs on the private display %s", which, box.display)
-    home = desktop.where
+    home = desktop.home
     try:
         try:
             await asyncio.to_thread(desktop.move_to, box.where)
@@ -134,9 +136,20 @@ async def _back(desktop: Desktop, home: XDisplay, box: Sandbox, hold: ScreenHold
         hold.moved_to(MAIN_SCREEN, None)  # its live view closes before the display goes
     try:
         await asyncio.to_thread(desktop.move_to, home)
-    except Exception:
-        log.exception("the desktop could not move back from %s", box.display)
+    except Exception as exc:  # the next task tries again, and fails closed if it cannot
+        log.warning("the desktop could not move back from %s: %s", box.display, exc)
     await asyncio.to_thread(box.stop)
+
+
+async def _home_again(desktop: Desktop) -> None:
+    """Back to the desktop's own display before a task; PrivateDisplayError when it cannot:
+    the agent never acts on the private display that was stopped meanwhile."""
+    try:
+        await asyncio.to_thread(desktop.move_to, desktop.home)
+    except Exception as exc:
+        raise PrivateDisplayError(
+            f"the desktop could not come back to {desktop.home.name} from a private display: {exc}"
+        ) from exc
 
 
 async def _to_the_end(work: Awaitable[Any], undo: Callable[[], Any] | None = None) -> None:
