@@ -132,6 +132,7 @@ async def session(args: argparse.Namespace, workers: int, tmp: Path) -> dict[str
     from jarvis.config import load_settings
     from jarvis.desktop.x11 import XDisplay
     from jarvis.gateway.gateway import Gateway, GatewayOptions
+    from jarvis.gateway.serve_command import pick_runner
     from jarvis.gateway.todos import TodoList
     from tests.redis_server import RedisServer
     from tests.test_fleet_worker import Fleet
@@ -147,7 +148,10 @@ async def session(args: argparse.Namespace, workers: int, tmp: Path) -> dict[str
     with RedisServer(appendonly=True) as redis:
         fleet = Fleet(tmp / f"w{workers}", model.server, redis.url)
         gateway = Gateway(
-            settings, options=GatewayOptions(fleet_url=redis.url), where=XDisplay.from_env()
+            settings,
+            options=GatewayOptions(),
+            where=XDisplay.from_env(),
+            runner=pick_runner(redis.url, local_worker=False),
         )
         service = HttpService(
             gateway, HttpAddress(host="127.0.0.1", port=0), announce=lambda _l: None
