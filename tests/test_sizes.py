@@ -1,6 +1,7 @@
-"""Sizes the style keeps (issue 34 part 8): no module of the package over 400 lines and no
-function over 60, so each reads in one sitting. Vendored files and the web panel's
-static assets are not Python modules of ours and are not counted."""
+"""What the style keeps (issue 34 part 8): no module of the package over 400 lines and no
+function over 60, so each reads in one sitting (vendored files and the web panel's static
+assets are not Python modules of ours and are not counted), and every fleet module says
+which side it runs on."""
 
 from __future__ import annotations
 
@@ -34,3 +35,13 @@ def test_no_function_is_over_60_lines() -> None:
                 if lines > MAX_FUNCTION_LINES:
                     long[f"{path.relative_to(PACKAGE)}:{node.name}"] = lines
     assert long == {}
+
+
+def test_every_fleet_module_says_which_side_it_runs_on() -> None:
+    sides = ("Side: the coordinator.", "Side: the worker.", "Side: both (the coordinator and")
+    silent = [
+        p.name
+        for p in sorted((PACKAGE / "fleet").glob("*.py"))
+        if not any(side in (ast.get_docstring(ast.parse(p.read_text())) or "") for side in sides)
+    ]
+    assert silent == []

@@ -10,6 +10,8 @@ token and answers nothing itself: its store takes answers only from that stream.
 The worker's own :class:`ApprovalResolved` events come back too: one that carries the
 coordinator's answer (``by`` fleet) is dropped, as the coordinator announced it already;
 a timeout or a cancel on the worker closes the entry here.
+
+Side: both (the coordinator and the workers).
 """
 
 from __future__ import annotations

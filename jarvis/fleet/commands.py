@@ -2,6 +2,8 @@
 
 Exit codes: 0 stopped cleanly (SIGTERM, SIGINT), 1 could not start (no key, no display,
 a bad Redis URL), 2 usage.
+
+Side: the worker.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """Reaching Redis: the URL (password from it or the environment, never in a log),
-a client, and waiting for the server with backoff."""
+a client, and waiting for the server with backoff.
+
+Side: both (the coordinator and the workers)."""
 
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ serve a live view of its display through Redis (``session``, ``access`` view or 
 
 A message names the task it is for; a worker ignores (with a warning) one for a task it
 does not run, and a malformed one. Workers only read this stream; the coordinator writes.
+
+Side: both (the coordinator and the workers).
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ stream entry carries (Redis restarted empty, or the coordinator died between mar
 sending). Dispatch is idempotent by task id, and refuses a task whose outcome is on its
 way. With long-term memory, each task entry carries the memories recalled for the task,
 and what workers learnt is stored here (:mod:`jarvis.fleet.memory`).
+
+Side: the coordinator.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ its agent with its own :class:`~jarvis.safety.takeover.ScreenHold`, as a local t
 does: no input from the next tool boundary on, ``takeover_started`` and ``takeover_ended``
 in the journal (sent here as its other events are), and the note for the model at its
 next step.
+
+Side: both (the coordinator and the workers).
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The names the fleet uses in Redis: streams, groups and keys (one place)."""
+"""The names the fleet uses in Redis: streams, groups and keys (one place).
+
+Side: both (the coordinator and the workers)."""
 
 from __future__ import annotations
 

@@ -7,6 +7,8 @@ A worker runs it with the handler its root wired in for NAME (``jarvis worker --
 wires eval's), lending the handler its settings, bus, display and approvals; a worker
 without one fails the task and says why. The fleet knows no kind itself: the roots pick
 and wire them (DESIGN.md section 1: fleet never imports eval).
+
+Side: both (the coordinator and the workers).
 """
 
 from __future__ import annotations

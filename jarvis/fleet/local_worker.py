@@ -5,6 +5,8 @@ tools and safety; it claims from the same stream group, sends a heartbeat, answe
 control stream, relays what it learns to the coordinator's memory), on the daemon's own
 display, with a scratch data dir of its own that is removed when it stops. The daemon's
 stop (SIGTERM, Ctrl+C) stops it: its running task goes back to the queue.
+
+Side: the coordinator.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@
 - The coordinator's receiver hands each note to :class:`MemoryKeeper`, which stores it in
   its long-term store as a local run would (the store redacts again, with its own secrets).
   A malformed note is refused by :func:`parse_note` (logged and acknowledged).
+
+Side: both (the coordinator and the workers).
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ lost its lease (it stalled, the janitor gave the task to another) is refused.
 :class:`MarkdownQueue` is the embedded default over ``todos.md`` (one process, one
 desktop: the token is the process's own, the lease never expires);
 :class:`jarvis.fleet.redis_queue.RedisQueue` is the fleet's.
+
+Side: both (the coordinator and the workers).
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ engine's scripts write, with the current lease token, kept in ``jarvis:ended`` u
 any other outcome entry is refused) go to ``on_outcome``. A malformed
 or forged entry is logged and acknowledged, never raised. Read through the consumer group
 ``coordinator``: after a restart the coordinator goes on where it left off.
+
+Side: the coordinator.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@
 - give back: ``XACK`` and a fresh entry for the same attempt, at once.
 - janitor: ``XAUTOCLAIM`` entries idle past the lease time; a task whose lease is gone
   goes back to the stream as its next attempt, or fails past ``max_attempts``.
+
+Side: both (the coordinator and the workers).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """The fleet's workers, as they announce themselves: a heartbeat key per worker with a
 TTL (JSON: name, host, display, size, version, task, state, last heartbeat, and the path
 of the display's cookie file, which only a coordinator on the same host can use for its
-live view). A worker that dies disappears when its key expires."""
+live view). A worker that dies disappears when its key expires.
+
+Side: both (the coordinator and the workers)."""
 
 from __future__ import annotations
 

@@ -9,6 +9,8 @@ through Redis when its heartbeat says it serves its own view (``views``: x11vnc 
 loopback, :mod:`jarvis.fleet.view_tunnel`); no VNC port is ever opened on the network for
 it. One that does not has no live view from here (:class:`Unreachable` says so); it can
 still be paused and resumed through its control stream (:mod:`jarvis.fleet.holds`).
+
+Side: the coordinator.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ the coordinator writes an outcome entry only when its token is that one (an outc
 on ``jarvis:events`` by hand, by a worker that lost its lease, is refused there). An
 entry is deleted
 (XDEL) once acknowledged: the stream holds only tasks waiting or running.
+
+Side: both (the coordinator and the workers).
 """
 
 from __future__ import annotations

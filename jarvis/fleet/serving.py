@@ -13,6 +13,8 @@ daemon's display (:mod:`jarvis.fleet.local_worker`).
 :class:`FleetRunner` is the gateway's :class:`~jarvis.gateway.runner.Runner` for this; the
 root (``serve_command``) makes it with :func:`fleet_runner` and the gateway hands it the
 state they share (:class:`~jarvis.gateway.runner.Shared`).
+
+Side: the coordinator.
 """
 
 from __future__ import annotations

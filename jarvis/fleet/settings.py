@@ -1,5 +1,7 @@
 """Settings of the fleet (``fleet`` in settings.json; ``JARVIS_FLEET__REDIS_URL`` and so
-on): where its Redis is, and the times and counts its queue and workers live by."""
+on): where its Redis is, and the times and counts its queue and workers live by.
+
+Side: both (the coordinator and the workers)."""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ Finding them walks the folders, off the event loop: after a step, only the date 
 today's folders); before the outcome, everything (a run may write into an older run's
 folder, and that last walk is what promises the coordinator every file before the
 outcome).
+
+Side: the worker.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ the password of that access (passwords never leave the worker), says ``ready`` a
 copies bytes: what x11vnc sends goes to the stream ``jarvis:view:SESSION:down``, what
 the viewer sends comes on ``jarvis:view:SESSION:up``. Either side ends the session with an
 ``end`` entry (its reason). The worker opens no port; both streams expire when idle.
+
+Side: both (the coordinator and the workers).
 """
 
 from __future__ import annotations

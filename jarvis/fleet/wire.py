@@ -5,6 +5,8 @@ relative to the data dir: step records, screenshots, approval screenshots) and
 ``outcome`` (written by the engine's COMPLETE script only, with the lease token).
 An artefact's path is checked before anything is written: relative, no ``..``, under one
 of :data:`ARTEFACT_ROOTS`, and inside the data dir once resolved.
+
+Side: both (the coordinator and the workers).
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ run's files after each step in a lane of their own, its last files and what it l
 before the outcome, which carries the lease token. SIGTERM gives the task back at once; a
 lost lease cancels the run and sends no outcome. No long-term store is kept here: recalled
 memories come in the task entry and what is learnt goes back (:mod:`jarvis.fleet.memory`).
+
+Side: the worker.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ it stops. Each session logs in to it with the password of the access the coordin
 for (``full`` only for a takeover whose ticket the coordinator checked; ``view``: x11vnc
 itself drops the viewer's input) and copies bytes both ways through the session's streams.
 The worker opens no port of its own.
+
+Side: the worker.
 """
 
 from __future__ import annotations
