@@ -27,8 +27,8 @@ from pydantic import BaseModel
 from jarvis.api.fleet_parts import holds_of, screens_of, worker_of
 from jarvis.api.live_view import LiveView
 from jarvis.api.refusals import http_status
-from jarvis.api.vnc_relay import Upstream, logged_in, serve
-from jarvis.desktop.rfb import RfbError
+from jarvis.api.vnc_relay import serve
+from jarvis.desktop.rfb import RfbError, Upstream, logged_in
 from jarvis.fleet.holds import FleetHolder
 from jarvis.fleet.screens import Unreachable, WorkerScreens
 from jarvis.gateway.service import DaemonService

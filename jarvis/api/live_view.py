@@ -126,8 +126,8 @@ class LiveView:
 
     def close(self) -> None:
         self.closing.set()
-        self.end_control()
-        for screen in list(self.control):
+        self.ticket = ""
+        for screen in list(self.control):  # every screen's full-access views, workers' too
             self._close_control(screen)
         for left in self.left.values():
             left.set()

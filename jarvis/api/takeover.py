@@ -27,7 +27,7 @@ from __future__ import annotations
 import hmac
 import logging
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request, WebSocket
 from pydantic import BaseModel, ConfigDict, Field
@@ -42,9 +42,6 @@ from jarvis.gateway.service import DaemonService
 from jarvis.gateway.todos import TodoState
 from jarvis.safety.takeover import MAIN_SCREEN as MAIN
 from jarvis.safety.takeover import MAX_NOTE, ScreenHold, TakeoverRefused
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api", tags=["takeover"])

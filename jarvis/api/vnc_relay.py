@@ -13,15 +13,20 @@ import contextlib
 import logging
 import struct
 from collections.abc import Callable
-from typing import ClassVar, Protocol
+from typing import ClassVar
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from jarvis.desktop.rfb import RFB_VERSION, SEC_NONE, RfbError, rfb_login
+from jarvis.desktop.rfb import (
+    RFB_VERSION,
+    SEC_NONE,
+    RfbError,
+    Upstream,
+    logged_in,
+    until_first,
+)
 
 log = logging.getLogger(__name__)
-
-CHUNK = 1 << 16
 
 
 class InputWatch:
@@ -83,54 +88,6 @@ class _Incoming:
             self.buffer += await self.websocket.receive_bytes()
         out, self.buffer = self.buffer[:size], self.buffer[size:]
         return out
-
-
-class Upstream(Protocol):
-    """The VNC server's side of a relay, logged in already: x11vnc on loopback, or a fleet
-    worker's view tunnel."""
-
-    async def read(self) -> bytes:
-        """The next bytes from the server; b"" at its end."""
-        ...
-
-    async def write(self, data: bytes) -> None: ...
-
-    async def close(self) -> None: ...
-
-
-class _Loopback:
-    """x11vnc on 127.0.0.1, through a TCP connection."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
-
-    async def read(self) -> bytes:
-        return await self.reader.read(CHUNK)
-
-    async def write(self, data: bytes) -> None:
-        self.writer.write(data)
-        await self.writer.drain()
-
-    async def close(self) -> None:
-        self.writer.close()
-        with contextlib.suppress(Exception):
-            await self.writer.wait_closed()
-
-
-async def logged_in(port: int, password: str) -> Upstream:
-    """x11vnc on 127.0.0.1:``port``, logged in with ``password``; raises RfbError or
-    OSError (with the reason) when it cannot be."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    upstream = _Loopback(reader, writer)
-    try:
-        await rfb_login(reader, writer, password)
-    except asyncio.IncompleteReadError as exc:
-        await upstream.close()
-        raise RfbError("x11vnc closed the connection during the login") from exc
-    except BaseException:
-        await upstream.close()
-        raise
-    return upstream
 
 
 async def relay(
@@ -202,12 +159,4 @@ async def _pump(
         while data := await upstream.read():
             await websocket.send_bytes(data)
 
-    tasks = [asyncio.create_task(c) for c in (up(), down(), closed.wait())]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+    await until_first(up(), down(), closed.wait())

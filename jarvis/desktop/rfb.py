@@ -1,14 +1,18 @@
-"""The client side of an RFB (VNC) login to x11vnc: what the API's relay and a fleet
-worker's view tunnel do before they copy bytes, so a VNC password never leaves the process
-that started x11vnc."""
+"""The client side of an RFB (VNC) login to x11vnc, and the session it opens: what the
+API's relay and a fleet worker's view tunnel do before they copy bytes, so a VNC password
+never leaves the process that started x11vnc."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import struct
+from collections.abc import Coroutine
+from typing import Any, Protocol
 
 RFB_VERSION = b"RFB 003.008\n"
 SEC_NONE, SEC_VNC = 1, 2
+CHUNK = 1 << 16
 
 
 class RfbError(RuntimeError):
@@ -47,3 +51,75 @@ async def rfb_login(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, 
     result = struct.unpack(">I", await reader.readexactly(4))[0]
     if result != 0:
         raise RfbError("the VNC server refused the password")
+
+
+class Upstream(Protocol):
+    """A VNC session's server side, logged in already: x11vnc on loopback, or a fleet
+    worker's view tunnel (what the API's relay and :func:`splice` copy from and to)."""
+
+    async def read(self) -> bytes:
+        """The next bytes from the server; b"" at its end."""
+        ...
+
+    async def write(self, data: bytes) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class Loopback:
+    """x11vnc on 127.0.0.1, through a TCP connection."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    async def read(self) -> bytes:
+        return await self.reader.read(CHUNK)
+
+    async def write(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def close(self) -> None:
+        self.writer.close()
+        with contextlib.suppress(Exception):
+            await self.writer.wait_closed()
+
+
+async def logged_in(port: int, password: str) -> Upstream:
+    """x11vnc on 127.0.0.1:``port``, logged in with ``password``; raises RfbError or
+    OSError (with the reason) when it cannot be."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    upstream = Loopback(reader, writer)
+    try:
+        await rfb_login(reader, writer, password)
+    except asyncio.IncompleteReadError as exc:
+        await upstream.close()
+        raise RfbError("x11vnc closed the connection during the login") from exc
+    except BaseException:
+        await upstream.close()
+        raise
+    return upstream
+
+
+async def splice(a: Upstream, b: Upstream) -> None:
+    """Copy bytes both ways between ``a`` and ``b`` until either ends."""
+
+    async def copy(source: Upstream, sink: Upstream) -> None:
+        while data := await source.read():
+            await sink.write(data)
+
+    await until_first(copy(a, b), copy(b, a))
+
+
+async def until_first(*work: Coroutine[Any, Any, Any]) -> None:
+    """Run ``work`` together until the first of it ends (or fails); the rest is cancelled
+    and awaited."""
+    tasks = [asyncio.create_task(w) for w in work]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

@@ -16,10 +16,10 @@ import asyncio
 import contextlib
 import logging
 import shutil
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from jarvis.desktop import x11
-from jarvis.desktop.rfb import RfbError, rfb_login
+from jarvis.desktop.rfb import RfbError, logged_in, splice
 from jarvis.desktop.vnc import VncError, VncServer
 from jarvis.desktop.x11 import XDisplay
 from jarvis.fleet.view_tunnel import TunnelEnd
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
 
 log = logging.getLogger(__name__)
-CHUNK = 1 << 16
 
 
 def screen_size(where: XDisplay) -> str:
@@ -87,22 +86,17 @@ class WorkerViews:
             return
         try:
             server = await self._server()
-            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        except (VncError, OSError) as exc:
+            password = server.full_password if access == "full" else server.view_password
+            vnc = await logged_in(server.port, password)
+        except (VncError, RfbError, OSError) as exc:
             await end.close(f"x11vnc: {exc}")
             return
         try:
-            full = access == "full"
-            await rfb_login(reader, writer, server.full_password if full else server.view_password)
             await end.say(ready="1")
             log.info("view %s of %s (%s) opened", session, self.where.name, access or "view")
-            await _pump(end, reader, writer)
-        except (RfbError, asyncio.IncompleteReadError, OSError) as exc:
-            log.warning("view %s: %s", session, exc)
+            await splice(vnc, end)
         finally:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            await vnc.close()
             await end.close()
 
     async def _server(self) -> VncServer:
@@ -118,26 +112,3 @@ class WorkerViews:
             register(server.full_password, server.view_password)
             self.server = server
             return server
-
-
-async def _pump(end: TunnelEnd, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """Bytes both ways until either side ends."""
-
-    async def down() -> None:
-        while data := await reader.read(CHUNK):
-            await end.write(data)
-
-    async def up() -> None:
-        while data := await end.read():
-            writer.write(data)
-            await writer.drain()
-
-    tasks: list[asyncio.Task[Any]] = [asyncio.create_task(c) for c in (down(), up())]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
