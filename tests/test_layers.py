@@ -40,6 +40,7 @@ PACKAGE = ROOT / "jarvis"
 BOTTOM = frozenset(
     {
         "jarvis",  # the package itself: __version__
+        "jarvis.freed_memory",  # set on import: malloc overwrites freed memory
         "jarvis.geometry",
         "jarvis.events",
         "jarvis.redaction",
