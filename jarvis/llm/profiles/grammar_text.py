@@ -1,0 +1,136 @@
+"""What every text grammar shares: the reply cleaned of what serving stacks add, and
+calls written as code read with :mod:`ast` (never evaluated).
+
+What serving stacks do to the text is undone first (:func:`clean_reply`): reasoning
+(``<think>...</think>``, or a reply that starts inside it and only closes it) is dropped,
+so a call written while thinking never runs; full-width punctuation outside quotes
+(``Action：``, ``（x，y）``) reads as ASCII. An action that cannot be run becomes a call
+with ``parse_error`` set, which the agent reports back to the model.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from jarvis.llm.types import ToolCall
+
+Point = Callable[[Sequence[float]], tuple[int, int]]
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.S)
+_FULL_WIDTH = str.maketrans({"（": "(", "）": ")", "，": ",", "：": ":", "［": "[", "］": "]"})
+
+
+def strip_reasoning(text: str) -> str:
+    """The reply without its reasoning: ``<think>...</think>`` blocks, and everything up to
+    a ``</think>`` that no ``<think>`` opened (chat templates that open it in the prompt)."""
+    close = text.find("</think>")
+    if close >= 0 and "<think>" not in text[:close]:
+        text = text[close + len("</think>") :]
+    return _THINK.sub("", text)
+
+
+def ascii_punctuation(text: str) -> str:
+    """Full-width brackets, commas and colons outside quoted strings as ASCII ones."""
+    out: list[str] = []
+    quote = ""
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = ""
+            out.append(ch)
+        elif ch in "'\"":
+            quote = ch
+            out.append(ch)
+        else:
+            out.append(ch.translate(_FULL_WIDTH))
+    return "".join(out)
+
+
+def clean_reply(text: str) -> str:
+    return ascii_punctuation(strip_reasoning(text))
+
+
+class GrammarError(ValueError):
+    pass
+
+
+def new_id() -> str:
+    return f"call_{uuid.uuid4().hex[:16]}"
+
+
+def numbers(text: str) -> list[float]:
+    """The numbers in a point string: "(x,y)", "[x1,y1,x2,y2]", "<point>x y</point>"."""
+    return [float(n) for n in _NUMBER.findall(text)]
+
+
+def point_of(value: Any, point: Point, what: str) -> tuple[int, int]:
+    if isinstance(value, str):
+        nums = numbers(value)
+    elif isinstance(value, list | tuple):
+        nums = [float(v) for v in value]
+    else:
+        raise GrammarError(f"{what} must be a point like '(x,y)', got {value!r}")
+    if len(nums) not in (2, 4):
+        raise GrammarError(f"{what} must be a point (x,y) or a box (x1,y1,x2,y2), got {value!r}")
+    return point(nums)
+
+
+def keys_action(text: str) -> tuple[str, dict[str, Any]]:
+    parts = [k for k in re.split(r"[\s+]+", text.strip()) if k]
+    if not parts:
+        raise GrammarError("a key action needs a key, e.g. 'enter' or 'ctrl c'")
+    if len(parts) == 1:
+        return "press_key", {"key": parts[0]}
+    return "hotkey", {"keys": "+".join(parts)}
+
+
+def parse_call(source: str) -> tuple[str, dict[str, Any], list[Any]]:
+    """(name, keyword arguments, positional arguments) of one call written as code."""
+    try:
+        node = ast.parse(source.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise GrammarError(f"not a call: {source.strip()[:120]!r} ({exc.msg})") from exc
+    if not isinstance(node, ast.Call):
+        raise GrammarError(f"not a call: {source.strip()[:120]!r}")
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    try:
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg}
+        args = [ast.literal_eval(a) for a in node.args]
+    except ValueError as exc:
+        raise GrammarError(f"arguments must be literals: {source.strip()[:120]!r}") from exc
+    return name, kwargs, args
+
+
+def to_calls(actions: list[tuple[str, dict]] | str) -> list[ToolCall]:
+    if isinstance(actions, str):
+        return [ToolCall(id=new_id(), name="unknown", parse_error=actions)]
+    return [ToolCall(id=new_id(), name=n, arguments=a) for n, a in actions]
+
+
+def split_calls(text: str) -> list[str]:
+    """Top-level calls in an action text (several may follow each other)."""
+    calls: list[str] = []
+    depth, start, quote = 0, None, ""
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = ""
+            continue
+        if ch in "'\"" and depth:
+            quote = ch
+        elif ch == "(":
+            if depth == 0:
+                m = re.search(r"[A-Za-z_][\w.]*\s*$", text[:i])
+                start = m.start() if m else i
+            depth += 1
+        elif ch == ")" and depth:
+            depth -= 1
+            if depth == 0 and start is not None:
+                calls.append(text[start : i + 1])
+                start = None
+    return calls
