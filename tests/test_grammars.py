@@ -49,7 +49,7 @@ def pairs(calls: list[ToolCall]) -> list[tuple[str, dict]]:
         ),
         (
             "Action: scroll(start_box='(5,5)', direction='up')",
-            [("scroll", {"x": 5, "y": 5, "direction": "up"})],
+            [("scroll", {"direction": "up", "amount": 5, "x": 5, "y": 5})],
         ),
         ("Action: wait()", [("wait", {"ms": 5000})]),
         ("Action: finished(content='all done')", [("finished", {"summary": "all done"})]),
@@ -73,7 +73,7 @@ def test_ui_tars(text: str, expected: list) -> None:
         ("Action: teleport(start_box='(1,2)')", "unknown action"),
         ("Action: click(start_box='(1,2,3)')", "point"),
         ("Action: click(start_box=__import__('os').system('id'))", "literals"),
-        ("Action: click(start_box='(1,2)'", "holds no call"),
+        ("Action: click(start_box='(1,2)'", "never closed"),
     ],
 )
 def test_ui_tars_errors(text: str, error: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import re
 import uuid
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -91,7 +92,9 @@ def keys_action(text: str) -> tuple[str, dict[str, Any]]:
 def parse_call(source: str) -> tuple[str, dict[str, Any], list[Any]]:
     """(name, keyword arguments, positional arguments) of one call written as code."""
     try:
-        node = ast.parse(source.strip(), mode="eval").body
+        with warnings.catch_warnings():  # a lone backslash in a typed text stays as it is
+            warnings.simplefilter("ignore")
+            node = ast.parse(source.strip(), mode="eval").body
     except SyntaxError as exc:
         raise GrammarError(f"not a call: {source.strip()[:120]!r} ({exc.msg})") from exc
     if not isinstance(node, ast.Call):
@@ -104,6 +107,60 @@ def parse_call(source: str) -> tuple[str, dict[str, Any], list[Any]]:
     except ValueError as exc:
         raise GrammarError(f"arguments must be literals: {source.strip()[:120]!r}") from exc
     return name, kwargs, args
+
+
+_CALL_START = re.compile(r"([A-Za-z_][\w.]*)\s*[(（]")
+_CONTENT = re.compile(r"\s*content\s*=\s*(['\"])")
+
+
+def _content_end(text: str, start: int, quote: str) -> tuple[int, int] | None:
+    """(where the text of ``content=`` ends, where its call ends): at the first closing
+    quote and bracket that end a line, else the last ones; None when it never closes."""
+    close = re.compile(re.escape(quote) + r"\s*[)）]")
+    found = list(close.finditer(text, start))
+    for m in found:
+        if re.match(r"[ \t]*(?:\n|$)", text[m.end() :]):
+            return m.start(), m.end()
+    return (found[-1].start(), found[-1].end()) if found else None
+
+
+def _content_call(name: str, quote: str, body: str) -> str:
+    """The call with its text argument written as a Python literal: quotes the model left
+    unescaped are escaped (as ByteDance's parser does for ``type``), real line breaks
+    become ``\\n``; what the model escaped itself is read as Python reads it."""
+    body = re.sub(r"(?<!\\)" + re.escape(quote), "\\" + quote, body)
+    body = body.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n")
+    return f"{name}(content={quote}{body}{quote})"
+
+
+def read_calls(text: str) -> list[str]:
+    """The calls of an action text as sources :func:`parse_call` reads. A call whose
+    argument is ``content='...'`` (type, finished, call_user) is read as ByteDance's
+    UI-TARS parser reads it: its text runs to the closing quote and bracket, apostrophes and
+    line breaks in it included, and is never changed; the other calls have full-width
+    brackets, commas and colons outside their quoted arguments read as ASCII. An
+    unterminated call is kept as it is (:func:`parse_call` then says why it is not one)."""
+    calls: list[str] = []
+    pos = 0
+    while m := _CALL_START.search(text, pos):
+        content = _CONTENT.match(text, m.end())
+        if content:
+            end = _content_end(text, content.end(), content.group(1))
+            if end is None:
+                calls.append(text[m.start() :])
+                break
+            body = text[content.end() : end[0]]
+            calls.append(_content_call(m.group(1), content.group(1), body))
+            pos = end[1]
+            continue
+        rest = ascii_punctuation(text[m.start() :])
+        found = split_calls(rest)
+        if not found or not rest.startswith(found[0]):
+            calls.append(rest)
+            break
+        calls.append(found[0])
+        pos = m.start() + len(found[0])
+    return calls
 
 
 def to_calls(actions: list[tuple[str, dict]] | str) -> list[ToolCall]:
