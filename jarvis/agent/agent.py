@@ -42,6 +42,7 @@ from jarvis.safety import budget
 from jarvis.safety.channel_display import PrivateDisplayError, PrivateDisplayLost, display_for
 from jarvis.safety.takeover import ScreenHold
 from jarvis.tools.context import ToolContext, current_context
+from jarvis.tools.grammar_tools import release_held_keys
 from jarvis.tools.results import ToolResult
 
 if TYPE_CHECKING:
@@ -167,6 +168,7 @@ class Agent:
             return outcome
         finally:
             current_context.reset(current)
+            await asyncio.to_thread(release_held_keys, context)  # none stays down after a task
 
     async def _step(self, state: RunState, context: ToolContext) -> None:
         await self._wait_for_person(state)

@@ -37,7 +37,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
-from jarvis.desktop import x11, xconnect
+from jarvis.desktop import keyhold, x11, xconnect
 from jarvis.desktop.errors import FailSafeError, InputError, InputInterrupted
 from jarvis.desktop.keys import (
     MODIFIERS,
@@ -116,6 +116,7 @@ class Input:
         self._last_press = 0.0  # monotonic time of our last button press
         self._spare = x11.SpareKeycodes(self.where)
         self._lock = threading.RLock()
+        self.held: list[str] = []  # keys held down by hold_key, in the order pressed
         self.stop = stop
         self.hold = hold
 
@@ -256,6 +257,9 @@ class Input:
     def right_click(self, x: int, y: int) -> None:
         self._mouse("click", x, y, clicks=1, button="right")
 
+    def middle_click(self, x: int, y: int) -> None:
+        self._mouse("click", x, y, clicks=1, button="middle")
+
     def move(self, x: int, y: int) -> None:
         self._mouse("moveTo", x, y)
 
@@ -325,6 +329,28 @@ class Input:
     def press_key(self, key: str) -> None:
         """Press and release one key (a ``+`` chord is accepted too)."""
         self.hotkey(key)
+
+    def hold_key(self, key: str, down: bool = True) -> None:
+        """Hold one key down (``down``) until it is let go (see :mod:`.keyhold`)."""
+        name = normalize_key(key)
+        with self._lock:
+            if down:
+                self._guard()
+            keyhold.send_key(
+                name,
+                down,
+                on_x11=self._x11,
+                where=self.where,
+                spare=self._spare,
+                display=lambda: self._pointer.display,
+                gui=lambda: self.gui,
+            )
+            self.held = [k for k in self.held if k != name] + ([name] if down else [])
+
+    def release_keys(self) -> None:
+        """Let go of every key :meth:`hold_key` holds, last pressed first (a task's end)."""
+        for name in reversed(self.held):
+            self.hold_key(name, down=False)
 
     def _press(self, chord: list[str]) -> None:
         if not self._x11:

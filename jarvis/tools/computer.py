@@ -27,7 +27,7 @@ from jarvis.desktop.input import (
     normalize_key,
     parse_chord,
 )
-from jarvis.llm.profiles.select import observation_kind
+from jarvis.llm.profiles.select import active_profile, observation_kind
 from jarvis.tools.context import InputLike, ScreenLike, ToolContext
 from jarvis.tools.presets import Preset, load_default_presets, load_presets, register_presets
 from jarvis.tools.registry import ToolRegistry, current_call_id
@@ -42,6 +42,8 @@ T = TypeVar("T")
 MAX_WAIT_MS = 10_000
 MAX_TEXT = 10_000
 MAX_MESSAGE = 4_000
+GRAMMAR_FORMATS = frozenset({"uitars", "glm", "pyautogui"})
+"""Profiles whose text grammars reach :mod:`jarvis.tools.grammar_tools`."""
 
 
 class Args(BaseModel):
@@ -357,6 +359,10 @@ def build_registry(
         from jarvis.tools.elements import register_element_tools
 
         register_element_tools(registry)
+    if active_profile(settings).profile.action_format in GRAMMAR_FORMATS:
+        from jarvis.tools.grammar_tools import register_grammar_tools
+
+        register_grammar_tools(registry)
     if presets is None:
         register_presets(registry, load_default_presets(settings))
     elif isinstance(presets, Path):

@@ -78,8 +78,9 @@ def _scroll(kwargs: dict[str, Any], point: Point) -> list[tuple[str, dict]]:
     args: dict[str, Any] = {"direction": direction}
     args["amount"] = step if isinstance(step, int) and step > 0 else SCROLL_CLICKS
     box = _start(kwargs)
-    if box is not None:
-        args["x"], args["y"] = point_of(box, point, "start_box")
+    if box is None:
+        return [("scroll_here", args)]
+    args["x"], args["y"] = point_of(box, point, "start_box")
     return [("scroll", args)]
 
 
