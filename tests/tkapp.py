@@ -13,7 +13,8 @@ FILE), flushed at once; every event has ``kind`` and ``t`` (monotonic seconds):
 
 - ``ready``: the window is mapped and drawn: ``screen`` [w, h], ``widgets`` {name: [x, y, w, h]}
 - ``click``: every press of buttons 1-3: ``button``, ``x``, ``y`` (root), ``count``
-  (1, 2, 3 ... for presses of the same button within 500 ms and 4 px), ``widget``
+  (1, 2, 3 ... for presses of the same button within 500 ms and 4 px), ``widget``,
+  ``state`` (the modifier mask: 1 is Shift held)
 - ``double``: Tk's own double-click (``<Double-ButtonPress>``) for buttons 1-3
 - ``release``: ``button``, ``x``, ``y``
 - ``motion``: ``x``, ``y``, ``state``; ``drag``: on release of button 1 after it was held
@@ -155,7 +156,13 @@ class App:
                 count = n + 1
         self.last_press[num] = (int(e.time), e.x_root, e.y_root, count)
         self.emit(
-            "click", button=num, x=e.x_root, y=e.y_root, count=count, widget=self._name(e.widget)
+            "click",
+            button=num,
+            x=e.x_root,
+            y=e.y_root,
+            count=count,
+            widget=self._name(e.widget),
+            state=int(e.state),
         )
         if num == 1:
             self.drag = {"start": [e.x_root, e.y_root], "last": [e.x_root, e.y_root], "motions": 0}
