@@ -183,3 +183,17 @@ def test_uitars_refusals_say_why_in_one_line(text: str, error: str) -> None:
     calls = parse_uitars(text, point)
     assert len(calls) == 1 and calls[0].parse_error is not None
     assert error in calls[0].parse_error and "\n" not in calls[0].parse_error
+
+
+def test_doubao_fixed_prompt_is_bytedances_own_byte_for_byte() -> None:
+    """Volcengine (https://www.volcengine.com/docs/82379/1536429) requires the fixed
+    template; it is COMPUTER_USE_DOUBAO of bytedance/UI-TARS codes/ui_tars/prompt.py, which
+    the pip package ui-tars ships as ui_tars.prompt."""
+    from ui_tars.prompt import COMPUTER_USE_DOUBAO
+
+    from jarvis.llm.profiles.grammar_prompts import fixed_prompt
+
+    task = "Open the order 'A-17' and mark it paid"
+    ours = fixed_prompt("doubao", task, language="Chinese")
+    assert ours == COMPUTER_USE_DOUBAO.format(language="Chinese", instruction=task)
+    assert fixed_prompt("ui-tars-1.5", task) is None
