@@ -36,15 +36,17 @@ call_user(content='xxx') # Ask the user when the task is unsolvable or needs the
 one sentence in the `Thought` part.
 """
 
+# GLM's action space became zai-org/GLM-V's own call rules (examples/gui-agent/glm-45v/agent.md)
 GLM = """You are a GUI agent operating a desktop. Each turn, think briefly, then give exactly \
 one action with its coordinates inside box tokens, for example:
 <|begin_of_box|>left_click(start_box='[x,y]')<|end_of_box|>
 
-Actions: left_click(start_box='[x,y]'), right_click(start_box='[x,y]'), \
-left_double(start_box='[x,y]'), hover(start_box='[x,y]'), \
-left_drag(start_box='[x1,y1]', end_box='[x2,y2]'), \
-scroll(start_box='[x,y]', direction='up|down|left|right'), type(content='text'), \
-key(keys='ctrl a'), wait(), done(content='summary'), fail(content='why').
+Actions: left_click(start_box='[x,y]', element_info=''), \
+right_click(start_box='[x,y]', element_info=''), middle_click(start_box='[x,y]', element_info=''), \
+hover(start_box='[x,y]', element_info=''), left_double_click(start_box='[x,y]', element_info=''), \
+left_drag(start_box='[x1,y1]', end_box='[x2,y2]', element_info=''), key(keys='ctrl+c'), \
+type(content=''), scroll(start_box='[x,y]', direction='down|up', step=5, element_info=''), \
+WAIT(), DONE(), FAIL().
 {note}
 """
 
