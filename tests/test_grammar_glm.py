@@ -81,3 +81,47 @@ def test_glm_reasoning_is_not_read_for_calls() -> None:
         "<answer>The menu. left_double_click(start_box='[149, 70]', element_info='')</answer>"
     )
     assert pairs(parse_glm(text, point)) == [("double_click", {"x": 149, "y": 70})]
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("xserver")
+async def test_glm_double_and_middle_click_without_box_tokens_reach_the_screen(
+    tkapp, fake_model, tmp_path, monkeypatch
+) -> None:
+    """Through the real OpenAI SDK, the glm-4.5v profile and the input device on Xvfb: the
+    answers as vLLM returns them with special tokens stripped (``AGENT_MD``'s output format:
+    explanation, call, Memory), a double click and a middle click within 1 px."""
+    from jarvis.desktop.screen import Size
+    from jarvis.geometry import from_screen
+    from jarvis.llm.profiles.catalog import PROFILES
+    from jarvis.llm.profiles.select import geometry
+    from tests.agent_harness import agent_settings, run_agent
+    from tests.fake_model import Reply
+
+    settings = agent_settings(
+        tmp_path, fake_model, monkeypatch, provider="openai", openai_model="zai-org/GLM-4.5V"
+    )
+    screen = Size(*tkapp.screen)
+    _, image = geometry(PROFILES["glm-4.5v"], screen, settings)
+    pad = tkapp.widget_center("pad")
+    first, second = (pad[0] - 120, pad[1] + 100), (pad[0] + 120, pad[1] + 100)
+    (ax, ay), (bx, by) = (
+        [round(v) for v in from_screen(*p, PROFILES["glm-4.5v"].space, image, screen)]
+        for p in (first, second)
+    )
+    fake_model.script(
+        Reply(
+            text="I'll open the item.\nleft_double_click(start_box='"
+            f"[{ax}, {ay}]', element_info='item')\nMemory:\n[]"
+        ),
+        Reply(text=f"Paste here.\nmiddle_click(start_box='[{bx}, {by}]', element_info='')"),
+        Reply(text="All done.\nDONE()\nMemory:\n[]"),
+        Reply(text='{"done": true, "reason": "both clicks arrived"}'),
+    )
+    outcome, _ = await run_agent(settings, "double-click the item, middle-click the other")
+    assert outcome.status == "finished", outcome.summary
+    doubles = [e for e in tkapp.events("double") if e["button"] == 1]
+    middles = [e for e in tkapp.events("click") if e["button"] == 2]
+    assert len(doubles) == 1 and len(middles) == 1
+    for event, target in ((doubles[0], first), (middles[0], second)):
+        assert abs(event["x"] - target[0]) <= 1 and abs(event["y"] - target[1]) <= 1
