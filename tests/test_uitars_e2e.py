@@ -127,6 +127,31 @@ async def test_a_key_held_at_the_end_of_a_task_is_let_go(
     assert not shift_down()
 
 
+async def test_uitars_scroll_without_a_point_scrolls_where_the_pointer_is(
+    tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch
+) -> None:
+    """``scroll(direction='down')`` with no point, as recorded in bytedance/UI-TARS-desktop
+    packages/ui-tars/action-parser/test/index.test.ts (``scroll(direction='left')``): five
+    wheel clicks (ByteDance's executor: ``pyautogui.scroll(-5)``) where the pointer is."""
+    settings = agent_settings(
+        tmp_path, fake_model, monkeypatch, provider="openai", openai_model=UITARS
+    )
+    pad = tkapp.widget_center("pad")
+    spot = (pad[0] + 200, pad[1] - 150)
+    sx, sy = answer(tkapp, spot, "ui-tars-1.5", settings)
+    fake_model.script(
+        Reply(text=f"Thought: point at the list.\nAction: hover(start_box='({sx},{sy})')"),
+        Reply(text="Thought: show more below.\nAction: scroll(direction='down')"),
+        Reply(text="Thought: done.\nAction: finished(content='scrolled down')"),
+        VERIFIED,
+    )
+    outcome, _ = await run_agent(settings, "scroll the list down")
+    assert outcome.status == "finished", outcome.summary
+    scrolls = tkapp.events("scroll")
+    assert [e["direction"] for e in scrolls] == ["down"] * 5
+    assert all(near((e["x"], e["y"]), spot) for e in scrolls)
+
+
 def shift_down() -> bool:
     """Whether the X server has a Shift key down now."""
     from Xlib import XK, display
