@@ -163,3 +163,23 @@ def shift_down() -> bool:
         return any(keys[c // 8] & (1 << (c % 8)) for c in codes if c)
     finally:
         d.close()
+
+
+@pytest.mark.parametrize("xdotool", [True, False], ids=["xdotool", "xtest"])
+def test_the_input_device_holds_keys_until_let_go(
+    desktop_input, monkeypatch, xdotool: bool
+) -> None:
+    """Input.hold_key really holds the key on the X server, with xdotool and without it
+    (XTEST on the Input's own connection); release_keys lets every held key go."""
+    from jarvis.desktop import x11
+
+    have = x11.have
+    monkeypatch.setattr(x11, "have", lambda tool: xdotool and have(tool))
+    desktop_input.hold_key("shift")
+    desktop_input.hold_key("ctrl")
+    assert shift_down() and desktop_input.held == ["shift", "ctrl"]
+    desktop_input.hold_key("shift", down=False)
+    assert not shift_down() and desktop_input.held == ["ctrl"]
+    desktop_input.hold_key("shift")
+    desktop_input.release_keys()
+    assert not shift_down() and desktop_input.held == []
