@@ -229,8 +229,15 @@ class Input:
         self._last_press = time.monotonic()
 
     def double_click(self, x: int, y: int) -> None:
+        self._burst(x, y, 2)
+
+    def triple_click(self, x: int, y: int) -> None:
+        """Three left clicks in one burst (selects a line or paragraph)."""
+        self._burst(x, y, 3)
+
+    def _burst(self, x: int, y: int, count: int) -> None:
         if not self._x11:
-            self._mouse("click", x, y, clicks=2, button="left")
+            self._mouse("click", x, y, clicks=count, button="left")
             return
         with self._lock:  # one burst: a busy machine cannot stretch it past the double-click time
             self._check_point(x, y)
@@ -238,7 +245,7 @@ class Input:
             self._outlast_click_sequence()
             self._pointer.moveTo(x, y)
             try:
-                x11.click_burst(self._pointer.display, button=1, count=2)
+                x11.click_burst(self._pointer.display, button=1, count=count)
             except x11.X11Error as exc:
                 raise InputError(str(exc)) from exc
             self._placed_at(x, y)
