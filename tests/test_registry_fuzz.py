@@ -372,7 +372,15 @@ def test_desktop_registry_never_raises(
     results = run_calls(registry, ctx, calls)
     check_results(registry, ctx, calls, results)
     for name, args in recording.calls:
-        if name in ("click", "double_click", "triple_click", "right_click", "move", "drag", "scroll"):
+        if name in (
+            "click",
+            "double_click",
+            "triple_click",
+            "right_click",
+            "move",
+            "drag",
+            "scroll",
+        ):
             coords = [a for a in args if isinstance(a, int)][: 4 if name == "drag" else 2]
             xs, ys = coords[0::2], coords[1::2]
             assert all(0 <= x < 1920 for x in xs) and all(0 <= y < 1080 for y in ys), (name, args)

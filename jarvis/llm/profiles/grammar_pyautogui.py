@@ -57,13 +57,17 @@ class _State:
     ended: bool = False
 
 
-def _arg(kwargs: dict[str, Any], args: list[Any], name: str, index: int, default: Any = None):
+def _arg(
+    kwargs: dict[str, Any], args: list[Any], name: str, index: int, default: Any = None
+) -> Any:
     if name in kwargs:
         return kwargs[name]
     return args[index] if len(args) > index else default
 
 
-def _xy(st: _State, name: str, kwargs: dict[str, Any], args: list[Any], first: int = 0):
+def _xy(
+    st: _State, name: str, kwargs: dict[str, Any], args: list[Any], first: int = 0
+) -> tuple[int, int]:
     """The call's point on the tool grid, or where the pointer is."""
     x, y = _arg(kwargs, args, "x", first), _arg(kwargs, args, "y", first + 1)
     if isinstance(x, list | tuple) and len(x) == 2 and y is None:
@@ -97,7 +101,9 @@ def _chord(st: _State, keys: list[str]) -> Action:
     return keys_action("+".join([*st.held, *keys]))
 
 
-def _clicks(name: str, count: int, kwargs: dict[str, Any], args: list[Any], st: _State):
+def _clicks(
+    name: str, count: int, kwargs: dict[str, Any], args: list[Any], st: _State
+) -> list[Action]:
     if st.held:
         raise GrammarError(f"{name} while {'+'.join(st.held)} is held down is not supported")
     button = str(kwargs.get("button", "left")).lower()
