@@ -166,7 +166,8 @@ HOLO_STEP = (
             [("type", {"text": "hi"}), ("press_key", {"key": "enter"})],
         ),
         (
-            '{"note": null, "thought": "t", "tool_call": {"tool_name": "press", "keys": ["ctrl", "s"]}}',
+            '{"note": null, "thought": "t", '
+            '"tool_call": {"tool_name": "press", "keys": ["ctrl", "s"]}}',
             [("hotkey", {"keys": "ctrl+s"})],
         ),
         (
