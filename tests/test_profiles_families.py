@@ -18,9 +18,12 @@ import pytest
 
 from jarvis.cli import main
 from jarvis.desktop.screen import Size
-from jarvis.geometry import from_screen
+from jarvis.geometry import from_screen, model_to_screen, to_screen, to_tool_point
+from jarvis.llm.profiles import qwen_tool
 from jarvis.llm.profiles.catalog import PROFILES, choose_profile
+from jarvis.llm.profiles.grammars import TEXT_GRAMMARS
 from jarvis.llm.profiles.select import geometry
+from jarvis.llm.text_mode import parse_tool_calls
 from tests.agent_harness import agent_settings, run_agent
 from tests.fake_model import FakeModel, RecordedRequest, Reply, call
 from tests.test_profiles_e2e import TASK, VERIFIED, sent_image_size
@@ -141,6 +144,52 @@ def test_profiles_test_reads_each_family(profile, template, tool, tmp_path, caps
     assert [a["tool"] for a in data["actions"]] == [tool], data
     px, py = data["actions"][0]["screen"]["point"]
     assert abs(px - target[0]) <= 1 and abs(py - target[1]) <= 1, data
+
+
+def unit_of(space, screen: Size, image: Size) -> int:
+    """How far a whole-number answer can land from its target: one unit of the convention
+    (four decimals on 0..1), at least the pixel it falls in."""
+    if space.kind == "pixel":
+        unit = max(screen.width / image.width, screen.height / image.height)
+    else:
+        unit = max(screen.width, screen.height) / (
+            space.denominator if space.denominator > 1 else 10_000
+        )
+    return max(1, math.ceil(unit))
+
+
+SCREENS = ["1024x768", "1366x768", "1440x900", "1920x1080", "2560x1600", "3440x1440", "1080x1920"]
+
+
+@pytest.mark.parametrize("screen", SCREENS)
+@pytest.mark.parametrize(("profile", "template", "tool"), CASES)
+def test_each_family_on_every_screen(profile, template, tool, screen, tmp_path) -> None:
+    """The parsed call lands where the model's own conversion of its numbers puts it
+    (x / D * W, or pixels of its smart-resized image), and near the target."""
+    from jarvis.config import load_settings
+
+    settings = load_settings(tmp_path / "d")
+    size = Size.parse(screen)
+    spec = PROFILES[profile]
+    grid, image = geometry(spec, size, settings)
+    for fx, fy in ((0.02, 0.03), (0.37, 0.61), (0.97, 0.98)):
+        target = (int(fx * size.width), int(fy * size.height))
+        x, y = own_units(profile, target, size, settings)
+        text = template.format(x=x, y=y)
+        if spec.action_format in TEXT_GRAMMARS:
+            parsed = TEXT_GRAMMARS[spec.action_format](
+                text, lambda v: to_tool_point(v, spec.space, image)
+            )
+        else:
+            _, native = parse_tool_calls(text, [qwen_tool.NAME])
+            parsed = qwen_tool.calls_from(
+                native, lambda v: to_tool_point(v, spec.space, image), grid
+            )
+        assert [c.name for c in parsed] == [tool], parsed
+        clicked = model_to_screen(parsed[0].arguments["x"], parsed[0].arguments["y"], grid, size)
+        assert clicked == to_screen([x, y], spec.space, image, size)
+        near = unit_of(spec.space, size, image)
+        assert abs(clicked[0] - target[0]) <= near and abs(clicked[1] - target[1]) <= near
 
 
 def test_opencua_a3b_clicks_where_it_points(tmp_path, capsys) -> None:
