@@ -357,6 +357,7 @@ async def test_gui_owl_tool_call_text(
     )
     assert_near([(c["x"], c["y"]) for c in button1(tkapp)], [where["box"], where["ok"]])
     assert "computer_use" in requests[0].tool_names
+    assert "The screen's resolution is 1000x1000." in str(requests[0].tools)  # as it was trained
 
 
 @pytest.mark.slow
