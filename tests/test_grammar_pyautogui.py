@@ -35,11 +35,25 @@ OPENCUA_DATA = [
     ("pyautogui.press(keys=['enter'])", [("press_key", {"key": "enter"})]),
     ("computer.terminate(status='success')", [("finished", {"summary": "the task is done"})]),
     ("pyautogui.click(x=0.5534, y=0.3984)", [("click", {"x": 553, "y": 398})]),
-    (
-        "pyautogui.moveTo(x=0.4496, y=0.7349)\npyautogui.dragTo(x=0.5025, y=0.6039, button='left')",
+    (  # s_5473959e0f6e21f7.json step 0: moveTo and dragTo in one step
+        "pyautogui.moveTo(x=0.328, y=0.4697)\npyautogui.dragTo(x=0.5025, y=0.6039, button='left')",
+        [
+            ("mouse_move", {"x": 328, "y": 470}),
+            ("drag", {"startX": 328, "startY": 470, "endX": 502, "endY": 604}),
+        ],
+    ),
+    (  # s_df0fd37049f470c2.json step 3: a scroll where moveTo put the pointer
+        "pyautogui.moveTo(x=0.7792, y=0.4648)\npyautogui.scroll(-3)",
+        [
+            ("mouse_move", {"x": 779, "y": 465}),
+            ("scroll", {"x": 779, "y": 465, "direction": "down", "amount": 3}),
+        ],
+    ),
+    (  # s_7f27a11115e596eb.json step 6: 54 wheel clicks (Windows units), at most 50 here
+        "pyautogui.moveTo(x=0.4496, y=0.7349)\npyautogui.scroll(-54)",
         [
             ("mouse_move", {"x": 450, "y": 735}),
-            ("drag", {"startX": 450, "startY": 735, "endX": 502, "endY": 604}),
+            ("scroll", {"x": 450, "y": 735, "direction": "down", "amount": 50}),
         ],
     ),
     ("pyautogui.write(message='george orwell')", [("type", {"text": "george orwell"})]),
@@ -87,13 +101,6 @@ VOCABULARY = [
     (
         "pyautogui.hscroll(5, x=0.2, y=0.4)",
         [("scroll", {"x": 200, "y": 400, "direction": "right", "amount": 5})],
-    ),
-    (
-        "pyautogui.click(x=0.1, y=0.2)\npyautogui.scroll(-54)",  # s_df0fd37049f470c2 scrolls -54
-        [
-            ("click", {"x": 100, "y": 200}),
-            ("scroll", {"x": 100, "y": 200, "direction": "down", "amount": 50}),
-        ],
     ),
     (
         "pyautogui.mouseDown(x=0.1, y=0.1)\npyautogui.moveTo(x=0.3, y=0.3)\npyautogui.mouseUp()",
