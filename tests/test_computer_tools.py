@@ -1,4 +1,4 @@
-"""The 13 desktop tools, run through the registry on Xvfb against the real Tk test app.
+"""The 14 desktop tools, run through the registry on Xvfb against the real Tk test app.
 
 The screen is 1920x1080 and the model sees it at 1280x720, so every coordinate the
 tests send is in model space and must land at ``screen.to_screen`` of it.
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 CONTRACT = {
     "click": ["x", "y"],
     "double_click": ["x", "y"],
+    "triple_click": ["x", "y"],
     "right_click": ["x", "y"],
     "mouse_move": ["x", "y"],
     "drag": ["startX", "startY", "endX", "endY"],

@@ -35,6 +35,11 @@ OTHER_SHAPES = {  # grounding with an action model's profile: its own shapes
     "ui-tars-1.0": "({x},{y})",
     "doubao": "<point>{x} {y}</point>",
     "aguvis": "Action: click the box\npyautogui.click(x={x}, y={y})",
+    # hub.hcompany.ai element-localization: VisualLocalizerOutput {"x", "y"} on 0..1000
+    "holo3": '{{"x": {x}, "y": {y}}}',
+    "holo3.1": '{{"x": {x}, "y": {y}}}',
+    # inclusionAI/UI-Venus models/grounding/ui_venus1_5_gd.py: "[x,y]" on 0..1000
+    "ui-venus-1.5": "[{x},{y}]",
 }
 
 
@@ -46,6 +51,7 @@ OWN = {
     "jedi": ("pixels", 28), "ui-tars-1.5": ("pixels", 28),
     "holo2": 1000, "uground": 1000, "os-atlas": 1000, "internvl3": 1000,
     "ui-tars-1.0": 1000, "doubao": 1000, "showui": 1, "gui-actor": 1, "aguvis": 1,
+    "holo3": 1000, "holo3.1": 1000, "ui-venus-1.5": 1000,
 }  # fmt: skip
 
 

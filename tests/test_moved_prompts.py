@@ -59,7 +59,9 @@ computer.wait(seconds=), computer.terminate(status='success' or 'failure').
 {note}
 """
 
-OLD = {"uitars": UITARS, "glm": GLM, "pyautogui": PYAUTOGUI}
+# pyautogui's prompt changed on purpose (issue 35: OpenCUA's own action list); PYAUTOGUI is
+# the text it replaced
+OLD = {"uitars": UITARS, "glm": GLM}
 NOTE = "Coordinates are pixels on a 1280x800 screen; {x} and {{y}} stay as written."
 
 

@@ -98,6 +98,10 @@ def test_the_out_of_screen_rule_is_the_same_for_every_profile(profile, tmp_path,
         "glm": f"<|begin_of_box|>left_click(start_box='[{far},10]')<|end_of_box|>",
         "pyautogui": f"pyautogui.click(x={far}, y=0)",
         "qwen-computer-use": json.dumps({"action": "left_click", "coordinate": [far, 0]}),
+        "holo": json.dumps(
+            {"note": None, "thought": "t", "tool_call": {"tool_name": "click", "x": far, "y": 0}}
+        ),
+        "venus": f"<action>Click(box=({far},0))</action>",
     }.get(
         PROFILES[profile].action_format,
         json.dumps({"name": "click", "arguments": {"x": far, "y": 0}}),

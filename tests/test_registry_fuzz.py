@@ -1,6 +1,6 @@
 """Thousands of random and malformed calls through ToolRegistry.execute: none may raise.
 
-Three registries are fuzzed: small test tools (with a preset), the real 13 desktop
+Three registries are fuzzed: small test tools (with a preset), the real 14 desktop
 tools, and the tools beyond the desktop (workspace files, web_fetch, a skill and a real
 MCP server over stdio, on an event loop of their own). The desktop tools run against
 a fixed 1920x1080 screen seen as 1280x720 and an input device that records what it
@@ -284,6 +284,9 @@ class RecordingInput:
     def double_click(self, x: int, y: int) -> None:
         self._record("double_click", x, y)
 
+    def triple_click(self, x: int, y: int) -> None:
+        self._record("triple_click", x, y)
+
     def right_click(self, x: int, y: int) -> None:
         self._record("right_click", x, y)
 
@@ -369,7 +372,15 @@ def test_desktop_registry_never_raises(
     results = run_calls(registry, ctx, calls)
     check_results(registry, ctx, calls, results)
     for name, args in recording.calls:
-        if name in ("click", "double_click", "right_click", "move", "drag", "scroll"):
+        if name in (
+            "click",
+            "double_click",
+            "triple_click",
+            "right_click",
+            "move",
+            "drag",
+            "scroll",
+        ):
             coords = [a for a in args if isinstance(a, int)][: 4 if name == "drag" else 2]
             xs, ys = coords[0::2], coords[1::2]
             assert all(0 <= x < 1920 for x in xs) and all(0 <= y < 1080 for y in ys), (name, args)

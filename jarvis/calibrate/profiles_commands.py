@@ -71,6 +71,7 @@ def summary(profile: Profile, origin: str) -> dict[str, Any]:
         "tree": profile.tree,
         "patterns": list(profile.patterns),
         "from": origin,
+        "source": profile.source,
     }
 
 
@@ -96,6 +97,8 @@ def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
             f"{r['name']:<16} {r['api']:<17} {r['action_format']:<18} {r['coordinates']:<15} "
             f"{r['image']}  [{r['from']}]"
         )
+        if r["source"]:
+            print(f"    source: {r['source']}")
     return EXIT_OK
 
 

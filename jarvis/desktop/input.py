@@ -23,10 +23,9 @@ How each primitive is delivered, and why:
   application's paste key, checked to arrive; elsewhere pyautogui or pyperclip, which
   cannot check: see :mod:`jarvis.desktop.text_entry`.
 
-Fail-safe (on by default, ``settings.failsafe``): if the pointer is in a corner of
-the screen and we did not put it there, the next action raises FailSafeError. A
-person can stop the agent by throwing the mouse into a corner; the agent itself
-may still click a corner pixel.
+Fail-safe (``settings.failsafe``, on): a pointer in a screen corner we did not put there
+makes the next action raise FailSafeError, so a person can stop the agent by throwing
+the mouse into a corner; the agent itself may still click a corner pixel.
 """
 
 from __future__ import annotations
@@ -82,9 +81,6 @@ Direction = Literal["up", "down", "left", "right"]
 MAX_SCROLL = 100
 _MULTI_CLICK_S = 0.5  # GTK and Qt count clicks within 400 ms as one sequence, Chromium 500
 _DRAG_STEP_S = 0.005  # between drag steps: apps see each position
-
-
-# ----------------------------------------------------------------------- input
 
 
 class Input:
@@ -230,8 +226,15 @@ class Input:
         self._last_press = time.monotonic()
 
     def double_click(self, x: int, y: int) -> None:
+        self._burst(x, y, 2)
+
+    def triple_click(self, x: int, y: int) -> None:
+        """Three left clicks in one burst (selects a line or paragraph)."""
+        self._burst(x, y, 3)
+
+    def _burst(self, x: int, y: int, count: int) -> None:
         if not self._x11:
-            self._mouse("click", x, y, clicks=2, button="left")
+            self._mouse("click", x, y, clicks=count, button="left")
             return
         with self._lock:  # one burst: a busy machine cannot stretch it past the double-click time
             self._check_point(x, y)
@@ -239,7 +242,7 @@ class Input:
             self._outlast_click_sequence()
             self._pointer.moveTo(x, y)
             try:
-                x11.click_burst(self._pointer.display, button=1, count=2)
+                x11.click_burst(self._pointer.display, button=1, count=count)
             except x11.X11Error as exc:
                 raise InputError(str(exc)) from exc
             self._placed_at(x, y)

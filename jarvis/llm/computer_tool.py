@@ -36,7 +36,15 @@ _NEW_TOOL_MODELS = (
     "claude-haiku-5",
 )
 # our tools that the computer tool stands in for
-_POINTER_TOOLS = {"click", "double_click", "right_click", "mouse_move", "drag", "scroll"}
+_POINTER_TOOLS = {
+    "click",
+    "double_click",
+    "triple_click",
+    "right_click",
+    "mouse_move",
+    "drag",
+    "scroll",
+}
 COMPUTER_TOOL_NAMES = frozenset(
     _POINTER_TOOLS | {"type", "hotkey", "press_key", "wait", "screenshot", "zoom"}
 )

@@ -25,7 +25,9 @@ from jarvis.usage import Usage
 
 STEP_FILE = "step.json"
 STEPS_DIR = "steps"
-POINTER_TOOLS = frozenset({"click", "double_click", "right_click", "mouse_move", "drag", "scroll"})
+POINTER_TOOLS = frozenset(
+    {"click", "double_click", "triple_click", "right_click", "mouse_move", "drag", "scroll"}
+)
 KEY_TOOLS = frozenset({"type", "hotkey", "press_key"})
 _STEP_NAME = re.compile(r"(?:r(\d+)-)?(\d{4,})")
 

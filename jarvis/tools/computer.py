@@ -1,4 +1,4 @@
-"""The 13 desktop tools: mouse, keyboard, wait, screenshot and the two control tools.
+"""The 14 desktop tools: mouse, keyboard, wait, screenshot and the two control tools.
 
 Names and argument names are the wire contract (DESIGN.md section 3).
 Coordinates arrive in the screenshot's pixel space (model space); validation
@@ -239,6 +239,11 @@ def double_click(args: PointArgs, ctx: ToolContext) -> dict[str, Any]:
     return _at_point(ctx, args, lambda hands, x, y: hands.double_click(x, y))
 
 
+def triple_click(args: PointArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Triple-click with the left button at (x, y) in the screenshot (selects a line)."""
+    return _at_point(ctx, args, lambda hands, x, y: hands.triple_click(x, y))
+
+
 def right_click(args: PointArgs, ctx: ToolContext) -> dict[str, Any]:
     """Right-click at (x, y) in the screenshot (opens context menus)."""
     return _at_point(ctx, args, lambda hands, x, y: hands.right_click(x, y))
@@ -323,10 +328,11 @@ async def call_user(args: CallUserArgs, ctx: ToolContext) -> dict[str, Any]:
 
 
 def register_computer_tools(registry: ToolRegistry) -> None:
-    """Add the 13 desktop tools to ``registry``."""
+    """Add the 14 desktop tools to ``registry``."""
     for name, fn, model in (
         ("click", click, PointArgs),
         ("double_click", double_click, PointArgs),
+        ("triple_click", triple_click, PointArgs),
         ("right_click", right_click, PointArgs),
         ("mouse_move", mouse_move, PointArgs),
         ("drag", drag, DragArgs),
@@ -347,7 +353,7 @@ def build_registry(
     presets: Path | Sequence[Preset] | None = None,
     approvals: ApprovalGate | None = None,
 ) -> ToolRegistry:
-    """The 13 desktop tools plus semantic presets; ``approvals`` holds risky calls.
+    """The 14 desktop tools plus semantic presets; ``approvals`` holds risky calls.
 
     ``presets``: ``None`` loads the configured or default presets file (see
     :func:`jarvis.tools.presets.load_default_presets`); a path loads that file; a list

@@ -35,7 +35,7 @@ from jarvis.llm.types import (
     ToolResultPart,
 )
 
-GRAMMAR_FORMATS = frozenset({"uitars", "glm", "pyautogui", "qwen-computer-use"})
+GRAMMAR_FORMATS = frozenset({"uitars", "glm", "pyautogui", "holo", "venus", "qwen-computer-use"})
 
 
 def collapse_origins(messages: list[Message]) -> list[Message]:

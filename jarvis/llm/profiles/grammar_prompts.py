@@ -3,8 +3,9 @@
 The texts are files in ``prompts/`` (``grammar_<format>.md``). UI-TARS's follows
 ``COMPUTER_USE`` in bytedance/UI-TARS ``codes/ui_tars/prompt.py``; GLM's follows the
 GUI-agent prompt shape of zai-org/GLM-V (actions with boxes inside ``<|begin_of_box|>``
-tokens); OpenCUA's follows the pyautogui action list of xlang-ai/OpenCUA. ``{{note}}`` is
-the profile's resolution sentence.
+tokens); OpenCUA's follows the pyautogui action list of xlang-ai/OpenCUA; Holo3's is H
+Company's agent-loop output JSON with Jarvis's toolbox; UI-Venus-1.5's follows its web
+prompt. ``{{note}}`` is the profile's resolution sentence.
 
 Doubao-1.5-UI-TARS is the exception: Volcengine's model page
 (https://www.volcengine.com/docs/82379/1536429) says GUI tasks must use its fixed prompt
@@ -21,7 +22,13 @@ from __future__ import annotations
 from jarvis import prompts
 
 # action format -> its prompt file in prompts/
-PROMPTS = {"uitars": "grammar_uitars", "glm": "grammar_glm", "pyautogui": "grammar_pyautogui"}
+PROMPTS = {
+    "uitars": "grammar_uitars",
+    "glm": "grammar_glm",
+    "pyautogui": "grammar_pyautogui",
+    "holo": "grammar_holo",
+    "venus": "grammar_venus",
+}
 
 
 # profile -> its makers' fixed prompt in prompts/ (whole: no Jarvis text around it)

@@ -1,7 +1,9 @@
 """The text grammars of open GUI models, by name (a profile's ``grammar``).
 
 - ``uitars`` and ``glm``: :mod:`.grammar_actions`;
-- ``pyautogui``: :mod:`.grammar_pyautogui`;
+- ``pyautogui``: :mod:`.grammar_pyautogui` (OpenCUA, Aguvis, EvoCUA's S1 style);
+- ``holo``: :mod:`.grammar_holo` (Holo3 and Holo3.1's JSON step);
+- ``venus``: :mod:`.grammar_venus` (UI-Venus-1.5);
 - ``point``: a grounding model's one point or box (:mod:`.points`), as a click;
 - ``qwen-computer-use`` is read from tool calls (:mod:`.qwen_tool`).
 
@@ -14,8 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from jarvis.llm.profiles.grammar_actions import parse_glm, parse_uitars
+from jarvis.llm.profiles.grammar_holo import parse_holo
 from jarvis.llm.profiles.grammar_pyautogui import parse_pyautogui
 from jarvis.llm.profiles.grammar_text import GrammarError, Point, clean_reply, to_calls
+from jarvis.llm.profiles.grammar_venus import parse_venus
 from jarvis.llm.profiles.points import point_numbers
 from jarvis.llm.types import ToolCall
 
@@ -25,9 +29,11 @@ __all__ = [
     "Point",
     "clean_reply",
     "parse_glm",
+    "parse_holo",
     "parse_point",
     "parse_pyautogui",
     "parse_uitars",
+    "parse_venus",
 ]
 
 
@@ -48,4 +54,6 @@ TEXT_GRAMMARS: dict[str, Callable[[str, Point], list[ToolCall]]] = {
     "glm": parse_glm,
     "pyautogui": parse_pyautogui,
     "point": parse_point,
+    "holo": parse_holo,
+    "venus": parse_venus,
 }

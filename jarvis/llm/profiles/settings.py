@@ -36,10 +36,12 @@ ActionFormat = Literal[
     "glm",
     "pyautogui",
     "point",
+    "holo",
+    "venus",
 ]
 Coordinates = Literal["pixels", "resized-pixels", "0..1000", "0..999", "0..1"]
 MAPPED_FORMATS = frozenset(
-    {"qwen-computer-use", "uitars", "glm", "pyautogui", "gemini-computer", "point"}
+    {"qwen-computer-use", "uitars", "glm", "pyautogui", "gemini-computer", "point", "holo", "venus"}
 )
 """Formats whose points Jarvis maps itself, so any coordinate space works with them; the
 others (Jarvis's tools, Claude's and OpenAI's computer tools) carry pixels of the
