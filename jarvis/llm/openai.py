@@ -221,6 +221,10 @@ class OpenAIProvider(AdapterBase):
     ) -> openai.AsyncOpenAI:
         return openai_client(api_key, base_url, timeout_s)
 
+    @property
+    def api_key(self) -> str:
+        return self._client.api_key
+
     async def identify(self, headers: Any = None) -> server_id.ServerInfo:
         """The server's name and version (probed once; ``headers`` of a reply help)."""
         if self.server is None:
@@ -263,6 +267,7 @@ class OpenAIProvider(AdapterBase):
         response = assembler.response()
         if self.served:
             await self.identify(raw.headers)
+        if self.served and request.tools:  # (text mode reads its own blocks)
             reasoning = "".join(assembler.reasoning)
             response, where = served_response(response, reasoning, request.tools)
             if where in ("text", "reasoning"):
