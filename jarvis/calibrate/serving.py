@@ -6,9 +6,10 @@ as a task's screenshot goes) with one question: click the circle. The answer is 
 task reads it (for served profiles: native calls, calls written as text, a call only in
 the reasoning), mapped to the screen, and compared with the circle's centre. One line says
 whether it parsed and landed, the server and its version, and every server quirk met on
-the way (:data:`QUIRKS`). When the call arrived, the same request is sent once more with
-``tool_choice: "required"``, which Jarvis never sends, to say whether the server answers
-it with no calls (vLLM's Qwen XML parsers do).
+the way (:data:`QUIRKS`). When the server's parser gave the call (natively, or
+left it in the reasoning), the same request is sent once more with ``tool_choice:
+"required"``, which Jarvis never sends, to say whether the server answers it with no
+calls (vLLM's Qwen XML parsers do).
 """
 
 from __future__ import annotations
@@ -232,7 +233,8 @@ async def check_serving(
     parser = outcome.server.details.get("tool_call_parser")
     if outcome.empty and outcome.server.name == "SGLang" and parser:
         outcome.quirks.append(QUIRKS["eaten"].format(parser=parser))
-    required = outcome.parsed and not inner.text_fallback
+    from_text = any(isinstance(e, ServedCallsRead) and e.where == "text" for e in seen)
+    required = outcome.parsed and not inner.text_fallback and not from_text
     if required and await _required_ignored(settings, provider, inner, request):
         outcome.quirks.append(QUIRKS["required"])
     return outcome
