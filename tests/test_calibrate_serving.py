@@ -5,6 +5,7 @@ verdict and exit code."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +128,20 @@ def test_serving_needs_an_openai_compatible_provider(
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 2 and len(out) == 1
     assert "OpenAI-compatible server" in out[0]
+
+
+def test_json_is_one_object_with_the_same_verdict(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Any
+) -> None:
+    with ServingServer(shapes.OLLAMA_NO_TOOLS) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        code = main(["calibrate", "--serving", "--json", "--data-dir", str(tmp_path / "d"),
+                     "--provider", "openai", "--model", "Qwen3-VL-8B-Instruct"])  # fmt: skip
+    out = capsys.readouterr().out.strip().splitlines()
+    assert code == 0 and len(out) == 1
+    report = json.loads(out[0])
+    assert (report["server"], report["version"]) == ("Ollama", "0.12.6")
+    assert report["parsed"] is True and report["landed"] is True
+    assert report["distance_px"] <= 2 and report["tolerance_px"] == RADIUS
+    assert report["quirks"] == ["server has no tool template: read from text"]

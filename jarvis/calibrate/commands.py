@@ -83,7 +83,7 @@ def cmd_calibrate(args: argparse.Namespace, settings: Settings) -> int:
             return EXIT_ERROR
         settings = settings.model_copy(update={"model_profile": args.profile})
     if args.serving:
-        return cmd_serving(settings)
+        return cmd_serving(settings, as_json=args.json)
     screen = screen_size(args.screen, settings)
     tools = build_registry(settings).specs(settings.provider)
 
@@ -106,9 +106,9 @@ def cmd_calibrate(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_FITS if report.fits else EXIT_MISMATCH
 
 
-def cmd_serving(settings: Settings) -> int:
-    """`jarvis calibrate --serving`: one line; exit 0 landed, 1 missed or not parsed, 2 the
-    server did not answer."""
+def cmd_serving(settings: Settings, as_json: bool = False) -> int:
+    """`jarvis calibrate --serving`: one line (``--json``: one JSON object); exit 0 landed,
+    1 missed or not parsed, 2 the server did not answer."""
     from jarvis.calibrate.serving import EXIT_UNANSWERED, Outcome, check_serving
     from jarvis.events import EventBus
     from jarvis.llm.base import ProviderError
@@ -130,5 +130,5 @@ def cmd_serving(settings: Settings) -> int:
     except (ProviderError, ValueError) as exc:
         print(f"jarvis calibrate --serving: {exc}")
         return EXIT_UNANSWERED
-    print(outcome.line())
+    print(json.dumps(outcome.to_json()) if as_json else outcome.line())
     return outcome.exit_code

@@ -102,6 +102,21 @@ class Outcome:
             return EXIT_LANDED
         return EXIT_UNANSWERED if self.error else EXIT_MISSED
 
+    def to_json(self) -> dict[str, object]:
+        return {
+            "server": self.server.name,
+            "version": self.server.version,
+            "model": self.model,
+            "profile": self.profile,
+            "parsed": self.parsed,
+            "landed": self.landed,
+            "distance_px": None if self.distance is None else round(self.distance, 1),
+            "tolerance_px": RADIUS,
+            "error": self.error or None,
+            "quirks": self.quirks,
+            "line": self.line(),
+        }
+
     def line(self) -> str:
         head = f"{self.server}, model {self.model} (profile {self.profile})"
         if self.error:
