@@ -220,11 +220,21 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
+    def version_string(self) -> str:
+        """The ``Server`` header: the shape's own (http.server would send ``BaseHTTP/0.6``)."""
+        return next(
+            (v for k, v in self.server.owner.shape.headers.items() if k.lower() == "server"), ""
+        )
+
+    def _headers(self, headers: dict[str, str]) -> None:
+        for name, value in headers.items():
+            if name.lower() != "server":  # (sent by send_response)
+                self.send_header(name, value)
+
     def _send(self, status: int, body: Any, headers: dict[str, str]) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
+        self._headers(headers)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
         self.end_headers()
@@ -248,8 +258,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(answer.status, answer.error, owner.shape.headers)
             return
         self.send_response(200)
-        for name, value in owner.shape.headers.items():
-            self.send_header(name, value)
+        self._headers(owner.shape.headers)
         self.send_header("content-type", "text/event-stream")
         self.send_header("connection", "close")
         self.end_headers()

@@ -298,3 +298,16 @@ def test_the_server_goes_into_run_json_and_the_report(tmp_path: Path) -> None:
     assert info.server == "vLLM 0.19.0"
     assert json.loads((folder / "run.json").read_text())["server"] == "vLLM 0.19.0"
     assert "vLLM 0.19.0" in render(folder, tmp_path)
+
+
+def test_without_a_version_endpoint_the_headers_name_the_server() -> None:
+    shape = shapes.Shape(
+        "proxy", {}, {"Server": "inference-gateway/2.4", "x-backend-version": "0.19.0"},
+        shapes.VLLM_HERMES.answer,
+    )  # fmt: skip
+    response, seen, server = asyncio.run(_ask(shape, [TOOL]))
+    assert [c.name for c in response.tool_calls] == ["computer_use"]
+    named = [e.server for e in seen if isinstance(e, ModelServer)]
+    assert named == ["inference-gateway 0.19.0"]  # the x-...-version header wins over the /2.4
+    assert set(server.gets) == {"/get_server_info", "/server_info", "/version", "/props",
+                                "/api/version"}  # fmt: skip
