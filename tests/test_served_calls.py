@@ -22,7 +22,7 @@ from jarvis.llm.profiles.adapter import ProfileProvider
 from jarvis.llm.profiles.catalog import profile_by_name
 from jarvis.llm.profiles.grammar_text import clean_reply, strip_reasoning
 from jarvis.llm.retry import RetryPolicy
-from jarvis.llm.served_calls import served_reply, split_reasoning, xml_calls
+from jarvis.llm.served_calls import served_reply, split_reasoning, tools_switched_off, xml_calls
 from jarvis.llm.server_id import ServerInfo, from_headers, root_url
 from jarvis.llm.types import ImagePart, LLMRequest, Message, TextPart, ToolCall, ToolSpec
 from jarvis.runs.journal import JournalWriter
@@ -311,3 +311,24 @@ def test_without_a_version_endpoint_the_headers_name_the_server() -> None:
     assert named == ["inference-gateway 0.19.0"]  # the x-...-version header wins over the /2.4
     assert set(server.gets) == {"/get_server_info", "/server_info", "/version", "/props",
                                 "/api/version"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("status", "detail", "off"),
+    [
+        (500, "tools param requires --jinja flag", True),
+        (
+            400,
+            '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser '
+            "to be set",
+            True,
+        ),
+        (500, "Cannot use tools with stream", True),
+        (500, "CUDA out of memory", False),
+        (429, "tools param requires --jinja flag", False),  # a status no start flag explains
+    ],
+)
+def test_which_errors_mean_the_servers_tool_calling_is_off(
+    status: int, detail: str, off: bool
+) -> None:
+    assert tools_switched_off(status, detail) is off

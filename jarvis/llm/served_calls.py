@@ -143,14 +143,17 @@ def served_reply(
     return ServedReply(text.strip(), calls, where)
 
 
-_SERVER_TOOLS_OFF = re.compile(r"--jinja|--enable-auto-tool-choice|--tool-call-parser", re.I)
+_SERVER_TOOLS_OFF = re.compile(
+    r"--jinja|--enable-auto-tool-choice|--tool-call-parser|cannot use tools with stream", re.I
+)
 
 
 def tools_switched_off(status: int, detail: str) -> bool:
     """True when the server says its tool calling is switched off by a start flag
     (llama.cpp: HTTP 500 "tools param requires --jinja flag"; vLLM: HTTP 400 '"auto" tool
-    choice requires --enable-auto-tool-choice and --tool-call-parser to be set'): a served
-    profile then writes its calls as text."""
+    choice requires --enable-auto-tool-choice and --tool-call-parser to be set'; llama.cpp
+    builds before streamed tool calls: "Cannot use tools with stream"): a served profile
+    then writes its calls as text."""
     return status in (400, 422, 500) and bool(_SERVER_TOOLS_OFF.search(detail))
 
 
