@@ -79,6 +79,22 @@ class ToolModeFallback(Event):
     reason: str
 
 
+class ModelServer(Event):
+    """The serving stack behind an OpenAI-compatible endpoint, as it names itself."""
+
+    kind: Literal["model_server"] = "model_server"
+    server: str
+
+
+class ServedCallsRead(Event):
+    """A served model's calls were read from its text (``where``: the answer, or the
+    reasoning when the answer had none), not from the server's ``tool_calls``."""
+
+    kind: Literal["served_calls_read"] = "served_calls_read"
+    where: Literal["text", "reasoning"]
+    calls: int
+
+
 class ModelRetry(Event):
     kind: Literal["model_retry"] = "model_retry"
     attempt: int

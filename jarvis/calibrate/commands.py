@@ -37,6 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--screen", type=Size.parse, help="screen size WxH (default: this display's, or 1920x1080)"
     )
     cal.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    cal.add_argument(
+        "--serving",
+        action="store_true",
+        help="check the OpenAI-compatible server you run: one screenshot, one target, one "
+        "line saying whether the answer parsed and landed and which server quirk it met",
+    )
     cal.set_defaults(handler=cmd_calibrate)
 
 
@@ -76,6 +82,8 @@ def cmd_calibrate(args: argparse.Namespace, settings: Settings) -> int:
             print(f"jarvis calibrate: {exc}")
             return EXIT_ERROR
         settings = settings.model_copy(update={"model_profile": args.profile})
+    if args.serving:
+        return cmd_serving(settings, as_json=args.json)
     screen = screen_size(args.screen, settings)
     tools = build_registry(settings).specs(settings.provider)
 
@@ -96,3 +104,31 @@ def cmd_calibrate(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print("\n".join(report.lines()))
     return EXIT_FITS if report.fits else EXIT_MISMATCH
+
+
+def cmd_serving(settings: Settings, as_json: bool = False) -> int:
+    """`jarvis calibrate --serving`: one line (``--json``: one JSON object); exit 0 landed,
+    1 missed or not parsed, 2 the server did not answer."""
+    from jarvis.calibrate.serving import EXIT_UNANSWERED, Outcome, check_serving
+    from jarvis.events import EventBus
+    from jarvis.llm.base import ProviderError
+    from jarvis.llm.factory import make_provider
+    from jarvis.tools.computer import build_registry
+
+    tools = build_registry(settings).specs(settings.provider)
+
+    async def ask() -> Outcome:
+        bus = EventBus()
+        provider = make_provider(settings, bus)
+        try:
+            return await check_serving(settings, provider, bus, tools)
+        finally:
+            await provider.aclose()
+
+    try:
+        outcome = asyncio.run(ask())
+    except (ProviderError, ValueError) as exc:
+        print(f"jarvis calibrate --serving: {exc}")
+        return EXIT_UNANSWERED
+    print(json.dumps(outcome.to_json()) if as_json else outcome.line())
+    return outcome.exit_code

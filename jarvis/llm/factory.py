@@ -68,7 +68,7 @@ def make_provider(
     elif profile.api == "openai-responses":
         return OpenAIResponsesProvider(settings.openai_model, approve=approve, **connection)
     else:
-        inner = OpenAIProvider(settings.openai_model, **connection)
+        inner = OpenAIProvider(settings.openai_model, served=profile.served_calls, **connection)
     if profile.action_format in GRAMMAR_FORMATS:
         return ProfileProvider(inner, profile)
     return inner

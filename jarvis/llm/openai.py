@@ -1,11 +1,14 @@
 """OpenAI chat completions through the official ``openai`` SDK (AsyncOpenAI), streamed.
 
 Works against any OpenAI-compatible endpoint (``base_url`` or ``OPENAI_BASE_URL``).
-Images go as ``image_url`` data URLs, tool results as ``role: "tool"`` messages, and
-streamed tool calls are assembled by their ``index``. Usage comes from the final
-chunk (``stream_options.include_usage``), cached tokens from
-``prompt_tokens_details``. Stop reasons are given in Anthropic's words (end_turn,
-tool_use, max_tokens) so the loop needs no per-provider branches.
+With ``served`` (profiles of open models on vLLM, SGLang, llama.cpp, Ollama) the calls are
+also read from the reply's text and reasoning (:mod:`jarvis.llm.served_calls`), a server
+whose tool calling is switched off by a start flag gets the calls as text, and the server's
+name and version (:mod:`jarvis.llm.server_id`) go out once as a ``ModelServer`` event.
+``tool_choice`` is sent only when given, and never ``required`` with ``served``: vLLM's
+Qwen XML parsers answer it with ``tool_calls: []``.
+Images go as ``image_url`` data URLs, tool results as ``role: "tool"`` messages; the
+stream is assembled by :class:`jarvis.llm.openai_chunks.ChunkAssembler`.
 """
 
 from __future__ import annotations
@@ -13,14 +16,14 @@ from __future__ import annotations
 import json
 import logging
 import os
-import uuid
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass, field
 from typing import Any, Unpack
 from urllib.parse import urlparse
 
 import openai
 
+from jarvis.events import ModelServer, ServedCallsRead
+from jarvis.llm import server_id
 from jarvis.llm.base import (
     NOT_RUN,
     AdapterBase,
@@ -28,39 +31,28 @@ from jarvis.llm.base import (
     ProviderAuthError,
     ProviderError,
     StreamInterrupted,
+    ToolsUnsupported,
     connection_error,
-    parse_arguments,
     status_error,
 )
+from jarvis.llm.openai_chunks import ChunkAssembler
 from jarvis.llm.retry import cause_text, error_text
+from jarvis.llm.served_calls import served_response, tools_switched_off
+from jarvis.llm.text_mode import call_events
 from jarvis.llm.types import (
     ImagePart,
     LLMRequest,
-    LLMResponse,
     Message,
     ResponseDone,
     StreamEvent,
-    TextDelta,
     TextPart,
-    ToolArgsDelta,
-    ToolCall,
-    ToolCallDone,
-    ToolCallStart,
     ToolResultPart,
 )
-from jarvis.usage import Usage
 
 log = logging.getLogger(__name__)
 
 KEY_ENV = "OPENAI_API_KEY"
 URL_ENV = "OPENAI_BASE_URL"
-STOP_REASONS = {
-    "stop": "end_turn",
-    "tool_calls": "tool_use",
-    "function_call": "tool_use",
-    "length": "max_tokens",
-    "content_filter": "refusal",
-}
 
 
 # --- request ------------------------------------------------------------------------
@@ -132,7 +124,9 @@ def _answer_every_tool_call(messages: list[dict[str, Any]]) -> list[dict[str, An
     return out
 
 
-def build_params(request: LLMRequest, model: str, max_tokens_key: str) -> dict[str, Any]:
+def build_params(
+    request: LLMRequest, model: str, max_tokens_key: str, tool_choice: str | None = None
+) -> dict[str, Any]:
     """The ``chat.completions.create`` arguments for ``request`` (pure)."""
     params: dict[str, Any] = {
         "model": model,
@@ -142,143 +136,25 @@ def build_params(request: LLMRequest, model: str, max_tokens_key: str) -> dict[s
     }
     if request.tools:
         params["tools"] = [t.to_openai() for t in request.tools]
+        if tool_choice:
+            params["tool_choice"] = tool_choice
     if request.temperature is not None:
         params["temperature"] = request.temperature
     return params
 
 
-# --- response -----------------------------------------------------------------------
-
-
-@dataclass
-class _Slot:
-    id: str = ""
-    name: str = ""
-    parts: list[str] = field(default_factory=list)
-    started: bool = False
-
-
-@dataclass
-class ChunkAssembler:
-    """Builds our events and the final response from streamed chat-completion chunks."""
-
-    text: list[str] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    finish_reason: str = ""
-    model: str = ""
-    finished: bool = False
-    calls: list[ToolCall] = field(default_factory=list)
-    _slots: list[_Slot] = field(default_factory=list)
-    _by_index: dict[int | None, _Slot] = field(default_factory=dict)
-
-    def handle(self, chunk: Any) -> list[StreamEvent]:
-        self.model = getattr(chunk, "model", None) or self.model
-        usage = getattr(chunk, "usage", None)
-        if usage is not None:
-            details = getattr(usage, "prompt_tokens_details", None)
-            cached = int(getattr(details, "cached_tokens", None) or 0)
-            prompt = int(getattr(usage, "prompt_tokens", None) or 0)
-            self.usage = Usage(
-                input_tokens=max(0, prompt - cached),
-                output_tokens=int(getattr(usage, "completion_tokens", None) or 0),
-                cache_read_tokens=cached,
-            )
-        events: list[StreamEvent] = []
-        for choice in getattr(chunk, "choices", None) or []:
-            if getattr(choice, "index", 0) != 0:
-                continue
-            delta = choice.delta
-            if delta is not None and delta.content:
-                self.text.append(delta.content)
-                events.append(TextDelta(text=delta.content))
-            for piece in (delta.tool_calls if delta is not None else None) or []:
-                events += self._tool_piece(piece)
-            if choice.finish_reason:
-                self.finish_reason = choice.finish_reason
-                self.finished = True
-        return events
-
-    def _slot_for(self, piece: Any) -> _Slot:
-        """The call a delta belongs to, keyed by its index (servers may start at 1, repeat
-        the id and name in every chunk, send a whole call in one chunk, or send no index)."""
-        piece_id: str = getattr(piece, "id", None) or ""
-        index: int | None = getattr(piece, "index", None)
-        slot = self._by_index.get(index)
-        # some servers reuse one index (or none) for every call; a new id means a new call
-        if slot is None or (piece_id and slot.id and piece_id != slot.id):
-            slot = _Slot(id=piece_id)
-            self._by_index[index] = slot
-            self._slots.append(slot)
-        return slot
-
-    def _tool_piece(self, piece: Any) -> list[StreamEvent]:
-        slot = self._slot_for(piece)
-        function = piece.function
-        if function is not None and function.name and not slot.name:
-            slot.name = function.name
-        events: list[StreamEvent] = []
-        if function is not None and function.arguments:
-            slot.parts.append(function.arguments)
-            if slot.started:
-                events.append(ToolArgsDelta(id=slot.id, delta=function.arguments))
-        if not slot.started and slot.name:
-            slot.started = True
-            slot.id = slot.id or f"call_{uuid.uuid4().hex[:16]}"
-            events.insert(0, ToolCallStart(id=slot.id, name=slot.name))
-            if slot.parts:
-                events.append(ToolArgsDelta(id=slot.id, delta="".join(slot.parts)))
-        return events
-
-    def finish(self) -> list[StreamEvent]:
-        """ToolCallDone for every assembled call; call once the stream has ended."""
-        for slot in self._slots:
-            arguments, error = parse_arguments("".join(slot.parts))
-            if not slot.name:
-                error = error or "the tool call has no function name"
-            self.calls.append(
-                ToolCall(
-                    id=slot.id or f"call_{uuid.uuid4().hex[:16]}",
-                    name=slot.name or "unknown",
-                    arguments=arguments,
-                    parse_error=error,
-                )
-            )
-        return [ToolCallDone(call=call) for call in self.calls]
-
-    def unfinished(self) -> str | None:
-        """Why the stream's end is not a normal end, or None (call after :meth:`finish`).
-
-        A finish_reason ends a response. Without one (OpenRouter sends only ``[DONE]``
-        for some providers) the end of the body is a normal end when there was output
-        and every tool call is complete JSON; a call cut short means the body broke off.
-        """
-        if self.finished:
-            return None
-        if not self.text and not self.calls:
-            return "without a finish_reason or any output"
-        broken = [c.name for c in self.calls if c.parse_error]
-        if broken:
-            return f"without a finish_reason, in the middle of a tool call ({broken[0]})"
-        return None
-
-    def response(self) -> LLMResponse:
-        reason = self.finish_reason or ("tool_calls" if self.calls else "stop")
-        return LLMResponse(
-            text="".join(self.text),
-            tool_calls=self.calls,
-            usage=self.usage,
-            stop_reason=STOP_REASONS.get(reason, reason),
-            model=self.model,
-        )
-
-
 # --- errors -------------------------------------------------------------------------
 
 
-def _status_error(exc: openai.APIStatusError, sent_tools: bool) -> ProviderError:
+def _status_error(
+    exc: openai.APIStatusError, sent_tools: bool, served: bool = False
+) -> ProviderError:
+    detail = error_text(exc.body, exc.message)
+    if served and sent_tools and tools_switched_off(exc.status_code, detail):
+        return ToolsUnsupported(f"HTTP {exc.status_code}: {detail}", status=exc.status_code)
     return status_error(
         exc.status_code,
-        error_text(exc.body, exc.message),
+        detail,
         exc.response.headers,
         sent_tools=sent_tools,
         vendor="OpenAI",
@@ -307,7 +183,11 @@ def openai_client(
 
 
 class OpenAIProvider(AdapterBase):
-    """Chat completions via AsyncOpenAI; any OpenAI-compatible base URL."""
+    """Chat completions via AsyncOpenAI; any OpenAI-compatible base URL.
+
+    ``served``: the model is an open model on a serving stack (the profile's
+    ``served_calls``): calls are read from the text too, and the server is identified.
+    """
 
     name = "openai"
 
@@ -318,8 +198,12 @@ class OpenAIProvider(AdapterBase):
         model: str,
         *,
         max_tokens_key: str | None = None,
+        served: bool = False,
+        tool_choice: str | None = None,
         **connection: Unpack[Connection],
     ) -> None:
+        if served and tool_choice == "required":
+            raise ValueError("a served profile never sends tool_choice=required")
         super().__init__(model, **connection)
         # api.openai.com wants max_completion_tokens (newer models refuse max_tokens);
         # compatible servers widely know only max_tokens
@@ -327,29 +211,47 @@ class OpenAIProvider(AdapterBase):
         self.max_tokens_key = max_tokens_key or (
             "max_completion_tokens" if official else "max_tokens"
         )
+        self.served = served
+        self.tool_choice = tool_choice
+        self.server: server_id.ServerInfo | None = None
+        """The serving stack, once a served reply came back (see :meth:`identify`)."""
 
     def _connect(
         self, api_key: str | None, base_url: str | None, timeout_s: float
     ) -> openai.AsyncOpenAI:
         return openai_client(api_key, base_url, timeout_s)
 
+    @property
+    def api_key(self) -> str:
+        return self._client.api_key
+
+    async def identify(self, headers: Any = None) -> server_id.ServerInfo:
+        """The server's name and version (probed once; ``headers`` of a reply help)."""
+        if self.server is None:
+            self.server = await server_id.identify(self.base_url, self._client.api_key, headers)
+            if self.bus is not None:
+                self.bus.emit(ModelServer(server=str(self.server)))
+        return self.server
+
     async def _attempt(self, request: LLMRequest) -> AsyncGenerator[StreamEvent, None]:
-        params = build_params(request, self.model, self.max_tokens_key)
+        params = build_params(request, self.model, self.max_tokens_key, self.tool_choice)
         sent_tools = "tools" in params
         try:
-            stream = await self._client.chat.completions.create(**params, stream=True)
+            raw = await self._client.chat.completions.with_raw_response.create(
+                **params, stream=True
+            )
         except openai.APIStatusError as exc:
-            raise _status_error(exc, sent_tools) from exc
+            raise _status_error(exc, sent_tools, self.served) from exc
         except openai.APIConnectionError as exc:
             raise connection_error(exc, "the OpenAI endpoint", self.base_url, URL_ENV) from exc
         assembler = ChunkAssembler(model=self.model)
         try:
-            async with stream:
+            async with raw.parse() as stream:
                 async for chunk in stream:
                     for event in assembler.handle(chunk):
                         yield event
         except openai.APIStatusError as exc:
-            raise _status_error(exc, sent_tools) from exc
+            raise _status_error(exc, sent_tools, self.served) from exc
         except openai.APIConnectionError as exc:
             raise StreamInterrupted(
                 f"the OpenAI stream broke off: {cause_text(exc)}", retryable=True
@@ -360,8 +262,23 @@ class OpenAIProvider(AdapterBase):
             ) from exc
         done = assembler.finish()
         problem = assembler.unfinished()
-        if problem is not None:
+        if problem is not None and not (self.served and assembler.reasoning):
             raise StreamInterrupted(f"the OpenAI stream ended {problem}", retryable=True)
+        response = assembler.response()
+        if self.served:
+            await self.identify(raw.headers)
+        if self.served and request.tools:  # (text mode reads its own blocks)
+            reasoning = "".join(assembler.reasoning)
+            response, where = served_response(response, reasoning, request.tools)
+            if where in ("text", "reasoning"):
+                log.info(
+                    "served reply: %d call(s) read from the %s",
+                    len(response.tool_calls),
+                    "answer's text" if where == "text" else "reasoning",
+                )
+                if self.bus is not None:
+                    self.bus.emit(ServedCallsRead(where=where, calls=len(response.tool_calls)))
+                done = [e for call in response.tool_calls for e in call_events(call)]
         for event in done:
             yield event
-        yield ResponseDone(response=assembler.response())
+        yield ResponseDone(response=response)

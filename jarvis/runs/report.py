@@ -117,6 +117,7 @@ def _meta(info: RunInfo | None, steps: list[tuple[Path, StepFile]], task_id: str
         ("task id", escape(task_id)),
         ("channel", escape(info.channel if info else "–")),
         ("model", escape(model)),
+        *([("server", escape(info.server))] if info and info.server else []),
         ("status", f'<span class="badge {escape(status)}" id="status">{escape(status)}</span>'),
         ("verdict", escape(verdict_text)),
         ("duration", _fmt_seconds(_duration(info, steps))),

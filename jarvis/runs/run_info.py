@@ -23,7 +23,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field, computed_field, field_validator, model_validator
 
-from jarvis.events import Event, StepFinished, TaskFinished, TaskStarted, VerificationFinished
+from jarvis.events import (
+    Event,
+    ModelServer,
+    StepFinished,
+    TaskFinished,
+    TaskStarted,
+    VerificationFinished,
+)
 from jarvis.usage import Usage
 
 RUN_FILE = "run.json"
@@ -88,6 +95,9 @@ class RunInfo(BaseModel):
     channel: str = "unknown"
     provider: str = ""
     model: str = ""
+    server: str = ""
+    """The serving stack behind an OpenAI-compatible endpoint and its version, as it named
+    itself (``vLLM 0.19.0``, ``llama.cpp b6710-74b8fc17``), for served open models."""
     settings_hash: str = ""
     pid: int | None = None
     started: float | None = None
@@ -146,6 +156,10 @@ class RunInfo(BaseModel):
         """Take the numbers of a step, a verification or the ending from ``event`` into the
         latest run (its texts through ``clean``, which redacts) and bring the totals in
         line; False for an event that changes none of them."""
+        if isinstance(event, ModelServer):
+            changed = self.server != event.server
+            self.server = clean(event.server)
+            return changed
         part = self.current
         if isinstance(event, StepFinished):
             part.steps = max(part.steps, event.step)

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from jarvis.geometry import CoordSpace, Size, anthropic_size, fit_size, smart_size
 from jarvis.llm.profiles.settings import (
+    SERVED_FORMATS,
     TOOL_CALLING,
     ActionFormat,
     Api,
@@ -74,6 +75,8 @@ class Profile:
     """A tool call written as text in a native-mode reply: run it, or report it as an error."""
     tree: bool = True
     """Whether the model gets the accessibility tree when the ``observation`` setting asks."""
+    served_calls: bool = False
+    """Calls are read from the reply itself and the server is named (see ``ProfileSpec``)."""
     spec: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def grid_note(self, image: Size) -> str:
@@ -104,6 +107,9 @@ def _profile(spec: ProfileSpec, base_dir: Path | None) -> Profile:
     kind: Literal["fit", "anthropic", "smart"] = "anthropic" if img.rule == "vendor" else img.rule
     prompt = read_prompt(spec, base_dir)
     tree = spec.action_format in TOOL_CALLING if spec.tree is None else spec.tree
+    served = (
+        spec.action_format in SERVED_FORMATS if spec.served_calls is None else spec.served_calls
+    )
     return Profile(
         name=spec.name,
         title=spec.title or spec.name,
@@ -121,7 +127,8 @@ def _profile(spec: ProfileSpec, base_dir: Path | None) -> Profile:
         prompt=prompt,
         text_tool_calls=spec.text_tool_calls,
         tree=tree,
-        spec={**spec.model_dump(exclude_defaults=False), "tree": tree},
+        served_calls=served and spec.api == "openai-chat",
+        spec={**spec.model_dump(exclude_defaults=False), "tree": tree, "served_calls": served},
     )
 
 

@@ -2,8 +2,10 @@
 calls written as code read with :mod:`ast` (never evaluated).
 
 What serving stacks do to the text is undone first (:func:`clean_reply`): reasoning
-(``<think>...</think>``, or a reply that starts inside it and only closes it) is dropped,
-so a call written while thinking never runs; full-width punctuation outside quotes
+(``<think>...</think>``, or a reply that starts inside it and only closes it) is dropped
+when the answer outside it says anything, so a call drafted while thinking never runs in
+place of the answer's; a reply that is all reasoning (the model wrote its action inside
+``<think>`` and stopped) is read from its reasoning; full-width punctuation outside quotes
 (``Action：``, ``（x，y）``) reads as ASCII. An action that cannot be run becomes a call
 with ``parse_error`` set, which the agent reports back to the model.
 """
@@ -21,17 +23,26 @@ from jarvis.llm.types import ToolCall
 
 Point = Callable[[Sequence[float]], tuple[int, int]]
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.S)
+_THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.S)
 _FULL_WIDTH = str.maketrans({"（": "(", "）": ")", "，": ",", "：": ":", "［": "[", "］": "]"})
 
 
 def strip_reasoning(text: str) -> str:
     """The reply without its reasoning: ``<think>...</think>`` blocks, and everything up to
-    a ``</think>`` that no ``<think>`` opened (chat templates that open it in the prompt)."""
+    a ``</think>`` that no ``<think>`` opened (chat templates that open it in the prompt).
+
+    When nothing but blanks is left outside the reasoning, the reasoning is the reply (its
+    last block: where a model that acts while thinking wrote its action)."""
+    blocks: list[str] = []
     close = text.find("</think>")
     if close >= 0 and "<think>" not in text[:close]:
+        blocks.append(text[:close])
         text = text[close + len("</think>") :]
-    return _THINK.sub("", text)
+    blocks += [m.group(1) for m in _THINK.finditer(text)]
+    answer = _THINK.sub("", text)
+    if answer.strip() or not any(b.strip() for b in blocks):
+        return answer
+    return [b for b in blocks if b.strip()][-1].strip()
 
 
 def ascii_punctuation(text: str) -> str:

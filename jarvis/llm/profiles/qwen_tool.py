@@ -4,14 +4,19 @@ The definition follows the computer-use cookbooks of QwenLM/Qwen2.5-VL and Qwen3
 (``ComputerUse`` in qwen-agent): one function ``computer_use`` with an ``action`` enum
 and ``coordinate`` / ``keys`` / ``text`` / ``pixels`` / ``time`` / ``status`` arguments.
 Served by vLLM with ``--tool-call-parser hermes``, the model's
-``<tool_call>{"name": "computer_use", ...}</tool_call>`` arrives as a native tool call.
+``<tool_call>{"name": "computer_use", ...}</tool_call>`` arrives as a native tool call;
+without a parser, in Qwen3.5's XML form, or inside the reasoning, the OpenAI adapter reads
+it from the text (:mod:`jarvis.llm.served_calls`), where arguments may come as text:
+``coordinate`` as ``"[x, y]"`` or ``"x, y"`` and ``keys`` as ``"ctrl+c"`` are read too.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from jarvis.geometry import Size
+from jarvis.llm.profiles.grammar_text import numbers
 from jarvis.llm.profiles.grammars import GrammarError, Point
 from jarvis.llm.types import ToolCall, ToolSpec
 
@@ -62,6 +67,8 @@ def tool_spec(resolution_note: str) -> ToolSpec:
 
 def _xy(data: dict[str, Any], point: Point) -> tuple[int, int]:
     value = data.get("coordinate")
+    if isinstance(value, str):  # a parameter the server's parser left as text
+        value = numbers(value) or value
     if not isinstance(value, list | tuple) or len(value) not in (2, 4):
         raise GrammarError(f"coordinate must be [x, y], got {value!r}")
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
@@ -91,7 +98,10 @@ def _map(data: dict[str, Any], point: Point, grid: Size, pos: list[int]) -> list
     if action == "type":
         return [("type", {"text": str(data.get("text", ""))})]
     if action == "key":
-        keys = [str(k) for k in data.get("keys") or []]
+        given = data.get("keys") or []
+        if isinstance(given, str):  # "ctrl+c" or "ctrl c" as one text
+            given = [k for k in re.split(r"[\s+]+", given.strip()) if k]
+        keys = [str(k) for k in given]
         if not keys:
             raise GrammarError("key needs keys, e.g. ['ctrl', 'c']")
         if len(keys) == 1:

@@ -54,6 +54,9 @@ VENDOR_API = {
 TOOL_CALLING = frozenset({"tools", "claude-computer", "openai-computer", "gemini-computer"})
 """Formats whose requests carry Jarvis's own tools (``click_element`` among them): by
 default their models get the accessibility tree when the ``observation`` setting asks."""
+SERVED_FORMATS = frozenset({"qwen-computer-use"})
+"""Formats of open models whose tool calls a serving stack's parser may lose or leave as
+text: by default Jarvis reads them from the reply itself (``served_calls``)."""
 SHIPPED = "profiles.json"
 
 
@@ -130,6 +133,11 @@ class ProfileSpec(BaseModel):
     """Whether the model gets the accessibility tree (and the element tools) when the
     ``observation`` setting asks for it; None: yes for the formats that call Jarvis's tools
     (:data:`TOOL_CALLING`), no for text grammars, which have no element action to use it."""
+    served_calls: bool | None = None
+    """Whether the model is an open model on a serving stack whose calls Jarvis reads from
+    the reply itself (native ``tool_calls``, ``<tool_call>`` blocks, Qwen's XML form, the
+    reasoning when the answer has none) and whose server it names in the run report; None:
+    yes for Qwen's ``computer_use`` format (:data:`SERVED_FORMATS`)."""
     grounding: GroundingSpec | None = None
     history: HistorySpec = Field(default_factory=HistorySpec)
     sampling: SamplingSpec = Field(default_factory=SamplingSpec)
