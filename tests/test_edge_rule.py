@@ -271,3 +271,17 @@ async def test_gemini_computer_use_clicks_the_edge_and_says_so(
     assert len(clicks) == 1 and near(clicks[0], (1919, int(y / 1000 * SCREEN.height))), clicks
     after = json.dumps(fake_gemini.requests[1].body)
     assert "the point (1003, " in after and "was 3 off the screen" in after
+
+
+def test_a_grounder_answer_just_off_the_picture_lands_on_the_edge_with_a_note() -> None:
+    from jarvis.llm.grounding import read_point
+    from jarvis.llm.placer import Placer
+
+    profile = PROFILES["uground"]  # answers '(x, y)' on 0..1000 (OSU-NLP-Group/UGround README)
+    image = Size(1288, 728)
+    placer = Placer(profile.space, image)
+    gx, gy = read_point(profile, "(1004, 500)", image, placer)
+    assert (gx, gy) == (9999, 5000)
+    assert "the point (1004, 500) was 4 off the screen" in placer.notes[(gx, gy)]
+    with pytest.raises(OffScreen):
+        read_point(profile, "(1011, 500)", image)
