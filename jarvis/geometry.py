@@ -165,6 +165,8 @@ class CoordSpace:
                 f"pixels of the model's resized image (factor {factor}, "
                 f"{low}..{high} pixels) ({shape})"
             )
+        if self.kind == "pixel" and self.plain:
+            return f"pixels of the image as sent, scaled back as x * W / w ({shape})"
         if self.kind == "pixel":
             return f"pixels of the image as sent ({shape})"
         return f"relative 0..{self.denominator:g} ({shape})"

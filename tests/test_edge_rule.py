@@ -285,3 +285,16 @@ def test_a_grounder_answer_just_off_the_picture_lands_on_the_edge_with_a_note() 
     assert "the point (1004, 500) was 4 off the screen" in placer.notes[(gx, gy)]
     with pytest.raises(OffScreen):
         read_point(profile, "(1011, 500)", image)
+
+
+def test_jarvis_profiles_test_shows_the_edge_note(tmp_path: Path, capsys) -> None:
+    from jarvis.cli import main
+
+    answer = "Thought: x\nAction: click(start_box='(1320,300)')"
+    code = main(["profiles", "test", "ui-tars-1.5", "--screen", "1920x1080", answer, "--json",
+                 "--data-dir", str(tmp_path / "data")])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (action,) = out["actions"]
+    assert action["screen"]["point"] == [1918, 445]  # int(1315 / 1316 * 1920), int(300 * ...)
+    assert "the point (1320, 300) was 5 px off the screen" in action["note"]
