@@ -156,3 +156,14 @@ async def test_ui_tars_at_4k_clicks_where_bytedance_s_code_clicks(
     assert len(clicks) == 2, clicks
     for (x, y), (tx, ty) in zip(clicks, theirs, strict=True):
         assert abs(x - tx) <= 1 and abs(y - ty) <= 1, (clicks, theirs)
+
+
+def test_the_prompt_still_speaks_of_pixels_of_the_image_sent(tmp_path: Path) -> None:
+    from jarvis.config import Settings
+    from jarvis.llm.profiles.select import system_prompt
+
+    spec = PROFILES["ui-tars-1.5"]
+    grid, image = geometry(spec, Size(3840, 2160), Settings(data_dir=tmp_path))
+    assert grid == Size(1316 * 4096, 728 * 4096) and image == Size(1316, 728)
+    prompt = system_prompt(spec, image, grid)
+    assert "Instead of pixels" not in prompt and "1316" in prompt
