@@ -31,14 +31,17 @@ Open GUI models were trained on different conventions:
 
 A point may also come as a box ``[x1, y1, x2, y2]``: a box means its centre.
 
-Tool calls carry points on a *tool grid*: the image's pixels for a pixel space, and a
-10000 x 10000 grid for a relative space.
-:func:`to_tool_point` maps an answer onto that grid (refusing one outside the picture);
-the desktop layer then maps a grid point to the screen with :func:`model_to_screen` (the
-pixel-centre convention: relative value ``r`` lands on the screen pixel holding position
-``r / D`` of the axis, as the models' own code maps it back: ``x / 1000 * width``).
-:func:`to_screen` is that composition, the function every table test goes through, and
-the one path the running agent takes.
+Tool calls carry points on a *tool grid*: the image's pixels for a pixel space, a
+10000 x 10000 grid for a relative space, and the image's pixels each cut into
+:data:`SUBPIXELS` x :data:`SUBPIXELS` for pixels of a model's own resized image mapped by
+plain scaling (``p * W / w``, as those models' own code maps them back).
+:func:`place` maps an answer onto that grid with the one edge rule (an answer out of range
+by at most 1 % of the range lands on the nearest edge, with a note for the model; further
+out is refused); the desktop layer then maps a grid point to the screen with
+:func:`model_to_screen` (the pixel-centre convention: relative value ``r`` lands on the
+screen pixel holding position ``r / D`` of the axis, as the models' own code maps it back:
+``x / 1000 * width``). :func:`to_screen` is that composition, the function every table
+test goes through, and the one path the running agent takes.
 """
 
 from __future__ import annotations
@@ -48,40 +51,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-
-@dataclass(frozen=True)
-class Size:
-    width: int
-    height: int
-
-    def __post_init__(self) -> None:
-        if self.width < 1 or self.height < 1:
-            raise ValueError(f"a size must be positive, got {self.width}x{self.height}")
-
-    def __str__(self) -> str:
-        return f"{self.width}x{self.height}"
-
-    @classmethod
-    def parse(cls, text: str) -> Size:
-        """``"1920x1080"`` -> Size(1920, 1080)."""
-        width, _, height = text.lower().partition("x")
-        return cls(int(width), int(height))
-
+from jarvis.screen_sizes import ANTHROPIC_MAX_LONG_EDGE as ANTHROPIC_MAX_LONG_EDGE
+from jarvis.screen_sizes import ANTHROPIC_MAX_PIXELS as ANTHROPIC_MAX_PIXELS
+from jarvis.screen_sizes import ANTHROPIC_TARGETS as ANTHROPIC_TARGETS
+from jarvis.screen_sizes import Size as Size
+from jarvis.screen_sizes import anthropic_size as anthropic_size
+from jarvis.screen_sizes import fit_size as fit_size
+from jarvis.screen_sizes import smart_resize as smart_resize
+from jarvis.screen_sizes import smart_size
 
 # ---------------------------------------------------------------- pure arithmetic
-
-
-def fit_size(screen: Size, max_side: int) -> Size:
-    """The largest size with ``screen``'s aspect whose longest side is at most ``max_side``."""
-    if max_side < 1:
-        raise ValueError(f"max_side must be positive, got {max_side}")
-    longest = max(screen.width, screen.height)
-    if longest <= max_side:
-        return screen
-    return Size(
-        max(1, (screen.width * max_side * 2 + longest) // (2 * longest)),
-        max(1, (screen.height * max_side * 2 + longest) // (2 * longest)),
-    )
 
 
 def map_axis(value: int, src: int, dst: int) -> int:
@@ -140,6 +119,12 @@ def logical_to_physical(x: int, y: int, physical: Size, logical: Size) -> tuple[
 
 # ------------------------------------------------------- model coordinate spaces
 
+SUBPIXELS = 4096
+"""Grid cells per pixel of a plain-scaled pixel space: pixel ``p`` is cell ``p * 4096``,
+whose centre lands on screen pixel ``floor(p * W / w)`` exactly (the models' own
+``int(x / w * W)``) on any screen up to 8192 px wide (the cell's half width, ``W / (2 * w
+* 4096)``, stays under the ``1 / w`` that separates ``p * W / w`` from the next integer)."""
+
 REL_GRID = 10_000
 """Resolution of the tool grid of a relative space: fine enough that a grid cell's centre
 is within 0.1 px of the position ``r * W / D`` the model means (Qwen's cookbook maps
@@ -161,6 +146,12 @@ class CoordSpace:
     resize: tuple[int, int, int] | None = None
     """For pixels of the model's own resized image: (factor, min_pixels, max_pixels) of the
     ``smart_resize`` the serving side applies to the image sent."""
+    plain: bool = False
+    """For pixels: map a pixel answer ``p`` by plain scaling, ``p * W / w``, as the models'
+    own code does for pixels of their resized image (ByteDance UI-TARS
+    README_coordinates.md ``int(x / new_width * width)``; OpenCUA's
+    ``_coordinate_projection`` ``int(x / width * screen_width)``), instead of aiming at the
+    centre of image pixel ``p``. Its tool grid cuts each pixel into :data:`SUBPIXELS`."""
 
     def __post_init__(self) -> None:
         if self.kind == "relative" and self.denominator <= 0:
@@ -174,6 +165,8 @@ class CoordSpace:
                 f"pixels of the model's resized image (factor {factor}, "
                 f"{low}..{high} pixels) ({shape})"
             )
+        if self.kind == "pixel" and self.plain:
+            return f"pixels of the image as sent, scaled back as x * W / w ({shape})"
         if self.kind == "pixel":
             return f"pixels of the image as sent ({shape})"
         return f"relative 0..{self.denominator:g} ({shape})"
@@ -185,13 +178,22 @@ REL_999 = CoordSpace("relative", 999)
 REL_UNIT = CoordSpace("relative", 1)
 
 
-def tool_grid(space: CoordSpace, image: Size) -> Size:
-    """The grid tool calls carry points on, for answers in ``space`` about ``image``."""
-    if space.kind == "pixel" and space.resize:
+def answer_size(space: CoordSpace, image: Size) -> Size:
+    """The pixel size a pixel-space model answers about: ``image``, or the model's own
+    resize of it."""
+    if space.resize:
         factor, low, high = space.resize
         return smart_size(image, factor, high, low)
+    return image
+
+
+def tool_grid(space: CoordSpace, image: Size) -> Size:
+    """The grid tool calls carry points on, for answers in ``space`` about ``image``."""
+    if space.kind == "pixel" and space.plain:
+        size = answer_size(space, image)
+        return Size(size.width * SUBPIXELS, size.height * SUBPIXELS)
     if space.kind == "pixel":
-        return image
+        return answer_size(space, image)
     return Size(REL_GRID, REL_GRID)
 
 
@@ -212,40 +214,109 @@ class OffScreen(ValueError):
     """An answer outside the picture: the one out-of-screen rule (see :func:`to_tool_point`)."""
 
 
-def to_tool_point(point: Sequence[float], space: CoordSpace, image: Size) -> tuple[int, int]:
-    """A model's answer (point or box, in ``space``) as a point on :func:`tool_grid`.
+EDGE_SLACK = 0.01
+"""The edge rule: a point out of range by at most this fraction of the model's coordinate
+range on that axis (its width or height in pixels, or ``D`` of a relative scale) lands on
+the nearest edge; a point further out is refused."""
 
-    Pixels round to the nearest pixel; a relative value ``r`` on scale ``D`` becomes grid
-    cell ``floor(r * G / D)``.
+
+@dataclass(frozen=True)
+class Placed:
+    """A model's answer placed on the tool grid; ``note`` says, in the model's own units,
+    that it was off the picture by at most :data:`EDGE_SLACK` and moved onto the edge."""
+
+    x: int
+    y: int
+    note: str = ""
+
+
+def _span(space: CoordSpace, image: Size) -> tuple[float, float, float, float]:
+    """(largest x, largest y, x range, y range) of answers in ``space`` about ``image``."""
+    if space.kind == "relative":
+        d = space.denominator
+        return d, d, d, d
+    size = answer_size(space, image)
+    return size.width - 1, size.height - 1, size.width, size.height
+
+
+def _inside(x: float, y: float, space: CoordSpace, hi_x: float, hi_y: float) -> bool:
+    if space.kind == "relative":
+        return 0 <= x <= hi_x and 0 <= y <= hi_y
+    px, py = math.floor(x + 0.5), math.floor(y + 0.5)  # pixels round to the nearest one
+    return 0 <= px <= hi_x and 0 <= py <= hi_y
+
+
+def _range_text(space: CoordSpace, image: Size) -> str:
+    if space.kind == "relative":
+        return f"x and y must be in 0..{space.denominator:g}"
+    size = answer_size(space, image)
+    return f"x must be in 0..{size.width - 1} and y in 0..{size.height - 1}"
+
+
+def edge_point(point: Sequence[float], space: CoordSpace, image: Size) -> tuple[float, float, str]:
+    """The edge rule on an answer in ``space``'s own units: ``(x, y, note)``, the point as
+    it is when inside (``note`` empty), else moved onto the nearest edge with ``note``
+    saying so. Raises :class:`OffScreen` naming the range when it is further out."""
+    x, y = centre(point)
+    if not (math.isfinite(x) and math.isfinite(y)):
+        raise ValueError(f"coordinates must be finite numbers, got {list(point)!r}")
+    hi_x, hi_y, range_x, range_y = _span(space, image)
+    if _inside(x, y, space, hi_x, hi_y):
+        return x, y, ""
+    off = max(-x / range_x, (x - hi_x) / range_x, -y / range_y, (y - hi_y) / range_y)
+    if off > EDGE_SLACK + 1e-12:
+        where = (
+            "the picture"
+            if space.kind == "relative"
+            else f"the {answer_size(space, image)} picture"
+        )
+        raise OffScreen(f"({x:g}, {y:g}) is outside {where}: {_range_text(space, image)}")
+    ex, ey = min(hi_x, max(0.0, x)), min(hi_y, max(0.0, y))
+    unit = " px" if space.kind == "pixel" else ""
+    dist = max(abs(ex - x), abs(ey - y))
+    note = (
+        f"the point ({x:g}, {y:g}) was {dist:g}{unit} off the screen "
+        f"({_range_text(space, image)}), so the nearest edge point ({ex:g}, {ey:g}) was used"
+    )
+    return ex, ey, note
+
+
+def place(point: Sequence[float], space: CoordSpace, image: Size) -> Placed:
+    """A model's answer (point or box, in ``space``) on :func:`tool_grid`, with the edge rule.
+
+    Pixels of the image as sent round to the nearest pixel; a pixel ``p`` of a model's own
+    resized image (``space.plain``) becomes cell ``p * SUBPIXELS``, so it lands where the
+    plain scaling ``p * W / w`` of the models' own code puts it (ByteDance's
+    README_coordinates.md: ``int(x / new_width * width)``). A relative value ``r`` on scale
+    ``D`` becomes grid cell ``floor(r * G / D)``.
 
     The out-of-screen rule, the same for every profile: a pixel answer must round into
     ``0..W-1`` x ``0..H-1`` of its image (the pixel indices, as Jarvis's own tools say),
     a relative answer must lie in ``0..D`` on both axes (``D`` itself is the far edge, the
-    last pixel, as the models' own ``x / D * width`` puts it). Anything else raises
-    :class:`OffScreen` naming the range; the call fails and the model sees why. Nothing
-    is clamped from outside the picture onto its edge.
+    last pixel, as the models' own ``x / D * width`` puts it). An answer out of range by at
+    most :data:`EDGE_SLACK` of the range lands on the nearest edge and :attr:`Placed.note`
+    says so; anything further raises :class:`OffScreen` naming the range.
     """
-    x, y = centre(point)
-    if not (math.isfinite(x) and math.isfinite(y)):
-        raise ValueError(f"coordinates must be finite numbers, got {list(point)!r}")
+    x, y, note = edge_point(point, space, image)
     grid = tool_grid(space, image)
+    if space.kind == "pixel" and not space.plain:
+        return Placed(
+            _clamp(math.floor(x + 0.5), grid.width), _clamp(math.floor(y + 0.5), grid.height), note
+        )
     if space.kind == "pixel":
-        px, py = math.floor(x + 0.5), math.floor(y + 0.5)
-        if not contains_point(px, py, grid):
-            raise OffScreen(
-                f"({x:g}, {y:g}) is outside the {grid} picture: x must be in "
-                f"0..{grid.width - 1} and y in 0..{grid.height - 1}"
-            )
-        return px, py
-    d = space.denominator
-    if not (0 <= x <= d and 0 <= y <= d):
-        raise OffScreen(f"({x:g}, {y:g}) is outside the picture: x and y must be in 0..{d:g}")
-    scale_x = grid.width / d
-    scale_y = grid.height / d
+        gx, gy = math.floor(x * SUBPIXELS + 1e-6), math.floor(y * SUBPIXELS + 1e-6)
+        return Placed(_clamp(gx, grid.width), _clamp(gy, grid.height), note)
+    den_x = den_y = space.denominator
     # a tiny epsilon keeps exact grid values (r * G / D integral) from flooring one low
-    gx = math.floor(x * scale_x + 1e-9)
-    gy = math.floor(y * scale_y + 1e-9)
-    return _clamp(gx, grid.width), _clamp(gy, grid.height)
+    gx = math.floor(x * grid.width / den_x + 1e-9)
+    gy = math.floor(y * grid.height / den_y + 1e-9)
+    return Placed(_clamp(gx, grid.width), _clamp(gy, grid.height), note)
+
+
+def to_tool_point(point: Sequence[float], space: CoordSpace, image: Size) -> tuple[int, int]:
+    """:func:`place` without the note (for callers that report no result to the model)."""
+    placed = place(point, space, image)
+    return placed.x, placed.y
 
 
 def to_screen(
@@ -265,101 +336,17 @@ def to_screen(
 def from_screen(x: int, y: int, space: CoordSpace, image: Size, screen: Size) -> list[float]:
     """What a perfect model answers for logical screen pixel (x, y) (tests and calibration).
 
-    Pixels: the image pixel showing it; relative: the value of that pixel's centre.
+    Pixels: the image pixel showing it; plain-scaled pixels and relative: the value of that
+    screen pixel's centre.
     """
-    if space.kind == "pixel":
+    if space.kind == "pixel" and not space.plain:
         grid = tool_grid(space, image)
         return [
             math.floor((x + 0.5) * grid.width / screen.width),
             math.floor((y + 0.5) * grid.height / screen.height),
         ]
+    if space.kind == "pixel":  # plain scaling: the position p * W / w of the pixel's centre
+        size = answer_size(space, image)
+        return [(x + 0.5) * size.width / screen.width, (y + 0.5) * size.height / screen.height]
     d = space.denominator
     return [(x + 0.5) * d / screen.width, (y + 0.5) * d / screen.height]
-
-
-# --------------------------------------------------------------- image size rules
-
-
-def _round_by(value: float, factor: int) -> int:
-    return round(value / factor) * factor
-
-
-def _floor_by(value: float, factor: int) -> int:
-    return math.floor(value / factor) * factor
-
-
-def _ceil_by(value: float, factor: int) -> int:
-    return math.ceil(value / factor) * factor
-
-
-def smart_resize(
-    height: int, width: int, factor: int = 28, min_pixels: int = 56 * 56, max_pixels: int = 0
-) -> tuple[int, int]:
-    """Qwen2.5-VL's resize: (height, width) rounded to multiples of ``factor`` in a budget.
-
-    A port of ``smart_resize`` in ``qwen_vl_utils/vision_process.py`` (QwenLM/Qwen2.5-VL)
-    and ``transformers.models.qwen2_vl.image_processing_qwen2_vl``: factor 28 (patch 14 x
-    merge 2), min_pixels 56*56, max_pixels 28*28*1280 in the cookbooks' serving setup.
-    Qwen3-VL uses the same function with factor 32 (patch 16 x merge 2).
-    """
-    max_pixels = max_pixels or 28 * 28 * 1280
-    if max(height, width) / min(height, width) > 200:
-        raise ValueError(f"aspect ratio over 200 is not supported: {width}x{height}")
-    h_bar = max(factor, _round_by(height, factor))
-    w_bar = max(factor, _round_by(width, factor))
-    if h_bar * w_bar > max_pixels:
-        beta = math.sqrt((height * width) / max_pixels)
-        h_bar = max(factor, _floor_by(height / beta, factor))
-        w_bar = max(factor, _floor_by(width / beta, factor))
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h_bar = _ceil_by(height * beta, factor)
-        w_bar = _ceil_by(width * beta, factor)
-    return h_bar, w_bar
-
-
-def smart_size(screen: Size, factor: int, max_pixels: int, min_pixels: int = 56 * 56) -> Size:
-    """The size Jarvis sends a smart-resize model: one the model's resize leaves unchanged.
-
-    The result is a multiple of ``factor`` on both sides within ``max_pixels``, so the
-    server's own ``smart_resize`` (with any budget at least this large) is the identity
-    and pixel answers are pixels of the image Jarvis sent.
-    """
-    h, w = smart_resize(screen.height, screen.width, factor, min_pixels, max_pixels)
-    return Size(w, h)
-
-
-# Anthropic, "Computer use tool" docs (docs.claude.com, section on resolution): scale the
-# screenshot to XGA 1024x768 (4:3), WXGA 1280x800 (16:10) or FWXGA 1366x768 (~16:9) by
-# aspect ratio, and scale coordinates back; the reference implementation
-# (anthropic-quickstarts computer-use-demo, tools/computer.py, MAX_SCALING_TARGETS) picks
-# the target whose aspect is within 0.02 of the screen's and that is smaller than it.
-ANTHROPIC_TARGETS = (Size(1024, 768), Size(1280, 800), Size(1366, 768))
-ANTHROPIC_MAX_LONG_EDGE = 1568  # vision docs: larger images are downscaled by the API
-ANTHROPIC_MAX_PIXELS = 1366 * 768  # the largest standard target's area (FWXGA)
-
-
-def anthropic_size(screen: Size) -> Size:
-    """The screenshot size Anthropic recommends for ``screen``.
-
-    A standard target when the aspect matches one (within 0.02) and the screen is larger;
-    otherwise (21:9, portrait, ...) the screen scaled with its aspect kept to at most the
-    FWXGA area and a 1568 px long edge, so the API never rescales it behind our back.
-    """
-    ratio = screen.width / screen.height
-    for target in ANTHROPIC_TARGETS:
-        if abs(target.width / target.height - ratio) < 0.02 and target.width < screen.width:
-            return target
-    if (
-        screen.width * screen.height <= ANTHROPIC_MAX_PIXELS
-        and max(screen.width, screen.height) <= ANTHROPIC_MAX_LONG_EDGE
-    ):
-        return screen
-    scale = min(
-        math.sqrt(ANTHROPIC_MAX_PIXELS / (screen.width * screen.height)),
-        ANTHROPIC_MAX_LONG_EDGE / max(screen.width, screen.height),
-    )
-    size = fit_size(screen, math.floor(max(screen.width, screen.height) * scale))
-    while size.width * size.height > ANTHROPIC_MAX_PIXELS:  # rounding can add a sliver
-        size = fit_size(screen, max(size.width, size.height) - 1)
-    return size

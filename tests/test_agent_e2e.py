@@ -226,7 +226,7 @@ async def test_consecutive_failures_cap(
 ) -> None:
     settings = agent_settings(tmp_path, fake_model, monkeypatch, max_consecutive_failures=3)
     fake_model.script(
-        Reply(text="Thought: click", tool_calls=[call("click", x=-5, y=10)]),
+        Reply(text="Thought: click", tool_calls=[call("click", x=-50, y=10)]),  # past 1 %
         Reply(text="Thought: type", tool_calls=[call("type", raw='{"text": "unterminated')]),
         Reply(text="Thought: nothing to do"),
     )

@@ -243,9 +243,10 @@ def test_control_tools_set_the_outcome_and_move_nothing(
 @pytest.mark.parametrize(
     ("name", "args", "expected"),
     [
-        ("click", {"x": 1280, "y": 10}, "x: 1280 is outside the screenshot; x must be in 0..1279"),
-        ("click", {"x": 10, "y": -1}, "y: -1 is outside the screenshot; y must be in 0..719"),
-        ("mouse_move", {"x": 10, "y": 720}, "y must be in 0..719 (the screenshot is 1280x720)"),
+        # further off than the edge rule's 1 % (12 px of 1280, 7 of 720; nearer: the edge)
+        ("click", {"x": 1292, "y": 10}, "x: 1292 is outside the screenshot; x must be in 0..1279"),
+        ("click", {"x": 10, "y": -8}, "y: -8 is outside the screenshot; y must be in 0..719"),
+        ("mouse_move", {"x": 10, "y": 727}, "y must be in 0..719 (the screenshot is 1280x720)"),
         ("drag", {"startX": 1, "startY": 1, "endX": 5, "endY": 9999}, "endY: 9999 is outside"),
         ("press_key", {"key": "supr"}, "key: unknown key 'supr'"),
         ("hotkey", {"keys": "ctrl+bogus"}, "keys: unknown key 'bogus'"),

@@ -42,6 +42,7 @@ BOTTOM = frozenset(
         "jarvis",  # the package itself: __version__
         "jarvis.freed_memory",  # set on import: malloc overwrites freed memory
         "jarvis.geometry",
+        "jarvis.screen_sizes",  # Size and the screenshot size rules (geometry re-exports)
         "jarvis.events",
         "jarvis.redaction",
         "jarvis.text_display",  # how hidden characters are shown; events render with it

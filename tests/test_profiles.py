@@ -177,10 +177,12 @@ DOCUMENTED = [
     ("qwen3-vl", "1920x1080", {"action": "left_click", "coordinate": [1000, 1000]}, (1919, 1079)),
     ("qwen3-vl", "3440x1440", {"action": "left_click", "coordinate": [0, 0]}, (0, 0)),
     ("qwen3-vl", "1440x900", {"action": "left_click", "coordinate": [250, 750]}, (360, 675)),
-    # Qwen2.5-VL: pixels of the smart-resized image (1920x1080 -> 1316x728 at 1280*28*28)
+    # Qwen2.5-VL: pixels of the smart-resized image (1920x1080 -> 1316x728 at 1280*28*28),
+    # mapped back by plain scaling int(x / w * W) as the Qwen2.5-VL-based agents' own code
+    # does (OpenCUA's _coordinate_projection, 'qwen25'): 1315 * 1920 / 1316 = 1918.5
     ("qwen2.5-vl", "1920x1080", {"action": "left_click", "coordinate": [658, 364]}, (960, 540)),
-    ("qwen2.5-vl", "1920x1080", {"action": "left_click", "coordinate": [1315, 727]}, (1919, 1079)),
-    ("qwen2.5-vl", "2560x1440", {"action": "double_click", "coordinate": [100, 50]}, (195, 99)),
+    ("qwen2.5-vl", "1920x1080", {"action": "left_click", "coordinate": [1315, 727]}, (1918, 1078)),
+    ("qwen2.5-vl", "2560x1440", {"action": "double_click", "coordinate": [100, 50]}, (194, 98)),
 ]
 
 
@@ -212,7 +214,7 @@ TEXT_CASES = [
         "ui-tars-1.5",
         "3440x1440",
         "Thought: x\nAction: left_double(start_box='(1539,643)')",
-        (3438, 1438),
+        (3437, 1437),  # README_coordinates.md: int(1539 / 1540 * 3440), int(643 / 644 * 1440)
     ),
     # GLM-4.5V: relative box tokens; a box means its centre
     ("glm-4.5v", "1920x1080", "<|begin_of_box|>[480,480,520,520]<|end_of_box|>", (960, 540)),
@@ -224,7 +226,8 @@ TEXT_CASES = [
     ),
     # OpenCUA: pyautogui with smart-resized pixels
     ("opencua", "1920x1080", "```python\npyautogui.click(x=658, y=364)\n```", (960, 540)),
-    ("opencua", "1440x900", "pyautogui.click(1259, 783)", (1439, 899)),
+    # OpenCUA's _coordinate_projection ('qwen25'): int(1259 / 1260 * 1440), int(783 / 784 * 900)
+    ("opencua", "1440x900", "pyautogui.click(1259, 783)", (1438, 898)),
 ]
 
 
@@ -256,17 +259,18 @@ def test_spaces_and_edges(space, answer, screen, expected) -> None:
     assert to_screen(answer, space, image, size) == expected
 
 
-# the one out-of-screen rule: outside the picture is refused, never clamped onto its edge
+# the one out-of-screen rule: further outside the picture than 1 % of the range is refused
+# (nearer ones land on the edge: tests/test_edge_rule.py)
 @pytest.mark.parametrize(
     ("space", "answer"),
     [
         (REL_UNIT, [-0.2, 0.5]),
         (REL_UNIT, [0.5, 1.7]),
-        (REL_999, [1000, 10]),
+        (REL_999, [1010, 10]),  # 11 past 999, more than 9.99
         (REL_1000, [1200, 5]),
-        (REL_1000, [5, -5]),
-        (PIXELS, [1365.6, 10]),  # rounds to 1366 on a 1366-wide picture
-        (PIXELS, [-1, 10]),
+        (REL_1000, [5, -11]),
+        (PIXELS, [1379.7, 10]),  # rounds to 1380: 15 past 1365, more than 13.66
+        (PIXELS, [-14, 10]),
     ],
 )
 def test_out_of_screen_answers_are_refused(space, answer) -> None:

@@ -146,7 +146,7 @@ async def test_only_calls_that_move_input_are_followed_by_a_settle(rig: Rig, tka
 async def test_calls_cut_off_by_their_step_are_not_run_with_one_code(rig: Rig) -> None:
     move = ToolCall(id="m", name="mouse_move", arguments={"x": 600, "y": 300})
     for first, why in (
-        (ToolCall(id="bad", name="mouse_move", arguments={"x": -5, "y": 1}), "failed"),
+        (ToolCall(id="bad", name="mouse_move", arguments={"x": -50, "y": 1}), "failed"),
         (ToolCall(id="shot", name="screenshot"), "screenshot"),
         (ToolCall(id="ask", name="call_user", arguments={"message": "which one?"}), "ended"),
     ):

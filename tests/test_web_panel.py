@@ -72,7 +72,7 @@ class Model:
         if self.paint_steps == 1:
             return Reply(
                 text="Thought: I try a click off the screen.",
-                tool_calls=[call("mouse_move", x=100, y=120), call("click", x=-5, y=10)],
+                tool_calls=[call("mouse_move", x=100, y=120), call("click", x=-50, y=10)],
             )  # an error card, open
         return Reply(
             text="Thought: I need to ask which colour.",

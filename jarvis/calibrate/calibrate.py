@@ -30,6 +30,7 @@ from jarvis.geometry import (
     REL_1000,
     REL_GRID,
     REL_UNIT,
+    SUBPIXELS,
     CoordSpace,
     OffScreen,
     Size,
@@ -117,6 +118,8 @@ def radius(screen: Size) -> int:
 def raw_answer(point: tuple[float, float], space: CoordSpace, grid: Size) -> tuple[float, float]:
     """The number the model wrote, from the point the profile mapped it to on the tool grid
     (pixels are exact; a relative value to within half a grid cell)."""
+    if space.kind == "pixel" and space.plain:
+        return point[0] / SUBPIXELS, point[1] / SUBPIXELS
     if space.kind == "pixel":
         return float(point[0]), float(point[1])  # fractions kept: 0.12 stays 0.12
     d = space.denominator

@@ -14,7 +14,8 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from jarvis.geometry import Size, model_to_screen, to_tool_point
+from jarvis.geometry import Size, model_to_screen
+from jarvis.llm.placer import Placer
 from jarvis.llm.profiles import qwen_tool
 from jarvis.llm.profiles.catalog import Profile, profile_by_name
 from jarvis.llm.profiles.grammars import TEXT_GRAMMARS
@@ -134,10 +135,11 @@ def _arguments(answer: str) -> dict[str, Any] | None:
 def parse_answer(profile: Profile, answer: str, screen: Size, settings: Settings) -> list[ToolCall]:
     """Tool calls on the profile's grid for a raw answer, as a run parses it."""
     grid, image = geometry(profile, screen, settings)
+    point = Placer(profile.space, image)  # the edge rule's notes go on the calls
+    return point.annotate(_parsed(profile, answer, grid, point))
 
-    def point(values: Any) -> tuple[int, int]:
-        return to_tool_point(values, profile.space, image)
 
+def _parsed(profile: Profile, answer: str, grid: Size, point: Placer) -> list[ToolCall]:
     fmt = profile.action_format
     if fmt in TEXT_GRAMMARS:
         return TEXT_GRAMMARS[fmt](answer, point)
@@ -188,6 +190,8 @@ def cmd_test(args: argparse.Namespace, settings: Settings) -> int:
         else:
             points = screen_points(profile, call, screen, settings)
             actions.append({"tool": call.name, "arguments": call.arguments, "screen": points})
+            if call.note:
+                actions[-1]["note"] = call.note
     if args.json:
         print(
             json.dumps(
@@ -212,5 +216,7 @@ def cmd_test(args: argparse.Namespace, settings: Settings) -> int:
             else:
                 where = ", ".join(f"{k} {tuple(v)}" for k, v in a["screen"].items())
                 print(f"  {a['tool']} {json.dumps(a['arguments'])} -> screen {where or '-'}")
+                if "note" in a:
+                    print(f"    note: {a['note']}")
     ok = actions and not any("error" in a for a in actions)
     return EXIT_OK if ok else EXIT_UNPARSED

@@ -6,8 +6,9 @@ answer with function calls to *predefined* UI actions (google-genai:
 github google/computer-use-preview, ``agent.py``). Their points are normalised to the
 screenshot on a 0..999 grid, which the reference code maps back with
 ``int(x / 1000 * width)``: Jarvis's relative space with denominator 1000 does the same
-(:func:`jarvis.geometry.to_tool_point`), so a click lands on the pixel the model's own
-code would click.
+(:func:`jarvis.geometry.place`, through a :class:`jarvis.llm.placer.Placer`), so a click
+lands on the pixel the model's own code would click; a point just off the screen lands on
+its edge and the result says so.
 
 The mapping, action by action:
 
@@ -32,7 +33,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from jarvis.geometry import CoordSpace, Size, to_tool_point
+from jarvis.geometry import CoordSpace, Size
+from jarvis.llm.placer import Placer
 
 EXCLUDED = ("open_web_browser", "search", "navigate", "go_back", "go_forward")
 """Predefined actions left out of the tool (they drive a browser's own controls)."""
@@ -67,10 +69,10 @@ def _number(args: dict[str, Any], name: str, action: str) -> float:
 
 
 def _point(
-    args: dict[str, Any], action: str, space: CoordSpace, image: Size, xk: str = "x", yk: str = "y"
+    args: dict[str, Any], action: str, placer: Placer, xk: str = "x", yk: str = "y"
 ) -> tuple[int, int]:
     x, y = _number(args, xk, action), _number(args, yk, action)
-    return to_tool_point([x, y], space, image)
+    return placer([x, y])
 
 
 def _keys(text: Any) -> tuple[str, dict[str, Any]]:
@@ -98,14 +100,18 @@ def scroll_clicks(magnitude: Any) -> int:
     return max(1, min(MAX_CLICKS, round(float(magnitude) / SCROLL_UNITS_PER_CLICK)))
 
 
-def map_action(name: str, args: dict[str, Any], space: CoordSpace, image: Size) -> Mapped:
+def map_action(
+    name: str, args: dict[str, Any], space: CoordSpace, image: Size, placer: Placer | None = None
+) -> Mapped:
     """(tool, arguments) pairs for one predefined action; raises :class:`UnmappableAction`
-    (or :class:`jarvis.geometry.OffScreen`, a ValueError, for a point outside the picture)."""
+    (or :class:`jarvis.geometry.OffScreen`, a ValueError, for a point further off the
+    picture than the edge rule allows). ``placer`` keeps the edge notes."""
+    placer = placer or Placer(space, image)
     if name in ("click_at", "hover_at"):
-        x, y = _point(args, name, space, image)
+        x, y = _point(args, name, placer)
         return [("click" if name == "click_at" else "mouse_move", {"x": x, "y": y})]
     if name == "type_text_at":
-        x, y = _point(args, name, space, image)
+        x, y = _point(args, name, placer)
         text = args.get("text")
         if not isinstance(text, str):
             raise UnmappableAction(f"type_text_at needs text, got {text!r}")
@@ -120,7 +126,7 @@ def map_action(name: str, args: dict[str, Any], space: CoordSpace, image: Size) 
     if name == "key_combination":
         return [_keys(args.get("keys"))]
     if name == "scroll_at":
-        x, y = _point(args, name, space, image)
+        x, y = _point(args, name, placer)
         direction = _direction(args, name)
         amount = scroll_clicks(args.get("magnitude", DEFAULT_MAGNITUDE))
         return [("scroll", {"x": x, "y": y, "direction": direction, "amount": amount})]
@@ -128,12 +134,12 @@ def map_action(name: str, args: dict[str, Any], space: CoordSpace, image: Size) 
         direction = _direction(args, name)
         if direction in ("up", "down"):
             return [("press_key", {"key": "pagedown" if direction == "down" else "pageup"})]
-        x, y = to_tool_point([500, 500], space, image)
+        x, y = placer([500, 500])
         amount = scroll_clicks(DEFAULT_MAGNITUDE)
         return [("scroll", {"x": x, "y": y, "direction": direction, "amount": amount})]
     if name == "drag_and_drop":
-        sx, sy = _point(args, name, space, image)
-        ex, ey = _point(args, name, space, image, "destination_x", "destination_y")
+        sx, sy = _point(args, name, placer)
+        ex, ey = _point(args, name, placer, "destination_x", "destination_y")
         return [("drag", {"startX": sx, "startY": sy, "endX": ex, "endY": ey})]
     if name == "wait_5_seconds":
         return [("wait", {"ms": 5000})]

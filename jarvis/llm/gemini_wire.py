@@ -28,6 +28,7 @@ from jarvis.llm.base import NOT_RUN
 from jarvis.llm.computer_tool import COMPUTER_TOOL_NAMES
 from jarvis.llm.gemini_actions import EXCLUDED, PREDEFINED, map_action
 from jarvis.llm.openai_actions import SafetyCheck
+from jarvis.llm.placer import Placer
 from jarvis.llm.types import ImagePart, Message, TextPart, ToolCall, ToolResultPart, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -225,20 +226,23 @@ async def read_calls(
         if not (computer and name in PREDEFINED):
             calls.append(ToolCall(id=native, name=name, arguments=args, origin=origin))
             continue
+        placer = Placer(space, image)
         try:
-            mapped = map_action(name, args, space, image)
+            mapped = map_action(name, args, space, image, placer)
         except ValueError as exc:
             calls.append(
                 ToolCall(id=native, name=name, arguments=args, parse_error=str(exc), origin=origin)
             )
             continue
-        calls += [
-            ToolCall(
-                id=native if len(mapped) == 1 else f"{native}_{i + 1}",
-                name=tool,
-                arguments=arguments,
-                origin=origin,
-            )
-            for i, (tool, arguments) in enumerate(mapped)
-        ]
+        calls += placer.annotate(
+            [
+                ToolCall(
+                    id=native if len(mapped) == 1 else f"{native}_{i + 1}",
+                    name=tool,
+                    arguments=arguments,
+                    origin=origin,
+                )
+                for i, (tool, arguments) in enumerate(mapped)
+            ]
+        )
     return calls

@@ -6,20 +6,21 @@ points badly says *what* to click ("the OK button of the dialog"), and a groundi
 own size. The request is the grounding profile's own prompt (``grounding`` in
 ``profiles.json``), the image at the profile's size, and nothing else; the answer is read
 with the profile's grammar (or as a bare point, see :mod:`jarvis.llm.profiles.points`)
-and goes through :func:`jarvis.geometry.to_screen`, the one conversion every profile uses,
-with the one out-of-screen rule (:class:`jarvis.geometry.OffScreen`).
+and goes through :func:`jarvis.geometry.place` and the screen mapping, the one conversion
+every profile uses, with the one edge rule (a point just off the screen lands on its edge
+and ``click_target``'s result says so; further off is :class:`jarvis.geometry.OffScreen`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from jarvis.geometry import Size, model_to_screen, to_tool_point, tool_grid
+from jarvis.geometry import Size, model_to_screen, tool_grid
 from jarvis.llm.base import AdapterBase, Connection, Provider, complete
+from jarvis.llm.placer import Placer
 from jarvis.llm.profiles.catalog import Profile
 from jarvis.llm.profiles.grammars import TEXT_GRAMMARS, clean_reply
 from jarvis.llm.profiles.points import point_numbers
@@ -63,16 +64,16 @@ def grounding_request(
     )
 
 
-def read_point(profile: Profile, text: str, image: Size) -> tuple[int, int]:
+def read_point(
+    profile: Profile, text: str, image: Size, placer: Placer | None = None
+) -> tuple[int, int]:
     """The answer ``text`` as a point on the profile's tool grid for ``image``.
 
-    Raises :class:`jarvis.geometry.OffScreen` for a point outside the picture and
-    :class:`GroundingError` when the answer holds no point.
+    Raises :class:`jarvis.geometry.OffScreen` for a point further outside the picture than
+    the edge rule allows and :class:`GroundingError` when the answer holds no point;
+    ``placer`` keeps the note of a point moved onto the edge.
     """
-    space = profile.space
-
-    def point(values: Sequence[float]) -> tuple[int, int]:
-        return to_tool_point(values, space, image)
+    point = placer or Placer(profile.space, image)
 
     grammar = TEXT_GRAMMARS.get(profile.action_format)
     if grammar is not None and profile.action_format != "point":
@@ -92,6 +93,8 @@ class Located:
     """The absolute logical screen pixel."""
     answer: str
     image: Size
+    note: str = ""
+    """Set when the answer was just off the screen and moved onto its edge (the edge rule)."""
 
 
 class Grounder:
@@ -123,9 +126,11 @@ class Grounder:
         text = " ".join(
             [response.text, *(json.dumps(c.arguments) for c in response.tool_calls)]
         ).strip()
-        gx, gy = read_point(self.profile, text, size)
+        placer = Placer(self.profile.space, size)
+        gx, gy = read_point(self.profile, text, size, placer)
         grid = tool_grid(self.profile.space, size)
-        return Located(model_to_screen(gx, gy, grid, screen, origin), text, size)
+        note = placer.notes.get((gx, gy), "")
+        return Located(model_to_screen(gx, gy, grid, screen, origin), text, size, note)
 
     async def aclose(self) -> None:
         close: Any = getattr(self.provider, "aclose", None)

@@ -5,7 +5,9 @@ A ``computer_call`` item carries one ``action`` (``computer_use_preview``) or a 
 ``actions`` (the GA ``computer`` tool, gpt-5.4): click, double_click, drag, keypress,
 move, screenshot, scroll, type, wait, with ``x``/``y`` in pixels of the screenshot sent
 (openai SDK: ``openai.types.responses.ResponseComputerToolCall``). Each action becomes our
-tool call; the points go through :func:`jarvis.geometry.to_tool_point`.
+tool call; the points go through :func:`jarvis.geometry.place` (a :class:`Placer`), so a
+point just off the screen lands on its edge with a note, and one further out is refused:
+the call fails with the reason, which the model reads in its ``computer_call_output``.
 
 ``pending_safety_checks`` on a call must be approved before its actions run, and are then
 echoed back as ``acknowledged_safety_checks`` on the ``computer_call_output``. Approval is
@@ -22,7 +24,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jarvis.geometry import PIXELS, Size, to_tool_point
+from jarvis.geometry import PIXELS, Size
+from jarvis.llm.placer import Placer
 
 COMPUTER = "computer"
 
@@ -68,15 +71,21 @@ def _keys(keys: list[Any]) -> tuple[str, dict[str, Any]]:
     return "hotkey", {"keys": "+".join(names)}
 
 
-def map_action(action: dict[str, Any], image: Size) -> list[tuple[str, dict[str, Any]]]:
-    """(tool, arguments) for one action of the computer tool."""
+def map_action(
+    action: dict[str, Any], image: Size, placer: Placer | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """(tool, arguments) for one action of the computer tool; raises
+    :class:`UnmappableAction`, or :class:`jarvis.geometry.OffScreen` (a ValueError) for a
+    point off the screen by more than the edge rule allows. ``placer`` keeps the notes of
+    points moved onto the edge."""
     kind = str(action.get("type", ""))
+    point = placer or Placer(PIXELS, image)
 
     def xy(data: dict[str, Any]) -> tuple[int, int]:
         x, y = data.get("x"), data.get("y")
         if not isinstance(x, int | float) or not isinstance(y, int | float):
             raise UnmappableAction(f"{kind} needs numeric x and y, got {data!r}")
-        return to_tool_point([float(x), float(y)], PIXELS, image)
+        return point([float(x), float(y)])
 
     if action.get("keys") and kind != "keypress":
         raise UnmappableAction(f"holding keys ({action['keys']}) during {kind} is not supported")

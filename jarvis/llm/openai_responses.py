@@ -21,7 +21,7 @@ from typing import Any, Unpack
 
 import openai
 
-from jarvis.geometry import Size
+from jarvis.geometry import PIXELS, Size
 from jarvis.llm.base import (
     NOT_RUN,
     AdapterBase,
@@ -36,12 +36,12 @@ from jarvis.llm.openai import KEY_ENV, URL_ENV, openai_client
 from jarvis.llm.openai_actions import (
     COMPUTER,
     Approver,
-    UnmappableAction,
     call_actions,
     deny_unattended,
     map_action,
     pending_checks,
 )
+from jarvis.llm.placer import Placer
 from jarvis.llm.retry import error_text
 from jarvis.llm.text_mode import call_events
 from jarvis.llm.types import (
@@ -106,6 +106,18 @@ def _assistant_items(
     return items
 
 
+def _said(part: ToolResultPart) -> str:
+    """What a computer call's result tells the model beyond its screenshot: the error of a
+    failed call, or the note of a point moved onto the screen's edge."""
+    if not part.ok:
+        return f"failed: {part.content}"
+    try:
+        data = json.loads(part.content).get("data")
+    except (ValueError, AttributeError):
+        return ""
+    return str(data["note"]) if isinstance(data, dict) and data.get("note") else ""
+
+
 def _user_items(
     message: Message, origin_of: dict[str, str], acks: dict, pending: list[str]
 ) -> list[dict[str, Any]]:
@@ -122,8 +134,11 @@ def _user_items(
                     {"type": "input_text", "text": f"[{part.name}: {state}] {part.content}"}
                 )
                 continue
-            if native is not None:
+            if native is not None:  # its computer_call_output holds only the screenshot
                 answered.add(native)
+                said = _said(part)
+                if said:
+                    content.append({"type": "input_text", "text": f"[{native}: {said}]"})
                 continue
             text = part.content if part.ok else f"ERROR: {part.content}"
             items.append({"type": "function_call_output", "call_id": part.call_id, "output": text})
@@ -272,10 +287,11 @@ async def _computer_calls(
         "input": {"item": sent, "acknowledged": acknowledged, "reasoning": reasoning},
     }
     mapped: list[tuple[str, dict[str, Any]]] = []
+    placer = Placer(PIXELS, image)
     try:
         for action in call_actions(item):
-            mapped += map_action(action, image)
-    except UnmappableAction as exc:
+            mapped += map_action(action, image, placer)
+    except ValueError as exc:  # UnmappableAction, or OffScreen: a point too far off the screen
         return [
             ToolCall(id=call_id, name=COMPUTER, arguments=sent, parse_error=str(exc), origin=origin)
         ]
@@ -289,15 +305,17 @@ async def _computer_calls(
                 origin=origin,
             )
         ]
-    return [
-        ToolCall(
-            id=call_id if len(mapped) == 1 else f"{call_id}_{i + 1}",
-            name=name,
-            arguments=args,
-            origin=origin,
-        )
-        for i, (name, args) in enumerate(mapped)
-    ]
+    return placer.annotate(
+        [
+            ToolCall(
+                id=call_id if len(mapped) == 1 else f"{call_id}_{i + 1}",
+                name=name,
+                arguments=args,
+                origin=origin,
+            )
+            for i, (name, args) in enumerate(mapped)
+        ]
+    )
 
 
 def _usage(usage: dict[str, Any] | None) -> Usage:

@@ -43,6 +43,11 @@ class ToolCall(BaseModel):
         description="the provider-native call this one was mapped from (e.g. Claude's computer "
         "tool: {'id', 'name', 'input'}); adapters use it to send the history back faithfully",
     )
+    note: str | None = Field(
+        default=None,
+        description="what the model is told with the call's result: a point just off the "
+        "screen that was moved onto its edge (the edge rule, jarvis.geometry.place)",
+    )
 
 
 class ToolResultPart(BaseModel):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from jarvis.config import Settings
 from jarvis.desktop.input import (
@@ -29,6 +29,7 @@ from jarvis.desktop.input import (
 )
 from jarvis.llm.profiles.select import active_profile, observation_kind
 from jarvis.tools.context import InputLike, ScreenLike, ToolContext
+from jarvis.tools.coords import PX, PY, noted, placed
 from jarvis.tools.presets import Preset, load_default_presets, load_presets, register_presets
 from jarvis.tools.registry import ToolRegistry, current_call_id
 from jarvis.tools.results import INTERNAL, INVALID_PARAMS, ToolFailure
@@ -52,37 +53,6 @@ class Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-# --- validators --------------------------------------------------------------
-def _screen_of(info: ValidationInfo) -> ScreenLike | None:
-    context = info.context or {}
-    tool_context = context.get("tool_context")
-    return getattr(tool_context, "screen", None)
-
-
-def _check_axis(value: int, info: ValidationInfo, axis: Literal["x", "y"]) -> int:
-    screen = _screen_of(info)
-    if screen is None:  # validated without a screen (preset loading): only the sign matters
-        if value < 0:
-            raise ValueError(f"{axis} must be >= 0")
-        return value
-    size = screen.model_size
-    limit = size.width if axis == "x" else size.height
-    if not 0 <= value < limit:
-        raise ValueError(
-            f"{value} is outside the screenshot; {axis} must be in 0..{limit - 1} "
-            f"(the screenshot is {size.width}x{size.height})"
-        )
-    return value
-
-
-def _check_x(value: int, info: ValidationInfo) -> int:
-    return _check_axis(value, info, "x")
-
-
-def _check_y(value: int, info: ValidationInfo) -> int:
-    return _check_axis(value, info, "y")
-
-
 def _check_key(value: str) -> str:
     normalize_key(value)  # raises UnknownKeyError (a ValueError) naming the key
     return value
@@ -94,39 +64,22 @@ def _check_chord(value: str) -> str:
     return value
 
 
-_MIN0: dict[str, Any] = {"minimum": 0}
-X = Annotated[
-    int,
-    Field(
-        description="x in screenshot pixels (0 is the left edge)", json_schema_extra={"minimum": 0}
-    ),
-    AfterValidator(_check_x),
-]
-Y = Annotated[
-    int,
-    Field(
-        description="y in screenshot pixels (0 is the top edge)", json_schema_extra={"minimum": 0}
-    ),
-    AfterValidator(_check_y),
-]
-
-
 # --- argument models -----------------------------------------------------------
 class PointArgs(Args):
-    x: X
-    y: Y
+    x: PX
+    y: PY
 
 
 class DragArgs(Args):
-    startX: X
-    startY: Y
-    endX: X
-    endY: Y
+    startX: PX
+    startY: PY
+    endX: PX
+    endY: PY
 
 
 class ScrollArgs(Args):
-    x: X
-    y: Y
+    x: PX
+    y: PY
     direction: Literal["up", "down", "left", "right"] = Field(description="which way to scroll")
     amount: int = Field(3, ge=1, le=50, description="how many wheel clicks")
 
@@ -223,9 +176,11 @@ def _act(ctx: ToolContext, action: Callable[[], T]) -> T:
 def _at_point(
     ctx: ToolContext, args: PointArgs, action: Callable[[InputLike, int, int], None]
 ) -> dict[str, Any]:
-    x, y = _real(ctx, args.x, args.y)
+    notes: list[str] = []
+    mx, my = placed(_screen(ctx), args.x, args.y, notes)
+    x, y = _real(ctx, mx, my)
     _act(ctx, lambda: action(_input(ctx), x, y))
-    return {"x": args.x, "y": args.y}
+    return noted({"x": mx, "y": my}, notes)
 
 
 # --- the tools -------------------------------------------------------------------
@@ -256,17 +211,23 @@ def mouse_move(args: PointArgs, ctx: ToolContext) -> dict[str, Any]:
 
 def drag(args: DragArgs, ctx: ToolContext) -> dict[str, Any]:
     """Press the left button at (startX, startY), move to (endX, endY) and release."""
-    x1, y1 = _real(ctx, args.startX, args.startY)
-    x2, y2 = _real(ctx, args.endX, args.endY)
+    notes: list[str] = []
+    start = placed(_screen(ctx), args.startX, args.startY, notes)
+    end = placed(_screen(ctx), args.endX, args.endY, notes)
+    x1, y1 = _real(ctx, *start)
+    x2, y2 = _real(ctx, *end)
     _act(ctx, lambda: _input(ctx).drag(x1, y1, x2, y2))
-    return {"start": [args.startX, args.startY], "end": [args.endX, args.endY]}
+    return noted({"start": list(start), "end": list(end)}, notes)
 
 
 def scroll(args: ScrollArgs, ctx: ToolContext) -> dict[str, Any]:
     """Scroll the mouse wheel at (x, y) in the screenshot."""
-    x, y = _real(ctx, args.x, args.y)
+    notes: list[str] = []
+    mx, my = placed(_screen(ctx), args.x, args.y, notes)
+    x, y = _real(ctx, mx, my)
     _act(ctx, lambda: _input(ctx).scroll(x, y, args.direction, args.amount))
-    return {"x": args.x, "y": args.y, "direction": args.direction, "amount": args.amount}
+    data = {"x": mx, "y": my, "direction": args.direction, "amount": args.amount}
+    return noted(data, notes)
 
 
 def type_(args: TypeArgs, ctx: ToolContext) -> dict[str, Any]:

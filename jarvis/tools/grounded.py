@@ -77,7 +77,8 @@ def make_click_target(grounder: Grounder, max_side: int) -> Any:
         }[args.action]
         _act(ctx, lambda: act(x, y))
         mx, my = screen.to_model(x, y)
-        return {"target": args.target, "action": args.action, "x": mx, "y": my}
+        done = {"target": args.target, "action": args.action, "x": mx, "y": my}
+        return {**done, "note": found.note} if found.note else done
 
     return click_target
 

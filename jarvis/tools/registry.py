@@ -211,10 +211,12 @@ class ToolRegistry:
 
     # --- execution ---------------------------------------------------------
     async def execute_call(self, call: ToolCall, context: ToolContext) -> ToolResult:
-        """Execute a parsed model tool call (a broken-JSON call is an invalid-params result)."""
-        return await self.execute(
+        """Execute a parsed model tool call (a broken-JSON call is an invalid-params result);
+        the call's ``note`` (a point moved onto the screen's edge) goes with its result."""
+        result = await self.execute(
             call.name, call.arguments, context, call_id=call.id, parse_error=call.parse_error
         )
+        return result.with_note(call.note) if call.note else result
 
     async def execute(
         self,
@@ -257,6 +259,8 @@ class ToolRegistry:
     ) -> ToolResult:
         tool = self._tools.get(name)
         provider = context.provider_name
+        if tool is None and parse_error is not None:  # unreadable: the reason, not the name
+            return ToolResult.failure(INVALID_PARAMS, f"the call could not be read: {parse_error}")
         if tool is None:
             offered = ", ".join(self.offered(provider, context.channels)) or "none"
             return ToolResult.failure(

@@ -79,6 +79,17 @@ class ToolResult(BaseModel):
         that it may still have happened."""
         return cls.failure(TIMEOUT, f"{what}; {MAY_HAVE_HAPPENED}")
 
+    def with_note(self, note: str) -> ToolResult:
+        """This result with ``note`` for the model: in the data (``note``), or after the
+        error message of a failure."""
+        if self.error is not None:
+            error = self.error.model_copy(update={"message": f"{self.error.message} ({note})"})
+            return self.model_copy(update={"error": error})
+        if isinstance(self.data, dict):
+            return self.model_copy(update={"data": {**self.data, "note": note}})
+        data = {"note": note} if self.data is None else {"result": self.data, "note": note}
+        return self.model_copy(update={"data": data})
+
     def to_content(self) -> str:
         """The JSON text sent back to the model."""
         return json.dumps(self.model_dump(mode="json", exclude_none=True), ensure_ascii=False)

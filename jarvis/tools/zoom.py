@@ -13,8 +13,9 @@ from typing import Any
 from pydantic import model_validator
 
 from jarvis.llm.types import ImagePart
-from jarvis.tools.computer import Args, X, Y
+from jarvis.tools.computer import Args
 from jarvis.tools.context import ToolContext
+from jarvis.tools.coords import X, Y
 from jarvis.tools.registry import ToolRegistry
 from jarvis.tools.results import INTERNAL, ToolFailure, ToolResult
 

@@ -5,21 +5,24 @@ grammar's action space in the system prompt and the history written as the model
 it; the reply's text is parsed into our tool calls at its end. For Qwen's
 ``computer_use`` tool the request offers that one function in place of our mouse and
 keyboard tools, and its calls are mapped onto ours. Either way every point goes through
-:func:`jarvis.geometry.to_tool_point`, onto the grid the screen maps from.
+:func:`jarvis.geometry.place`, onto the grid the screen maps from, with the edge rule: a
+point just off the screen lands on its edge and the call's result says so
+(:class:`jarvis.llm.placer.Placer`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
-from jarvis.geometry import Size, to_tool_point, tool_grid
+from jarvis.geometry import Size, tool_grid
 from jarvis.llm.computer_tool import COMPUTER_TOOL_NAMES, display_size
+from jarvis.llm.placer import Placer
 from jarvis.llm.profiles import qwen_tool
 from jarvis.llm.profiles.catalog import Profile
 from jarvis.llm.profiles.grammar_prompts import grammar_prompt
-from jarvis.llm.profiles.grammars import TEXT_GRAMMARS, Point
+from jarvis.llm.profiles.grammars import TEXT_GRAMMARS
 from jarvis.llm.text_mode import call_events
 from jarvis.llm.types import (
     LLMRequest,
@@ -112,15 +115,10 @@ class ProfileProvider:
     async def aclose(self) -> None:
         await self.inner.aclose()
 
-    def _point(self, request: LLMRequest) -> tuple[Point, Size]:
+    def _placer(self, request: LLMRequest) -> tuple[Placer, Size]:
         size = display_size(request.messages)
         image = Size(*size) if size is not None else Size(1000, 1000)
-        space = self.profile.space
-
-        def point(values: Sequence[float]) -> tuple[int, int]:
-            return to_tool_point(values, space, image)
-
-        return point, tool_grid(space, image)
+        return Placer(self.profile.space, image), tool_grid(self.profile.space, image)
 
     def wire_request(self, request: LLMRequest) -> LLMRequest:
         """The request as the inner adapter sends it (pure; tests read it)."""
@@ -145,7 +143,7 @@ class ProfileProvider:
         )
 
     async def stream(self, request: LLMRequest) -> AsyncGenerator[StreamEvent, None]:
-        point, grid = self._point(request)
+        placer, grid = self._placer(request)
         wire = self.wire_request(request)
         text_grammar = self.profile.action_format in TEXT_GRAMMARS
         async with aclosing(self.inner.stream(wire)) as events:
@@ -157,9 +155,10 @@ class ProfileProvider:
                     continue
                 response = event.response
                 if text_grammar and request.tools:
-                    calls = TEXT_GRAMMARS[self.profile.action_format](response.text, point)
+                    calls = TEXT_GRAMMARS[self.profile.action_format](response.text, placer)
                 else:
-                    calls = qwen_tool.calls_from(response.tool_calls, point, grid)
+                    calls = qwen_tool.calls_from(response.tool_calls, placer, grid)
+                calls = placer.annotate(calls)
                 for call in calls:
                     for out in call_events(call):
                         yield out

@@ -92,12 +92,22 @@ class Profile:
 
 
 def coord_space(spec: ProfileSpec) -> CoordSpace:
+    """The profile's coordinate space. Pixels of a model's own resized image (the ``smart``
+    image rule, or ``resized-pixels``) map back by plain scaling ``x * W / w``, as those
+    models' own code does (ByteDance UI-TARS README_coordinates.md and
+    codes/ui_tars/action_parser.py; OpenCUA's ``_coordinate_projection``, which OSWorld's
+    OpenCUA agent runs; the Holo1.5, GTA1 and Jedi sources named in profiles.json: "rescaled
+    by width/resized_width"); pixels of the image as sent keep the pixel-centre mapping."""
+    plain = spec.image.rule == "smart"
     if spec.coordinates == "pixels":
-        return CoordSpace("pixel", box=spec.box)
+        return CoordSpace("pixel", box=spec.box, plain=plain)
     if spec.coordinates == "resized-pixels":
         img = spec.image
         return CoordSpace(
-            "pixel", box=spec.box, resize=(img.factor, img.min_pixels, img.max_pixels)
+            "pixel",
+            box=spec.box,
+            resize=(img.factor, img.min_pixels, img.max_pixels),
+            plain=plain,
         )
     return CoordSpace("relative", float(spec.coordinates.split("..")[1]), box=spec.box)
 

@@ -69,6 +69,6 @@ def system_prompt(profile: Profile, image: Size, grid: Size) -> str:
         date=date.today().isoformat(),
         platform=f"{platform.system()} {platform.release()}",
     )
-    if grid != image:
+    if grid != image and not profile.space.plain:  # a plain-scaled grid is still pixels
         text += f"\n\nInstead of pixels: {profile.grid_note(image)}"
     return text
