@@ -76,6 +76,10 @@ async def test_doubao_drag_cjk_text_and_a_multi_line_summary(
     assert tkapp.entry_text() == "订单号：（A-17）"
     assert summary in outcome.summary
     assert "drag(start_point=" in fake_model.requests[1].all_text()  # history as written
+    # Volcengine: GUI tasks must use the fixed prompt (ByteDance's COMPUTER_USE_DOUBAO)
+    system = fake_model.requests[0].body["messages"][0]
+    assert system["role"] == "system" and system["content"].startswith("You are a GUI agent.")
+    assert "## User Instruction\n" in system["content"] and "order number" in system["content"]
 
 
 async def test_uitars_shift_held_over_a_click_and_let_go(

@@ -1,8 +1,9 @@
 """A provider that speaks a profile's action format over an inner chat adapter.
 
 For a text grammar (UI-TARS, GLM, OpenCUA) the request goes without tools, with the
-grammar's action space in the system prompt and the history written as the model wrote
-it; the reply's text is parsed into our tool calls at its end. For Qwen's
+grammar's action space in the system prompt (or, for Doubao-1.5-UI-TARS, its makers'
+fixed prompt in place of the whole system prompt) and the history written as the model
+wrote it; the reply's text is parsed into our tool calls at its end. For Qwen's
 ``computer_use`` tool the request offers that one function in place of our mouse and
 keyboard tools, and its calls are mapped onto ours. Either way every point goes through
 :func:`jarvis.geometry.place`, onto the grid the screen maps from, with the edge rule: a
@@ -21,7 +22,7 @@ from jarvis.llm.computer_tool import COMPUTER_TOOL_NAMES, display_size
 from jarvis.llm.placer import Placer
 from jarvis.llm.profiles import qwen_tool
 from jarvis.llm.profiles.catalog import Profile
-from jarvis.llm.profiles.grammar_prompts import grammar_prompt
+from jarvis.llm.profiles.grammar_prompts import fixed_prompt, grammar_prompt
 from jarvis.llm.profiles.grammars import TEXT_GRAMMARS
 from jarvis.llm.text_mode import call_events
 from jarvis.llm.types import (
@@ -101,6 +102,11 @@ def grammar_history(messages: list[Message]) -> list[Message]:
     return out
 
 
+def first_user_text(messages: list[Message]) -> str:
+    """The first user message's text (the task, for a maker's fixed prompt)."""
+    return next((m.text for m in messages if m.role == "user" and m.text), "")
+
+
 class ProfileProvider:
     """Wraps an adapter (``inner``) so it speaks ``profile``'s action format."""
 
@@ -132,7 +138,9 @@ class ProfileProvider:
             )
         system = request.system
         if request.tools:  # a call without tools (verify, wrap up) gets no action space
-            system = f"{system}\n\n{grammar_prompt(self.profile.action_format, note)}"
+            fixed = fixed_prompt(self.profile.name, first_user_text(request.messages))
+            action_space = grammar_prompt(self.profile.action_format, note)
+            system = fixed if fixed is not None else f"{system}\n\n{action_space}"
         return request.model_copy(
             update={
                 "system": system,
