@@ -479,3 +479,49 @@ async def test_hosted_holo15_id_grounds_with_its_own_schema(
     asked = holo_server.requests
     assert len(asked) == 2 and "click_absolute" in asked[0].all_text()
     assert "ClickCoordinates" not in asked[0].all_text()
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("xserver")
+async def test_gui_owl_and_evocua_actions_beyond_qwens_cookbook(
+    tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch
+) -> None:
+    """GUI-Owl-1.5's middle_click, triple_click, hscroll and answer (X-PLUG/MobileAgent
+    Mobile-Agent-v3.5/computer_use/utils.py, the action enum of its computer_use tool, and
+    run_gui_owl_1_5_for_pc.py, how each runs) and EvoCUA's key_down / key_up (meituan/EvoCUA
+    mm_agents/evocua): each reaches the screen as the model's own executor runs it."""
+    where: dict[str, tuple] = {}
+
+    def owl(action: str, **arguments: Any) -> Reply:
+        body = json.dumps({"name": "computer_use", "arguments": {"action": action, **arguments}})
+        return Reply(text=f"Action: {action}.\n<tool_call>\n{body}\n</tool_call>")
+
+    def script(settings) -> list[Reply]:
+        pad, where["pad"] = target_in(tkapp, "pad", "gui-owl-1.5", settings)
+        box, where["box"] = target_in(tkapp, "box", "gui-owl-1.5", settings)
+        ok, where["ok"] = target_in(tkapp, "ok", "gui-owl-1.5", settings)
+        return [
+            owl("middle_click", coordinate=pad),
+            owl("triple_click", coordinate=box),
+            owl("type", text="hello"),
+            owl("hscroll", coordinate=pad, pixels=2),
+            owl("key_down", keys=["shift"]),
+            owl("left_click", coordinate=pad),
+            owl("key_up", keys=["shift"]),
+            owl("left_click", coordinate=ok),
+            owl("answer", text="typed hello and pressed OK"),
+        ]
+
+    await run_family(
+        tkapp, fake_model, tmp_path, monkeypatch, "mPLUG/GUI-Owl-1.5-8B-Instruct", script
+    )
+    clicks = tkapp.events("click")
+    middle = [c for c in clicks if c["button"] == 2]
+    assert_near([(c["x"], c["y"]) for c in middle], [where["pad"]])
+    on_box = [c["count"] for c in clicks if c["button"] == 1 and c["widget"] == "box"]
+    assert on_box == [1, 2, 3]  # one triple click
+    scrolls = tkapp.events("scroll")
+    assert scrolls and {s["direction"] for s in scrolls} == {"right"}
+    shifted = [c for c in clicks if c["button"] == 1 and c["widget"] not in ("box", "ok")]
+    assert len(shifted) == 1 and shifted[0]["state"] & 0x1  # shift held over the click
+    assert_near([(shifted[0]["x"], shifted[0]["y"])], [where["pad"]])

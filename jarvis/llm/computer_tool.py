@@ -48,6 +48,9 @@ _POINTER_TOOLS = {
 COMPUTER_TOOL_NAMES = frozenset(
     _POINTER_TOOLS | {"type", "hotkey", "press_key", "wait", "screenshot", "zoom"}
 )
+GRAMMAR_TOOL_NAMES = frozenset({"key_down", "key_up", "middle_click", "scroll_here"})
+"""Tools only the grammar profiles reach (:mod:`jarvis.tools.grammar_tools`): never
+offered to a model as tools of their own."""
 _POINT_ACTIONS = {
     "left_click": "click",
     "double_click": "double_click",

@@ -43,8 +43,8 @@ T = TypeVar("T")
 MAX_WAIT_MS = 10_000
 MAX_TEXT = 10_000
 MAX_MESSAGE = 4_000
-GRAMMAR_FORMATS = frozenset({"uitars", "glm", "pyautogui"})
-"""Profiles whose text grammars reach :mod:`jarvis.tools.grammar_tools`."""
+GRAMMAR_FORMATS = frozenset({"uitars", "glm", "pyautogui", "qwen-computer-use"})
+"""Profiles whose own actions reach :mod:`jarvis.tools.grammar_tools`."""
 
 
 class Args(BaseModel):

@@ -1,5 +1,6 @@
-"""The desktop tools only text-grammar models reach (UI-TARS, Doubao, GLM-4.5V, OpenCUA):
-actions of their own vocabularies that Jarvis's 13 tools have no word for.
+"""The desktop tools only models with an action vocabulary of their own reach (UI-TARS,
+Doubao, GLM-4.5V, OpenCUA, and Qwen's ``computer_use`` tool as GUI-Owl-1.5 and EvoCUA
+use it): actions Jarvis's 13 tools have no word for.
 
 - ``key_down`` / ``key_up``: UI-TARS's ``press``/``keydown`` and ``release``/``keyup``
   (ByteDance's executors send ``keyDown`` / ``keyUp``): a key stays held across later
@@ -10,8 +11,8 @@ actions of their own vocabularies that Jarvis's 13 tools have no word for.
   is (``pyautogui.scroll(-5)`` with no x, y in ByteDance's executor).
 
 They are registered only when the active profile speaks such a grammar: a request in
-one goes without tools, so nothing changes on the wire, and models that call Jarvis's
-tools are not offered them.
+one goes without tools (or with the one ``computer_use`` function in their place), so
+nothing changes on the wire, and models that call Jarvis's tools are not offered them.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from contextlib import aclosing
 from typing import Any
 
 from jarvis.geometry import Size, tool_grid
-from jarvis.llm.computer_tool import COMPUTER_TOOL_NAMES, display_size
+from jarvis.llm.computer_tool import COMPUTER_TOOL_NAMES, GRAMMAR_TOOL_NAMES, display_size
 from jarvis.llm.placer import Placer
 from jarvis.llm.profiles import qwen_tool
 from jarvis.llm.profiles.catalog import Profile
@@ -102,6 +102,9 @@ def grammar_history(messages: list[Message]) -> list[Message]:
     return out
 
 
+_STANDS_IN_FOR = COMPUTER_TOOL_NAMES | GRAMMAR_TOOL_NAMES  # Qwen's computer_use
+
+
 def first_user_text(messages: list[Message]) -> str:
     """The first user message's text (the task, for a maker's fixed prompt)."""
     return next((m.text for m in messages if m.role == "user" and m.text), "")
@@ -131,7 +134,7 @@ class ProfileProvider:
         size = display_size(request.messages)
         note = self.profile.grid_note(Size(*size) if size else Size(1000, 1000))
         if self.profile.action_format == "qwen-computer-use":
-            rest = [t for t in request.tools if t.name not in COMPUTER_TOOL_NAMES]
+            rest = [t for t in request.tools if t.name not in _STANDS_IN_FOR]
             tools = [qwen_tool.tool_spec(note), *rest] if request.tools else []
             return request.model_copy(
                 update={"tools": tools, "messages": collapse_origins(request.messages)}

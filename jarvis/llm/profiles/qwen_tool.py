@@ -76,54 +76,84 @@ def _xy(data: dict[str, Any], point: Point) -> tuple[int, int]:
     return point([float(v) for v in value])
 
 
+_CLICKS = {
+    "left_click": "click",
+    "click": "click",
+    "right_click": "right_click",
+    "middle_click": "middle_click",
+    "double_click": "double_click",
+    "triple_click": "triple_click",
+    "mouse_move": "mouse_move",
+}
+_ENDS = {"terminate", "stop", "done"}
+
+
+def _key_list(data: dict[str, Any]) -> list[str]:
+    given = data.get("keys") or data.get("key") or []
+    if isinstance(given, str):  # "ctrl+c" or "ctrl c" as one text
+        given = [k for k in re.split(r"[\s+]+", given.strip()) if k]
+    keys = [str(k) for k in given]
+    if not keys:
+        raise GrammarError("key needs keys, e.g. ['ctrl', 'c']")
+    return keys
+
+
+def _scroll(data: dict[str, Any], point: Point, grid: Size, pos: list[int]) -> tuple[str, dict]:
+    """``scroll`` (+ up) and GUI-Owl-1.5's ``hscroll`` (+ right, as pyautogui.hscroll)."""
+    pixels = float(data.get("pixels", -3))
+    x, y = (pos[0], pos[1]) if pos else (grid.width // 2, grid.height // 2)
+    if data.get("coordinate") is not None:
+        x, y = _xy(data, point)
+    if data.get("action") == "hscroll":
+        direction = "right" if pixels > 0 else "left"
+    else:
+        direction = "up" if pixels > 0 else "down"
+    amount = max(1, min(50, round(abs(pixels))))
+    return ("scroll", {"x": x, "y": y, "direction": direction, "amount": amount})
+
+
+def _drag(data: dict[str, Any], point: Point, pos: list[int]) -> tuple[str, dict]:
+    if not pos:
+        raise GrammarError("left_click_drag starts at the cursor: mouse_move there first")
+    ex, ey = _xy(data, point)
+    start = list(pos)
+    pos[:] = [ex, ey]  # the pointer ends where the drag ends
+    return ("drag", {"startX": start[0], "startY": start[1], "endX": ex, "endY": ey})
+
+
 def _map(data: dict[str, Any], point: Point, grid: Size, pos: list[int]) -> list[tuple[str, dict]]:
+    """Our calls for one ``computer_use`` action. Beyond Qwen's cookbook: GUI-Owl-1.5's
+    middle_click, triple_click, hscroll, answer and interact (X-PLUG/MobileAgent
+    Mobile-Agent-v3.5/computer_use/utils.py and run_gui_owl_1_5_for_pc.py) and EvoCUA's
+    key_down / key_up (meituan/EvoCUA mm_agents/evocua)."""
     action = str(data.get("action", ""))
-    clicks = {
-        "left_click": "click",
-        "right_click": "right_click",
-        "double_click": "double_click",
-        "mouse_move": "mouse_move",
-    }
-    if action in clicks:
+    text = str(data.get("text") or "")
+    if action in _CLICKS:
         x, y = _xy(data, point)
         pos[:] = [x, y]
-        return [(clicks[action], {"x": x, "y": y})]
-    if action == "left_click_drag":
-        if not pos:
-            raise GrammarError("left_click_drag starts at the cursor: mouse_move there first")
-        ex, ey = _xy(data, point)
-        start = list(pos)
-        pos[:] = [ex, ey]  # the pointer ends where the drag ends
-        return [("drag", {"startX": start[0], "startY": start[1], "endX": ex, "endY": ey})]
+        return [(_CLICKS[action], {"x": x, "y": y})]
+    if action in ("left_click_drag", "drag"):
+        return [_drag(data, point, pos)]
+    if action in ("scroll", "hscroll"):
+        return [_scroll(data, point, grid, pos)]
     if action == "type":
-        return [("type", {"text": str(data.get("text", ""))})]
-    if action == "key":
-        given = data.get("keys") or []
-        if isinstance(given, str):  # "ctrl+c" or "ctrl c" as one text
-            given = [k for k in re.split(r"[\s+]+", given.strip()) if k]
-        keys = [str(k) for k in given]
-        if not keys:
-            raise GrammarError("key needs keys, e.g. ['ctrl', 'c']")
+        return [("type", {"text": text})]
+    if action in ("key", "hotkey"):
+        keys = _key_list(data)
         if len(keys) == 1:
             return [("press_key", {"key": keys[0]})]
         return [("hotkey", {"keys": "+".join(keys)})]
-    if action == "scroll":
-        pixels = float(data.get("pixels", -3))
-        x, y = (pos[0], pos[1]) if pos else (grid.width // 2, grid.height // 2)
-        if data.get("coordinate") is not None:
-            x, y = _xy(data, point)
-        amount = max(1, min(50, round(abs(pixels))))
-        return [
-            (
-                "scroll",
-                {"x": x, "y": y, "direction": "up" if pixels > 0 else "down", "amount": amount},
-            )
-        ]
+    if action in ("key_down", "key_up"):
+        return [(action, {"key": k}) for k in _key_list(data)]
     if action == "wait":
         return [("wait", {"ms": min(10_000, round(float(data.get("time", 2)) * 1000))})]
-    if action == "terminate":
+    if action == "answer":  # GUI-Owl-1.5: the answer ends the task
+        return [("finished", {"summary": text or "the task is done"})]
+    if action in ("interact", "call_user"):
+        return [("call_user", {"message": text or "the model needs the user to act"})]
+    if action in _ENDS:
         if data.get("status", "success") == "success":
-            return [("finished", {"summary": str(data.get("text") or "the task is done")})]
+            return [("finished", {"summary": text or "the task is done"})]
         return [("call_user", {"message": "the model ended the task as failed"})]
     raise GrammarError(f"computer_use action {action!r} is not supported; use one of {ACTIONS}")
 
