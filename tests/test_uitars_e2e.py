@@ -187,3 +187,26 @@ def test_the_input_device_holds_keys_until_let_go(
     desktop_input.hold_key("shift")
     desktop_input.release_keys()
     assert not shift_down() and desktop_input.held == []
+
+
+async def test_uitars_unescaped_apostrophe_and_two_trailing_newlines_reach_the_app(
+    tkapp: TkApp, fake_model: FakeModel, tmp_path: Path, monkeypatch
+) -> None:
+    """``type(content='don't stop me now')``: ByteDance's parser (codes/ui_tars/
+    action_parser.py) reads the content to its closing ``')``, apostrophe and all; each
+    trailing ``\\n`` is an Enter (UI-TARS-desktop's executor types all but the last line
+    break, then presses Enter): ``'total\\n\\n'`` leaves two line breaks in the notes."""
+    settings = agent_settings(
+        tmp_path, fake_model, monkeypatch, provider="openai", openai_model=UITARS
+    )
+    nx, ny = answer(tkapp, tkapp.widget_center("notes"), "ui-tars-1.5", settings)
+    fake_model.script(
+        Reply(text=f"Thought: click the notes.\nAction: click(start_box='({nx},{ny})')"),
+        Reply(text="Thought: I'll type it.\nAction: type(content='don't stop me now\n')"),
+        Reply(text="Thought: the total.\nAction: type(content='total\n\n')"),
+        Reply(text="Thought: done.\nAction: finished(content='typed both lines')"),
+        VERIFIED,
+    )
+    outcome, _ = await run_agent(settings, "type two lines in the notes")
+    assert outcome.status == "finished", outcome.summary
+    assert tkapp.notes_text() == "don't stop me now\ntotal\n\n"  # no line break lost
