@@ -11,7 +11,7 @@ rounds, a last clean ``jarvis serve --once`` drains everything. Then it checks:
 - ``duplicates``: messages found in more than one place or archived twice, messages that
   became more than one task, and tasks that ran again after their completion was written
   (the step answer's nonce ``#N`` in the task's summary is the last run of that task);
-- ``parse_errors``: unreadable sections in inbox.md, processing.md, the archive, todos.md.
+- ``parse_errors``: unreadable sections in inbox.md, processing.md, the archives, todos.md.
 
 The model is a loopback :class:`tests.fake_model.FakeModel`: routing answers ``new``, every
 step calls ``finished`` and every verification says done; requests are told apart by their
@@ -278,8 +278,14 @@ def check(data_dir: Path, added: list[str], script: Script) -> dict[str, Any]:
                 places[marker].append(path.name)
     todos_doc = parse_todos((data_dir / "todos.md").read_text(encoding="utf-8"))
     parse_errors += len(todos_doc.malformed())
+    entries = list(todos_doc.entries())
+    # ended tasks beyond todos.keep_ended (50) move to the monthly archive: count them there
+    for path in sorted((data_dir / "todos" / "archive").glob("????-??.md")):
+        archived = parse_todos(path.read_text(encoding="utf-8"))
+        parse_errors += len(archived.malformed())
+        entries += archived.entries()
     tasks: dict[str, list[Any]] = defaultdict(list)
-    for todo in todos_doc.entries():
+    for todo in entries:
         for marker in set(MARK.findall(todo.description)):
             tasks[marker].append(todo)
 
@@ -308,9 +314,7 @@ def check(data_dir: Path, added: list[str], script: Script) -> dict[str, Any]:
         "completed": statuses.get("completed", 0),
         "not_completed": sum(n for s, n in statuses.items() if s != "completed"),
         "waiting_after": waiting,
-        "interrupted": sum(
-            len([n for n in t.notes if "interrupted" in n]) for t in todos_doc.entries()
-        ),
+        "interrupted": sum(len([n for n in t.notes if "interrupted" in n]) for t in entries),
         "repaired": logs.count("archived now"),
         "reruns": sum(1 for m in added if len(script.steps.get(m, [])) > 1),
         "verify_repeats": sum(1 for m in added if script.verifies.get(m, 0) > 1),
