@@ -34,6 +34,7 @@ class Check:
 def check_display(settings: Settings) -> Check:
     if not XDisplay.from_env().name and os.name == "posix" and not _is_macos():
         return Check("display", False, "DISPLAY is not set: run on a desktop or inside xvfb-run")
+    from jarvis.desktop.monitors import uses_xlib
     from jarvis.desktop.screen import Screen
     from jarvis.llm.profiles.select import screen_sizer
 
@@ -41,16 +42,20 @@ def check_display(settings: Settings) -> Check:
         screen = Screen.from_settings(settings, screen_sizer(settings))
         try:
             obs = screen.capture()
+            monitors = screen.monitors
         finally:
             screen.close()
     except Exception as exc:  # doctor reports any failure as a failed check
         return Check("display", False, f"cannot capture the screen: {exc}")
     size, model = obs.screen_size, obs.model_size
+    listed = "; ".join(m.line() for m in monitors[1:])
+    backend = " (mss's xlib backend: its default one fails here)" if uses_xlib(None) else ""
     return Check(
         "display",
         True,
         f"captured monitor {settings.monitor}: {size.width}x{size.height}, "
-        f"model space {model.width}x{model.height} ({obs.timings_ms.get('total', 0):.0f} ms)",
+        f"model space {model.width}x{model.height} ({obs.timings_ms.get('total', 0):.0f} ms)"
+        f"{backend}; {len(monitors) - 1} monitor(s): {listed}",
     )
 
 

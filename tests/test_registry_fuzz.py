@@ -264,6 +264,10 @@ class FixedScreen:
     def model_size(self) -> Any:
         return self.model
 
+    @property
+    def monitor_note(self) -> str:
+        return ""
+
     def to_screen(self, x: int, y: int) -> tuple[int, int]:
         from jarvis.desktop.screen import model_to_screen
 

@@ -133,7 +133,7 @@ class Brain:
 
     def system_prompt(self, observation: Observation) -> str:
         size = observation.image_size or observation.model_size
-        return system_prompt(self.profile, size, observation.model_size)
+        return system_prompt(self.profile, size, observation.model_size, observation.monitor_note)
 
     def _header(self, ctx: ThinkContext) -> str:
         memories = "\n".join(f"- {m}" for m in ctx.memories) if ctx.memories else "(nothing)"

@@ -266,9 +266,13 @@ async def wait(args: WaitArgs, ctx: ToolContext) -> dict[str, Any]:
 
 async def screenshot(args: NoArgs, ctx: ToolContext) -> dict[str, Any]:
     """Take a fresh screenshot; it is shown to you before your next decision."""
-    size = _screen(ctx).model_size
+    screen = _screen(ctx)
+    size = screen.model_size
     ctx.request_screenshot()
-    return {"width": size.width, "height": size.height}
+    answer: dict[str, Any] = {"width": size.width, "height": size.height}
+    if screen.monitor_note:  # a desktop with several monitors: which one it shows
+        answer["monitors"] = screen.monitor_note
+    return answer
 
 
 async def finished(args: FinishedArgs, ctx: ToolContext) -> dict[str, Any]:

@@ -45,6 +45,11 @@ class ScreenLike(Protocol):
     @property
     def model_size(self) -> SizeLike: ...
 
+    @property
+    def monitor_note(self) -> str:
+        """Which monitor the screenshots show ("" on a one-monitor display)."""
+        ...
+
     def to_screen(self, x: int, y: int) -> tuple[int, int]: ...
 
 
