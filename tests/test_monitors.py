@@ -1,0 +1,118 @@
+"""Two monitors of different sizes on Xorg with the dummy driver (tests/xservers.py).
+
+The layout: monitor 1 (DUMMY0, primary) 1920x1080 at 0,1024; monitor 2 (DUMMY1) 1280x1024
+at 320,0, above the first and offset sideways. The root window is 1920x2104; the areas
+beside monitor 2 belong to no monitor. The real Tk app covers the root window and reports
+the root coordinates of every click, so a click's landing point is measured, not assumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jarvis.config import Settings
+from jarvis.desktop.desktop import Desktop
+from jarvis.geometry import Size, fit_size
+from jarvis.tools.computer import build_registry
+from jarvis.tools.context import ToolContext
+from tests.tkdriver import TkApp
+from tests.xservers import DummyXorg, Head, dummy_xorg_missing
+
+LOWER = Head(1920, 1080, 0, 1024)
+UPPER = Head(1280, 1024, 320, 0)
+HEADS = {1: LOWER, 2: UPPER, 0: Head(1920, 2104, 0, 0)}
+
+pytestmark = pytest.mark.skipif(dummy_xorg_missing() is not None, reason=str(dummy_xorg_missing()))
+
+
+@pytest.fixture(scope="module")
+def xorg() -> Iterator[DummyXorg]:
+    with DummyXorg([LOWER, UPPER]) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def app(xorg: DummyXorg) -> Iterator[TkApp]:
+    app = TkApp.start(env=xorg.env())
+    try:
+        assert app.screen == (1920, 2104)  # it covers the root window: both monitors
+        yield app
+    finally:
+        app.close()
+
+
+def open_desktop(xorg: DummyXorg, tmp_path: Path, monitor: int, **extra: Any) -> Desktop:
+    settings = Settings(data_dir=tmp_path, monitor=monitor, image_format="png", **extra)
+    return Desktop.open(settings, xorg.where)
+
+
+def expected_landing(head: Head, model: Size, x: int, y: int) -> tuple[float, float]:
+    """Where model pixel (x, y) is on the screen: the centre of its area on ``head``."""
+    return (
+        head.left + (x + 0.5) * head.width / model.width,
+        head.top + (y + 0.5) * head.height / model.height,
+    )
+
+
+@pytest.mark.parametrize("monitor", [1, 2, 0])
+def test_screenshot_sizes_and_pixels_per_monitor_and_of_all(
+    xorg: DummyXorg, app: TkApp, tmp_path: Path, monitor: int
+) -> None:
+    head = HEADS[monitor]
+    with open_desktop(xorg, tmp_path, monitor) as desktop:
+        obs = desktop.screen.capture()
+        assert obs.screen_size == Size(head.width, head.height)
+        assert obs.physical_size == Size(head.width, head.height)
+        assert obs.origin == (head.left, head.top)
+        assert obs.model_size == fit_size(Size(head.width, head.height), 1280)
+        assert obs.image.size == (obs.model_size.width, obs.model_size.height)
+        size, raw = desktop.screen.grab_raw()
+    with open_desktop(xorg, tmp_path, 0) as whole:
+        all_size, all_raw = whole.screen.grab_raw()
+    # the monitor's pixels are exactly the part of the whole root window it covers
+    assert all_size == Size(1920, 2104)
+    row = 4 * all_size.width
+    crop = b"".join(
+        all_raw[
+            (head.top + y) * row + 4 * head.left : (head.top + y) * row
+            + 4 * (head.left + size.width)
+        ]
+        for y in range(size.height)
+    )
+    assert crop == raw
+
+
+@pytest.mark.parametrize("monitor", [1, 2, 0])
+def test_clicks_land_within_one_pixel_on_each_monitor(
+    xorg: DummyXorg, app: TkApp, tmp_path: Path, monitor: int
+) -> None:
+    head = HEADS[monitor]
+    registry = build_registry(Settings(data_dir=tmp_path), presets=[])
+    with open_desktop(xorg, tmp_path, monitor) as desktop:
+        screen = desktop.screen
+        model = screen.model_size
+        ctx = ToolContext.for_task(
+            Settings(data_dir=tmp_path), "t-monitors", screen=screen, input=desktop.input
+        )
+        if monitor == 0:  # points of the whole picture that lie on a monitor: one on each
+            points = [(screen.to_model(330, 5)), screen.to_model(1900, 2090), (640, 900)]
+        else:
+            points = [
+                (0, 0),
+                (model.width - 1, model.height - 1),
+                (model.width // 2, 3),
+                (5, model.height // 2),
+            ]
+        for x, y in points:
+            mark = app.mark()
+            result = asyncio.run(registry.execute("click", {"x": x, "y": y}, ctx))
+            assert result.ok, result.error
+            event = app.wait_for(lambda e: e["kind"] == "click", since=mark)
+            ex, ey = expected_landing(head, model, x, y)
+            assert abs(event["x"] - ex) <= 1 and abs(event["y"] - ey) <= 1, (x, y, event, ex, ey)
+            assert screen.to_screen(x, y) == (event["x"], event["y"])

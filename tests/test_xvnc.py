@@ -1,0 +1,96 @@
+"""Jarvis on TigerVNC's Xvnc, started as people start it: no cookie file at all.
+
+mss's default (XCB) backend refuses Xvnc ("drawable's visual not found in screen's
+supported visuals"); Jarvis falls back to mss's xlib backend and says so once in the log.
+Screenshots, clicks (through the tools) and typing go through the real Desktop onto the
+real Tk app, which reports what reached it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jarvis.config import Settings
+from jarvis.desktop.desktop import Desktop
+from jarvis.desktop.monitors import mss_for, uses_xlib
+from jarvis.geometry import Size
+from jarvis.tools.computer import build_registry
+from jarvis.tools.context import ToolContext
+from tests.tkdriver import TkApp
+from tests.xservers import Xvnc, xvnc_missing
+
+pytestmark = pytest.mark.skipif(xvnc_missing() is not None, reason=str(xvnc_missing()))
+
+FALLBACK = "mss's default backend fails"
+
+
+@pytest.fixture(scope="module")
+def xvnc() -> Iterator[Xvnc]:
+    with Xvnc(1280, 800) as server:
+        assert not Path(str(server.xauthority)).exists()  # no cookie: as people run it
+        yield server
+
+
+@pytest.fixture(scope="module")
+def app(xvnc: Xvnc) -> Iterator[TkApp]:
+    app = TkApp.start(env=xvnc.env())
+    try:
+        yield app
+    finally:
+        app.close()
+
+
+def test_default_backend_fails_there(xvnc: Xvnc) -> None:
+    """The reason for the fallback, measured: if mss's default backend ever works on Xvnc,
+    this test says the fallback is no longer needed."""
+    import mss
+
+    with pytest.raises(mss.ScreenShotError, match="visual"):
+        mss.MSS(display=xvnc.display)
+
+
+def test_screenshots_clicks_and_typing(
+    xvnc: Xvnc, app: TkApp, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="jarvis.desktop.monitors")
+    settings = Settings(data_dir=tmp_path, image_format="png")
+    with Desktop.open(settings, xvnc.where) as desktop:
+        assert uses_xlib(xvnc.where)
+        obs = desktop.screen.capture()
+        assert obs.screen_size == Size(1280, 800)
+        assert obs.physical_size == Size(1280, 800)
+        # the picture is the Tk app's: its background colour fills most of it
+        colours = obs.image.getcolors(maxcolors=1 << 20)
+        assert colours is not None
+        count, top = max(colours)
+        assert top == (0xDF, 0xE6, 0xEE) and count > obs.image.width * obs.image.height // 2
+
+        registry = build_registry(settings, presets=[])
+        ctx = ToolContext.for_task(settings, "t-xvnc", screen=desktop.screen, input=desktop.input)
+        bx, by = app.widget_center("box")
+        mark = app.mark()
+        result = asyncio.run(registry.execute("click", {"x": bx, "y": by}, ctx))
+        assert result.ok, result.error
+        click = app.wait_for(lambda e: e["kind"] == "click", since=mark)
+        assert (click["x"], click["y"], click["widget"]) == (bx, by, "box")
+
+        text = "Jarvis on Xvnc: ä€ß {x} <y>"
+        typed = asyncio.run(registry.execute("type", {"text": text}, ctx))
+        assert typed.ok, typed.error
+        app.wait_for(lambda e: e["kind"] == "text" and e["widget"] == "box" and e["text"] == text)
+        app.sync()
+        assert app.entry_text() == text
+
+    with Desktop.open(settings, xvnc.where) as again:  # a second desktop, no second warning
+        assert again.screen.capture().screen_size == Size(1280, 800)
+    with mss_for(xvnc.where) as sct:
+        assert sct.grab(sct.monitors[1]).size == (1280, 800)
+    warnings = [r for r in caplog.records if FALLBACK in r.getMessage()]
+    assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
+    assert xvnc.display in warnings[0].getMessage()
+    assert "visual" in warnings[0].getMessage()
