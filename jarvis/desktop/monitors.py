@@ -15,6 +15,7 @@ screenshot's own pixels: what the model is told, and what the ``screenshot`` too
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 from dataclasses import dataclass
@@ -26,8 +27,13 @@ from jarvis.geometry import Size, screen_to_model
 log = logging.getLogger(__name__)
 
 _XLIB_ONLY: set[str] = set()
-"""Displays (by name; "" is the process's own) where mss's default backend failed."""
+"""Displays (by name) where mss's default backend failed."""
 _XLIB_LOCK = threading.Lock()
+
+
+def _key(display: XDisplay | None) -> str:
+    """The display's name (None: the one ``DISPLAY`` names now)."""
+    return display.name if display is not None else os.environ.get("DISPLAY", "")
 
 
 def mss_for(display: XDisplay | None) -> Any:
@@ -40,7 +46,7 @@ def mss_for(display: XDisplay | None) -> Any:
     if display is not None:
         kwargs["display"] = display.name
         xauthority = display.xauthority
-    key = display.name if display is not None else ""
+    key = _key(display)
     with connecting_with(xauthority):
         if not sys.platform.startswith("linux"):
             return mss.MSS(**kwargs)
@@ -64,9 +70,8 @@ def mss_for(display: XDisplay | None) -> Any:
 
 def uses_xlib(display: XDisplay | None) -> bool:
     """Whether captures of ``display`` go through mss's xlib backend (its default failed)."""
-    key = display.name if display is not None else ""
     with _XLIB_LOCK:
-        return key in _XLIB_ONLY
+        return _key(display) in _XLIB_ONLY
 
 
 @dataclass(frozen=True)
