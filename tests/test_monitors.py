@@ -21,6 +21,7 @@ from jarvis.geometry import Size, fit_size
 from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext
 from tests.tkdriver import TkApp
+from tests.xserver import environment
 from tests.xservers import DummyXorg, Head, dummy_xorg_missing
 
 LOWER = Head(1920, 1080, 0, 1024)
@@ -116,3 +117,49 @@ def test_clicks_land_within_one_pixel_on_each_monitor(
             ex, ey = expected_landing(head, model, x, y)
             assert abs(event["x"] - ex) <= 1 and abs(event["y"] - ey) <= 1, (x, y, event, ex, ey)
             assert screen.to_screen(x, y) == (event["x"], event["y"])
+
+
+def axis(value: int, src: int, dst: int) -> int:
+    """Pixel ``value`` of an axis of ``src`` pixels on one of ``dst``: its centre's pixel."""
+    return int((value + 0.5) * dst / src)
+
+
+def test_the_model_is_told_which_monitor_it_sees(
+    xorg: DummyXorg, app: TkApp, tmp_path: Path
+) -> None:
+    from jarvis.llm.profiles.select import active_profile, system_prompt
+
+    settings = Settings(data_dir=tmp_path)
+    registry = build_registry(settings, presets=[])
+    profile = active_profile(settings).profile
+    for monitor in (1, 2):
+        with open_desktop(xorg, tmp_path, monitor) as desktop:
+            obs = desktop.screen.capture()
+            head = HEADS[monitor]
+            assert f"monitor {monitor} of 2 only ({head.width}x{head.height})" in obs.monitor_note
+            ctx = ToolContext.for_task(settings, "t", screen=desktop.screen, input=desktop.input)
+            answer = asyncio.run(registry.execute("screenshot", {}, ctx))
+            assert answer.ok and answer.data["monitors"] == obs.monitor_note
+            prompt = system_prompt(profile, obs.model_size, obs.model_size, obs.monitor_note)
+            assert obs.monitor_note in prompt
+    with open_desktop(xorg, tmp_path, 0) as desktop:
+        obs = desktop.screen.capture()
+    m = obs.model_size
+    for index, head in ((1, LOWER), (2, UPPER)):
+        x1, y1 = axis(head.left, 1920, m.width), axis(head.top, 2104, m.height)
+        x2 = axis(head.left + head.width - 1, 1920, m.width)
+        y2 = axis(head.top + head.height - 1, 2104, m.height)
+        assert f"monitor {index} from ({x1}, {y1}) to ({x2}, {y2})" in obs.monitor_note
+
+
+def test_doctor_lists_the_monitors(xorg: DummyXorg, tmp_path: Path) -> None:
+    from jarvis.doctor import check_display
+
+    with environment(xorg.env()):
+        check = check_display(Settings(data_dir=tmp_path, monitor=2))
+    assert check.ok, check.detail
+    assert "captured monitor 2: 1280x1024" in check.detail
+    assert (
+        "2 monitor(s): 1: 1920x1080 at 0,1024 (DUMMY0, primary); 2: 1280x1024 at 320,0 (DUMMY1)"
+        in check.detail
+    )
