@@ -32,14 +32,16 @@ class Check:
 
 
 def check_display(settings: Settings) -> Check:
-    if not XDisplay.from_env().name and os.name == "posix" and not _is_macos():
+    where = XDisplay.from_env()
+    if not where.name and os.name == "posix" and not _is_macos():
         return Check("display", False, "DISPLAY is not set: run on a desktop or inside xvfb-run")
-    from jarvis.desktop.monitors import uses_xlib
     from jarvis.desktop.screen import Screen
     from jarvis.llm.profiles.select import screen_sizer
 
     try:
-        screen = Screen.from_settings(settings, screen_sizer(settings))
+        screen = Screen.from_settings(
+            settings, screen_sizer(settings), where if where.name else None
+        )
         try:
             obs = screen.capture()
             monitors = screen.monitors
@@ -49,7 +51,9 @@ def check_display(settings: Settings) -> Check:
         return Check("display", False, f"cannot capture the screen: {exc}")
     size, model = obs.screen_size, obs.model_size
     listed = "; ".join(m.line() for m in monitors[1:])
-    backend = " (mss's xlib backend: its default one fails here)" if uses_xlib(None) else ""
+    backend = (
+        " (mss's xlib backend: its default one fails here)" if screen.backend == "xlib" else ""
+    )
     return Check(
         "display",
         True,

@@ -4,7 +4,7 @@
 servers at connection time: on TigerVNC's Xvnc it raises "drawable's visual not found in
 screen's supported visuals". Its ``xlib`` backend (libX11 and libXrandr) captures those
 servers, so where the default fails, the xlib backend is used instead, with one warning in
-the log per display; later connections to that display go straight to it.
+the log per display.
 
 :func:`list_monitors` reads the monitors mss sees (index 0 is all of them together, as in
 mss and the ``monitor`` setting; 1.. each monitor, as RandR lists its CRTCs), and
@@ -15,7 +15,6 @@ screenshot's own pixels: what the model is told, and what the ``screenshot`` too
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import threading
 from dataclasses import dataclass
@@ -26,19 +25,23 @@ from jarvis.geometry import Size, screen_to_model
 
 log = logging.getLogger(__name__)
 
-_XLIB_ONLY: set[str] = set()
-"""Displays (by name) where mss's default backend failed."""
-_XLIB_LOCK = threading.Lock()
-
-
-def _key(display: XDisplay | None) -> str:
-    """The display's name (None: the one ``DISPLAY`` names now)."""
-    return display.name if display is not None else os.environ.get("DISPLAY", "")
+_WARNED: set[str] = set()
+"""Displays (by name; "" is the process's own) whose fallback was said in the log."""
+_WARNED_LOCK = threading.Lock()
 
 
 def mss_for(display: XDisplay | None) -> Any:
     """An mss connection to ``display`` (None: the process's own display); mss's ``xlib``
-    backend where its default one fails (the first time, said once in the log)."""
+    backend where its default one fails (said once per display in the log)."""
+    return capture_connection(display)[0]
+
+
+def capture_connection(display: XDisplay | None) -> tuple[Any, str]:
+    """(an mss connection to ``display``, the backend it uses: ``default`` or ``xlib``).
+
+    The default backend is tried at every connection (an attempt costs one connection
+    set-up; a display number can be another server's later), the xlib one where it fails.
+    """
     import mss
 
     kwargs: dict[str, Any] = {}
@@ -46,32 +49,27 @@ def mss_for(display: XDisplay | None) -> Any:
     if display is not None:
         kwargs["display"] = display.name
         xauthority = display.xauthority
-    key = _key(display)
     with connecting_with(xauthority):
         if not sys.platform.startswith("linux"):
-            return mss.MSS(**kwargs)
-        with _XLIB_LOCK:
-            known = key in _XLIB_ONLY
-        if known:
-            return mss.MSS(backend="xlib", **kwargs)
+            return mss.MSS(**kwargs), "default"
         try:
-            return mss.MSS(**kwargs)
+            return mss.MSS(**kwargs), "default"
         except mss.ScreenShotError as exc:
             sct = mss.MSS(backend="xlib", **kwargs)  # its error, if it fails too
-            with _XLIB_LOCK:
-                _XLIB_ONLY.add(key)
-            log.warning(
-                "screen capture on %s: mss's default backend fails (%s); using its xlib backend",
-                key or "this display",
-                exc,
-            )
-            return sct
+            _say_once(display.name if display is not None else "", exc)
+            return sct, "xlib"
 
 
-def uses_xlib(display: XDisplay | None) -> bool:
-    """Whether captures of ``display`` go through mss's xlib backend (its default failed)."""
-    with _XLIB_LOCK:
-        return _key(display) in _XLIB_ONLY
+def _say_once(name: str, exc: Exception) -> None:
+    with _WARNED_LOCK:
+        if name in _WARNED:
+            return
+        _WARNED.add(name)
+    log.warning(
+        "screen capture on %s: mss's default backend fails (%s); using its xlib backend",
+        name or "this display",
+        exc,
+    )
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,12 @@ from typing import TYPE_CHECKING, Literal
 
 from PIL import Image
 
-from jarvis.desktop.monitors import Monitor, list_monitors, monitor_note, mss_for
+from jarvis.desktop.monitors import (
+    Monitor,
+    capture_connection,
+    list_monitors,
+    monitor_note,
+)
 from jarvis.desktop.x11 import XDisplay
 from jarvis.geometry import Size, contains_point, fit_size, model_to_screen, screen_to_model
 
@@ -166,7 +171,8 @@ class Screen:
 
     def _open(self) -> None:
         """Connect to the display (``display``, else the process's), and take its geometry."""
-        sct = mss_for(self.display)
+        sct, self.backend = capture_connection(self.display)
+        """mss's backend: ``default``, or ``xlib`` where the default fails (Xvnc)."""
         monitors = sct.monitors
         if not 0 <= self.monitor < len(monitors):
             sct.close()
