@@ -20,6 +20,7 @@ from jarvis.desktop.desktop import Desktop
 from jarvis.geometry import Size, fit_size
 from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext
+from jarvis.tools.results import INVALID_PARAMS
 from tests.tkdriver import TkApp
 from tests.xserver import environment
 from tests.xservers import DummyXorg, Head, dummy_xorg_missing
@@ -163,3 +164,24 @@ def test_doctor_lists_the_monitors(xorg: DummyXorg, tmp_path: Path) -> None:
         "2 monitor(s): 1: 1920x1080 at 0,1024 (DUMMY0, primary); 2: 1280x1024 at 320,0 (DUMMY1)"
         in check.detail
     )
+
+
+def test_a_point_between_monitors_is_refused_not_moved(
+    xorg: DummyXorg, app: TkApp, tmp_path: Path
+) -> None:
+    """The X server keeps the pointer on the monitors: (100, 100) of the root window (left
+    of the upper monitor) would be clicked at (100, 1024). The tool says so instead."""
+    settings = Settings(data_dir=tmp_path)
+    registry = build_registry(settings, presets=[])
+    with open_desktop(xorg, tmp_path, 0) as desktop:
+        ctx = ToolContext.for_task(settings, "t", screen=desktop.screen, input=desktop.input)
+        mx, my = desktop.screen.to_model(100, 100)
+        mark = app.mark()
+        result = asyncio.run(registry.execute("click", {"x": mx, "y": my}, ctx))
+        assert not result.ok and result.error is not None
+        assert result.error.code == INVALID_PARAMS
+        assert "on no monitor" in result.error.message
+        desktop.input.move(100, 100)  # what the click would have done: the pointer lands
+        assert desktop.input.position() == (100, 1024)  # on the lower monitor's top edge
+        app.sync()
+        assert app.events("click", since=mark) == []

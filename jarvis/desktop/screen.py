@@ -243,6 +243,15 @@ class Screen:
         """The monitor the screenshots show (index 0: all of them together)."""
         return self.monitors[self.monitor]
 
+    def reachable(self, x: int, y: int) -> bool:
+        """Whether the absolute logical point is on a monitor: the X server keeps the
+        pointer on its monitors, so a point between them (the black parts of a picture of
+        all of them) would be hit somewhere else."""
+        return any(
+            m.left <= x < m.left + m.width and m.top <= y < m.top + m.height
+            for m in self.monitors[1:]
+        )
+
     def to_screen(self, x: int, y: int) -> tuple[int, int]:
         """Model pixel -> absolute logical screen pixel (ValueError if outside the model)."""
         return model_to_screen(x, y, self._model, self._size, self.origin)

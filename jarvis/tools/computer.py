@@ -154,7 +154,15 @@ def _input(ctx: ToolContext) -> InputLike:
 
 
 def _real(ctx: ToolContext, x: int, y: int) -> tuple[int, int]:
-    return _screen(ctx).to_screen(x, y)
+    screen = _screen(ctx)
+    real = screen.to_screen(x, y)
+    if not screen.reachable(*real):  # a picture of several monitors: between them
+        raise ToolFailure(
+            INVALID_PARAMS,
+            f"({x}, {y}) is on no monitor: the black parts of the screenshot between "
+            "monitors are not part of the desktop",
+        )
+    return real
 
 
 def _act(ctx: ToolContext, action: Callable[[], T]) -> T:

@@ -52,6 +52,10 @@ class ScreenLike(Protocol):
 
     def to_screen(self, x: int, y: int) -> tuple[int, int]: ...
 
+    def reachable(self, x: int, y: int) -> bool:
+        """Whether a screen point (``to_screen``'s) is on a monitor."""
+        ...
+
 
 class TypedLike(Protocol):
     """What ``type_text`` reports (``jarvis.desktop.input.TypedText``)."""
