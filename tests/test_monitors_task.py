@@ -10,6 +10,8 @@ the scripted model over loopback HTTP.
 from __future__ import annotations
 
 import asyncio
+import base64
+import io
 import json
 import select
 import subprocess
@@ -20,11 +22,13 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+from PIL import Image
 
 from jarvis.agent.factory import build_agent
+from jarvis.desktop.input import Input
 from jarvis.events import EventBus
 from jarvis.geometry import Size, fit_size, screen_to_model
-from tests.agent_harness import agent_settings
+from tests.agent_harness import TEST_KEY, agent_settings
 from tests.fake_model import FakeModel, Reply, call
 from tests.test_monitors import HEADS, LOWER, UPPER
 from tests.xservers import DummyXorg, dummy_xorg_missing
@@ -121,3 +125,53 @@ async def test_a_scripted_task_moves_a_window_to_the_other_monitor(
     assert abs(moved["box"][0] - TARGET[0]) <= 2 and abs(moved["box"][1] - TARGET[1]) <= 2
     system = fake_model.requests[0].all_text()
     assert "The desktop has 2 monitors; the screenshot shows all of them together" in system
+
+
+def first_image_size(body: dict[str, Any]) -> tuple[int, int]:
+    """The pixel size of the first screenshot in an Anthropic request body."""
+    for message in body["messages"]:
+        for block in message["content"] if isinstance(message["content"], list) else []:
+            if block.get("type") == "image":
+                data = base64.b64decode(block["source"]["data"])
+                return Image.open(io.BytesIO(data)).size
+    raise AssertionError("no image in the request")
+
+
+def test_run_with_monitor_2_sees_and_acts_on_that_monitor_only(
+    xorg: DummyXorg, fake_model: FakeModel, tmp_path: Path
+) -> None:
+    """``jarvis run --monitor 2``: this task's screenshots are of monitor 2, the model is
+    told so, and its clicks land there."""
+    middle = (640, 512)  # the middle of monitor 2's 1280x1024 picture
+    fake_model.script(
+        Reply(text="Thought: click the middle.", tool_calls=[call("click", x=640, y=512)]),
+        Reply(text="Thought: done.", tool_calls=[call("finished", summary="clicked")]),
+        Reply(text='{"done": true, "reason": "clicked"}'),
+    )
+    env = {
+        **xorg.where.env(),
+        "ANTHROPIC_API_KEY": TEST_KEY,
+        "ANTHROPIC_BASE_URL": fake_model.anthropic_base_url,
+        "JARVIS_MAX_RETRIES": "0",
+        "JARVIS_LONG_TERM_MEMORY": "false",
+    }
+    data = tmp_path / "data"
+    command = [sys.executable, "-m", "jarvis", "run", "Click the middle of the screen."]
+    flags = ["--provider", "anthropic", "--monitor", "2", "--data-dir", str(data)]
+    proc = subprocess.run(
+        [*command, *flags],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first = fake_model.requests[0]
+    assert first_image_size(first.body) == (1280, 1024)  # monitor 2 at its own size
+    assert "the screenshot shows monitor 2 of 2 only (1280x1024)" in first.all_text()
+    inp = Input(failsafe=False, display=xorg.where)
+    try:  # the pointer stays where the click was: the middle of monitor 2
+        assert inp.position() == (UPPER.left + middle[0], UPPER.top + middle[1])
+    finally:
+        inp.close()
