@@ -31,12 +31,7 @@ from typing import TYPE_CHECKING, Literal
 
 from PIL import Image
 
-from jarvis.desktop.monitors import (
-    Monitor,
-    capture_connection,
-    list_monitors,
-    monitor_note,
-)
+from jarvis.desktop.monitors import capture_connection, list_monitors, monitor_note
 from jarvis.desktop.x11 import XDisplay
 from jarvis.geometry import Size, contains_point, fit_size, model_to_screen, screen_to_model
 
@@ -237,11 +232,6 @@ class Screen:
     def monitor_note(self) -> str:
         """Which monitor the screenshots show, for the model ("" on a one-monitor display)."""
         return self._note
-
-    @property
-    def shown(self) -> Monitor:
-        """The monitor the screenshots show (index 0: all of them together)."""
-        return self.monitors[self.monitor]
 
     def reachable(self, x: int, y: int) -> bool:
         """Whether the absolute logical point is on a monitor: the X server keeps the
