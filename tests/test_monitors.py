@@ -17,6 +17,7 @@ import pytest
 
 from jarvis.config import Settings
 from jarvis.desktop.desktop import Desktop
+from jarvis.desktop.input import Input
 from jarvis.geometry import Size, fit_size
 from jarvis.tools.computer import build_registry
 from jarvis.tools.context import ToolContext
@@ -185,3 +186,29 @@ def test_a_point_between_monitors_is_refused_not_moved(
         assert desktop.input.position() == (100, 1024)  # on the lower monitor's top edge
         app.sync()
         assert app.events("click", since=mark) == []
+
+
+def test_the_failsafe_fires_at_a_corner_of_a_monitor(
+    xorg: DummyXorg, app: TkApp, tmp_path: Path
+) -> None:
+    """The whole desktop's top corners are on no monitor (the pointer cannot reach them);
+    a person slamming the pointer into the upper monitor's own corner stops Jarvis."""
+    settings = Settings(data_dir=tmp_path)
+    registry = build_registry(settings, presets=[])
+    person = Input(failsafe=False, display=xorg.where)  # a hand of its own
+    try:
+        person.move(0, 0)
+        assert person.position() != (0, 0)  # out of reach: a corner there could never fire
+        with open_desktop(xorg, tmp_path, 2) as desktop:
+            ctx = ToolContext.for_task(settings, "t", screen=desktop.screen, input=desktop.input)
+            person.move(UPPER.left + UPPER.width - 1, UPPER.top)  # its top-right corner
+            mark = app.mark()
+            result = asyncio.run(registry.execute("click", {"x": 640, "y": 512}, ctx))
+            assert not result.ok and result.error is not None
+            assert "fail-safe" in result.error.message
+            assert ctx.control is not None and ctx.control.kind == "aborted"
+            app.sync()
+            assert app.events("click", since=mark) == []
+    finally:
+        person.move(960, 1500)  # off every corner for the tests after this one
+        person.close()

@@ -116,6 +116,23 @@ def list_monitors(sct: Any) -> list[Monitor]:
     ]
 
 
+def desktop_monitors(display: XDisplay | None) -> list[Monitor]:
+    """The monitors of ``display`` now (None: the process's own display)."""
+    with mss_for(display) as sct:
+        return list_monitors(sct)
+
+
+def failsafe_corners(monitors: list[Monitor]) -> set[tuple[int, int]]:
+    """The corner pixels of the whole desktop and of each monitor: where a person slams
+    the pointer to stop Jarvis (with monitors of different sizes or offsets, a corner of
+    the whole is on no monitor, and the X server keeps the pointer from reaching it)."""
+    corners: set[tuple[int, int]] = set()
+    for m in monitors:
+        right, bottom = m.left + m.width - 1, m.top + m.height - 1
+        corners |= {(m.left, m.top), (right, m.top), (m.left, bottom), (right, bottom)}
+    return corners
+
+
 def monitor_note(monitors: list[Monitor], index: int, model: Size) -> str:
     """One line for the model on what its screenshot (``model`` pixels of monitor
     ``index``) shows when the display has several monitors; "" when it has one."""
