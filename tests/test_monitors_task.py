@@ -170,6 +170,9 @@ def test_run_with_monitor_2_sees_and_acts_on_that_monitor_only(
     first = fake_model.requests[0]
     assert first_image_size(first.body) == (1280, 1024)  # monitor 2 at its own size
     assert "the screenshot shows monitor 2 of 2 only (1280x1024)" in first.all_text()
+    verify = fake_model.requests[-1]  # the check of the finish, on a fresh screenshot
+    assert first_image_size(verify.body) == (1280, 1024)
+    assert "the screenshot shows monitor 2 of 2 only (1280x1024)" in verify.all_text()
     inp = Input(failsafe=False, display=xorg.where)
     try:  # the pointer stays where the click was: the middle of monitor 2
         assert inp.position() == (UPPER.left + middle[0], UPPER.top + middle[1])
