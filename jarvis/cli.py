@@ -103,6 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-steps", type=int, help="step bound for this task")
     run.add_argument("--tool-mode", choices=["native", "text", "auto"])
     run.add_argument(
+        "--monitor",
+        type=int,
+        help="the monitor this task sees and acts on: 1 the first, 2 the second, 0 all together",
+    )
+    run.add_argument(
         "--sandbox",
         action="store_true",
         help="run on a private virtual display (safety.sandbox); your desktop is not touched",
@@ -164,6 +169,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         getattr(args, "model", None),
         max_steps=getattr(args, "max_steps", None),
         tool_mode=getattr(args, "tool_mode", None),
+        monitor=getattr(args, "monitor", None),
     )
     return _with_budget(settings, args)
 

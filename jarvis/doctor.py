@@ -32,25 +32,34 @@ class Check:
 
 
 def check_display(settings: Settings) -> Check:
-    if not XDisplay.from_env().name and os.name == "posix" and not _is_macos():
+    where = XDisplay.from_env()
+    if not where.name and os.name == "posix" and not _is_macos():
         return Check("display", False, "DISPLAY is not set: run on a desktop or inside xvfb-run")
     from jarvis.desktop.screen import Screen
     from jarvis.llm.profiles.select import screen_sizer
 
     try:
-        screen = Screen.from_settings(settings, screen_sizer(settings))
+        screen = Screen.from_settings(
+            settings, screen_sizer(settings), where if where.name else None
+        )
         try:
             obs = screen.capture()
+            monitors = screen.monitors
         finally:
             screen.close()
     except Exception as exc:  # doctor reports any failure as a failed check
         return Check("display", False, f"cannot capture the screen: {exc}")
     size, model = obs.screen_size, obs.model_size
+    listed = "; ".join(m.line() for m in monitors[1:])
+    backend = (
+        " (mss's xlib backend: its default one fails here)" if screen.backend == "xlib" else ""
+    )
     return Check(
         "display",
         True,
         f"captured monitor {settings.monitor}: {size.width}x{size.height}, "
-        f"model space {model.width}x{model.height} ({obs.timings_ms.get('total', 0):.0f} ms)",
+        f"model space {model.width}x{model.height} ({obs.timings_ms.get('total', 0):.0f} ms)"
+        f"{backend}; {len(monitors) - 1} monitor(s): {listed}",
     )
 
 

@@ -264,6 +264,13 @@ class FixedScreen:
     def model_size(self) -> Any:
         return self.model
 
+    @property
+    def monitor_note(self) -> str:
+        return ""
+
+    def reachable(self, x: int, y: int) -> bool:
+        return 0 <= x < self.real.width and 0 <= y < self.real.height
+
     def to_screen(self, x: int, y: int) -> tuple[int, int]:
         from jarvis.desktop.screen import model_to_screen
 

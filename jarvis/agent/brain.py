@@ -133,7 +133,7 @@ class Brain:
 
     def system_prompt(self, observation: Observation) -> str:
         size = observation.image_size or observation.model_size
-        return system_prompt(self.profile, size, observation.model_size)
+        return system_prompt(self.profile, size, observation.model_size, observation.monitor_note)
 
     def _header(self, ctx: ThinkContext) -> str:
         memories = "\n".join(f"- {m}" for m in ctx.memories) if ctx.memories else "(nothing)"
@@ -217,6 +217,8 @@ class Brain:
         text = prompts.render("verify", task=task, summary=summary or "(no summary)")
         if observation.tree:  # values a screenshot cannot show (a field's text, a box's state)
             text = f"{observation.tree}\n\n{text}"
+        if observation.monitor_note:  # what the picture leaves out: the other monitors
+            text = f"{observation.monitor_note}\n\n{text}"
         request = self._request(
             prompts.render_text("verify_system"),
             [Message.user(image_of(observation), text)],

@@ -46,6 +46,7 @@ from jarvis.desktop.keys import (
     pyautogui_key,
 )
 from jarvis.desktop.keytyper import KeyTyper, split_for_keymap
+from jarvis.desktop.monitors import Monitor, desktop_monitors, failsafe_corners
 from jarvis.desktop.pointer import XPointer
 from jarvis.desktop.text_entry import (
     UNCHECKED_KEYS,
@@ -107,7 +108,7 @@ class Input:
         self.where = display
         self._pg: Any = None
         self._pointer = XPointer(self.where)
-        self._bounds: tuple[int, int, int, int] | None = None
+        self._monitors: list[Monitor] | None = None  # read on first use
         self._placed: tuple[int, int] | None = None  # where we last put the pointer
         self._last_press = 0.0  # monotonic time of our last button press
         self._spare = x11.SpareKeycodes(self.where)
@@ -161,7 +162,7 @@ class Input:
             self._pointer.close()
             self.where = display
             self._pointer = XPointer(display)
-            self._bounds = None
+            self._monitors = None
             self._placed = None
             self._spare = x11.SpareKeycodes(display)
 
@@ -170,20 +171,17 @@ class Input:
         with self._lock:
             self._pointer.close()
 
+    def monitors(self) -> list[Monitor]:
+        """The display's monitors (all together, then each), read once per display."""
+        with self._lock:
+            if self._monitors is None:
+                self._monitors = desktop_monitors(self.where if self._x11 else None)
+            return self._monitors
+
     def bounds(self) -> tuple[int, int, int, int]:
         """(left, top, right, bottom) of all monitors together, right/bottom exclusive."""
-        if self._bounds is None:
-            if self._x11:  # the root window spans every monitor
-                with self._lock:
-                    root = self._pointer.display.screen()
-                    self._bounds = (0, 0, int(root.width_in_pixels), int(root.height_in_pixels))
-                return self._bounds
-            import mss
-
-            with mss.MSS() as sct:
-                m = sct.monitors[0]
-            self._bounds = (m["left"], m["top"], m["left"] + m["width"], m["top"] + m["height"])
-        return self._bounds
+        m = self.monitors()[0]
+        return m.left, m.top, m.left + m.width, m.top + m.height
 
     def _check_point(self, x: int, y: int) -> None:
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (x, y)):
@@ -203,10 +201,8 @@ class Input:
             raise InputInterrupted("input stopped: a person took over the screen")
         if not self.failsafe:
             return
-        left, top, right, bottom = self.bounds()
-        pos = self.position()
-        corners = {(left, top), (right - 1, top), (left, bottom - 1), (right - 1, bottom - 1)}
-        if pos in corners and pos != self._placed:
+        pos = self.position()  # a corner of the whole or of a monitor
+        if pos in failsafe_corners(self.monitors()) and pos != self._placed:
             raise FailSafeError(
                 f"fail-safe: the mouse was moved into the screen corner {pos}; input stopped. "
                 "Move it away to go on, or turn the fail-safe off (failsafe=false)."

@@ -27,11 +27,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from PIL import Image
 
-from jarvis.desktop.x11 import XDisplay, connecting_with
+from jarvis.desktop.monitors import capture_connection, list_monitors, monitor_note
+from jarvis.desktop.x11 import XDisplay
 from jarvis.geometry import Size, contains_point, fit_size, model_to_screen, screen_to_model
 
 if TYPE_CHECKING:
@@ -124,15 +125,9 @@ class Observation:
     """The accessibility tree's text for the model, or a note that there is none (the
     ``observation`` setting; see jarvis.desktop.a11y.view)."""
     tree_seconds: float = 0.0
-
-
-def mss_for(display: XDisplay | None) -> Any:
-    import mss
-
-    if display is None:
-        return mss.MSS()
-    with connecting_with(display.xauthority):
-        return mss.MSS(display=display.name)
+    monitor_note: str = ""
+    """What the screenshot shows when the display has several monitors (which one, or
+    where each is in the picture); "" with one monitor."""
 
 
 class Screen:
@@ -171,12 +166,15 @@ class Screen:
 
     def _open(self) -> None:
         """Connect to the display (``display``, else the process's), and take its geometry."""
-        sct = mss_for(self.display)
+        sct, self.backend = capture_connection(self.display)
+        """mss's backend: ``default``, or ``xlib`` where the default fails (Xvnc)."""
         monitors = sct.monitors
         if not 0 <= self.monitor < len(monitors):
             sct.close()
             raise ValueError(f"monitor {self.monitor} does not exist (0..{len(monitors) - 1})")
         mon = monitors[self.monitor]
+        self.monitors = list_monitors(sct)
+        """Every monitor of the display when it was opened: [all together, 1, 2, ...]."""
         self._sct = sct
         self._region = {k: int(mon[k]) for k in ("left", "top", "width", "height")}
         self._size = Size(self._region["width"], self._region["height"])
@@ -184,6 +182,7 @@ class Screen:
         self._image = self._model
         if self._sizer is not None and self._model_override is None:
             self._model, self._image = self._sizer(self._size)
+        self._note = monitor_note(self.monitors, self.monitor, self._model)
 
     def reopen(self, display: XDisplay | None) -> None:
         """Move to ``display`` (a task's private display, and back), with its size and
@@ -228,6 +227,20 @@ class Screen:
     def origin(self) -> tuple[int, int]:
         """The monitor's top-left corner in absolute logical coordinates."""
         return self._region["left"], self._region["top"]
+
+    @property
+    def monitor_note(self) -> str:
+        """Which monitor the screenshots show, for the model ("" on a one-monitor display)."""
+        return self._note
+
+    def reachable(self, x: int, y: int) -> bool:
+        """Whether the absolute logical point is on a monitor: the X server keeps the
+        pointer on its monitors, so a point between them (the black parts of a picture of
+        all of them) would be hit somewhere else."""
+        return any(
+            m.left <= x < m.left + m.width and m.top <= y < m.top + m.height
+            for m in self.monitors[1:]
+        )
 
     def to_screen(self, x: int, y: int) -> tuple[int, int]:
         """Model pixel -> absolute logical screen pixel (ValueError if outside the model)."""
@@ -298,6 +311,7 @@ class Screen:
             timings_ms=timings,
             physical_size=physical,
             image_size=self._image,
+            monitor_note=self._note,
         )
 
     def zoom(self, x1: int, y1: int, x2: int, y2: int) -> tuple[bytes, str, Size]:

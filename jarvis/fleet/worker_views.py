@@ -33,11 +33,9 @@ log = logging.getLogger(__name__)
 
 def screen_size(where: XDisplay) -> str:
     """``WIDTHxHEIGHT`` of the display (for the heartbeat); blocking."""
-    import mss
+    from jarvis.desktop.monitors import mss_for
 
-    from jarvis.desktop.x11 import connecting_with
-
-    with connecting_with(where.xauthority), mss.mss(display=where.name or None) as grab:
+    with mss_for(where if where.name else None) as grab:
         monitor = grab.monitors[1]
         return f"{monitor['width']}x{monitor['height']}"
 

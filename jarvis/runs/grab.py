@@ -15,7 +15,7 @@ from typing import Any
 
 from PIL import Image
 
-from jarvis.desktop.screen import mss_for
+from jarvis.desktop.monitors import mss_for
 from jarvis.desktop.x11 import XDisplay
 
 Box = tuple[int, int, int, int]

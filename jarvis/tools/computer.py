@@ -154,7 +154,15 @@ def _input(ctx: ToolContext) -> InputLike:
 
 
 def _real(ctx: ToolContext, x: int, y: int) -> tuple[int, int]:
-    return _screen(ctx).to_screen(x, y)
+    screen = _screen(ctx)
+    real = screen.to_screen(x, y)
+    if not screen.reachable(*real):  # a picture of several monitors: between them
+        raise ToolFailure(
+            INVALID_PARAMS,
+            f"({x}, {y}) is on no monitor: the black parts of the screenshot between "
+            "monitors are not part of the desktop",
+        )
+    return real
 
 
 def _act(ctx: ToolContext, action: Callable[[], T]) -> T:
@@ -266,9 +274,13 @@ async def wait(args: WaitArgs, ctx: ToolContext) -> dict[str, Any]:
 
 async def screenshot(args: NoArgs, ctx: ToolContext) -> dict[str, Any]:
     """Take a fresh screenshot; it is shown to you before your next decision."""
-    size = _screen(ctx).model_size
+    screen = _screen(ctx)
+    size = screen.model_size
     ctx.request_screenshot()
-    return {"width": size.width, "height": size.height}
+    answer: dict[str, Any] = {"width": size.width, "height": size.height}
+    if screen.monitor_note:  # a desktop with several monitors: which one it shows
+        answer["monitors"] = screen.monitor_note
+    return answer
 
 
 async def finished(args: FinishedArgs, ctx: ToolContext) -> dict[str, Any]:

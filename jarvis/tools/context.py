@@ -45,7 +45,16 @@ class ScreenLike(Protocol):
     @property
     def model_size(self) -> SizeLike: ...
 
+    @property
+    def monitor_note(self) -> str:
+        """Which monitor the screenshots show ("" on a one-monitor display)."""
+        ...
+
     def to_screen(self, x: int, y: int) -> tuple[int, int]: ...
+
+    def reachable(self, x: int, y: int) -> bool:
+        """Whether a screen point (``to_screen``'s) is on a monitor."""
+        ...
 
 
 class TypedLike(Protocol):

@@ -57,9 +57,10 @@ def screen_sizer(settings: Settings) -> Callable[[Size], tuple[Size, Size]]:
     return sizer
 
 
-def system_prompt(profile: Profile, image: Size, grid: Size) -> str:
+def system_prompt(profile: Profile, image: Size, grid: Size, monitors: str = "") -> str:
     """The system prompt for screenshots of ``image`` pixels whose points go on ``grid``
-    (they differ for a relative profile, whose own convention then rules)."""
+    (they differ for a relative profile, whose own convention then rules); ``monitors``
+    says which monitor the screenshots show on a desktop with several."""
     text = prompts.render(
         "system",
         screen_width=image.width,
@@ -71,4 +72,6 @@ def system_prompt(profile: Profile, image: Size, grid: Size) -> str:
     )
     if grid != image and not profile.space.plain:  # a plain-scaled grid is still pixels
         text += f"\n\nInstead of pixels: {profile.grid_note(image)}"
+    if monitors:
+        text += f"\n\n{monitors}"
     return text
