@@ -10,11 +10,13 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # terminal, xterm, Chromium) with CJK and emoji fonts; dovecot for the email tests; tmux for the TUI;
 # redis-server for the fleet's tests (they start their own on a loopback port); the
 # accessibility bus (at-spi2-core, and dbus-x11 for a session bus) for the tree observation;
-# podman, runc and debootstrap build and run the container image in tests/test_container*.py.
+# podman, runc and debootstrap build and run the container image in tests/test_container*.py;
+# the Wayland desktop (DESIGN section 15): sway run headless, grim (screencopy), wtype (a
+# virtual keyboard with its own keymap), wl-clipboard, foot and wev (the tests' Wayland apps).
 APT_PACKAGES := xvfb xauth xdotool x11vnc xclip x11-utils xterm python3-venv python3-tk \
 	mousepad featherpad xfce4-terminal chromium fonts-noto-cjk fonts-noto-color-emoji \
 	dovecot-imapd tmux matchbox-window-manager redis-server at-spi2-core dbus-x11 \
-	podman runc debootstrap
+	podman runc debootstrap sway grim wtype wl-clipboard foot wev
 TASK ?=
 RUN_ARGS ?=
 
@@ -29,7 +31,7 @@ setup: system venv
 # System packages: the virtual display, X input and clipboard tools.
 system:
 	@missing=""; \
-	for c in Xvfb xdotool xclip xwininfo xterm mousepad featherpad xfce4-terminal chromium tmux matchbox-window-manager redis-server x11vnc podman runc debootstrap; do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
+	for c in Xvfb xdotool xclip xwininfo xterm mousepad featherpad xfce4-terminal chromium tmux matchbox-window-manager redis-server x11vnc podman runc debootstrap sway grim wtype wl-copy foot wev; do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
 	$(PYTHON) -c 'import tkinter, ensurepip' 2>/dev/null || missing="$$missing python3-tk/venv"; \
 	[ -e /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc ] || missing="$$missing fonts-noto-cjk"; \
 	[ -x /usr/sbin/dovecot ] || missing="$$missing dovecot"; \

@@ -1,0 +1,131 @@
+"""The wlroots desktop on a real headless sway with two outputs (scale 1 and scale 2):
+screenshot sizes per output and of the whole layout, pointer events landing where they
+were sent on both outputs (read back from ``wev``), and text typed byte for byte into
+``foot``."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jarvis.desktop.wlroots.input import WlInput
+from jarvis.desktop.wlroots.screen import WlScreen
+from jarvis.safety.wayland_sandbox import PrivateSway
+from tests.wayland import Wev, needs_sway, start_sway, wait_window
+
+pytestmark = needs_sway
+
+
+@pytest.fixture(scope="module")
+def sway() -> Iterator[PrivateSway]:
+    with start_sway() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def pointer(sway: PrivateSway) -> Iterator[WlInput]:
+    assert sway.where is not None
+    wl = WlInput(sway.where)
+    yield wl
+    wl.close()
+
+
+def test_outputs_are_read_back_with_their_scales(sway: PrivateSway) -> None:
+    got = [(o.name, o.box, o.scale) for o in sway.outputs]
+    assert got == [
+        ("HEADLESS-1", (0, 0, 1280, 720), 1.0),
+        ("HEADLESS-2", (1280, 0, 800, 450), 2.0),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("monitor", "logical", "device"),
+    [(1, (1280, 720), (1280, 720)), (2, (800, 450), (1600, 900)), (0, (2080, 720), (4160, 1440))],
+)
+def test_screenshot_sizes(
+    sway: PrivateSway, monitor: int, logical: tuple[int, int], device: tuple[int, int]
+) -> None:
+    assert sway.where is not None
+    with WlScreen(sway.where, monitor=monitor, max_side=1280, image_format="png") as screen:
+        assert (screen.size.width, screen.size.height) == logical
+        assert screen.logical_image().size == logical
+        shot = screen.capture()
+        assert shot.physical_size is not None
+        assert (shot.physical_size.width, shot.physical_size.height) == device
+        assert shot.screen_size == screen.size
+        assert shot.image.size == (shot.model_size.width, shot.model_size.height)
+        assert max(shot.image.size) == min(1280, max(logical))
+        size, raw = screen.grab_raw()
+        assert len(raw) == size.width * size.height * 4
+
+
+@pytest.mark.parametrize(
+    ("output", "targets"),
+    [
+        ("HEADLESS-1", [(37, 411), (1279, 719), (640, 0)]),
+        ("HEADLESS-2", [(1290, 5), (2079, 449), (1701, 233)]),
+    ],
+)
+def test_clicks_land_within_a_pixel_on_each_output(
+    sway: PrivateSway, pointer: WlInput, output: str, targets: list[tuple[int, int]]
+) -> None:
+    with Wev(sway, output) as wev:
+        ox, oy = wev.origin
+        for x, y in targets:
+            pointer.click(x, y)
+            button, (sx, sy) = wev.next_press()
+            assert button == 272
+            assert abs(sx - (x - ox)) <= 1 and abs(sy - (y - oy)) <= 1, (x, y, ox, oy, sx, sy)
+
+
+def test_right_double_click_scroll_and_drag(sway: PrivateSway, pointer: WlInput) -> None:
+    with Wev(sway, "HEADLESS-2") as wev:
+        ox, oy = wev.origin
+        pointer.right_click(1500, 300)
+        assert wev.next_press() == (273, (1500 - ox, 300 - oy))
+        pointer.double_click(1400, 100)
+        assert [wev.next_press() for _ in range(2)] == [(272, (1400 - ox, 100 - oy))] * 2
+        pointer.scroll(1400, 100, "up", 2)
+        assert wev.next_axis() == (0, -30.0)
+        pointer.scroll(1400, 100, "right", 1)
+        assert wev.next_axis() == (1, 15.0)
+        pointer.drag(1300, 50, 1900, 400)
+        assert wev.next_press() == (272, (1300 - ox, 50 - oy))
+        wev.next_event(re.compile(r"button: .*state: 0"))
+        assert wev.position == (1900 - ox, 400 - oy)
+
+
+def test_a_point_off_the_layout_is_refused(pointer: WlInput) -> None:
+    with pytest.raises(Exception, match="outside the screen"):
+        pointer.click(2080, 10)
+    with pytest.raises(Exception, match="outside the screen"):
+        pointer.click(1500, 450)  # below HEADLESS-2, inside the layout box: not on an output
+
+
+TEXT = "yz@#/-{} ä€ß Привет"
+
+
+def _wait_for_line(path: Path) -> bytes:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().endswith(b"\n"):
+            return path.read_bytes()
+        time.sleep(0.02)
+    raise AssertionError(
+        f"nothing arrived in {path}: {path.read_bytes() if path.exists() else b''!r}"
+    )
+
+
+def test_text_is_typed_byte_for_byte_into_foot(sway: PrivateSway, pointer: WlInput) -> None:
+    assert sway.where is not None
+    out = sway.runtime_dir.parent / "typed.txt"
+    term = sway.run_app(["foot", "-a", "jarvis-typing", "sh", "-c", f"stty -echo; cat > {out}"])
+    node = wait_window(sway, lambda n: n.get("app_id") == "jarvis-typing")
+    assert node["pid"] == term.pid
+    typed = pointer.type_text(TEXT + "\n")
+    assert typed.chars == len(TEXT) + 1
+    assert _wait_for_line(out) == (TEXT + "\n").encode()
