@@ -2,7 +2,9 @@
 
 The pointer is a ``zwlr_virtual_pointer_v1`` of our own
 (:class:`~jarvis.desktop.wlroots.pointer.VirtualPointer`); keys and text go through
-wtype (:mod:`jarvis.desktop.wlroots.keyboard`). Coordinates are logical pixels of the
+wtype (:mod:`jarvis.desktop.wlroots.keyboard`), with a standing virtual keyboard held
+from the start so the seat never loses its keyboard between two wtype runs
+(:mod:`jarvis.desktop.wlroots.seat_keyboard`). Coordinates are logical pixels of the
 layout. Each action returns only once the compositor handled it, else raises an
 :class:`~jarvis.desktop.errors.InputError`: nothing reports success for input that no
 path delivered.
@@ -23,6 +25,7 @@ from jarvis.desktop.keys import normalize_key, parse_chord
 from jarvis.desktop.text_entry import TypedText, clean_text
 from jarvis.desktop.wlroots import keyboard
 from jarvis.desktop.wlroots.pointer import VirtualPointer
+from jarvis.desktop.wlroots.seat_keyboard import SeatKeyboard
 from jarvis.desktop.wlroots.session import WaylandDisplay, layout_box, read_outputs
 
 if TYPE_CHECKING:
@@ -52,7 +55,11 @@ class WlInput:
         self._lock = threading.RLock()
         self._outputs = read_outputs(where)
         self._layout = layout_box(self._outputs)
-        self._pointer: VirtualPointer | None = None
+        # both made now and held: a seat gains a device's capability only when it is
+        # made, and clients bind their wl_pointer or wl_keyboard after that event, so
+        # a device made for an action would lose that action's first events
+        self._pointer: VirtualPointer | None = VirtualPointer(where)
+        self._seat_keyboard: SeatKeyboard | None = SeatKeyboard(where)
         self._placed: tuple[int, int] | None = None
         self._last_press = 0.0
 
@@ -68,6 +75,8 @@ class WlInput:
             if isinstance(where, WaylandDisplay) and where != self.where:
                 self.close()
                 self.where = where
+                self._pointer = VirtualPointer(where)
+                self._seat_keyboard = SeatKeyboard(where)
             self._outputs = read_outputs(self.where)
             self._layout = layout_box(self._outputs)
 
@@ -76,6 +85,9 @@ class WlInput:
             if self._pointer is not None:
                 self._pointer.close()
                 self._pointer = None
+            if self._seat_keyboard is not None:
+                self._seat_keyboard.close()
+                self._seat_keyboard = None
 
     def bounds(self) -> tuple[int, int, int, int]:
         """(left, top, right, bottom) of the layout, right/bottom exclusive."""
