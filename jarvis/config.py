@@ -27,6 +27,7 @@ from pydantic_settings import (
 )
 
 from jarvis.api.settings import ApiSettings
+from jarvis.desktop.settings import DesktopSettings
 from jarvis.fleet.settings import FleetSettings
 from jarvis.gateway.channels.email.settings import EmailSettings
 from jarvis.gateway.settings import RouterSettings, TodosSettings
@@ -118,6 +119,9 @@ class Settings(BaseSettings):
     recent_steps: int = Field(8, ge=0, description="steps given to the model as text")
     keep_screenshots: int = Field(3, ge=1, description="most recent screenshots kept in context")
     wrap_up_margin: int = Field(2, ge=1, description="steps before the bound to tell the model")
+
+    # the desktop backend: x11, wlroots, portal or auto (jarvis/desktop/backend.py)
+    desktop: DesktopSettings = Field(default_factory=DesktopSettings)
 
     # screen
     monitor: int = Field(1, ge=0, description="mss monitor index; 1 is the primary")

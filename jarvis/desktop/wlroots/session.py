@@ -118,3 +118,26 @@ def read_outputs(where: WaylandDisplay) -> list[Output]:
         if o.get("active")
     ]
     return sorted(outputs, key=lambda o: (o.box[0], o.box[1]))
+
+
+def compositor_globals(socket: str) -> set[str]:
+    """The interface names the compositor at ``socket`` offers (one registry roundtrip)."""
+    from pywayland.client import Display
+
+    display = Display(socket)
+    try:
+        display.connect()
+    except Exception as exc:  # pywayland raises ValueError or RuntimeError
+        raise WaylandError(f"cannot connect to the compositor at {socket}: {exc}") from exc
+    found: set[str] = set()
+    try:
+        registry = display.get_registry()
+
+        def on_global(_registry: object, _name: int, interface: str, _version: int) -> None:
+            found.add(interface)
+
+        registry.dispatcher["global"] = on_global
+        display.roundtrip()
+    finally:
+        display.disconnect()
+    return found
