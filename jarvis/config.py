@@ -120,10 +120,8 @@ class Settings(BaseSettings):
     keep_screenshots: int = Field(3, ge=1, description="most recent screenshots kept in context")
     wrap_up_margin: int = Field(2, ge=1, description="steps before the bound to tell the model")
 
-    # the desktop backend: x11, wlroots, portal or auto (jarvis/desktop/backend.py)
+    # desktop backend and screen
     desktop: DesktopSettings = Field(default_factory=DesktopSettings)
-
-    # screen
     monitor: int = Field(1, ge=0, description="mss monitor index; 1 is the primary")
     max_side: int = Field(1280, ge=64, description="longest side of the model's screenshot")
     image_format: Literal["jpeg", "png"] = "jpeg"

@@ -122,7 +122,7 @@ def test_auto_finds_the_compositor_by_its_globals(sway: PrivateSway) -> None:
     ],
 )
 def test_choose_backend(setting: str, env: dict[str, str], chosen: str) -> None:
-    assert choose_backend(setting, env, probe=lambda _s: set()) == chosen  # type: ignore[arg-type]
+    assert choose_backend(setting, env, probe=lambda _s: set()) == chosen
 
 
 @pytest.mark.parametrize(
@@ -138,7 +138,7 @@ def test_backends_that_cannot_drive_are_refused_in_one_line(
     setting: str, env: dict[str, str], says: str
 ) -> None:
     with pytest.raises(BackendError, match=says) as caught:
-        choose_backend(setting, env, probe=lambda _s: {"wl_seat"})  # type: ignore[arg-type]
+        choose_backend(setting, env, probe=lambda _s: {"wl_seat"})
     assert "\n" not in str(caught.value)
 
 

@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from typing import Literal
 
 from jarvis.desktop.errors import InputError
-from jarvis.desktop.settings import Backend
 
 Chosen = Literal["x11", "wlroots"]
 WLROOTS_DESKTOPS = ("sway", "wlroots", "hyprland", "river", "wayfire", "labwc")
@@ -31,16 +30,19 @@ class BackendError(InputError):
 
 
 def choose_backend(
-    setting: Backend,
+    setting: str,
     env: Mapping[str, str],
     probe: Callable[[str], set[str]] | None = None,
 ) -> Chosen:
-    """The backend for ``setting`` in the session ``env`` describes; ``probe`` lists the
-    globals of the compositor at a socket (asked only when the names say nothing)."""
+    """The backend for ``setting`` (``desktop.backend``) in the session ``env``
+    describes; ``probe`` lists the globals of the compositor at a socket (asked only
+    when the names say nothing)."""
     if setting == "portal":
         raise BackendError(PORTAL_NOT_BUILT)
+    if setting in ("x11", "wlroots"):
+        return "x11" if setting == "x11" else "wlroots"
     if setting != "auto":
-        return setting
+        raise BackendError(f"unknown desktop.backend {setting!r} (auto, x11, wlroots, portal)")
     socket = env.get("WAYLAND_DISPLAY", "")
     if not socket:  # no compositor to reach: X11 (DISPLAY, or none where there is no X)
         return "x11"
