@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from jarvis.desktop.errors import InputError
 from jarvis.desktop.wlroots.input import WlInput
 from jarvis.desktop.wlroots.screen import WlScreen
+from jarvis.desktop.wlroots.session import swaymsg
+from jarvis.geometry import Size
 from jarvis.safety.wayland_sandbox import PrivateSway
 from tests.wayland import Wev, needs_sway, start_sway, wait_window
 
@@ -106,6 +109,33 @@ def test_a_point_off_the_layout_is_refused(pointer: WlInput) -> None:
         pointer.click(1500, 450)  # below HEADLESS-2, inside the layout box: not on an output
 
 
+def _red(pixel: tuple[int, ...]) -> bool:
+    return pixel[0] > 200 and pixel[1] < 60 and pixel[2] < 60
+
+
+def test_the_layout_picture_puts_each_output_at_its_logical_place(sway: PrivateSway) -> None:
+    """A red window filling HEADLESS-2 (scale 2) shows at its logical place in the
+    layout's logical picture, and over all its device pixels in the output's capture."""
+    assert sway.where is not None
+    swaymsg(sway.where, "focus output HEADLESS-2")
+    sway.run_app(["foot", "-a", "jarvis-red", "-o", "colors.background=ff0000", "sleep", "60"])
+    wait_window(sway, lambda n: n.get("app_id") == "jarvis-red")
+    with WlScreen(sway.where, monitor=0) as layout, WlScreen(sway.where, monitor=2) as right:
+        deadline = time.monotonic() + 15
+        while not _red((picture := layout.logical_image()).getpixel((1680, 300))):  # type: ignore[arg-type]
+            assert time.monotonic() < deadline, "the red window never showed"
+        assert picture.size == (2080, 720)
+        assert _red(picture.getpixel((1300, 440)))  # type: ignore[arg-type]
+        assert not _red(picture.getpixel((640, 360)))  # type: ignore[arg-type]
+        device = right.capture()
+        assert device.physical_size == Size(1600, 900)
+        whole = layout._grab_image()
+        assert whole.size == (4160, 1440)
+        assert _red(whole.getpixel((3360, 600)))  # type: ignore[arg-type]
+        assert not _red(whole.getpixel((1280, 720)))  # type: ignore[arg-type]
+    swaymsg(sway.where, "[app_id=jarvis-red] kill")
+
+
 TEXT = "yz@#/-{} ä€ß Привет"
 
 
@@ -120,12 +150,32 @@ def _wait_for_line(path: Path) -> bytes:
     )
 
 
-def test_text_is_typed_byte_for_byte_into_foot(sway: PrivateSway, pointer: WlInput) -> None:
+@pytest.mark.parametrize(
+    ("layout", "text"), [("us", TEXT), ("de", TEXT + " 漢字かな 😀👍"), ("fr", TEXT + " 中文 🎉")]
+)
+def test_text_is_typed_byte_for_byte_into_foot(
+    sway: PrivateSway, pointer: WlInput, layout: str, text: str
+) -> None:
     assert sway.where is not None
-    out = sway.runtime_dir.parent / "typed.txt"
-    term = sway.run_app(["foot", "-a", "jarvis-typing", "sh", "-c", f"stty -echo; cat > {out}"])
-    node = wait_window(sway, lambda n: n.get("app_id") == "jarvis-typing")
+    swaymsg(sway.where, f"input type:keyboard xkb_layout {layout}")
+    swaymsg(sway.where, "focus output HEADLESS-1")
+    name = f"jarvis-typing-{layout}"
+    out = sway.runtime_dir.parent / f"{name}.txt"
+    term = sway.run_app(["foot", "-a", name, "sh", "-c", f"stty -echo; cat > {out}"])
+    node = wait_window(sway, lambda n: n.get("app_id") == name)
     assert node["pid"] == term.pid
-    typed = pointer.type_text(TEXT + "\n")
-    assert typed.chars == len(TEXT) + 1
-    assert _wait_for_line(out) == (TEXT + "\n").encode()
+    typed = pointer.type_text(text + "\n")
+    assert (typed.chars, typed.target) == (len(text) + 1, name)
+    assert _wait_for_line(out) == (text + "\n").encode()
+    swaymsg(sway.where, f"[app_id={name}] kill")
+
+
+def test_text_with_no_focused_window_is_refused(sway: PrivateSway, pointer: WlInput) -> None:
+    assert sway.where is not None
+    swaymsg(sway.where, "focus output HEADLESS-1")
+    swaymsg(sway.where, "workspace jarvis-empty")
+    try:
+        with pytest.raises(InputError, match="no window has the keyboard focus"):
+            pointer.type_text("lost")
+    finally:
+        swaymsg(sway.where, "workspace back_and_forth")

@@ -213,5 +213,5 @@ class WlInput:
             return TypedText("wtype", 0)
         with self._lock:
             self._guard()
-            keyboard.type_text(self.where, text)
-        return TypedText("wtype", len(text), unchecked=UNCHECKED_WTYPE)
+            target = keyboard.type_text(self.where, text)
+        return TypedText("wtype", len(text), target=target, unchecked=UNCHECKED_WTYPE)

@@ -2,17 +2,20 @@
 
 wtype makes a virtual keyboard with a keymap of its own holding exactly the keysyms it
 types, so text comes out the same under any layout, and any Unicode character can be
-typed. A seat has no keyboard until a virtual keyboard exists, so the window that is to
-take the keys is focused again over sway's IPC first (the first keys would otherwise go
-nowhere). wtype ends with a roundtrip: exit status 0 means the compositor took every key
-event; a failure raises :class:`~jarvis.desktop.wlroots.session.WaylandError`.
+typed. The window that is to take the keys is focused again over sway's IPC first, so
+the seat's keyboard has entered it; with no window focused, text is refused (it would go
+nowhere), while a chord still goes (the compositor's own bindings take it). wtype ends
+with a roundtrip: exit status 0 means the compositor took every key event; a failure
+raises :class:`~jarvis.desktop.wlroots.session.WaylandError`.
 """
 
 from __future__ import annotations
 
 import subprocess
 
+from jarvis.desktop.windows import WindowInfo
 from jarvis.desktop.wlroots.session import WaylandDisplay, WaylandError, swaymsg
+from jarvis.desktop.wlroots.windows import focused_window
 from jarvis.desktop.x11 import keysym_name
 
 WTYPE_TIMEOUT_S = 60.0
@@ -35,10 +38,15 @@ def chord_args(chord: list[str]) -> list[str]:
     return args
 
 
-def refocus(where: WaylandDisplay) -> None:
-    """Focus the focused window again, so the seat's new keyboard enters it."""
-    if where.swaysock:
-        swaymsg(where, "focus")
+def refocus(where: WaylandDisplay) -> WindowInfo | None:
+    """Focus the focused window again, so the seat's keyboard enters it; the window, or
+    None when no window has the focus (None too where there is no sway IPC to ask)."""
+    if not where.swaysock:
+        return None
+    window = focused_window(where)
+    if window is not None:
+        swaymsg(where, f"[con_id={window.id}] focus")
+    return window
 
 
 def wtype(where: WaylandDisplay, args: list[str]) -> None:
@@ -60,10 +68,14 @@ def wtype(where: WaylandDisplay, args: list[str]) -> None:
         raise WaylandError(f"wtype failed, nothing certain was typed: {detail[:300]}")
 
 
-def type_text(where: WaylandDisplay, text: str) -> None:
-    """Type ``text`` into the focused window (newline is Return, tab is Tab)."""
-    refocus(where)
+def type_text(where: WaylandDisplay, text: str) -> str:
+    """Type ``text`` into the focused window (newline is Return, tab is Tab); its app id.
+    WaylandError when no window has the focus: the text would go nowhere."""
+    window = refocus(where)
+    if window is None and where.swaysock:
+        raise WaylandError("no window has the keyboard focus: the text would go nowhere")
     wtype(where, ["--", text])
+    return window.wm_class if window is not None else ""
 
 
 def press_chord(where: WaylandDisplay, chord: list[str]) -> None:

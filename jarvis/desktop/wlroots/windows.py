@@ -41,6 +41,14 @@ def describe(node: dict[str, Any]) -> WindowInfo:
     )
 
 
+def focused_window(where: WaylandDisplay) -> WindowInfo | None:
+    """The window that has the keyboard focus, None when none has (an empty workspace)."""
+    tree = swaymsg(where, "-t", "get_tree")
+    assert isinstance(tree, dict)
+    found = [n for n in _views(tree) if n.get("focused")]
+    return describe(found[0]) if found else None
+
+
 class WlWindows:
     """Window lookups on one sway; every call asks sway afresh."""
 
@@ -83,11 +91,10 @@ class WlWindows:
     def focused(self) -> WindowInfo:
         """The window that receives keys now."""
         try:
-            found = [n for n in _views(self._tree()) if n.get("focused")]
+            return focused_window(self._where) or UNKNOWN
         except WaylandError as exc:
             log.debug("focus lookup failed: %s", exc)
             return UNKNOWN
-        return describe(found[0]) if found else UNKNOWN
 
     def activate(self, window_id: int) -> None:
         """Focus window ``window_id`` (sway raises and focuses it; an error if it is gone)."""
