@@ -10,7 +10,7 @@ in one line rather than driving only the XWayland windows without a word.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Literal
 
 from jarvis.desktop.errors import InputError
@@ -32,7 +32,7 @@ class BackendError(InputError):
 def choose_backend(
     setting: str,
     env: Mapping[str, str],
-    probe: Callable[[str], set[str]] | None = None,
+    probe: Callable[[str], Collection[str]] | None = None,
 ) -> Chosen:
     """The backend for ``setting`` (``desktop.backend``) in the session ``env``
     describes; ``probe`` lists the globals of the compositor at a socket (asked only

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from jarvis.desktop.errors import InputError
@@ -33,15 +34,16 @@ class WaylandDisplay:
     swaysock: str = ""
 
     @classmethod
-    def from_env(cls) -> WaylandDisplay:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> WaylandDisplay:
         """The compositor this process was started in (``WAYLAND_DISPLAY``, relative to
-        ``XDG_RUNTIME_DIR`` unless absolute, and ``SWAYSOCK``)."""
-        name = os.environ.get("WAYLAND_DISPLAY", "")
+        ``XDG_RUNTIME_DIR`` unless absolute, and ``SWAYSOCK``), or the one ``env`` names."""
+        env = os.environ if env is None else env
+        name = env.get("WAYLAND_DISPLAY", "")
         if not name:
             raise WaylandError("WAYLAND_DISPLAY is not set: no Wayland compositor to drive")
         if not os.path.isabs(name):
-            name = os.path.join(os.environ.get("XDG_RUNTIME_DIR", ""), name)
-        return cls(name, os.environ.get("SWAYSOCK", ""))
+            name = os.path.join(env.get("XDG_RUNTIME_DIR", ""), name)
+        return cls(name, env.get("SWAYSOCK", ""))
 
     @property
     def name(self) -> str:
@@ -120,8 +122,9 @@ def read_outputs(where: WaylandDisplay) -> list[Output]:
     return sorted(outputs, key=lambda o: (o.box[0], o.box[1]))
 
 
-def compositor_globals(socket: str) -> set[str]:
-    """The interface names the compositor at ``socket`` offers (one registry roundtrip)."""
+def compositor_globals(socket: str) -> dict[str, int]:
+    """The interfaces the compositor at ``socket`` offers, with their versions (one
+    registry roundtrip)."""
     from pywayland.client import Display
 
     display = Display(socket)
@@ -129,12 +132,12 @@ def compositor_globals(socket: str) -> set[str]:
         display.connect()
     except Exception as exc:  # pywayland raises ValueError or RuntimeError
         raise WaylandError(f"cannot connect to the compositor at {socket}: {exc}") from exc
-    found: set[str] = set()
+    found: dict[str, int] = {}
     try:
         registry = display.get_registry()
 
-        def on_global(_registry: object, _name: int, interface: str, _version: int) -> None:
-            found.add(interface)
+        def on_global(_registry: object, _name: int, interface: str, version: int) -> None:
+            found[interface] = max(version, found.get(interface, 0))
 
         registry.dispatcher["global"] = on_global
         display.roundtrip()
