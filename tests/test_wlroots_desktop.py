@@ -117,10 +117,12 @@ def test_the_layout_picture_puts_each_output_at_its_logical_place(sway: PrivateS
     """A red window filling HEADLESS-2 (scale 2) shows at its logical place in the
     layout's logical picture, and over all its device pixels in the output's capture."""
     assert sway.where is not None
-    swaymsg(sway.where, "focus output HEADLESS-2")
-    sway.run_app(["foot", "-a", "jarvis-red", "-o", "colors.background=ff0000", "sleep", "60"])
-    wait_window(sway, lambda n: n.get("app_id") == "jarvis-red")
     with WlScreen(sway.where, monitor=0) as layout, WlScreen(sway.where, monitor=2) as right:
+        before = layout.frame_digest()
+        assert layout.frame_digest() == before  # nothing moved: the same fingerprint
+        swaymsg(sway.where, "focus output HEADLESS-2")
+        sway.run_app(["foot", "-a", "jarvis-red", "-o", "colors.background=ff0000", "sleep", "60"])
+        wait_window(sway, lambda n: n.get("app_id") == "jarvis-red")
         deadline = time.monotonic() + 15
         while not _red((picture := layout.logical_image()).getpixel((1680, 300))):  # type: ignore[arg-type]
             assert time.monotonic() < deadline, "the red window never showed"
@@ -133,6 +135,7 @@ def test_the_layout_picture_puts_each_output_at_its_logical_place(sway: PrivateS
         assert whole.size == (4160, 1440)
         assert _red(whole.getpixel((3360, 600)))  # type: ignore[arg-type]
         assert not _red(whole.getpixel((1280, 720)))  # type: ignore[arg-type]
+        assert layout.frame_digest() != before
     swaymsg(sway.where, "[app_id=jarvis-red] kill")
 
 

@@ -143,8 +143,15 @@ class WlScreen(Screen):
         return Size(image.width, image.height), image.convert("RGBA").tobytes("raw", "BGRA")
 
     def frame_digest(self) -> bytes:
-        """CRC-32 of every device pixel: settle's fingerprint of the frame."""
-        return zlib.crc32(self._grab_image().tobytes()).to_bytes(4, "big")
+        """CRC-32 of every device pixel: settle's fingerprint of the frame. The layout's
+        is taken output by output, each at its own scale: grim's picture of the whole
+        layout is composed at the largest scale (measured on two outputs, 1280x720 at
+        scale 1 and 800x450 at scale 2: 273 ms a frame, against about 100 ms this way)."""
+        crc = 0
+        with self._grab_lock:
+            for output in [self.output] if self.output is not None else self.outputs:
+                crc = zlib.crc32(grim(self.where, output.name).tobytes(), crc)
+        return crc.to_bytes(4, "big")
 
     def close(self) -> None:
         with self._pool_lock:
