@@ -15,7 +15,7 @@ from jarvis.desktop.backend import BackendError, choose_backend
 from jarvis.desktop.clipboard import ClipboardContent
 from jarvis.desktop.settings import DesktopSettings
 from jarvis.desktop.wlroots.desktop import WlrootsDesktop
-from jarvis.desktop.wlroots.session import compositor_globals
+from jarvis.desktop.wlroots.session import compositor_globals, swaymsg
 from jarvis.safety.wayland_sandbox import PrivateSway
 from tests.wayland import needs_sway, start_sway, wait_window
 
@@ -84,6 +84,28 @@ def test_the_clipboard_round_trips_and_pastes_into_foot(
     _, out = _terminal(sway, "jarvis-paste", "cat")
     desktop.input.hotkey("ctrl+shift+v")  # foot's paste key
     assert _line(out) == text.encode()
+
+
+def test_typing_and_chords_in_a_native_gtk_app(sway: PrivateSway, desktop: WlrootsDesktop) -> None:
+    """mousepad (GTK 3) on Wayland itself, under the German layout: the text typed, then
+    ctrl+a and ctrl+c (pressed as a keyboard does: GTK ignores a modifier state alone)
+    put exactly that text on the clipboard."""
+    assert sway.where is not None
+    swaymsg(sway.where, "input type:keyboard xkb_layout de")
+    env = {"GDK_BACKEND": "wayland", "NO_AT_BRIDGE": "1"}
+    sway.run_app(["dbus-run-session", "--", "mousepad"], env=env)
+    wait_window(sway, lambda n: n.get("app_id") == "mousepad")
+    text = "yz@#/-{} ä€ß Привет 漢字かな 😀"
+    assert desktop.input.type_text(text).target == "mousepad"
+    desktop.input.hotkey("ctrl+a")
+    desktop.input.hotkey("ctrl+c")
+    deadline, got = time.monotonic() + 15, None
+    while time.monotonic() < deadline:  # mousepad offers the selection when it has copied
+        got = desktop.read_clipboard()
+        if got is not None and got.data == text.encode():
+            break
+        time.sleep(0.02)
+    assert got is not None and got.data.decode() == text
 
 
 def test_activating_a_window_moves_the_focus_and_the_typing(

@@ -84,7 +84,11 @@ class Wev:
         self.origin = surface_origin(self.node)
         self._lines: queue.Queue[str] = queue.Queue()
         self.position: tuple[float, float] | None = None
+        self.seen: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
+        width, height = self.node["rect"]["width"], self.node["rect"]["height"]
+        sized = re.compile(rf"xdg_toplevel\] configure: width: {width}; height: {height}")
+        self.next_event(sized)  # wev has its tiled size: it draws at it next
 
     def __enter__(self) -> Wev:
         return self
@@ -115,11 +119,13 @@ class Wev:
                 line = self._lines.get(timeout=left)
             except queue.Empty:
                 break
+            self.seen.append(line.rstrip())
             if moved := _MOTION.search(line):
                 self.position = float(moved[1]), float(moved[2])
             if found := pattern.search(line):
                 return found
-        raise AssertionError(f"wev reported no {pattern.pattern!r} in {WAIT_S} s")
+        tail = "\n".join(self.seen[-25:])
+        raise AssertionError(f"wev reported no {pattern.pattern!r} in {WAIT_S} s; last:\n{tail}")
 
     def next_press(self) -> tuple[int, tuple[float, float]]:
         """The next button press: its button code and where (surface coordinates)."""

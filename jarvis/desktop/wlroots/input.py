@@ -194,7 +194,7 @@ class WlInput:
         chord = parse_chord(keys)
         with self._lock:
             self._guard()
-            keyboard.press_chord(self.where, chord)
+            keyboard.press_chord(self.where, chord, self._seat_keyboard)
 
     def press_key(self, key: str) -> None:
         self.hotkey(key)

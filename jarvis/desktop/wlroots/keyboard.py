@@ -14,6 +14,7 @@ from __future__ import annotations
 import subprocess
 
 from jarvis.desktop.windows import WindowInfo
+from jarvis.desktop.wlroots.seat_keyboard import SeatKeyboard
 from jarvis.desktop.wlroots.session import WaylandDisplay, WaylandError, swaymsg
 from jarvis.desktop.wlroots.windows import focused_window
 from jarvis.desktop.x11 import keysym_name
@@ -78,6 +79,9 @@ def type_text(where: WaylandDisplay, text: str) -> str:
     return window.wm_class if window is not None else ""
 
 
-def press_chord(where: WaylandDisplay, chord: list[str]) -> None:
+def press_chord(where: WaylandDisplay, chord: list[str], seat: SeatKeyboard | None) -> None:
+    """Press ``chord`` in the focused window: as a keyboard does on the ``seat``'s keyboard
+    (modifier keys pressed, GTK reads them), through wtype for keys off the US map."""
     refocus(where)
-    wtype(where, chord_args(chord))
+    if seat is None or not seat.press_chord(chord):
+        wtype(where, chord_args(chord))
