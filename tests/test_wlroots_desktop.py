@@ -6,13 +6,14 @@ were sent on both outputs (read back from ``wev``), and text typed byte for byte
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from jarvis.desktop.errors import InputError
+from jarvis.desktop.errors import InputError, InputInterrupted
 from jarvis.desktop.wlroots.input import WlInput
 from jarvis.desktop.wlroots.screen import WlScreen
 from jarvis.desktop.wlroots.session import swaymsg
@@ -182,3 +183,33 @@ def test_text_with_no_focused_window_is_refused(sway: PrivateSway, pointer: WlIn
             pointer.type_text("lost")
     finally:
         swaymsg(sway.where, "workspace back_and_forth")
+
+
+def test_a_held_or_stopped_input_refuses_and_sends_nothing(sway: PrivateSway) -> None:
+    """While a person holds the screen (or the task is stopped) every action is refused;
+    the next press wev sees is the one made after the hold ended."""
+    assert sway.where is not None
+    hold, stop = threading.Event(), threading.Event()
+    held = WlInput(sway.where, stop=stop, hold=hold)
+    try:
+        with Wev(sway, "HEADLESS-1") as wev:
+            ox, oy = wev.origin
+            hold.set()
+            with pytest.raises(InputInterrupted, match="took over"):
+                held.click(100, 100)
+            with pytest.raises(InputInterrupted, match="took over"):
+                held.type_text("no")
+            hold.clear()
+            stop.set()
+            with pytest.raises(InputInterrupted, match="cancelled"):
+                held.scroll(100, 100, "down")
+            stop.clear()
+            held.click(300, 200)
+            assert wev.next_press() == (272, (300 - ox, 200 - oy))
+    finally:
+        held.close()
+
+
+def test_holding_a_key_is_refused_not_faked(pointer: WlInput) -> None:
+    with pytest.raises(InputError, match="not built for Wayland"):
+        pointer.hold_key("shift")
