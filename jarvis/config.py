@@ -27,6 +27,7 @@ from pydantic_settings import (
 )
 
 from jarvis.api.settings import ApiSettings
+from jarvis.desktop.settings import DesktopSettings
 from jarvis.fleet.settings import FleetSettings
 from jarvis.gateway.channels.email.settings import EmailSettings
 from jarvis.gateway.settings import RouterSettings, TodosSettings
@@ -119,7 +120,8 @@ class Settings(BaseSettings):
     keep_screenshots: int = Field(3, ge=1, description="most recent screenshots kept in context")
     wrap_up_margin: int = Field(2, ge=1, description="steps before the bound to tell the model")
 
-    # screen
+    # desktop backend and screen
+    desktop: DesktopSettings = Field(default_factory=DesktopSettings)
     monitor: int = Field(1, ge=0, description="mss monitor index; 1 is the primary")
     max_side: int = Field(1280, ge=64, description="longest side of the model's screenshot")
     image_format: Literal["jpeg", "png"] = "jpeg"

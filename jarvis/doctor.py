@@ -31,7 +31,34 @@ class Check:
     detail: str
 
 
+def check_backend(settings: Settings) -> Check:
+    """Which desktop backend drives this desktop, and on wlroots what it found there."""
+    from jarvis.doctor_wayland import check_backend_line
+
+    return Check("backend", *check_backend_line(settings))
+
+
+def _on_wlroots(settings: Settings, name: str, run: Callable[[], tuple[bool, str]]) -> Check | None:
+    """``run``'s check when the desktop is a wlroots one, else None (the X11 check runs)."""
+    from jarvis.desktop.backend import BackendError
+    from jarvis.doctor_wayland import backend_of
+
+    try:
+        if backend_of(settings) != "wlroots":
+            return None
+        return Check(name, *run())
+    except BackendError as exc:
+        return Check(name, False, str(exc))
+    except Exception as exc:  # doctor reports any failure as a failed check
+        return Check(name, False, f"{name} on the Wayland desktop failed: {exc}")
+
+
 def check_display(settings: Settings) -> Check:
+    from jarvis.doctor_wayland import wlroots_display
+
+    wayland = _on_wlroots(settings, "display", lambda: wlroots_display(settings, os.environ))
+    if wayland is not None:
+        return wayland
     where = XDisplay.from_env()
     if not where.name and os.name == "posix" and not _is_macos():
         return Check("display", False, "DISPLAY is not set: run on a desktop or inside xvfb-run")
@@ -65,6 +92,11 @@ def check_display(settings: Settings) -> Check:
 
 def check_input(settings: Settings) -> Check:
     """Move the pointer one pixel and back (on a real desktop too: it is one pixel)."""
+    from jarvis.doctor_wayland import wlroots_input
+
+    wayland = _on_wlroots(settings, "input", lambda: wlroots_input(os.environ))
+    if wayland is not None:
+        return wayland
     display = XDisplay.from_env().name
     if not display:
         return Check("input", False, "no display to send input to")
@@ -245,6 +277,7 @@ def check_accessibility(settings: Settings) -> Check:
 
 
 CHECKS: list[Callable[[Settings], Check]] = [
+    check_backend,
     check_display,
     check_input,
     check_provider,

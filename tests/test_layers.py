@@ -70,6 +70,7 @@ SECTIONS = frozenset(
         "jarvis.gateway.settings",
         "jarvis.fleet.settings",
         "jarvis.llm.profiles.settings",
+        "jarvis.desktop.settings",  # desktop.backend
     }
 )
 MAY_IMPORT: dict[str, frozenset[str]] = {

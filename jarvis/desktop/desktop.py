@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 class Desktop:
     """Screen, input and settle on one display; close it when done."""
 
+    backend = "x11"
+    """Which implementation this is (``desktop.backend``): the wlroots one is
+    :class:`jarvis.desktop.wlroots.desktop.WlrootsDesktop`."""
+
     def __init__(
         self,
         where: XDisplay,

@@ -1,0 +1,20 @@
+"""Settings of the desktop backend (``desktop`` in settings.json; DESIGN section 15)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Backend = Literal["auto", "x11", "wlroots", "portal"]
+
+
+class DesktopSettings(BaseModel):
+    """``desktop`` in settings.json."""
+
+    backend: Backend = Field(
+        "auto",
+        description="how Jarvis drives the desktop: x11, wlroots (sway and other wlroots "
+        "compositors), portal (GNOME and KDE on Wayland; not built yet), or auto (from "
+        "WAYLAND_DISPLAY, XDG_SESSION_TYPE, XDG_CURRENT_DESKTOP and DISPLAY)",
+    )

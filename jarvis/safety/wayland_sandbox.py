@@ -1,0 +1,210 @@
+"""A private headless sway: a Wayland desktop Jarvis can drive without touching the
+person's session (``--sandbox wayland``, the tests).
+
+sway refuses to run as root, so when this process is root it runs as an unprivileged
+system user (``jarvis-wl``, created when missing) through ``setpriv``; otherwise as this
+process's user. Either way it gets its own 0700 ``XDG_RUNTIME_DIR``. This process reaches
+the compositor through the socket's absolute path (root passes the directory's mode; a
+same-user process owns it). Outputs are headless (``WLR_BACKENDS=headless``, pixman
+rendering, no input devices); each is set over IPC once sway answers, and
+:attr:`PrivateSway.outputs` is what sway reports back, never what was asked.
+Apps run as the compositor's user (:meth:`PrivateSway.run_app`).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from jarvis.desktop.wlroots.session import Output, WaylandDisplay, WaylandError, read_outputs
+from jarvis.safety.sandbox import _end
+
+USER = "jarvis-wl"
+START_TIMEOUT_S = 20.0
+POLL_S = 0.02
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """An output to make: its mode in device pixels, its scale and its position."""
+
+    width: int
+    height: int
+    scale: float = 1.0
+    x: int = 0
+    y: int = 0
+
+
+def sway_user() -> pwd.struct_passwd | None:
+    """The user sway runs as: None for this process's own user; when root, the system
+    user ``jarvis-wl`` (created with ``useradd`` when missing)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        return pwd.getpwnam(USER)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER],
+            check=True,
+            capture_output=True,
+        )
+        return pwd.getpwnam(USER)
+
+
+class PrivateSway:
+    """A headless sway with ``outputs``; use as a context manager or start()/stop()."""
+
+    def __init__(self, outputs: list[OutputSpec] | None = None) -> None:
+        self.specs = outputs or [OutputSpec(1280, 720)]
+        self.user = sway_user()
+        self.outputs: list[Output] = []
+        self.where: WaylandDisplay | None = None
+        self._dir: Path | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._apps: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def runtime_dir(self) -> Path:
+        if self._dir is None:
+            raise WaylandError("the private sway is not started")
+        return self._dir / "run"
+
+    def user_env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """The environment of a process run as the compositor's user, in its session."""
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8",
+            "XDG_RUNTIME_DIR": str(self.runtime_dir),
+            "HOME": str(self._dir),
+        }
+        if self.where is not None:
+            env["WAYLAND_DISPLAY"] = self.where.socket
+            env["SWAYSOCK"] = self.where.swaysock
+        return {**env, **(extra or {})}
+
+    def _as_user(self, argv: list[str]) -> list[str]:
+        if self.user is None:
+            return argv
+        ids = [f"--reuid={self.user.pw_uid}", f"--regid={self.user.pw_gid}", "--init-groups"]
+        return ["setpriv", *ids, *argv]
+
+    def _own(self, path: Path, mode: int) -> None:
+        path.chmod(mode)
+        if self.user is not None:
+            os.chown(path, self.user.pw_uid, self.user.pw_gid)
+
+    def start(self) -> PrivateSway:
+        if shutil.which("sway") is None:
+            raise WaylandError("sway is not installed (apt install sway)")
+        self._dir = Path(tempfile.mkdtemp(prefix="jarvis-sway-"))
+        self._own(self._dir, 0o755)
+        run = self._dir / "run"
+        run.mkdir()
+        self._own(run, 0o700)
+        config = self._dir / "config"
+        config.write_text("default_border none\ndefault_floating_border none\n")
+        config.chmod(0o644)
+        env = self.user_env(
+            {
+                "WLR_BACKENDS": "headless",
+                "WLR_RENDERER": "pixman",
+                "WLR_LIBINPUT_NO_DEVICES": "1",
+                "WLR_HEADLESS_OUTPUTS": str(len(self.specs)),
+            }
+        )
+        log = (self._dir / "sway.log").open("wb")
+        self._proc = subprocess.Popen(
+            self._as_user(["sway", "-c", str(config)]),
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        try:
+            self.where = self._wait_ready()
+            self._set_outputs()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self) -> WaylandDisplay:
+        """Wait for both sockets and a first IPC answer (sway's own signal that it is up)."""
+        assert self._proc is not None
+        uid = self.user.pw_uid if self.user is not None else os.getuid()
+        ipc = self.runtime_dir / f"sway-ipc.{uid}.{self._proc.pid}.sock"
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise WaylandError(f"sway exited at start: {self.log_tail()}")
+            sockets = sorted(p for p in self.runtime_dir.glob("wayland-*") if p.suffix != ".lock")
+            if ipc.exists() and sockets:
+                where = WaylandDisplay(str(sockets[0]), str(ipc))
+                try:
+                    if len(read_outputs(where)) == len(self.specs):
+                        return where
+                except WaylandError:
+                    pass  # the IPC socket exists before sway listens on it
+            time.sleep(POLL_S)
+        raise WaylandError(f"sway did not come up in {START_TIMEOUT_S:.0f} s: {self.log_tail()}")
+
+    def _set_outputs(self) -> None:
+        """Give each output its mode, scale and position (sway applies an IPC command
+        before it answers), then read back where sway put them."""
+        from jarvis.desktop.wlroots.session import swaymsg
+
+        assert self.where is not None
+        names = [o.name for o in read_outputs(self.where)]
+        for name, spec in zip(sorted(names), self.specs, strict=True):
+            swaymsg(
+                self.where,
+                f"output {name} mode {spec.width}x{spec.height} scale {spec.scale:g} "
+                f"position {spec.x} {spec.y}",
+            )
+        self.outputs = read_outputs(self.where)
+
+    def log_tail(self, chars: int = 600) -> str:
+        if self._dir is None or not (self._dir / "sway.log").exists():
+            return ""
+        return (self._dir / "sway.log").read_text(errors="replace")[-chars:]
+
+    def run_app(
+        self, argv: list[str], env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """Start ``argv`` as the compositor's user on it; ended by :meth:`stop`."""
+        proc = subprocess.Popen(
+            self._as_user(argv),
+            env=self.user_env(env),
+            cwd=str(self._dir),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self._apps.append(proc)
+        return proc
+
+    def stop(self) -> None:
+        for proc in reversed(self._apps):
+            _end(proc)
+        self._apps = []
+        if self._proc is not None:
+            _end(self._proc)
+            self._proc = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+        self.where = None
+
+    def __enter__(self) -> PrivateSway:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
