@@ -68,9 +68,9 @@ def test_doctor_all_pass_on_virtual_display(xserver, tmp_path: Path) -> None:
         proc = jarvis("doctor", "--data-dir", str(tmp_path / "d"), env=env)
     lines = proc.stdout.strip().splitlines()
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert [line.split()[0] for line in lines] == ["PASS"] * 9
+    assert [line.split()[0] for line in lines] == ["PASS"] * 10
     assert {line.split()[1] for line in lines} == {
-        "display", "input", "provider", "data", "presets", "memory", "mcp", "skills",
+        "backend", "display", "input", "provider", "data", "presets", "memory", "mcp", "skills",
         "accessibility",
     }  # fmt: skip
     assert "embedding minilm-int8 loads offline (384 dimensions" in proc.stdout
