@@ -295,9 +295,9 @@ def test_shipped_presets_register_on_the_real_desktop_tools(tmp_path: Path) -> N
     assert set(open_app.requires) == {"hotkey", "wait", "type", "press_key"}
     assert open_app.parameters["properties"]["app"]["enum"][:2] == ["terminal", "browser"]
     bare = build_registry(Settings(data_dir=tmp_path), presets=[])
-    assert len(bare.names) == 13
+    assert len(bare.names) == 14  # the desktop tools (triple_click is the 14th)
     from_file = build_registry(Settings(data_dir=tmp_path), presets=write_file(tmp_path, FILL2))
-    assert from_file.names[13:] == ["fill2"]
+    assert from_file.names[14:] == ["fill2"]
 
 
 FILL2 = {

@@ -1,6 +1,6 @@
 """The desktop tools only models with an action vocabulary of their own reach (UI-TARS,
 Doubao, GLM-4.5V, OpenCUA, and Qwen's ``computer_use`` tool as GUI-Owl-1.5 and EvoCUA
-use it): actions Jarvis's 13 tools have no word for.
+use it): actions Jarvis's desktop tools have no word for.
 
 - ``key_down`` / ``key_up``: UI-TARS's ``press``/``keydown`` and ``release``/``keyup``
   (ByteDance's executors send ``keyDown`` / ``keyUp``): a key stays held across later
