@@ -344,7 +344,7 @@ class Input:
                 display=lambda: self._pointer.display,
                 gui=lambda: self.gui,
             )
-            self.held = [k for k in self.held if k != name] + ([name] if down else [])
+            self.held[:] = [k for k in self.held if k != name] + ([name] if down else [])
 
     def release_keys(self) -> None:
         """Let go of every key :meth:`hold_key` holds, last pressed first (a task's end)."""

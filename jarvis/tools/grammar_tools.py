@@ -67,9 +67,9 @@ def scroll_here(args: ScrollHereArgs, ctx: ToolContext) -> dict[str, Any]:
 def release_held_keys(ctx: ToolContext) -> None:
     """Let go of every key the task still holds (its end, however it ends)."""
     hands = ctx.input
-    if hands is None or not getattr(hands, "held", None):
+    if hands is None:
         return
-    try:
+    try:  # nothing to do when no key is held
         hands.release_keys()
     except InputError as exc:  # the display is gone: nothing is held on it any more
         log.warning("could not release held keys: %s", exc)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from PIL import Image
 
+from jarvis.desktop.monitors import Monitor, monitor_note
 from jarvis.desktop.screen import ImageFormat, Screen
 from jarvis.desktop.wlroots.session import (
     Output,
@@ -113,6 +114,10 @@ class WlScreen(Screen):
         self._image = self._model
         if self._sizer is not None and self._model_override is None:
             self._model, self._image = self._sizer(self._size)
+        self.monitors = [Monitor(0, *layout_box(self.outputs))] + [
+            Monitor(i + 1, *o.box, name=o.name) for i, o in enumerate(self.outputs)
+        ]
+        self._note = monitor_note(self.monitors, self.monitor, self._model)
 
     def reopen(self, display: object) -> None:
         """Read the outputs again (one was added, moved or rescaled); a wlroots screen
