@@ -62,36 +62,17 @@ def _edge_y(value: int, info: ValidationInfo) -> int:
     return _check_axis(value, info, "y", edge=True)
 
 
-_MIN0: dict[str, Any] = {"minimum": 0}
-X = Annotated[
-    int,
-    Field(
-        description="x in screenshot pixels (0 is the left edge)", json_schema_extra={"minimum": 0}
-    ),
-    AfterValidator(_check_x),
-]
-Y = Annotated[
-    int,
-    Field(
-        description="y in screenshot pixels (0 is the top edge)", json_schema_extra={"minimum": 0}
-    ),
-    AfterValidator(_check_y),
-]
+_X_FIELD = Field(
+    description="x in screenshot pixels (0 is the left edge)", json_schema_extra={"minimum": 0}
+)
+_Y_FIELD = Field(
+    description="y in screenshot pixels (0 is the top edge)", json_schema_extra={"minimum": 0}
+)
+X = Annotated[int, _X_FIELD, AfterValidator(_check_x)]
+Y = Annotated[int, _Y_FIELD, AfterValidator(_check_y)]
 # where the pointer goes: a point just off the screenshot lands on its edge (the edge rule)
-PX = Annotated[
-    int,
-    Field(
-        description="x in screenshot pixels (0 is the left edge)", json_schema_extra={"minimum": 0}
-    ),
-    AfterValidator(_edge_x),
-]
-PY = Annotated[
-    int,
-    Field(
-        description="y in screenshot pixels (0 is the top edge)", json_schema_extra={"minimum": 0}
-    ),
-    AfterValidator(_edge_y),
-]
+PX = Annotated[int, _X_FIELD, AfterValidator(_edge_x)]
+PY = Annotated[int, _Y_FIELD, AfterValidator(_edge_y)]
 
 
 def placed(screen: ScreenLike, x: int, y: int, notes: list[str]) -> tuple[int, int]:
