@@ -17,6 +17,7 @@ from jarvis.config import PROVIDERS, ConfigError, Settings, load_chosen
 from jarvis.logfile import setup_logging
 
 if TYPE_CHECKING:
+    from jarvis.desktop.backend import Where
     from jarvis.desktop.x11 import XDisplay
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NEEDS_USER, EXIT_CANCELLED = 0, 1, 2, 3, 130
@@ -45,6 +46,7 @@ SUBCOMMAND_MODULES = (
 )
 
 
+SANDBOX_KINDS = ("x11", "wayland")
 DATA_DIR_HELP = "data directory (default: $JARVIS_DATA_DIR or ./data)"
 
 
@@ -109,8 +111,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--sandbox",
-        action="store_true",
-        help="run on a private virtual display (safety.sandbox); your desktop is not touched",
+        nargs="?",
+        const="x11",
+        choices=SANDBOX_KINDS,
+        help="run on a private virtual display (safety.sandbox): x11 (the default, Xvfb) or "
+        "wayland (a headless sway); your desktop is not touched",
     )
     run.add_argument(
         "--yes", action="store_true", help="run calls that need approval without asking"
@@ -185,19 +190,30 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    import os
+
+    from jarvis.desktop.backend import BackendError, task_display
     from jarvis.desktop.x11 import XDisplay
 
     person = XDisplay.from_env()  # read once here; the agent's Desktop is made for a display
-    if not (args.sandbox or settings.safety.sandbox.enabled):
-        return _run_here(args, settings, person, person)
+    kind = args.sandbox or ("x11" if settings.safety.sandbox.enabled else None)
+    if kind is None:
+        try:
+            where = task_display(settings.desktop.backend, os.environ, person)
+        except BackendError as exc:
+            print(f"jarvis: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        return _run_here(args, settings, where, person)
+    if kind == "wayland":  # a private headless sway, run as an unprivileged user
+        from jarvis.safety.wayland_sandbox import sandboxed_wayland
+
+        return sandboxed_wayland(settings, lambda box: _run_here(args, settings, box, person))
     from jarvis.safety.sandbox import sandboxed
 
     return sandboxed(settings, lambda box: _run_here(args, settings, box, person))
 
 
-def _run_here(
-    args: argparse.Namespace, settings: Settings, where: XDisplay, person: XDisplay
-) -> int:
+def _run_here(args: argparse.Namespace, settings: Settings, where: Where, person: XDisplay) -> int:
     """The task on the display ``where``; the kill switch on the person's display."""
     from jarvis.owner_lock import LockHeld
     from jarvis.preflight import cannot_start
@@ -217,11 +233,12 @@ async def _run_task(
     task: str,
     settings: Settings,
     yes: bool,
-    where: XDisplay,
+    where: Where,
     person: XDisplay,
 ) -> int:
     from jarvis.agent.factory import build_agent
     from jarvis.console import ConsoleReporter
+    from jarvis.desktop.backend import keys_display
     from jarvis.discovery import STOP_SIGNAL, foreground
     from jarvis.events import EventBus
     from jarvis.runs.journal import JournalWriter
@@ -242,7 +259,7 @@ async def _run_task(
             loop.add_signal_handler(STOP_SIGNAL, agent.cancel, "cli")  # `jarvis stop`
             try:
                 with (
-                    kill_switch(settings, agent, loop, person, lambda: where),
+                    kill_switch(settings, agent, loop, person, lambda: keys_display(where, person)),
                     foreground(settings.data_dir, f"run: {task}"),
                 ):
                     outcome = await agent.run(task)

@@ -10,18 +10,15 @@ from collections.abc import Mapping
 from jarvis.config import Settings
 from jarvis.desktop.backend import BackendError, choose_backend
 from jarvis.desktop.wlroots.session import (
+    NEEDED,
     WaylandDisplay,
     WaylandError,
     compositor_globals,
+    missing_protocols,
     read_outputs,
     swaymsg,
 )
 
-NEEDED = {
-    "zwlr_virtual_pointer_manager_v1": "the pointer",
-    "zwp_virtual_keyboard_manager_v1": "typing",
-    "zwlr_screencopy_manager_v1": "screenshots",
-}
 USEFUL = ("zwlr_data_control_manager_v1", "zwlr_foreign_toplevel_manager_v1")
 
 
@@ -29,14 +26,6 @@ def backend_of(settings: Settings, env: Mapping[str, str] | None = None) -> str:
     """The backend ``desktop.backend`` picks here (BackendError when none can drive)."""
     env = os.environ if env is None else env
     return choose_backend(settings.desktop.backend, env, compositor_globals)
-
-
-def missing_protocols(offered: Mapping[str, int]) -> str | None:
-    """One line naming the protocols Jarvis needs that the compositor does not offer."""
-    gone = [f"{name} ({purpose})" for name, purpose in NEEDED.items() if name not in offered]
-    if not gone:
-        return None
-    return f"the compositor offers no {', '.join(gone)}: Jarvis cannot act there"
 
 
 def describe_wlroots(env: Mapping[str, str]) -> tuple[bool, str]:

@@ -10,7 +10,7 @@ import sys
 from urllib.parse import urlparse
 
 from jarvis.config import Settings
-from jarvis.desktop.x11 import XDisplay
+from jarvis.desktop.backend import Where, reach_problem
 from jarvis.redaction import known_secrets, redact
 
 KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
@@ -22,7 +22,7 @@ URL_ENV = {
 }
 
 
-def cannot_start(settings: Settings, where: XDisplay, *, display: bool = True) -> str | None:
+def cannot_start(settings: Settings, where: Where, *, display: bool = True) -> str | None:
     """The one line that says why a task cannot start on ``where``: no key, a base URL
     that is not one, no display or none there, a bad presets file; or None. Redacted (a
     base URL's ``user:password@``). ``display`` False leaves the display out (a fleet's
@@ -31,7 +31,7 @@ def cannot_start(settings: Settings, where: XDisplay, *, display: bool = True) -
     return None if problem is None else redact(problem, known_secrets(settings))
 
 
-def _cannot_start(settings: Settings, where: XDisplay, display: bool = True) -> str | None:
+def _cannot_start(settings: Settings, where: Where, display: bool = True) -> str | None:
     key_env = KEY_ENV[settings.provider]
     if not has_key(settings.provider):
         return f"jarvis: {key_env} is not set; export it (or pick --provider) and run again."
@@ -77,23 +77,12 @@ def base_url_problem(provider: str) -> str | None:
     return None
 
 
-def display_problem(where: XDisplay) -> str | None:
-    """Why the X display ``where`` cannot be reached (named, but no server there, or the
-    server refuses us), or None. Not on macOS or Windows, or with no display named."""
-    name = where.name
-    if not name or not sys.platform.startswith("linux"):
+def display_problem(where: Where) -> str | None:
+    """Why the display ``where`` cannot be reached (named, but no X server or compositor
+    there, or it refuses us), or None. Not on macOS or Windows, or with no display named."""
+    if not where.name or not sys.platform.startswith("linux"):
         return None
-    from Xlib.error import DisplayError
-
-    from jarvis.desktop.x11 import close_display
-
-    try:
-        display = where.open()
-    except (DisplayError, OSError) as exc:  # DisplayConnectionError keeps the reason in msg
-        why = getattr(exc, "msg", None) or exc
-        return f"cannot connect to the X display {name} (DISPLAY): {why}; is an X server there?"
-    close_display(display)
-    return None
+    return reach_problem(where)
 
 
 def presets_problem(settings: Settings) -> str | None:

@@ -13,8 +13,8 @@ from jarvis.agent.cerebellum import Cerebellum
 from jarvis.agent.hippocampus import Hippocampus, LongTerm
 from jarvis.agent.safety_checks import approver
 from jarvis.config import Settings
+from jarvis.desktop.backend import Where, open_desktop
 from jarvis.desktop.desktop import Desktop
-from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus
 from jarvis.llm.base import Provider
 from jarvis.llm.computer_tool import zoom_enabled
@@ -50,11 +50,12 @@ async def build_agent(
     long_term: LongTerm | None = None,
     todos: Callable[[], str] | None = None,
     approvals: ApprovalGate | None = None,
-    where: XDisplay,
+    where: Where,
     on_verified: Callable[[str, str], Awaitable[None]] | None = None,
 ) -> AsyncIterator[Agent]:
-    """An Agent wired to the desktop on ``where``; closes the desktop, memory and provider
-    afterwards.
+    """An Agent wired to the desktop on ``where`` (an X display or a Wayland compositor:
+    :func:`~jarvis.desktop.backend.open_desktop` opens the one that drives it); closes
+    the desktop, memory and provider afterwards.
 
     Risky calls wait at ``approvals`` (default: a gate nobody answers but the API); a
     ``registry`` handed in brings its own gate, and a ``provider`` handed in its own
@@ -88,7 +89,7 @@ async def build_agent(
             register_grounder_tool(registry, grounder, settings.max_side)
         if long_term is None and settings.long_term_memory:
             long_term = await open_long_term(settings, stack, registry)
-        desktop = Desktop.open(settings, where, sizer=screen_sizer(settings))
+        desktop = open_desktop(settings, where, sizer=screen_sizer(settings))
         stack.callback(desktop.close)
         recorder = None
         if settings.runs.record_steps:  # steps/NNNN/ beside the run's journal

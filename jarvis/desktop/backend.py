@@ -6,16 +6,37 @@ a probe of the compositor's globals: ``x11`` where no Wayland session is reachab
 compositors (named by ``SWAYSOCK`` or ``XDG_CURRENT_DESKTOP``, else found by the virtual
 pointer global), and ``portal`` on GNOME and KDE, which is not built yet: it is refused
 in one line rather than driving only the XWayland windows without a word.
+
+:func:`task_display` turns that choice into the display a task works on (the person's X
+display, or the compositor the environment names), and :func:`open_desktop` opens the
+Desktop of a display: the X11 :class:`~jarvis.desktop.desktop.Desktop` or the
+:class:`~jarvis.desktop.wlroots.desktop.WlrootsDesktop`. They are the one place that
+tells the kinds apart; everything above holds a Desktop and asks it.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Collection, Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from jarvis.desktop.errors import InputError
+from jarvis.desktop.wlroots.session import (
+    WaylandDisplay,
+    WaylandError,
+    compositor_globals,
+    missing_protocols,
+)
+from jarvis.desktop.x11 import XDisplay
+from jarvis.geometry import Size
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+    from jarvis.desktop.desktop import Desktop
 
 Chosen = Literal["x11", "wlroots"]
+Where: TypeAlias = XDisplay | WaylandDisplay
+"""A display a Desktop is opened on: an X display or a Wayland compositor."""
 WLROOTS_DESKTOPS = ("sway", "wlroots", "hyprland", "river", "wayfire", "labwc")
 PORTAL_DESKTOPS = ("gnome", "kde", "plasma")
 VIRTUAL_POINTER = "zwlr_virtual_pointer_manager_v1"
@@ -58,3 +79,75 @@ def choose_backend(
         f"{VIRTUAL_POINTER} and the portal backend is not built yet; "
         "set desktop.backend = x11 to drive only its XWayland windows"
     )
+
+
+def task_display(setting: str, env: Mapping[str, str], person: XDisplay) -> Where:
+    """The display a task works on here: ``person`` (the X display read at start-up)
+    when ``setting`` picks x11 for the session ``env`` describes, else the compositor
+    ``env`` names. Raises :class:`BackendError` (one line) when none can drive it."""
+    try:
+        if choose_backend(setting, env, _globals) == "x11":
+            return person
+        return WaylandDisplay.from_env(env)
+    except WaylandError as exc:
+        raise BackendError(str(exc)) from exc
+
+
+def _globals(socket: str) -> Collection[str]:
+    try:
+        return compositor_globals(socket)
+    except WaylandError:
+        return set()  # no compositor answers there: auto says so in its own line
+
+
+def open_desktop(
+    settings: Settings,
+    where: Where,
+    stop: threading.Event | None = None,
+    sizer: Callable[[Size], tuple[Size, Size]] | None = None,
+) -> Desktop:
+    """The Desktop on ``where``, set up from ``settings``: the wlroots one on a Wayland
+    compositor, the X11 one on an X display.
+
+    Typed as :class:`~jarvis.desktop.desktop.Desktop`: the WlrootsDesktop has its
+    interface (screen, input, settle, windows, clipboard, hold, stop, move_to), and the
+    code above names that class where it means any desktop."""
+    if isinstance(where, WaylandDisplay):
+        from jarvis.desktop.wlroots.desktop import WlrootsDesktop
+
+        wayland: Desktop = WlrootsDesktop.open(settings, where, stop, sizer)  # type: ignore[assignment]
+        return wayland
+    from jarvis.desktop.desktop import Desktop
+
+    return Desktop.open(settings, where, stop, sizer)
+
+
+def keys_display(where: Where, person: XDisplay) -> XDisplay:
+    """The X display whose held keys the kill switch lets go of when a task on ``where``
+    is stopped: ``where`` itself on X11; on Wayland the person's (wtype's keyboard, and
+    every key it held, go away with it)."""
+    return where if isinstance(where, XDisplay) else person
+
+
+def reach_problem(where: Where) -> str | None:
+    """Why the display ``where`` cannot be driven (no server or compositor answers there,
+    it refuses us, or it lacks a protocol Jarvis needs), in one line; or None."""
+    if isinstance(where, WaylandDisplay):
+        try:
+            problem = missing_protocols(compositor_globals(where.socket))
+        except WaylandError as exc:
+            return str(exc)
+        return None if problem is None else f"{problem} (at {where.socket})"
+    from Xlib.error import DisplayError
+
+    from jarvis.desktop.x11 import close_display
+
+    try:
+        display = where.open()
+    except (DisplayError, OSError) as exc:  # DisplayConnectionError keeps the reason in msg
+        why = getattr(exc, "msg", None) or exc
+        return (
+            f"cannot connect to the X display {where.name} (DISPLAY): {why}; is an X server there?"
+        )
+    close_display(display)
+    return None

@@ -13,17 +13,26 @@ Apps run as the compositor's user (:meth:`PrivateSway.run_app`).
 
 from __future__ import annotations
 
+import logging
 import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
 from jarvis.desktop.wlroots.session import Output, WaylandDisplay, WaylandError, read_outputs
-from jarvis.safety.sandbox import _end
+from jarvis.safety.sandbox import _end, parse_size
+
+if TYPE_CHECKING:
+    from jarvis.config import Settings
+
+log = logging.getLogger(__name__)
 
 USER = "jarvis-wl"
 START_TIMEOUT_S = 20.0
@@ -176,16 +185,20 @@ class PrivateSway:
         return (self._dir / "sway.log").read_text(errors="replace")[-chars:]
 
     def run_app(
-        self, argv: list[str], env: dict[str, str] | None = None
+        self,
+        argv: list[str],
+        env: dict[str, str] | None = None,
+        output: int | IO[bytes] | None = subprocess.PIPE,
     ) -> subprocess.Popen[bytes]:
-        """Start ``argv`` as the compositor's user on it; ended by :meth:`stop`."""
+        """Start ``argv`` as the compositor's user on it (its standard output to
+        ``output``: a pipe to read by default); ended by :meth:`stop`."""
         proc = subprocess.Popen(
             self._as_user(argv),
             env=self.user_env(env),
             cwd=str(self._dir),
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.DEVNULL if output is subprocess.PIPE else output,
             start_new_session=True,
         )
         self._apps.append(proc)
@@ -208,3 +221,28 @@ class PrivateSway:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def sandboxed_wayland(settings: Settings, body: Callable[[WaylandDisplay], int]) -> int:
+    """Run a command's ``body`` on a private headless sway (``jarvis run --sandbox
+    wayland``): one output of ``safety.sandbox.size`` at scale 1, with the apps of
+    ``safety.sandbox.apps`` started on it as the compositor's user (their output in
+    ``apps.log`` beside it; the window manager setting is for X11: sway is its own); 1
+    when the compositor cannot be started."""
+    box = settings.safety.sandbox
+    width, height = parse_size(box.size)
+    try:
+        with PrivateSway([OutputSpec(width, height)]) as sway:
+            assert sway.where is not None
+            with (sway.runtime_dir.parent / "apps.log").open("ab") as apps_log:
+                for app in box.apps:
+                    sway.run_app(app, output=apps_log)
+            log.info("private sway %s (%dx%d) started", sway.where.socket, width, height)
+            print(
+                f"jarvis: running on the private Wayland desktop {sway.where.socket}",
+                file=sys.stderr,
+            )
+            return body(sway.where)
+    except (WaylandError, OSError, subprocess.CalledProcessError) as exc:
+        print(f"jarvis: the private Wayland desktop: {exc}", file=sys.stderr)
+        return 1

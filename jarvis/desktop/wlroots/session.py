@@ -19,6 +19,12 @@ from dataclasses import dataclass
 from jarvis.desktop.errors import InputError
 
 IPC_TIMEOUT_S = 10.0
+NEEDED = {
+    "zwlr_virtual_pointer_manager_v1": "the pointer",
+    "zwp_virtual_keyboard_manager_v1": "typing",
+    "zwlr_screencopy_manager_v1": "screenshots",
+}
+"""The globals Jarvis cannot see or act without, and what each is for."""
 
 
 class WaylandError(InputError):
@@ -144,3 +150,11 @@ def compositor_globals(socket: str) -> dict[str, int]:
     finally:
         display.disconnect()
     return found
+
+
+def missing_protocols(offered: Mapping[str, int]) -> str | None:
+    """One line naming the protocols Jarvis needs that the compositor does not offer."""
+    gone = [f"{name} ({purpose})" for name, purpose in NEEDED.items() if name not in offered]
+    if not gone:
+        return None
+    return f"the compositor offers no {', '.join(gone)}: Jarvis cannot act there"
