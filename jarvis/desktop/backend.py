@@ -16,6 +16,8 @@ tells the kinds apart; everything above holds a Desktop and asks it.
 
 from __future__ import annotations
 
+import re
+import subprocess
 import threading
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Literal, TypeAlias
@@ -151,3 +153,54 @@ def reach_problem(where: Where) -> str | None:
         )
     close_display(display)
     return None
+
+
+def display_in(env: Mapping[str, str]) -> Where:
+    """The display a child's environment names (an eval task's process and check): the
+    compositor of ``WAYLAND_DISPLAY`` (with ``SWAYSOCK``) when it names one, else the X
+    display of ``DISPLAY`` with its cookie and session bus."""
+    if env.get("WAYLAND_DISPLAY"):
+        return WaylandDisplay.from_env(env)
+    return XDisplay(
+        env.get("DISPLAY", ""), env.get("XAUTHORITY"), env.get("DBUS_SESSION_BUS_ADDRESS", "")
+    )
+
+
+def window_titles(where: Where) -> list[str]:
+    """The titles of the visible windows on ``where``: sway's tree on a wlroots
+    compositor, ``xdotool`` on X11."""
+    if isinstance(where, WaylandDisplay):
+        from jarvis.desktop.wlroots.windows import WlWindows
+
+        return [w.title for w in WlWindows(where).list() if w.title]
+    env = where.env()
+    titles = []
+    for wid in _xdotool(env, "search", "--onlyvisible", "--name", ".").split():
+        title = _xdotool(env, "getwindowname", wid).strip()
+        if title:
+            titles.append(title)
+    return titles
+
+
+def window_shown(where: Where, pattern: str) -> bool:
+    """Whether a visible window's class (a Wayland ``app_id``) or title matches the
+    regular expression ``pattern`` (case-insensitive, as xdotool searches on X11)."""
+    if isinstance(where, WaylandDisplay):
+        from jarvis.desktop.wlroots.windows import WlWindows
+
+        found = re.compile(pattern, re.IGNORECASE)
+        return any(
+            found.search(w.wm_class) or found.search(w.title) for w in WlWindows(where).list()
+        )
+    env = where.env()
+    return any(
+        _xdotool(env, "search", "--onlyvisible", flag, pattern).strip()
+        for flag in ("--class", "--name")
+    )
+
+
+def _xdotool(env: Mapping[str, str], *args: str) -> str:
+    done = subprocess.run(
+        ["xdotool", *args], env=dict(env), capture_output=True, text=True, timeout=10
+    )
+    return done.stdout if done.returncode == 0 else ""

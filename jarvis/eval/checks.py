@@ -25,7 +25,7 @@ _OUTPUT = 600
 class CheckContext:
     work: Path
     env: dict[str, str] = field(default_factory=dict)
-    """DISPLAY, XAUTHORITY, WORK and SUITE of the task."""
+    """DISPLAY and XAUTHORITY (or WAYLAND_DISPLAY and SWAYSOCK), WORK and SUITE of the task."""
 
     def path(self, name: str) -> Path:
         resolved = (self.work / name).resolve()
@@ -76,23 +76,11 @@ def files_exist(
 
 
 def window_titles(ctx: CheckContext) -> list[str]:
-    """Titles of the visible windows on the task's display (xdotool)."""
-    env = {**os.environ, **ctx.env}
-    found = subprocess.run(
-        ["xdotool", "search", "--onlyvisible", "--name", "."],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=10,
-    )
-    titles = []
-    for wid in found.stdout.split():
-        name = subprocess.run(
-            ["xdotool", "getwindowname", wid], env=env, capture_output=True, text=True, timeout=10
-        )
-        if name.returncode == 0 and name.stdout.strip():
-            titles.append(name.stdout.strip())
-    return titles
+    """Titles of the visible windows on the task's display (X11 or a Wayland compositor)."""
+    from jarvis.desktop.backend import display_in
+    from jarvis.desktop.backend import window_titles as titles_on
+
+    return titles_on(display_in(ctx.env))
 
 
 def window_title(ctx: CheckContext, contains: str) -> CheckResult:

@@ -1,7 +1,8 @@
 """One eval task's agent, in its own process on the task's display.
 
 Every task runs in a fresh process whose agent's Desktop is made for the task's display
-(``DISPLAY`` and ``XAUTHORITY`` of the environment the runner gives it, and
+(``DISPLAY`` and ``XAUTHORITY`` of the environment the runner gives it, or
+``WAYLAND_DISPLAY`` and ``SWAYSOCK`` for a private sway, and
 ``DBUS_SESSION_BUS_ADDRESS``: the display's session, whose accessibility bus the tree is
 read from when the ``observation`` setting asks for it). The runner forks
 it from a forkserver that has imported the agent already (:func:`run_in_process`), which
@@ -25,8 +26,15 @@ from jarvis.desktop.x11 import XDisplay
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
+    from jarvis.desktop.backend import Where
 
-SESSION_KEYS = ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS")
+SESSION_KEYS = (
+    "DISPLAY",
+    "XAUTHORITY",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "WAYLAND_DISPLAY",
+    "SWAYSOCK",
+)
 """The display's part of the environment: it goes to the agent's Desktop, not os.environ."""
 
 
@@ -47,7 +55,7 @@ def task_settings(spec: dict[str, Any], steps: int) -> Settings:
     )
 
 
-async def run_child(spec: dict[str, Any], where: XDisplay) -> dict[str, Any]:
+async def run_child(spec: dict[str, Any], where: Where) -> dict[str, Any]:
     """The task of ``spec`` on the display ``where``."""
     from jarvis.agent.factory import build_agent
     from jarvis.eval.oracle import OracleProvider
@@ -87,9 +95,9 @@ def run_in_process(spec: dict[str, Any], env: dict[str, str], conn: Any) -> None
     import os
     import traceback
 
-    where = XDisplay(
-        env.get("DISPLAY", ""), env.get("XAUTHORITY"), env.get("DBUS_SESSION_BUS_ADDRESS", "")
-    )
+    from jarvis.desktop.backend import display_in
+
+    where = display_in(env)  # the task's X display, or its private sway
     for key, value in env.items():  # WORK, SUITE: the task's; the display goes to its Desktop
         if key not in SESSION_KEYS:
             os.environ[key] = value

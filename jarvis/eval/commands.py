@@ -39,6 +39,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model", dest="eval_model", help="model name for the chosen provider")
     p.add_argument("--only", action="append", help="run only this task id (repeat for more)")
     p.add_argument("--out", type=Path, help="where the HTML summary goes (default DATA/eval/)")
+    p.add_argument(
+        "--sandbox",
+        nargs="?",
+        const="x11",
+        default="x11",
+        choices=("x11", "wayland"),
+        help="the private display each task runs on: x11 (Xvfb, the default) or wayland "
+        "(a headless sway run as an unprivileged user)",
+    )
     where = p.add_mutually_exclusive_group()
     where.add_argument(
         "--workers",
@@ -81,6 +90,12 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         print(f"jarvis: {problem}", file=sys.stderr)
         return EXIT_USAGE
     model = eval_model(settings, provider, args.eval_model)
+    if args.fleet and args.sandbox != "x11":
+        print(
+            "jarvis: --sandbox wayland runs here; the fleet's workers have their own displays",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     stamp = time.strftime("%Y%m%d-%H%M%S")
 
     common: dict[str, Any] = {
@@ -89,6 +104,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         "repeat": args.repeat,
         "stamp": stamp,
         "on_result": _progress,
+        "display": args.sandbox,
     }
     try:
         executor = _executor(args, settings, workers)

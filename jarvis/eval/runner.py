@@ -15,15 +15,17 @@ so; the suite goes on.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from jarvis.desktop.errors import InputError
 from jarvis.desktop.x11 import X11Error
 from jarvis.eval.suite import EvalTask
 from jarvis.eval.workspace import RunResult, SetupFailed, Workspace
@@ -122,6 +124,25 @@ def _wants_tree(spec: dict[str, Any], task: EvalTask) -> bool:
         return False
 
 
+@contextlib.contextmanager
+def task_display(task: EvalTask, tree: bool, kind: str = "x11") -> Iterator[dict[str, str]]:
+    """A fresh private display of the task's size while inside; its environment. ``x11``:
+    a bare Xvfb (no window manager: the tasks' windows sit at 0,0), with the
+    accessibility bus when the agent reads the tree (its apps publish); ``wayland``: a
+    headless sway of one output, run as an unprivileged user (its apps tile)."""
+    width, height = task.size
+    if kind == "wayland":
+        from jarvis.safety.wayland_sandbox import OutputSpec, PrivateSway
+
+        with PrivateSway([OutputSpec(width, height)]) as sway:
+            assert sway.where is not None
+            yield {"WAYLAND_DISPLAY": sway.where.socket, "SWAYSOCK": sway.where.swaysock}
+        return
+    bare = SandboxSettings(size=f"{width}x{height}", window_manager=None)
+    with Sandbox(bare, tree) as display:
+        yield display.env()
+
+
 def run_one(
     task: EvalTask,
     suite_dir: Path,
@@ -132,9 +153,11 @@ def run_one(
     model: str | None,
     delay_s: float = 0.0,
     stop: threading.Event | None = None,
+    display: str = "x11",
 ) -> RunResult:
-    """One run of ``task``; never raises for what goes wrong inside the run. ``stop``
-    (set from another thread) ends the agent early; the display is stopped as ever."""
+    """One run of ``task`` on a private ``display`` (x11 or wayland); never raises for
+    what goes wrong inside the run. ``stop`` (set from another thread) ends the agent
+    early; the display is stopped as ever."""
     result = RunResult(task=task.id, repeat=repeat, run_id=run_id)
     started = time.monotonic()
     spec = {
@@ -146,19 +169,17 @@ def run_one(
         "delay_s": delay_s,
     }
     try:
-        with Workspace(task, suite=suite_dir) as workspace:
-            # a bare private display (no window manager: the tasks' windows sit at 0,0),
-            # with the accessibility bus when the agent reads the tree (its apps publish)
-            width, height = task.size
-            bare = SandboxSettings(size=f"{width}x{height}", window_manager=None)
-            with Sandbox(bare, _wants_tree(spec, task)) as display:
-                env = workspace.set_up(display.env())
-                try:
-                    outcome, problem = _child(spec, env, task.budget.seconds, stop)
-                    workspace.judge(result, outcome, problem)
-                finally:
-                    workspace.tear_down()
-    except (SetupFailed, X11Error, OSError) as exc:
+        with (
+            Workspace(task, suite=suite_dir) as workspace,
+            task_display(task, _wants_tree(spec, task), display) as display_env,
+        ):
+            env = workspace.set_up(display_env)
+            try:
+                outcome, problem = _child(spec, env, task.budget.seconds, stop)
+                workspace.judge(result, outcome, problem)
+            finally:
+                workspace.tear_down()
+    except (SetupFailed, X11Error, InputError, OSError) as exc:
         result.reason = f"could not set the task up: {exc}"
     finally:
         result.wall_s = round(time.monotonic() - started, 3)
@@ -178,12 +199,24 @@ class Plan:
     provider: str
     model: str | None
     delay_s: float = 0.0
+    display: str = "x11"
+    """The kind of private display each run gets: x11 (Xvfb) or wayland (headless sway)."""
 
     def run(self, job: Job, stop: threading.Event | None = None) -> RunResult:
         """One planned run here (:func:`run_one`), with its report."""
         task, n, run_id = job
-        where = (self.suite_dir, self.data_dir)
-        result = run_one(task, *where, run_id, n, self.provider, self.model, self.delay_s, stop)
+        result = run_one(
+            task,
+            self.suite_dir,
+            self.data_dir,
+            run_id,
+            n,
+            self.provider,
+            self.model,
+            self.delay_s,
+            stop,
+            self.display,
+        )
         add_report(result, self.data_dir)
         return result
 
@@ -223,10 +256,12 @@ def run_suite(
     delay_s: float = 0.0,
     on_result: Callable[[RunResult], None] | None = None,
     executor: Executor | None = None,
+    display: str = "x11",
 ) -> list[RunResult]:
     """Every task ``repeat`` times (the runs are ``e-STAMP-TASK-N``), by ``executor``
-    (default :class:`Serial`); the results in the serial order."""
-    plan = Plan(suite_dir, data_dir, provider, model, delay_s)
+    (default :class:`Serial`), each on a private ``display`` (x11 or wayland); the
+    results in the serial order."""
+    plan = Plan(suite_dir, data_dir, provider, model, delay_s, display)
     run = executor if executor is not None else Serial()
     return run(jobs(tasks, repeat, stamp), plan, on_result or _ignore)
 

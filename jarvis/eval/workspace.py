@@ -29,7 +29,7 @@ from jarvis.eval.checks import CheckContext, run_check
 from jarvis.eval.suite import EvalTask, SetupStep
 from jarvis.usage import Usage
 
-CHECK_KEYS = ("DISPLAY", "XAUTHORITY", "WORK", "SUITE")
+CHECK_KEYS = ("DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "SWAYSOCK", "WORK", "SUITE")
 """The part of the run's environment a check sees."""
 
 
@@ -166,18 +166,13 @@ def _write(folder: Path, files: Mapping[str, str]) -> None:
 
 
 def _wait_window(env: dict[str, str], pattern: str, timeout: float) -> None:
+    from jarvis.desktop.backend import display_in, window_shown
+
+    where = display_in(env)
     deadline = time.monotonic() + timeout
     while True:
-        for flag in ("--class", "--name"):
-            found = subprocess.run(
-                ["xdotool", "search", "--onlyvisible", flag, pattern],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=10,
-            )
-            if found.returncode == 0 and found.stdout.strip():
-                return
+        if window_shown(where, pattern):
+            return
         if time.monotonic() >= deadline:
             raise SetupFailed(f"no window {pattern!r} appeared within {timeout:g} s")
         time.sleep(0.05)
