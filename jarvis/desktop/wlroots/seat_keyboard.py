@@ -8,7 +8,8 @@ that capability event, while wtype is already typing, and the first keys are los
 :class:`SeatKeyboard` is made when the input opens and held until it closes.
 
 It also presses key chords the way a keyboard does: its keymap is the US layout (compiled
-by the compositor from the system's XKB data), each modifier is a key press followed by
+by the compositor from the system's XKB data, sent again before each chord since a
+layout command replaces it), each modifier is a key press followed by
 the modifier state, and the chord's other keys follow. wtype's chords only set the
 modifier state, which GTK 3 ignores (measured in mousepad on sway 1.7: ctrl+a selected
 nothing and shift+Home nothing); foot takes either.
@@ -73,14 +74,21 @@ class SeatKeyboard:
         seat = registry.bind(found["wl_seat"][0], WlSeat, 1)
         manager = registry.bind(found[MANAGER][0], ZwpVirtualKeyboardManagerV1, 1)
         self._keyboard: Any = manager.create_virtual_keyboard(seat)
+        try:
+            self._upload_keymap()
+        except Exception as exc:
+            self._display.disconnect()
+            raise WaylandError(f"the compositor refused the seat's keyboard: {exc}") from exc
+
+    def _upload_keymap(self) -> None:
+        """Give the keyboard its US keymap (again): sway applies an ``input`` layout
+        command to every keyboard, virtual ones too, so after ``xkb_layout fr`` its keys
+        would be read as AZERTY (measured on sway 1.7: ctrl+a arrived as ctrl+q)."""
         fd = os.memfd_create("jarvis-keymap")
         try:
             os.write(fd, KEYMAP + b"\0")
             self._keyboard.keymap(KEYMAP_FORMAT_XKB_V1, fd, len(KEYMAP) + 1)
             self._display.roundtrip()  # the compositor has read the keymap: fd may go
-        except Exception as exc:
-            self._display.disconnect()
-            raise WaylandError(f"the compositor refused the seat's keyboard: {exc}") from exc
         finally:
             os.close(fd)
 
@@ -97,6 +105,7 @@ class SeatKeyboard:
         keys = [c[0] for k, c in zip(chord, codes, strict=True) if c and k not in MODIFIER_MASKS]
         mask = 0
         try:
+            self._upload_keymap()  # the layout may have changed since the last chord
             for name in mods:
                 self._keyboard.key(_now_ms(), MODIFIER_CODES[name], PRESSED)
                 mask |= MODIFIER_MASKS[name]
