@@ -1,7 +1,8 @@
 """`jarvis run --sandbox wayland` as a user runs it: a real `jarvis run` process, no X
 display at all, a private headless sway started as the unprivileged user, its app a real
 terminal (foot) writing what it reads to a file, and the scripted model on 127.0.0.1.
-The model types text with CJK and emoji into foot; the file holds it byte for byte; the
+The model clicks into foot and types text with CJK and emoji; the file holds it byte for
+byte, the step's target crop is cut through screencopy; the
 compositor, its runtime dir and the app are gone afterwards. Also the choice of the
 task's display and the Desktop it gets (the one function that tells them apart)."""
 
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from jarvis.cli import build_parser
 from jarvis.config import Settings
@@ -153,7 +155,7 @@ def test_run_sandbox_wayland_types_into_foot_end_to_end(
 
     def act(request: RecordedRequest) -> Reply:
         _wait_for_app(stderr)
-        return Reply(tool_calls=[call("type", text=TEXT + "\n")])
+        return Reply(tool_calls=[call("click", x=512, y=320), call("type", text=TEXT + "\n")])
 
     fake_model.script(
         act,
@@ -187,8 +189,9 @@ def test_run_sandbox_wayland_types_into_foot_end_to_end(
         assert TEST_KEY not in said
         assert proc.returncode == 0, said[-3000:]
         assert out.read_bytes() == (TEXT + "\n").encode()
-        typed = [r for r in fake_model.requests if "type" in r.all_text()]
-        assert typed, "the model was never asked"
+        crops = list(data.rglob("steps/0001/target.png"))  # cut through screencopy
+        assert len(crops) == 1 and Image.open(crops[0]).size[0] > 0
+        assert list(data.rglob("steps/0001/before.jpg"))
         assert _leftovers() == []  # sway, its app and its runtime dir's users are gone
         socket = _sway_socket(stderr)
         assert socket is None or not Path(socket.socket).exists()

@@ -33,6 +33,8 @@ from jarvis.desktop.x11 import XDisplay
 from jarvis.geometry import Size
 
 if TYPE_CHECKING:
+    from PIL.Image import Image
+
     from jarvis.config import Settings
     from jarvis.desktop.desktop import Desktop
 
@@ -204,3 +206,14 @@ def _xdotool(env: Mapping[str, str], *args: str) -> str:
         ["xdotool", *args], env=dict(env), capture_output=True, text=True, timeout=10
     )
     return done.stdout if done.returncode == 0 else ""
+
+
+def region_grab(where: Where | None) -> Callable[[tuple[int, int, int, int]], Image] | None:
+    """How to cut a region (left, top, right, bottom, logical pixels) of ``where`` at
+    full resolution where mss cannot: grim's screencopy on a Wayland compositor (device
+    pixels: twice as many each way on a scale-2 output). None on X11: mss cuts it."""
+    if not isinstance(where, WaylandDisplay):
+        return None
+    from jarvis.desktop.wlroots.screen import grim
+
+    return lambda box: grim(where, box=box)

@@ -4,7 +4,8 @@ Target crops are cut from the screen itself (not from the downscaled screenshot 
 saw), so a replay matches them pixel for pixel: a window that moved by 40 screen pixels
 moved by a whole number of pixels here, where the model's picture would have resampled it.
 One mss instance per thread (mss connections are not shared across threads), on the
-grabber's display: :meth:`Grabber.move_to` moves it (a task's private display, and back).
+grabber's display (grim on a Wayland compositor): :meth:`Grabber.move_to` moves it (a
+task's private display, and back).
 """
 
 from __future__ import annotations
@@ -15,21 +16,21 @@ from typing import Any
 
 from PIL import Image
 
+from jarvis.desktop.backend import Where, region_grab
 from jarvis.desktop.monitors import mss_for
-from jarvis.desktop.x11 import XDisplay
 
 Box = tuple[int, int, int, int]
 """left, top, right, bottom in absolute logical screen pixels."""
 
 
 class Grabber:
-    def __init__(self, where: XDisplay | None = None) -> None:
+    def __init__(self, where: Where | None = None) -> None:
         self._local = threading.local()
         self._all: list[Any] = []
         self._lock = threading.Lock()
         self.where = where
 
-    def move_to(self, where: XDisplay | None) -> None:
+    def move_to(self, where: Where | None) -> None:
         """Grab from ``where`` from now on."""
         self.where = where
 
@@ -42,14 +43,18 @@ class Grabber:
             _close(sct)
             sct = None
         if sct is None:
-            sct = mss_for(name)
+            sct = mss_for(name)  # type: ignore[arg-type]  # region_grab took a Wayland one
             self._local.sct, self._local.display = sct, name
             with self._lock:
                 self._all.append(sct)
         return sct
 
     def grab(self, box: Box) -> Image.Image:
-        """The region ``box`` as an RGB image (physical pixels; equal to logical on X11)."""
+        """The region ``box`` as an RGB image (physical pixels; equal to logical on X11;
+        through screencopy on a Wayland compositor)."""
+        cut = region_grab(self.where)
+        if cut is not None:
+            return cut(box)
         left, top, right, bottom = box
         shot = self._sct().grab(
             {"left": left, "top": top, "width": right - left, "height": bottom - top}

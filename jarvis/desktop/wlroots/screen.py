@@ -39,15 +39,22 @@ GRIM_TIMEOUT_S = 10.0
 
 
 def grim(
-    where: WaylandDisplay, output: str | None = None, scale: float | None = None
+    where: WaylandDisplay,
+    output: str | None = None,
+    scale: float | None = None,
+    box: tuple[int, int, int, int] | None = None,
 ) -> Image.Image:
     """One screencopy frame of ``output`` (None: the whole layout) as an RGB image;
-    ``scale`` asks grim for that many device pixels per logical pixel."""
+    ``scale`` asks grim for that many device pixels per logical pixel; ``box`` (left,
+    top, right, bottom in logical pixels) cuts that region of the layout instead."""
     argv = ["grim", "-t", "ppm"]
     if scale is not None:
         argv += ["-s", f"{scale:g}"]
     if output is not None:
         argv += ["-o", output]
+    if box is not None:
+        left, top, right, bottom = box
+        argv += ["-g", f"{left},{top} {right - left}x{bottom - top}"]
     try:
         done = subprocess.run(
             [*argv, "-"], capture_output=True, timeout=GRIM_TIMEOUT_S, env=where.env()
