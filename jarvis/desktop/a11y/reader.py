@@ -308,7 +308,8 @@ class A11yReader:
             return f"element {element.id} is disabled now"
         if not _ok(ext):
             return f"element {element.id} has no bounds any more"
-        now, then = _box(ext), element.extent or element.bounds
+        (x, y, w, h), (ox, oy) = _box(ext), element.offset
+        now, then = (x + ox, y + oy, w, h), element.extent or element.bounds
         if any(abs(a - b) > tolerance for a, b in zip(now, then, strict=True)):
             return f"element {element.id} moved from {then} to {now}"
         return None

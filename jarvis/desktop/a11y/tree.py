@@ -55,6 +55,9 @@ class Element:
     interfaces: frozenset[str] = frozenset()
     extent: tuple[int, int, int, int] | None = None
     """The bounds the application reports when a scroll area shows only ``bounds`` of it."""
+    offset: tuple[int, int] = (0, 0)
+    """What was added to the application's coordinates to place it on the screen: its
+    window's origin where the toolkit reports window-relative ones (GTK 3 on Wayland)."""
 
     @property
     def center(self) -> tuple[int, int]:

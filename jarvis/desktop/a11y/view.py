@@ -11,6 +11,14 @@ pointer targets, a target in a window other than the focused one has that window
 read and shown too (same time limit and pruning; its ids follow on).
 
 Bounds are shown in the screenshot's pixel space (what the model's coordinates mean).
+
+On Wayland (``window_relative``) a client does not know where its window is: GTK 3 under
+sway reports its frame at 0,0 with the window's size wherever sway put it (measured on
+sway 1.7, on a scale-1 and a scale-2 output, tiled and floating). Such a tree is moved by
+the window's origin as the compositor reports it (:func:`placed_in_window`), only when
+the frame's size is the window's; otherwise the read fails in one line and no element is
+placed. Before a pointer click an element whose window has moved since counts as covered:
+the tools use its accessible action, never a guessed place.
 """
 
 from __future__ import annotations
@@ -29,12 +37,42 @@ from jarvis.desktop.a11y.reader import A11yReader
 from jarvis.desktop.a11y.tree import Element, Tree
 from jarvis.desktop.screen import Observation, Screen
 from jarvis.desktop.windows import WindowInfo, Windows
+from jarvis.desktop.wlroots.windows import WlWindows
 
 log = logging.getLogger(__name__)
 
 ObservationKind = Literal["screenshot", "screenshot+tree", "screenshot+marks"]
 UNDER_TARGET = "Accessibility tree (the window under the last pointer target)"
 MARK_COLOURS = ("#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#008080")
+SIZE_SLACK = 2
+
+
+def placed_in_window(tree: Tree, window: tuple[int, int, int, int]) -> Tree:
+    """``tree``, read with window-relative coordinates, placed on the screen by the
+    origin of ``window`` (x, y, width, height); A11yError when its frame is not the
+    window's own (not at 0,0, or of another size): then nobody knows where it is."""
+    x, y, width, height = window
+    fx, fy, fw, fh = tree.box
+    if (fx, fy) != (0, 0) or abs(fw - width) > SIZE_SLACK or abs(fh - height) > SIZE_SLACK:
+        raise A11yError(
+            f"the window reports its elements neither on the screen nor in itself (its "
+            f"frame {fw}x{fh} at {fx},{fy}, the window {width}x{height}): their places "
+            "are unknown"
+        )
+
+    def moved(box: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+        return box[0] + x, box[1] + y, box[2], box[3]
+
+    elements = [
+        dataclasses.replace(
+            e,
+            bounds=moved(e.bounds),
+            extent=moved(e.extent) if e.extent is not None else None,
+            offset=(x, y),
+        )
+        for e in tree.elements
+    ]
+    return dataclasses.replace(tree, elements=elements, box=moved(tree.box))
 
 
 class ElementView:
@@ -43,13 +81,16 @@ class ElementView:
     def __init__(
         self,
         reader: A11yReader,
-        windows: Windows,
+        windows: Windows | WlWindows,
         screen: Screen,
         kind: ObservationKind = "screenshot+tree",
         max_chars: int = 6000,
+        window_relative: bool = False,
     ) -> None:
         self.reader = reader
         self.windows = windows
+        self.window_relative = window_relative
+        """Toolkits may report window-relative coordinates (a Wayland desktop)."""
         self.screen = screen
         self.kind = kind
         self.max_chars = max_chars
@@ -69,6 +110,10 @@ class ElementView:
     def _read(self, window: WindowInfo) -> tuple[Tree | None, str]:
         try:
             tree = self.reader.read(window.box, window.title)
+            if tree is None and self.window_relative and window.box is not None:
+                _, _, width, height = window.box
+                relative = self.reader.read((0, 0, width, height), window.title)
+                tree = placed_in_window(relative, window.box) if relative else None
         except A11yError as exc:
             return None, f"no accessibility tree ({exc}): the screenshot alone"
         if tree is None or not tree.elements:
@@ -170,10 +215,18 @@ class ElementView:
         mine = self.window_of(element)
         if not mine:
             return False
+        if element.offset != (0, 0) and self._origin(mine) != element.offset:
+            return True  # its window moved since the read: its place is not known now
         on_top = self.windows.at(*element.center)
         if not on_top.known or on_top.id == mine:
             return False
         return not self._drawn_in(element, mine, on_top)
+
+    def _origin(self, window_id: int) -> tuple[int, int] | None:
+        """Where window ``window_id`` is now (compositors that list their windows)."""
+        listed = self.windows.list() if isinstance(self.windows, WlWindows) else []
+        found = [w.box for w in listed if w.id == window_id and w.box is not None]
+        return (found[0][0], found[0][1]) if found else None
 
     def _drawn_in(self, element: Element, mine: int, on_top: WindowInfo) -> bool:
         """Whether ``on_top`` is where ``element`` is drawn though the tree is ``mine``'s:
@@ -184,8 +237,8 @@ class ElementView:
         if not (bx - 2 <= x and y >= by - 2 and x + w <= bx + bw + 2 and y + h <= by + bh + 2):
             return False
         try:
-            display = self.windows.where.open()
-        except Exception:  # no display to ask: a cover, as before
+            display = self.windows.where.open()  # type: ignore[union-attr]
+        except Exception:  # no X display to ask (Wayland has no such pop-ups): a cover
             return False
         try:
             mask = int(display.display.info.resource_id_mask)

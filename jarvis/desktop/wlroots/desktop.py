@@ -4,9 +4,11 @@
 of the wlroots parts: the screen through screencopy (:class:`.screen.WlScreen`), the
 input through a virtual pointer and wtype (:class:`.input.WlInput`), settle on that
 screen, windows through sway's IPC (:class:`.windows.WlWindows`) and the clipboard
-through wl-clipboard. ``where`` is a :class:`.session.WaylandDisplay`. Not here yet:
-the accessibility tree (an ``observation`` other than ``screenshot`` is refused) and the
-live view (wayvnc).
+through wl-clipboard. ``where`` is a :class:`.session.WaylandDisplay`. With the
+``observation`` setting, the accessibility tree of the focused window (``elements``),
+read through the session's bus, its windows found through sway and its coordinates
+placed by the window's origin where the toolkit reports window-relative ones (see
+:mod:`jarvis.desktop.a11y.view`). Not here yet: the live view (wayvnc).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from jarvis.desktop.backend import BackendError
+from jarvis.desktop.a11y.reader import A11yReader
+from jarvis.desktop.a11y.view import ElementView
 from jarvis.desktop.clipboard import ClipboardContent
 from jarvis.desktop.settle import Settler
 from jarvis.desktop.wlroots import clipboard
@@ -42,6 +45,7 @@ class WlrootsDesktop:
         settler: Settler,
         stop: threading.Event,
         windows: WlWindows | None = None,
+        elements: ElementView | None = None,
     ) -> None:
         self.where = where
         self.home = where
@@ -51,7 +55,7 @@ class WlrootsDesktop:
         self.stop = stop
         self.hold = input.hold
         self.windows = windows or WlWindows(where)
-        self.elements = None
+        self.elements = elements
         self._followers: list[Callable[[WaylandDisplay], None]] = []
 
     @classmethod
@@ -63,11 +67,6 @@ class WlrootsDesktop:
         sizer: Callable[[Size], tuple[Size, Size]] | None = None,
     ) -> WlrootsDesktop:
         """The desktop on ``where``, set up from ``settings`` (as ``Desktop.open``)."""
-        if settings.observation != "screenshot":
-            raise BackendError(
-                f"observation = {settings.observation} needs the accessibility tree, not "
-                "built for Wayland desktops yet; set observation = screenshot"
-            )
         stop = stop or threading.Event()
         hold = threading.Event()
         screen = WlScreen.for_settings(settings, where, sizer)
@@ -76,7 +75,17 @@ class WlrootsDesktop:
         except BaseException:
             screen.close()
             raise
-        return cls(where, screen, input_, Settler(screen, settings), stop, WlWindows(where))
+        windows = WlWindows(where)
+        elements = None
+        if settings.observation != "screenshot":
+            bus = settings.a11y_session_bus or where.session_bus
+            reader = A11yReader(bus, timeout=settings.tree_timeout_ms / 1000)
+            kind, cap = settings.observation, settings.tree_max_chars
+            elements = ElementView(reader, windows, screen, kind, cap, window_relative=True)
+        desktop = cls(where, screen, input_, Settler(screen, settings), stop, windows, elements)
+        if elements is not None:
+            desktop.on_move(lambda now: elements.reader.switch(now.session_bus))
+        return desktop
 
     @property
     def name(self) -> str:
@@ -106,6 +115,8 @@ class WlrootsDesktop:
         clipboard.write_clipboard(self.where, content, selection)
 
     def close(self) -> None:
+        if self.elements is not None:
+            self.elements.reader.close()
         self.windows.close()
         self.input.close()
         self.screen.close()

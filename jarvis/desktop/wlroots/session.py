@@ -34,10 +34,12 @@ class WaylandError(InputError):
 
 @dataclass(frozen=True)
 class WaylandDisplay:
-    """A Wayland compositor: its socket (absolute path) and sway's IPC socket."""
+    """A Wayland compositor: its socket (absolute path), sway's IPC socket and the
+    session bus of its session (whose accessibility bus the tree is read from)."""
 
     socket: str
     swaysock: str = ""
+    session_bus: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> WaylandDisplay:
@@ -49,7 +51,7 @@ class WaylandDisplay:
             raise WaylandError("WAYLAND_DISPLAY is not set: no Wayland compositor to drive")
         if not os.path.isabs(name):
             name = os.path.join(env.get("XDG_RUNTIME_DIR", ""), name)
-        return cls(name, env.get("SWAYSOCK", ""))
+        return cls(name, env.get("SWAYSOCK", ""), env.get("DBUS_SESSION_BUS_ADDRESS", ""))
 
     @property
     def name(self) -> str:

@@ -30,14 +30,14 @@ def _views(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
 def describe(node: dict[str, Any]) -> WindowInfo:
     rect, inner = node["rect"], node.get("window_rect") or {"x": 0, "y": 0}
     x, y = rect["x"] + inner["x"], rect["y"] + inner["y"]
-    width = (inner.get("width") or rect["width"]) - 1
-    height = (inner.get("height") or rect["height"]) - 1
+    width = inner.get("width") or rect["width"]
+    height = inner.get("height") or rect["height"]
     app = node.get("app_id") or (node.get("window_properties") or {}).get("class") or ""
     return WindowInfo(
         id=int(node["id"]),
         title=node.get("name") or "",
         wm_class=app,
-        box=(x, y, x + width, y + height),
+        box=(x, y, width, height),  # as on X11: the surface's place and size
     )
 
 
@@ -83,8 +83,8 @@ class WlWindows:
         for node in sorted(views, key=lambda n: n.get("type") != "floating_con"):
             info = describe(node)
             assert info.box is not None
-            left, top, right, bottom = info.box
-            if left <= x <= right and top <= y <= bottom:
+            left, top, width, height = info.box
+            if left <= x < left + width and top <= y < top + height:
                 return info
         return UNKNOWN
 

@@ -1,0 +1,163 @@
+"""The accessibility tree on a wlroots desktop (sway 1.7, headless, two outputs).
+
+Measured first: GTK 3 under sway reports its frame at 0,0 with the window's size, and
+every element relative to it, wherever sway put the window (here on the scale-2 output at
+1280,0). The wlroots desktop places such a tree by the window's origin as sway reports
+it, so the element tools click where the element is; a frame that is not the window's
+own is refused in one line, and an element whose window moved since the read is never
+clicked by its old place. (Qt on Wayland needs qtwayland5, not installed here: not
+measured.)"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from jarvis.config import Settings
+from jarvis.desktop.a11y.bus import A11yError
+from jarvis.desktop.a11y.session import A11ySession, can_start
+from jarvis.desktop.a11y.tree import Element, Tree
+from jarvis.desktop.a11y.view import placed_in_window
+from jarvis.desktop.wlroots.desktop import WlrootsDesktop
+from jarvis.desktop.wlroots.session import WaylandDisplay, swaymsg
+from jarvis.safety.wayland_sandbox import PrivateSway
+from tests.wayland import needs_sway, start_sway, wait_window
+
+FILE_MENU = (0, 0, 40, 26)  # mousepad's File menu in its window (GTK 3, default theme)
+
+
+def _tree(box: tuple[int, int, int, int]) -> Tree:
+    element = Element("e1", ("app", "/a"), "push button", "OK", frozenset(), (10, 20, 30, 40))
+    return Tree("w", [element], 1, 0.0, box)
+
+
+@pytest.mark.parametrize(
+    ("frame", "window", "placed"),
+    [
+        ((0, 0, 800, 450), (1280, 0, 800, 450), (1290, 20, 30, 40)),
+        ((0, 0, 801, 449), (1280, 0, 800, 450), (1290, 20, 30, 40)),  # rounding at scale 2
+        ((0, 0, 1024, 720), (1168, -135, 1024, 720), (1178, -115, 30, 40)),  # floating
+    ],
+)
+def test_a_window_relative_tree_is_placed_by_the_window(
+    frame: tuple[int, int, int, int],
+    window: tuple[int, int, int, int],
+    placed: tuple[int, int, int, int],
+) -> None:
+    tree = placed_in_window(_tree(frame), window)
+    assert tree.elements[0].bounds == placed
+    assert tree.elements[0].offset == window[:2]
+    assert tree.box[:2] == window[:2]
+
+
+@pytest.mark.parametrize(
+    ("frame", "window"),
+    [
+        ((0, 0, 860, 510), (1280, 0, 800, 450)),  # a frame with shadows: not the window
+        ((30, 30, 800, 450), (1280, 0, 800, 450)),  # neither relative nor on the screen
+    ],
+)
+def test_a_frame_that_is_not_the_window_is_refused_in_one_line(
+    frame: tuple[int, int, int, int], window: tuple[int, int, int, int]
+) -> None:
+    with pytest.raises(A11yError, match="their places are unknown") as caught:
+        placed_in_window(_tree(frame), window)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.fixture(scope="module")
+def sway() -> Iterator[PrivateSway]:
+    with start_sway() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def session(sway: PrivateSway) -> Iterator[A11ySession]:
+    if can_start():
+        pytest.skip(str(can_start()))
+    assert sway.where is not None
+    started = A11ySession({"WAYLAND_DISPLAY": sway.where.socket})
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="module")
+def mousepad(sway: PrivateSway, session: A11ySession) -> Iterator[dict[str, object]]:
+    """mousepad on the scale-2 output, publishing on the session's accessibility bus
+    (run as this process's user: the bus is this user's)."""
+    assert sway.where is not None
+    swaymsg(sway.where, "focus output HEADLESS-2")
+    env = {**session.app_env(), "WAYLAND_DISPLAY": sway.where.socket, "GDK_BACKEND": "wayland"}
+    env.pop("DISPLAY", None)
+    env["XDG_RUNTIME_DIR"] = str(sway.runtime_dir.parent)
+    app = subprocess.Popen(
+        ["mousepad"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    yield wait_window(sway, lambda n: n.get("app_id") == "mousepad")
+    os.killpg(app.pid, 15)
+    app.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def desktop(sway: PrivateSway, session: A11ySession) -> Iterator[WlrootsDesktop]:
+    assert sway.where is not None
+    where = WaylandDisplay(sway.where.socket, sway.where.swaysock, session.address)
+    settings = Settings(monitor=0, observation="screenshot+tree", tree_timeout_ms=5000)
+    with WlrootsDesktop.open(settings, where) as opened:
+        yield opened
+
+
+def _file_menu(desktop: WlrootsDesktop) -> Element:
+    assert desktop.elements is not None
+    deadline = time.monotonic() + 15
+    while True:
+        desktop.elements.look(desktop.screen.capture())
+        tree = desktop.elements.tree
+        found = [e for e in (tree.elements if tree else []) if e.name == "File"]
+        if found:
+            return found[0]
+        assert time.monotonic() < deadline, "mousepad published no File menu"
+        time.sleep(0.1)
+
+
+@needs_sway
+def test_gtk_elements_are_placed_where_sway_put_the_window(
+    sway: PrivateSway, desktop: WlrootsDesktop, mousepad: dict[str, object]
+) -> None:
+    rect: dict[str, int] = mousepad["rect"]  # type: ignore[assignment]
+    assert rect["x"] == 1280  # on the scale-2 output
+    menu = _file_menu(desktop)
+    x, y, w, h = FILE_MENU
+    assert menu.bounds == (rect["x"] + x, rect["y"] + y, w, h)
+    assert desktop.elements is not None
+    assert desktop.elements.reader.check(menu) is None  # the live tree agrees
+    assert not desktop.elements.covered(menu)
+    desktop.input.click(*menu.center)  # a click at its place opens the menu
+    deadline = time.monotonic() + 10
+    while "selected" not in desktop.elements.reader.states(menu):
+        assert time.monotonic() < deadline, "the click did not open the File menu"
+        time.sleep(0.05)
+    desktop.input.press_key("escape")
+
+
+@needs_sway
+def test_an_element_whose_window_moved_is_never_clicked_by_its_old_place(
+    sway: PrivateSway, desktop: WlrootsDesktop, mousepad: dict[str, object]
+) -> None:
+    assert sway.where is not None and desktop.elements is not None
+    menu = _file_menu(desktop)
+    swaymsg(sway.where, "[app_id=mousepad] move to output HEADLESS-1")
+    try:
+        deadline = time.monotonic() + 10
+        while not desktop.elements.covered(menu):
+            assert time.monotonic() < deadline, "the moved window's element still counts"
+            time.sleep(0.05)
+        moved = _file_menu(desktop)  # a new look places it anew
+        assert moved.bounds[0] < 1280 and not desktop.elements.covered(moved)
+    finally:
+        swaymsg(sway.where, "[app_id=mousepad] move to output HEADLESS-2")
