@@ -25,6 +25,9 @@ from jarvis.desktop.a11y.view import placed_in_window
 from jarvis.desktop.wlroots.desktop import WlrootsDesktop
 from jarvis.desktop.wlroots.session import WaylandDisplay, swaymsg
 from jarvis.safety.wayland_sandbox import PrivateSway
+from jarvis.tools.computer import build_registry
+from jarvis.tools.context import ToolContext
+from tests.a11yseen import Seen, find
 from tests.wayland import needs_sway, start_sway, wait_window
 
 FILE_MENU = (0, 0, 40, 26)  # mousepad's File menu in its window (GTK 3, default theme)
@@ -86,19 +89,27 @@ def session(sway: PrivateSway) -> Iterator[A11ySession]:
 
 
 @pytest.fixture(scope="module")
-def mousepad(sway: PrivateSway, session: A11ySession) -> Iterator[dict[str, object]]:
+def mousepad(
+    sway: PrivateSway, session: A11ySession, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, object]]:
     """mousepad on the scale-2 output, publishing on the session's accessibility bus
-    (run as this process's user: the bus is this user's)."""
+    (run as this process's user: the bus is this user's), with a home of its own (it
+    keeps an autosave and asks to restore it after an unclean end)."""
     assert sway.where is not None
     swaymsg(sway.where, "focus output HEADLESS-2")
-    env = {**session.app_env(), "WAYLAND_DISPLAY": sway.where.socket, "GDK_BACKEND": "wayland"}
+    home = tmp_path_factory.mktemp("mousepad-home")
+    env = {**session.app_env(home), "WAYLAND_DISPLAY": sway.where.socket}
+    for name, sub in (("CONFIG", ".config"), ("DATA", ".local/share"), ("CACHE", ".cache")):
+        env[f"XDG_{name}_HOME"] = str(home / sub)
+    env["GDK_BACKEND"] = "wayland"
     env.pop("DISPLAY", None)
     env["XDG_RUNTIME_DIR"] = str(sway.runtime_dir.parent)
     app = subprocess.Popen(
         ["mousepad"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True,
     )  # fmt: skip
-    yield wait_window(sway, lambda n: n.get("app_id") == "mousepad")
+    # tiled over the whole output (sway places it in steps: wait for the last one)
+    yield wait_window(sway, lambda n: n.get("app_id") == "mousepad" and n["rect"]["x"] == 1280)
     os.killpg(app.pid, 15)
     app.wait(timeout=15)
 
@@ -161,3 +172,31 @@ def test_an_element_whose_window_moved_is_never_clicked_by_its_old_place(
         assert moved.bounds[0] < 1280 and not desktop.elements.covered(moved)
     finally:
         swaymsg(sway.where, "[app_id=mousepad] move to output HEADLESS-2")
+
+
+@needs_sway
+def test_the_element_tools_click_and_set_values_in_gtk(
+    sway: PrivateSway, desktop: WlrootsDesktop, mousepad: dict[str, object]
+) -> None:
+    """click_element and set_value as the agent runs them: the window's focus is checked
+    and given through sway, the text arrives in the text view."""
+    assert sway.where is not None
+    settings = Settings(observation="screenshot+tree")
+    ctx = ToolContext.for_task(
+        settings, "t-wl-a11y", screen=desktop.screen, input=desktop.input,
+        elements=desktop.elements,
+    )  # fmt: skip
+    seen = Seen(desktop, build_registry(settings, presets=[]), ctx)  # type: ignore[arg-type]
+    swaymsg(sway.where, "[app_id=mousepad] focus")
+    tree = seen.until(
+        lambda t: any(e.role == "text" and "editable" in e.states for e in t.elements)
+    )
+    editor = next(e for e in tree.elements if e.role == "text" and "editable" in e.states)
+    text = "set on Wayland: Привет 漢字"
+    result = seen.run("set_value", {"id": editor.id, "value": text})
+    assert result.ok, result
+    seen.until(lambda t: any(e.text == text for e in t.elements if e.role == "text"))
+    clicked = seen.run("click_element", {"id": find(seen.until(bool), "menu", "Edit").id})
+    assert clicked.ok, clicked
+    assert clicked.data["via"] == "pointer"  # placed on the screen, not only its action
+    desktop.input.press_key("escape")
