@@ -14,12 +14,13 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Other X servers (tests/xservers.py): Xorg with the dummy driver and xrandr for two monitors,
 # TigerVNC's Xvnc. The Wayland desktop (DESIGN section 15): sway run headless, grim
 # (screencopy), wtype (a virtual keyboard with its own keymap), wl-clipboard, foot and wev
-# (the tests' Wayland apps), swaybg (the benches' Wayland background).
+# (the tests' Wayland apps), swaybg (the benches' Wayland background), qtwayland5 (Qt apps
+# on Wayland: featherpad's tree in tests/test_wlroots_a11y.py).
 APT_PACKAGES := xvfb xauth xdotool x11vnc xclip x11-utils xterm python3-venv python3-tk \
 	xserver-xorg-core xserver-xorg-video-dummy x11-xserver-utils tigervnc-standalone-server \
 	mousepad featherpad xfce4-terminal chromium fonts-noto-cjk fonts-noto-color-emoji \
 	dovecot-imapd tmux matchbox-window-manager redis-server at-spi2-core dbus-x11 \
-	podman runc debootstrap sway swaybg grim wtype wl-clipboard foot wev
+	podman runc debootstrap sway swaybg grim wtype wl-clipboard foot wev qtwayland5
 TASK ?=
 RUN_ARGS ?=
 
@@ -40,6 +41,7 @@ system:
 	[ -x /usr/sbin/dovecot ] || missing="$$missing dovecot"; \
 	[ -e /usr/lib/xorg/modules/drivers/dummy_drv.so ] || missing="$$missing xserver-xorg-video-dummy"; \
 	[ -x /usr/libexec/at-spi-bus-launcher ] || missing="$$missing at-spi2-core"; \
+	[ -e /usr/lib/x86_64-linux-gnu/qt5/plugins/platforms/libqwayland-generic.so ] || missing="$$missing qtwayland5"; \
 	command -v dbus-daemon >/dev/null || missing="$$missing dbus"; \
 	[ -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || missing="$$missing fonts-noto-color-emoji"; \
 	if [ -n "$$missing" ]; then \

@@ -5,8 +5,8 @@ every element relative to it, wherever sway put the window (here on the scale-2 
 1280,0). The wlroots desktop places such a tree by the window's origin as sway reports
 it, so the element tools click where the element is; a frame that is not the window's
 own is refused in one line, and an element whose window moved since the read is never
-clicked by its old place. (Qt on Wayland needs qtwayland5, not installed here: not
-measured.)"""
+clicked by its old place. Qt 5 on Wayland (featherpad, through qtwayland5) does the
+same."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -200,3 +201,57 @@ def test_the_element_tools_click_and_set_values_in_gtk(
     assert clicked.ok, clicked
     assert clicked.data["via"] == "pointer"  # placed on the screen, not only its action
     desktop.input.press_key("escape")
+
+
+@needs_sway
+def test_qt_elements_are_placed_and_clicked_too(
+    sway: PrivateSway,
+    session: A11ySession,
+    desktop: WlrootsDesktop,
+    mousepad: dict[str, object],
+    tmp_path: Path,
+) -> None:
+    """featherpad (Qt 5 on Wayland through qtwayland5) reports window-relative bounds as
+    GTK does; beside mousepad on the scale-2 output it is not at the output's origin."""
+    assert sway.where is not None and desktop.elements is not None
+    swaymsg(sway.where, "focus output HEADLESS-2")
+    env = {**session.app_env(tmp_path), "WAYLAND_DISPLAY": sway.where.socket}
+    env.update(QT_QPA_PLATFORM="wayland", XDG_RUNTIME_DIR=str(tmp_path))
+    env.pop("DISPLAY", None)
+    app = subprocess.Popen(
+        ["featherpad"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        node = wait_window(sway, lambda n: n.get("pid") == app.pid and n["rect"]["x"] > 1280)
+        x, y = node["rect"]["x"], node["rect"]["y"]
+        deadline = time.monotonic() + 15
+        while True:
+            desktop.elements.look(desktop.screen.capture())
+            tree = desktop.elements.tree
+            items = [e for e in (tree.elements if tree else []) if e.name == "Edit"]
+            if items and items[0].role == "menu item":
+                break
+            assert time.monotonic() < deadline, "featherpad published no Edit menu"
+            time.sleep(0.1)
+        menu = items[0]
+        assert menu.offset == (x, y)
+        bx, by, bw, _ = menu.bounds
+        assert x <= bx and bx + bw <= x + node["rect"]["width"] and y <= by < y + 40
+        assert desktop.elements.reader.check(menu) is None
+        assert not desktop.elements.covered(menu)
+        desktop.input.click(*menu.center)  # a click at its place opens the menu under it
+        deadline = time.monotonic() + 10
+        while True:
+            desktop.elements.look(desktop.screen.capture())
+            tree = desktop.elements.tree
+            opened = [e for e in (tree.elements if tree else []) if e.name == "Select All"]
+            if opened and "focused" in desktop.elements.reader.states(menu):
+                break
+            assert time.monotonic() < deadline, "the click did not open the Edit menu"
+            time.sleep(0.05)
+        assert opened[0].bounds[0] == bx and opened[0].bounds[1] > by  # the menu, below it
+        desktop.input.press_key("escape")
+    finally:
+        os.killpg(app.pid, 15)
+        app.wait(timeout=15)
