@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from jarvis.eval.workspace import RunResult
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+FLEET_HAS_DISPLAYS = "--sandbox wayland runs here; the fleet's workers have their own displays"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -91,10 +92,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_USAGE
     model = eval_model(settings, provider, args.eval_model)
     if args.fleet and args.sandbox != "x11":
-        print(
-            "jarvis: --sandbox wayland runs here; the fleet's workers have their own displays",
-            file=sys.stderr,
-        )
+        print(f"jarvis: {FLEET_HAS_DISPLAYS}", file=sys.stderr)
         return EXIT_USAGE
     stamp = time.strftime("%Y%m%d-%H%M%S")
 
