@@ -14,7 +14,9 @@ it (raising :class:`~jarvis.safety.takeover.TakeoverRefused` with a reason that 
 :mod:`jarvis.api.refusals` turns into an HTTP status), checks a ``ticket`` and serves a VNC
 session (``serve_vnc``: view-only, or input with the takeover's ticket). The routes of
 :mod:`jarvis.api.takeover` ask :class:`Screens` for the record (by screen id, by task, or
-the one held) and never ask which kind it is. Both holds share the rules
+the one held) and never ask which kind it is; ``GET /api/screen/live`` asks it for the
+picture (:meth:`Screens.picture`: the agent's display here, or in a fleet the worker's
+that runs the task, :mod:`jarvis.api.fleet_live`). Both holds share the rules
 (:func:`~jarvis.safety.takeover.refuse_take`, :class:`~jarvis.safety.takeover.IdleClock`).
 """
 
@@ -28,7 +30,9 @@ from typing import Any, Protocol
 from fastapi import WebSocket
 
 from jarvis.api import fleet_screens
+from jarvis.api.fleet_live import LIVE, Picture, fleet_picture
 from jarvis.api.fleet_parts import fleet_of, holds_of
+from jarvis.api.live import LiveScreen
 from jarvis.api.live_view import LiveView
 from jarvis.api.vnc_relay import relay
 from jarvis.gateway.service import DaemonService
@@ -158,9 +162,20 @@ class WorkerScreen:
 class Screens:
     """The registry: which record a screen id, a task or a held screen names."""
 
-    def __init__(self, service: DaemonService, view: LiveView) -> None:
+    def __init__(self, service: DaemonService, view: LiveView, live: LiveScreen) -> None:
         self.service = service
         self.view = view
+        self.live = live
+        """The once-a-second picture of this process's display (shared by every viewer)."""
+
+    async def picture(self, task_id: str | None, monitor: int, max_side: int) -> Picture:
+        """What ``GET /api/screen/live`` shows: the display this process's agent is on, or
+        in a fleet the screen of the worker that runs ``task_id`` (default: the watched
+        task); raises :class:`~jarvis.api.live.NoDisplay` or
+        :class:`~jarvis.api.fleet_live.NoPicture`."""
+        if fleet_of(self.service) is not None:
+            return await fleet_picture(self.service, self.live, task_id, monitor, max_side)
+        return Picture(await self.live.frame(monitor, max_side), "image/jpeg", LIVE)
 
     def own(self, screen: str | None = None) -> OwnScreen:
         """A display of this process's agent: ``screen``, by default the one it is on."""

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from jarvis.api import fleet_screens
 from jarvis.api.auth import Guard
 from jarvis.api.fleet_parts import holds_of, screens_of
+from jarvis.api.live import LiveScreen
 from jarvis.api.live_view import LiveView
 from jarvis.api.refusals import http_status
 from jarvis.api.screens import Screens
@@ -160,14 +161,14 @@ async def vnc(websocket: WebSocket, screen: str, ticket: str = "") -> None:
     await found.serve_vnc(websocket, ticket)
 
 
-def mount_takeover(guard: Guard, view: LiveView) -> None:
+def mount_takeover(guard: Guard, view: LiveView, live: LiveScreen) -> None:
     """Add the routes to the FastAPI app behind ``guard`` (from create_app)."""
     app = guard.app
     if not isinstance(app, FastAPI):
         raise TypeError("mount_takeover needs the guard of create_app's FastAPI app")
     app.state.live_view = view
     service = _service(app)
-    app.state.screens = Screens(service, view)
+    app.state.screens = Screens(service, view, live)
 
     def close_fleet_views() -> None:  # the fleet starts after the API: looked up at the end
         screens = screens_of(service)
