@@ -9,13 +9,16 @@ import asyncio
 import contextlib
 import logging
 from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING
 
 from jarvis.config import Settings
 from jarvis.tools.files import register_file_tools
-from jarvis.tools.mcp_bridge import McpManager
 from jarvis.tools.registry import ToolRegistry
 from jarvis.tools.skills import SkillManager
 from jarvis.tools.web import register_web_tools
+
+if TYPE_CHECKING:
+    from jarvis.tools.mcp_bridge import McpManager
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +42,8 @@ async def open_toolbox(
         stack.push_async_callback(_cancel, watcher)
     manager: McpManager | None = None
     if settings.toolbox.mcp.enabled:
+        from jarvis.tools.mcp_bridge import McpManager  # the mcp SDK: only when configured
+
         manager = McpManager(settings)
         if manager.connections:
             manager.attach(registry)
