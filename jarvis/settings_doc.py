@@ -230,7 +230,7 @@ def table(section: Section) -> list[str]:
         lines += [" ".join(doc.split("\n\n")[0].split()).replace("``", "`"), ""]
     lines += ["| key | type | default | environment | what it does |", "|---|---|---|---|---|"]
     lines += [row(section, n, f) for n, f in section.model.model_fields.items()]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def render() -> str:
