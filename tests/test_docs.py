@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import re
 import shlex
 from functools import cache
@@ -217,6 +218,41 @@ def test_a_wrong_command_is_caught(parser: argparse.ArgumentParser) -> None:
     assert jarvis_argv("JARVIS_MAX_STEPS=10 jarvis run '...' | tee x") == ["run", "..."]
 
 
+# ---------------------------------------------------------------- JSON shown
+
+
+def json_blocks() -> list[tuple[str, str]]:
+    return [
+        (str(page.relative_to(ROOT)), "\n".join(lines))
+        for page in PAGES
+        for info, lines in split_fences(page.read_text(encoding="utf-8"))[1]
+        if info.split(" ")[0] == "json"
+    ]
+
+
+def test_every_json_block_is_json_and_every_settings_example_loads(tmp_path: Path) -> None:
+    """A block whose keys are settings is a settings.json a reader may paste: it loads the
+    way settings.json is checked at start. An MCP config that starts jarvis names a
+    command that parses."""
+    examples = 0
+    for where, text in json_blocks():
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            pytest.fail(f"{where}: a json block that is not JSON: {exc}\n{text}")
+        if isinstance(data, dict) and set(data) & set(Settings.model_fields):
+            try:
+                Settings.model_validate(data | {"data_dir": tmp_path}, strict=False)
+            except ValueError as exc:
+                pytest.fail(f"{where}: a settings example that does not load: {exc}\n{text}")
+            examples += 1
+        for server in (data.get("mcpServers") or {}).values() if isinstance(data, dict) else ():
+            if Path(server.get("command", "")).name == "jarvis":
+                with contextlib.redirect_stderr(io.StringIO()):
+                    build_parser().parse_args(server["args"])
+    assert examples >= 6
+
+
 # ---------------------------------------------------------------- the settings page
 
 
@@ -267,6 +303,8 @@ def test_readme_is_a_front_door() -> None:
     )
     for page in DOCS.glob("*.md"):
         assert f"docs/{page.name}" in text, f"the README's docs table misses {page.name}"
+        first = page.read_text(encoding="utf-8").split("\n", 1)[0]
+        assert first.startswith("# "), f"{page.name} does not start with its title"
 
 
 def test_anchor_rule() -> None:
