@@ -231,7 +231,7 @@ def json_blocks() -> list[tuple[str, str]]:
 
 
 def test_every_json_block_is_json_and_every_settings_example_loads(tmp_path: Path) -> None:
-    """A block whose keys are settings is a settings.json a reader may paste: it loads the
+    """A block with a settings key is a settings.json a reader may paste: it loads the
     way settings.json is checked at start. An MCP config that starts jarvis names a
     command that parses."""
     examples = 0
