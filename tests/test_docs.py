@@ -218,6 +218,44 @@ def test_a_wrong_command_is_caught(parser: argparse.ArgumentParser) -> None:
     assert jarvis_argv("JARVIS_MAX_STEPS=10 jarvis run '...' | tee x") == ["run", "..."]
 
 
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return {
+        name: child
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name, child in action.choices.items()
+    }
+
+
+def unknown_command(parser: argparse.ArgumentParser, words: list[str]) -> str | None:
+    """The first word of ``jarvis WORDS`` that names no command where one is expected."""
+    for word in words:
+        children = subcommands(parser)
+        if not children or not re.fullmatch(r"[a-z][a-z-]*", word):
+            return None  # a command's own arguments, a flag or a placeholder
+        if word not in children:
+            return word
+        parser = children[word]
+    return None
+
+
+def test_every_command_named_in_the_text_exists(parser: argparse.ArgumentParser) -> None:
+    """`jarvis runs show` in a sentence names commands that exist (its arguments are often
+    left out there, so only the command words are checked)."""
+    problems = []
+    for page in PAGES:
+        prose, _ = split_fences(page.read_text(encoding="utf-8"))
+        for match in re.finditer(r"`jarvis ([^`]+)`", "\n".join(prose)):
+            words = match.group(1).split()
+            while words and words[0].startswith("-"):  # jarvis --data-dir D inbox add
+                words = words[2:] if words[0] == "--data-dir" else words[1:]
+            if (word := unknown_command(parser, words)) is not None:
+                problems.append(f"{page.relative_to(ROOT)}: `jarvis {match.group(1)}`: {word}")
+    assert not problems, "\n".join(problems)
+    assert unknown_command(parser, ["runs", "shwo"]) == "shwo"
+    assert unknown_command(parser, ["frobnicate"]) == "frobnicate"
+
+
 # ---------------------------------------------------------------- JSON shown
 
 
