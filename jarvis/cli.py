@@ -42,6 +42,7 @@ SUBCOMMAND_MODULES = (
     "jarvis.calibrate.commands",
     "jarvis.calibrate.profiles_commands",
     "jarvis.fleet.commands",
+    "jarvis.secrets.commands",
 )
 
 
