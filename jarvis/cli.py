@@ -43,6 +43,7 @@ SUBCOMMAND_MODULES = (
     "jarvis.calibrate.profiles_commands",
     "jarvis.fleet.commands",
     "jarvis.secrets.commands",
+    "jarvis.recording.commands",
 )
 
 

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import http.server
 import io
 import json
 import logging
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
 
 import httpx
 import pytest
@@ -36,74 +33,11 @@ from tests.a11yapps import publishing_env, start_chromium
 from tests.agent_harness import agent_settings
 from tests.api_harness import Received, listen, routed, serving_api, until
 from tests.fake_model import FakeModel, RecordedRequest, Reply, ToolUse, call
+from tests.login_site import LoginSite
 from tests.xserver import Xvfb
 
 PASSWORD = "Tr0ub4dor&3-loopback-only"
 FIELD = re.compile(r"^\[(e\d+)\] password text", re.M)
-PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Example login</title>
-<style>body{margin:0;padding:30px;font:18px sans-serif} input{display:block;margin:10px;
-width:300px;height:40px;font-size:18px}</style></head><body>
-<form method="post" action="/login">
-<input name="user" value="me@example.org" aria-label="Email">
-<input id="pw" name="pw" type="password" aria-label="Password">
-<button>Sign in</button></form>
-<script>
-window.addEventListener("load", () => {
-  const r = document.getElementById("pw").getBoundingClientRect();
-  const dx = window.screenX + window.outerWidth - window.innerWidth;
-  const dy = window.screenY + window.outerHeight - window.innerHeight;
-  fetch("/rect", {method: "POST", body: JSON.stringify([r.left + dx, r.top + dy,
-                                                        r.width, r.height])});
-});
-</script></body></html>"""
-WELCOME = b"<!doctype html><title>Signed in</title><h1>Welcome back</h1>"
-
-
-class LoginSite:
-    """The login page on a loopback port; keeps the field's screen rectangle and whether
-    a login with the right password came."""
-
-    def __init__(self) -> None:
-        self.rect: list[float] = []
-        self.logins: list[bool] = []
-        self.changed = threading.Condition()
-        site = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _send(self, body: bytes) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self) -> None:
-                self._send(PAGE.encode())
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"])).decode()
-                with site.changed:
-                    if self.path == "/rect":
-                        site.rect = json.loads(body)
-                    else:
-                        site.logins.append(parse_qs(body).get("pw") == [PASSWORD])
-                    site.changed.notify_all()
-                self._send(WELCOME if self.path == "/login" else b"")
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def wait(self, what: str, timeout: float = 20) -> None:
-        with self.changed:
-            assert self.changed.wait_for(lambda: getattr(self, what), timeout), what
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +87,7 @@ def test_a_login_with_type_secret_leaves_the_password_nowhere(
     store = SecretStore(settings.data_dir, settings.safety.secrets)
     site_secret = SecretInfo(name="site", description="my password on Example", only_in=["*login*"])
     store.add(site_secret, PASSWORD)
-    site = LoginSite()
+    site = LoginSite(PASSWORD)
     work = tmp_path / "work"
     work.mkdir()
     app = start_chromium(work, publishing_env(work, xserver.env(), session), site.url)
@@ -203,7 +137,7 @@ def test_a_login_with_type_secret_leaves_the_password_nowhere(
             return got
 
     try:
-        site.wait("rect")
+        site.wait("rects")
         got = asyncio.run(drive())
         site.wait("logins")
         assert site.logins == [True]  # the page got the right password
@@ -213,8 +147,7 @@ def test_a_login_with_type_secret_leaves_the_password_nowhere(
     # the secret's field is masked in the screenshot sent after typing, and only then
     screen = Size(xserver.width, xserver.height)
     model = fit_size(screen, settings.max_side)
-    x, y, w, h = site.rect
-    centre = screen_to_model(int(x + w / 2), int(y + h / 2), model, screen)
+    centre = screen_to_model(*site.centre("pw"), model, screen)
     assert seen["type_secret"].getpixel(centre) != MASK_FILL
     assert seen["enter"].getpixel(centre) == MASK_FILL
     [typed] = [
