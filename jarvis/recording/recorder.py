@@ -170,9 +170,17 @@ class Recorder:
         shot = self._latest
         if shot is not None:
             target["_before"] = shot
-            if not keyboard:
+            if not keyboard:  # the crop stays on the screen (a replay matches it there)
                 half = CROP // 2
-                target["_crop"] = shot.crop((x - half, y - half, x + half, y + half))
+                ox, oy = self.screen.origin
+                box = (
+                    max(x - half, ox),
+                    max(y - half, oy),
+                    min(x + half, ox + shot.width),
+                    min(y + half, oy + shot.height),
+                )
+                target["crop_box"] = list(box)
+                target["_crop"] = shot.crop((box[0] - ox, box[1] - oy, box[2] - ox, box[3] - oy))
         return target
 
     def _element(self, window: WindowInfo, point: tuple[int, int] | None) -> Element | None:
