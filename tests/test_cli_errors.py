@@ -74,7 +74,8 @@ def leaf_commands(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def test_the_table_names_every_command() -> None:
-    groups = {"memory", "inbox", "mcp", "email", "profiles", "secrets"}  # only their actions run anything
+    # only their actions run anything
+    groups = {"memory", "inbox", "mcp", "email", "profiles", "secrets"}
     assert leaf_commands(build_parser()) - groups == set(COMMANDS)
 
 
