@@ -17,7 +17,7 @@ from jarvis.config import Settings
 from jarvis.desktop.screen import phash_hex
 from jarvis.geometry import Size, fit_size, screen_to_model
 from jarvis.recording.actions import Action
-from jarvis.recording.skill_file import RecordingFile, load_recording
+from jarvis.recording.skill_file import RecordedStep, RecordingFile, load_recording
 from jarvis.runs.step_file import (
     CallFile,
     Monitor,
@@ -97,17 +97,7 @@ def as_run_folder(
             before.save(out / "before.jpg", quality=80)
             phashes.before = phash_hex(before)
         if step.crop and call.model_points:
-            crop = Image.open(folder / step.crop)
-            crop.save(out / "target.png")
-            x, y = step.action.x, step.action.y
-            left, top, right, bottom = step.action.target.get("crop_box") or (
-                x - HALF_CROP,
-                y - HALF_CROP,
-                x + HALF_CROP,
-                y + HALF_CROP,
-            )
-            box = (int(left), int(top), int(right), int(bottom))
-            call.target = Target(file="target.png", box=box, phash=phash_hex(crop))
+            call.target = _target(folder, out, step)
         StepFile(
             task_id=f"recording:{data.slug}",
             step=step.number,
@@ -119,6 +109,21 @@ def as_run_folder(
             calls=[call],
         ).save(out)
     return folder
+
+
+def _target(folder: Path, out: Path, step: RecordedStep) -> Target:
+    """The step's crop as the replay's target, with its box on the screen."""
+    crop = Image.open(folder / step.crop)
+    crop.save(out / "target.png")
+    x, y = step.action.x, step.action.y
+    left, top, right, bottom = step.action.target.get("crop_box") or (
+        x - HALF_CROP,
+        y - HALF_CROP,
+        x + HALF_CROP,
+        y + HALF_CROP,
+    )
+    box = (int(left), int(top), int(right), int(bottom))
+    return Target(file="target.png", box=box, phash=phash_hex(crop))
 
 
 def recording_run_folder(settings: Settings, name: str, secret: str | None = None) -> Path:
