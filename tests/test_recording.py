@@ -31,6 +31,8 @@ from tests.xserver import Xvfb
 
 PASSWORD = "S3cret-typed-while-recording"
 NAME = "Sign in to Example"
+PAUSE_S = 0.6
+"""How long the person rests between actions (longer than the recorder's IDLE_S)."""
 
 
 @pytest.fixture(scope="module")
@@ -73,9 +75,7 @@ def record(xserver: Xvfb, session: A11ySession, site: LoginSite) -> Recording:
             ["key ctrl+alt+r"],  # the stop chord
         ):
             _xdotool(xserver, commands)
-            site.changed.acquire()  # a person's pace: the recorder sees each pause
-            site.changed.wait(0.6)
-            site.changed.release()
+            stop.wait(PAUSE_S)  # a person's pace: the recorder cuts steps at pauses
         thread.join(20)
         assert not thread.is_alive(), "the stop chord did not end the recording"
     finally:
