@@ -43,6 +43,8 @@ SUBCOMMAND_MODULES = (
     "jarvis.calibrate.commands",
     "jarvis.calibrate.profiles_commands",
     "jarvis.fleet.commands",
+    "jarvis.secrets.commands",
+    "jarvis.recording.commands",
 )
 
 

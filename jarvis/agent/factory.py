@@ -157,6 +157,8 @@ def agent_on(
             stop=desktop.stop,
             channels=channels,
             elements=desktop.elements,
+            windows=desktop.windows,
+            masks=desktop.screen.masks,
         )
 
     return Agent(
