@@ -19,6 +19,7 @@ from jarvis.logfile import setup_logging
 if TYPE_CHECKING:
     from jarvis.desktop.backend import Where
     from jarvis.desktop.x11 import XDisplay
+    from jarvis.safety.killswitch import EarlyBrake
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NEEDS_USER, EXIT_CANCELLED = 0, 1, 2, 3, 130
 STATUS_EXIT = {
@@ -43,6 +44,8 @@ SUBCOMMAND_MODULES = (
     "jarvis.calibrate.commands",
     "jarvis.calibrate.profiles_commands",
     "jarvis.fleet.commands",
+    "jarvis.secrets.commands",
+    "jarvis.recording.commands",
 )
 
 
@@ -236,14 +239,29 @@ async def _run_task(
     where: Where,
     person: XDisplay,
 ) -> int:
+    """The brake first: the hotkey is grabbed before the agent's heavy parts load, and a
+    press meanwhile cancels the run before its first action (:class:`EarlyBrake`)."""
+    from jarvis.desktop.backend import keys_display
+    from jarvis.safety.killswitch import EarlyBrake, kill_switch
+
+    loop = asyncio.get_running_loop()
+    brake = EarlyBrake()
+    typing_on = keys_display(where, person)  # where held X keys are let go of
+    with kill_switch(settings, brake, loop, person, lambda: typing_on) as armed:
+        if armed:
+            print(f"brake armed: {settings.safety.kill_hotkey} stops the run", flush=True)
+        return await _run_braked(task, settings, yes, where, brake)
+
+
+async def _run_braked(
+    task: str, settings: Settings, yes: bool, where: Where, brake: EarlyBrake
+) -> int:
     from jarvis.agent.factory import build_agent
     from jarvis.console import ConsoleReporter
-    from jarvis.desktop.backend import keys_display
     from jarvis.discovery import STOP_SIGNAL, foreground
     from jarvis.events import EventBus
     from jarvis.runs.journal import JournalWriter
     from jarvis.safety.approvals import ApprovalGate, ApprovalStore
-    from jarvis.safety.killswitch import kill_switch
 
     bus = EventBus()
     approvals = ApprovalGate(
@@ -257,11 +275,9 @@ async def _run_task(
             loop.add_signal_handler(signal.SIGINT, agent.cancel, "ctrl+c")
             loop.add_signal_handler(signal.SIGTERM, agent.cancel, "signal")
             loop.add_signal_handler(STOP_SIGNAL, agent.cancel, "cli")  # `jarvis stop`
+            brake.hand_to(agent)  # a press while it loaded: cancelled before a step
             try:
-                with (
-                    kill_switch(settings, agent, loop, person, lambda: keys_display(where, person)),
-                    foreground(settings.data_dir, f"run: {task}"),
-                ):
+                with foreground(settings.data_dir, f"run: {task}"):
                     outcome = await agent.run(task)
             finally:
                 loop.remove_signal_handler(signal.SIGINT)

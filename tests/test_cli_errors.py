@@ -57,6 +57,10 @@ COMMANDS: dict[str, list[str]] = {
     "profiles test": ["profiles", "test", "generic", "--screen", "1024x768", "click(1, 1)"],
     "worker": ["worker", "--redis", "redis://127.0.0.1:9"],
     "workers": ["workers", "--redis", "redis://127.0.0.1:9"],
+    "secrets add": ["secrets", "add", "site"],
+    "secrets list": ["secrets", "list"],
+    "secrets remove": ["secrets", "remove", "site"],
+    "record": ["record", "a task"],
 }
 
 
@@ -70,7 +74,8 @@ def leaf_commands(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def test_the_table_names_every_command() -> None:
-    groups = {"memory", "inbox", "mcp", "email", "profiles"}  # only their actions run anything
+    # only their actions run anything
+    groups = {"memory", "inbox", "mcp", "email", "profiles", "secrets"}
     assert leaf_commands(build_parser()) - groups == set(COMMANDS)
 
 

@@ -9,9 +9,13 @@ takeover's ticket gives input to that display and the hand back ends it."""
 from __future__ import annotations
 
 import asyncio
+import io
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
+from PIL import Image
 from websockets.exceptions import InvalidStatus
 
 from jarvis.api.fleet_parts import screens_of
@@ -67,6 +71,24 @@ async def test_a_worker_on_another_host_is_watched_and_taken_over_through_redis(
             redis = client(redis_server.url)
             [beat] = await registry.workers(redis)
             await redis.aclose()
+            assert beat["frames"] is True
+
+            await paint(beat, "#20c040")  # the live picture is the worker's display now
+            live = await http.get("/api/screen/live", params={"task_id": "T001"})
+            assert live.status_code == 200, live.text
+            assert live.headers["x-jarvis-screen"] == "live"
+            assert live.headers["x-jarvis-worker"] == "w2"
+            picture = Image.open(io.BytesIO(live.content)).convert("RGB")
+            assert picture.size == (800, 600)
+            assert close_to(picture.getpixel((400, 300)), (0x20, 0xC0, 0x40))
+            await paint(beat, "#c02080")  # and the next one shows the change
+            async with asyncio.timeout(30):
+                while True:
+                    again = await http.get("/api/screen/live", params={"task_id": "T001"})
+                    shown = Image.open(io.BytesIO(again.content)).convert("RGB")
+                    if close_to(shown.getpixel((400, 300)), (0xC0, 0x20, 0x80)):
+                        break
+                    await asyncio.sleep(0.2)
 
             view = await open_session(worker_url(api, "w2"), additional_headers=api.auth)
             assert (view.width, view.height) == (800, 600)  # the worker's display
@@ -103,6 +125,18 @@ async def test_a_worker_on_another_host_is_watched_and_taken_over_through_redis(
         gate.go.set()
     assert ended.summary == SUMMARY
     assert "moved the pointer" in gate.steps[1].all_text()
+
+
+async def paint(beat: dict[str, Any], colour: str) -> None:
+    """Fill a worker's root window with ``colour`` (xsetroot, with the worker's cookie)."""
+    env = {**os.environ, "DISPLAY": beat["display"], "XAUTHORITY": beat["xauthority"]}
+    proc = await asyncio.create_subprocess_exec("xsetroot", "-solid", colour, env=env)
+    assert await proc.wait() == 0
+
+
+def close_to(pixel: Any, want: tuple[int, int, int]) -> bool:
+    """Equal within JPEG's error."""
+    return all(abs(int(a) - b) <= 24 for a, b in zip(pixel, want, strict=True))
 
 
 async def until_kind(api: object, kind: str) -> None:

@@ -77,6 +77,8 @@ async def test_the_relay_is_guarded_and_x11vnc_listens_on_loopback_only(
             ({**api.auth, "host": "evil.example"}, "main"),  # a rebound name
             (api.auth, "other"),  # an unknown display
             (api.auth, "../main"),
+            (api.auth, "private/77"),  # no task runs on a private display
+            (api.auth, "worker/w1"),  # this daemon coordinates no fleet
         ]:
             with pytest.raises(InvalidStatus) as refused:
                 await open_session(ws_url(api, display), additional_headers=headers)

@@ -84,6 +84,7 @@ class Agent:
         self.todos = todos or (lambda: "(none)")
         self._inner: asyncio.Task[TaskOutcome] | None = None
         self._cancel_requested = False
+        self._cancel_next: str | None = None
         self._stopped_by = "user"
         self.stop = stop or threading.Event()
         """Set on cancel: blocking work in threads (input, settle) checks it and stops."""
@@ -111,6 +112,10 @@ class Agent:
         if self._inner is not None:
             self._inner.cancel()
 
+    def cancel_next(self, by: str) -> None:
+        """Cancel the next run as it begins, before its first step (an early brake)."""
+        self._cancel_next = by
+
     async def run(
         self, task: str, task_id: str | None = None, channels: tuple[str, ...] = ()
     ) -> TaskOutcome:
@@ -123,6 +128,9 @@ class Agent:
         self._cancel_requested = False
         self.stop.clear()
         self._inner = asyncio.create_task(self._on_its_display(state))
+        if (by := self._cancel_next) is not None:  # cancelled before it starts: no step
+            self._cancel_next = None
+            self.cancel(by)
         try:
             outcome = await self._inner
         except asyncio.CancelledError:

@@ -36,6 +36,7 @@ from jarvis.llm.types import (
     UsageSoFar,
 )
 from jarvis.llm.wire_tokens import text_tokens
+from jarvis.redaction import redact
 from jarvis.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -119,9 +120,10 @@ class Brain:
             )
 
     def _observe(self, targets: Sequence[tuple[int, int]] = ()) -> Observation:
-        observation = self.screen.capture()
+        observation = self.screen.capture()  # masked where a secret was typed
         if self.elements is not None:
             observation = self.elements.look(observation, targets)
+            observation.tree = redact(observation.tree)  # a field may show a secret's value
         return observation
 
     async def perceive(self, targets: Sequence[tuple[int, int]] = ()) -> Observation:

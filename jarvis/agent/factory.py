@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING
 
 from jarvis.agent.agent import Agent
 from jarvis.agent.brain import Brain
@@ -21,9 +22,6 @@ from jarvis.llm.computer_tool import zoom_enabled
 from jarvis.llm.factory import make_provider
 from jarvis.llm.grounding import make_grounder
 from jarvis.llm.profiles.select import screen_sizer
-from jarvis.memory.embedding import EmbeddingUnavailable
-from jarvis.memory.long_term import LongTermMemory
-from jarvis.memory.recall import MemoryBridge
 from jarvis.runs.records import RunRecorder, StepHooks
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
 from jarvis.safety.channel_policy import refused_approvers
@@ -36,6 +34,9 @@ from jarvis.tools.memory import register_memory_tools
 from jarvis.tools.registry import ToolRegistry
 from jarvis.tools.toolbox import open_toolbox
 from jarvis.tools.zoom import register_zoom_tool
+
+if TYPE_CHECKING:
+    from jarvis.memory.recall import MemoryBridge
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +108,13 @@ async def open_long_term(
     tool on ``registry``; the bridge gives the agent its recall.
 
     Long-term memory is an optional part: when its embedding model cannot load, this
-    says so once (a warning) and returns None, and the work goes on without it.
+    says so once (a warning) and returns None, and the work goes on without it. Its
+    modules (chromadb, the embedding model) load here, only when it is on.
     """
+    from jarvis.memory.embedding import EmbeddingUnavailable
+    from jarvis.memory.long_term import LongTermMemory
+    from jarvis.memory.recall import MemoryBridge
+
     try:
         memory = await asyncio.to_thread(LongTermMemory.from_settings, settings)
     except EmbeddingUnavailable as exc:
@@ -152,6 +158,8 @@ def agent_on(
             stop=desktop.stop,
             channels=channels,
             elements=desktop.elements,
+            windows=desktop.windows,
+            masks=desktop.screen.masks,
         )
 
     return Agent(

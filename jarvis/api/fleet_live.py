@@ -5,10 +5,12 @@ runs the watched task (or the task the request names), not the coordinator's own
   this process may read, :func:`~jarvis.fleet.screens.why_not_here`): its display is
   captured directly, as an :class:`~jarvis.desktop.x11.XDisplay` of its own (the
   process's ``DISPLAY`` is neither read nor set), through the shared :class:`LiveScreen`.
-- A worker on another host, or one whose display cannot be captured: the screenshot of the
-  task's last step that has arrived here (workers ship their step screenshots into the
-  coordinator's data dir), marked as such (``x-jarvis-screen: last-step``): it is the
-  last step's picture, not the screen now.
+- A worker on another host: the picture it sends through Redis when asked
+  (:mod:`jarvis.fleet.frames`; its heartbeat says ``frames``), live as well.
+- A worker whose display cannot be captured either way: the screenshot of the task's last
+  step that has arrived here (workers ship their step screenshots into the coordinator's
+  data dir), marked as such (``x-jarvis-screen: last-step``): it is the last step's
+  picture, not the screen now.
 - No task to show: the coordinator's own display when it has one (``--local-worker`` works
   there), else :class:`NoPicture` 404 with a one-line reason.
 """
@@ -25,7 +27,8 @@ from jarvis.api.fleet_parts import screens_of, worker_of
 from jarvis.api.live import LiveScreen, NoDisplay
 from jarvis.api.views import IMAGE_SUFFIXES, safe_screenshot, screenshot_path
 from jarvis.desktop.x11 import XDisplay
-from jarvis.fleet.screens import why_not_here
+from jarvis.fleet.frames import FrameError
+from jarvis.fleet.screens import WorkerScreens, why_not_here
 from jarvis.gateway.service import DaemonService
 
 log = logging.getLogger(__name__)
@@ -94,14 +97,9 @@ async def fleet_picture(
     worker = await worker_of(service, wanted)
     why = f"task {wanted} runs on no worker now"
     if worker is not None:
-        where, why = await _worker_display(service, worker)
-        if where is not None:
-            try:
-                data = await live.frame(monitor, max_side, where)
-                return Picture(data, "image/jpeg", LIVE, worker, wanted)
-            except NoDisplay as exc:
-                why = f"worker {worker}'s display cannot be captured here: {exc}"
-                log.info("%s; its last step's picture instead", why)
+        now, why = await _worker_now(service, live, worker, monitor, max_side)
+        if now is not None:
+            return Picture(now, "image/jpeg", LIVE, worker, wanted)
     record = await service.task(wanted)
     found = await asyncio.to_thread(
         last_step_picture, service.data_dir, record.events if record is not None else []
@@ -115,8 +113,11 @@ async def fleet_picture(
     return Picture(data, media, LAST_STEP, worker or "", wanted, step)
 
 
-async def _worker_display(service: DaemonService, worker: str) -> tuple[XDisplay | None, str]:
-    """Worker ``worker``'s display when it can be captured from here, else None and why."""
+async def _worker_now(
+    service: DaemonService, live: LiveScreen, worker: str, monitor: int, max_side: int
+) -> tuple[bytes | None, str]:
+    """Worker ``worker``'s display now: captured here when it is on this machine, else
+    through Redis when it sends pictures; else None and why."""
     from redis.exceptions import RedisError
 
     screens = screens_of(service)
@@ -129,6 +130,23 @@ async def _worker_display(service: DaemonService, worker: str) -> tuple[XDisplay
     if beat is None:
         return None, f"worker {worker} has sent no heartbeat lately"
     why = why_not_here(beat)
-    if why is not None:
-        return None, why
-    return XDisplay(str(beat["display"]), str(beat.get("xauthority") or "") or None), ""
+    if why is None:
+        where = XDisplay(str(beat["display"]), str(beat.get("xauthority") or "") or None)
+        try:
+            return await live.frame(monitor, max_side, where), ""
+        except NoDisplay as exc:
+            why = f"worker {worker}'s display cannot be captured here: {exc}"
+    elif beat.get("frames"):
+        return await _sent(screens, worker, monitor, max_side, why)
+    log.info("%s; its last step's picture instead", why)
+    return None, why
+
+
+async def _sent(
+    screens: WorkerScreens, worker: str, monitor: int, max_side: int, why: str
+) -> tuple[bytes | None, str]:
+    try:
+        return await screens.frames.frame(worker, monitor, max_side), ""
+    except FrameError as exc:
+        log.info("%s, and no picture came through Redis: %s", why, exc)
+        return None, f"{why}, and {exc}"

@@ -9,9 +9,9 @@
   the first view, :mod:`jarvis.fleet.screens`); view-only without the ticket of the
   takeover of that worker. Refused (close 1008, with the reason) for a worker whose
   display is not reachable from here.
-- ``POST /api/takeover`` and ``POST /api/handback`` of :mod:`jarvis.api.takeover` come
-  here for a task a worker runs: the worker is paused and resumed through its control
-  stream (:mod:`jarvis.fleet.holds`), wherever it runs.
+- ``POST /api/takeover`` and ``POST /api/handback`` of :mod:`jarvis.api.takeover` reach a
+  worker's screen through its record in :mod:`jarvis.api.screens`: the worker is paused
+  and resumed through its control stream (:mod:`jarvis.fleet.holds`), wherever it runs.
 """
 
 from __future__ import annotations
@@ -24,15 +24,13 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request, WebSocket
 from pydantic import BaseModel
 
-from jarvis.api.fleet_parts import holds_of, screens_of, worker_of
+from jarvis.api.fleet_parts import holds_of, screens_of
 from jarvis.api.live_view import LiveView
 from jarvis.api.refusals import http_status
 from jarvis.api.vnc_relay import serve
 from jarvis.desktop.rfb import RfbError, Upstream, logged_in
-from jarvis.fleet.holds import FleetHolder
 from jarvis.fleet.screens import Unreachable, WorkerScreens
 from jarvis.gateway.service import DaemonService
-from jarvis.safety.takeover import TakeoverRefused
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api", tags=["takeover"])
@@ -107,41 +105,3 @@ async def _upstream(screens: WorkerScreens, name: str, full: bool) -> Upstream:
     if server is None:
         return await screens.tunnel(name, "full" if full else "view")
     return await logged_in(server.port, server.full_password if full else server.view_password)
-
-
-async def fleet_take(service: DaemonService, by: str, task_id: str | None) -> FleetHolder | None:
-    """A takeover of a task a fleet worker runs (``task_id``, or else the watched task
-    when no local agent runs one); None when it is not a fleet worker's."""
-    holds = holds_of(service)
-    if holds is None:
-        return None
-    wanted = task_id or (None if service.running_task() else service.watched_task())
-    if wanted is None:
-        return None
-    worker = await worker_of(service, wanted)
-    if worker is None:
-        return None
-    try:
-        return await holds.take(worker, by, wanted)
-    except TakeoverRefused as exc:
-        raise HTTPException(http_status(exc), exc.detail) from exc
-
-
-async def fleet_hand_back(
-    service: DaemonService, task_id: str | None, note: str
-) -> FleetHolder | None:
-    """Hand a worker's screen back (the one held for ``task_id``, or the one held); None
-    when no worker's screen is held."""
-    holds = holds_of(service)
-    if holds is None or holds.of_task(task_id) is None:
-        return None
-    try:
-        return await holds.hand_back(task_id, note)
-    except TakeoverRefused as exc:
-        raise HTTPException(http_status(exc), exc.detail) from exc
-
-
-def fleet_status(service: DaemonService) -> dict[str, object] | None:
-    holds = holds_of(service)
-    holder = holds.of_task(None) if holds is not None else None
-    return holder.status() if holder is not None else None

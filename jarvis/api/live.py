@@ -21,35 +21,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from jarvis.desktop.live_frame import NoDisplay, capture_jpeg
 from jarvis.desktop.x11 import XDisplay
 
-LIVE_JPEG_QUALITY = 70
+__all__ = ["FRESH_S", "LiveScreen", "NoDisplay", "capture_jpeg"]
+
 FRESH_S = 0.25
-
-
-class NoDisplay(RuntimeError):
-    """No display can be captured; the message says why."""
-
-
-def capture_jpeg(
-    where: XDisplay, monitor: int, max_side: int, quality: int = LIVE_JPEG_QUALITY
-) -> bytes:
-    """The monitor of the display ``where`` now, scaled to ``max_side``, as JPEG bytes.
-    Raises :class:`NoDisplay` when there is no display to capture."""
-    from mss.exception import ScreenShotError
-
-    from jarvis.desktop.screen import Screen
-
-    try:
-        if not where.name:
-            raise ValueError("no display is given")
-        with Screen(
-            monitor=monitor, max_side=max_side, jpeg_quality=quality, display=where
-        ) as screen:
-            return screen.encoded()
-    except (ScreenShotError, ValueError) as exc:
-        shown = where.name or "DISPLAY is not set"
-        raise NoDisplay(f"no display to capture ({shown}): {exc}") from exc
 
 
 @dataclass

@@ -14,6 +14,7 @@ STATUS = {
     "no_worker": 404,  # no such worker sends heartbeats
     "not_reachable": 409,  # its display cannot be served from here
     "down": 503,  # Redis does not answer, or the daemon stops
+    "no_agent": 503,  # no agent runs here: nothing to take over from
 }
 
 

@@ -16,10 +16,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from jarvis import __version__
 from jarvis.api.auth import COOKIE, LoginCodes, cookie_value
-from jarvis.api.fleet_live import LIVE, NoPicture, Picture, fleet_picture
+from jarvis.api.fleet_live import NoPicture
 from jarvis.api.fleet_parts import is_fleet
 from jarvis.api.live import LiveScreen, NoDisplay
 from jarvis.api.models import Cancelled, Health, Runs, Todos, TodoView, Workers, WorkerView
+from jarvis.api.screens import Screens
 from jarvis.api.stream import EventHub, event_stream
 from jarvis.api.views import (
     IMAGE_SUFFIXES,
@@ -286,6 +287,7 @@ async def screen_latest(d: D) -> FileResponse:
 @router.get("/screen/live", response_class=Response, responses={200: IMAGE})
 async def screen_live(
     d: D,
+    request: Request,
     task_id: Annotated[
         str | None, Query(min_length=1, max_length=TASK_ID_MAX, pattern=r"^[ -~]+$")
     ] = None,
@@ -297,14 +299,9 @@ async def screen_live(
     ``x-jarvis-screen: last-step`` (:mod:`jarvis.api.fleet_live`); 404/409 when there is
     nothing to show."""
     settings = d.service.settings
+    screens: Screens = request.app.state.screens
     try:
-        if is_fleet(d.service):
-            picture = await fleet_picture(
-                d.service, d.live, task_id, settings.monitor, settings.max_side
-            )
-        else:
-            data = await d.live.frame(settings.monitor, settings.max_side)
-            picture = Picture(data, "image/jpeg", LIVE)
+        picture = await screens.picture(task_id, settings.monitor, settings.max_side)
     except NoDisplay as exc:
         raise HTTPException(503, str(exc)) from exc
     except NoPicture as exc:

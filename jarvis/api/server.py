@@ -104,7 +104,7 @@ class HttpService:
         self.live_view = await views.enter_async_context(
             live_view(settings, service.display_now())  # under --sandbox its private one
         )
-        mount_takeover(app, self.live_view)
+        mount_takeover(app, self.live_view, self.daemon.live)
         config = uvicorn.Config(
             app,
             lifespan="off",

@@ -11,9 +11,10 @@
   with a fresh screenshot and the note; ``answered`` is the task whose question the hand
   back answered (a message addressed to it, like ``POST /api/tasks/{id}/answer``).
 - A task a fleet worker runs (``serve --fleet``) is taken over and handed back through
-  that worker's control stream, and its screen is at ``WS /api/vnc/worker/{name}``
-  (:mod:`jarvis.api.fleet_screens`); ``POST /api/handback`` takes ``task_id`` to say which
-  worker's screen when several are held.
+  that worker's control stream, and its screen is at ``WS /api/vnc/worker/{name}``;
+  ``POST /api/handback`` takes ``task_id`` to say which worker's screen when several are
+  held. The routes find every screen's record in one registry (:mod:`jarvis.api.screens`)
+  and never ask which kind of screen it is.
 - ``WS /api/vnc/{screen}`` (``?ticket=`` for input): an RFB session relayed to x11vnc on
   127.0.0.1 (:mod:`jarvis.api.vnc_relay`), view-only without a valid ticket. ``screen`` is
   ``main`` (the daemon's display), ``private/N`` (the private display a channel's task runs
@@ -24,9 +25,7 @@
 
 from __future__ import annotations
 
-import hmac
 import logging
-import secrets
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request, WebSocket
@@ -35,13 +34,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from jarvis.api import fleet_screens
 from jarvis.api.auth import Guard
 from jarvis.api.fleet_parts import holds_of, screens_of
+from jarvis.api.live import LiveScreen
 from jarvis.api.live_view import LiveView
 from jarvis.api.refusals import http_status
-from jarvis.api.vnc_relay import relay
+from jarvis.api.screens import Screens
 from jarvis.gateway.service import DaemonService
 from jarvis.gateway.todos import TodoState
 from jarvis.safety.takeover import MAIN_SCREEN as MAIN
-from jarvis.safety.takeover import MAX_NOTE, ScreenHold, TakeoverRefused
+from jarvis.safety.takeover import MAX_NOTE, TakeoverRefused
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api", tags=["takeover"])
@@ -101,60 +101,39 @@ def _service(app: Any) -> DaemonService:
     return service
 
 
-def _view(app: Any) -> LiveView:
-    view: LiveView = app.state.live_view
-    return view
+def _screens(app: Any) -> Screens:
+    screens: Screens = app.state.screens
+    return screens
 
 
 @router.get("/takeover")
 async def status(request: Request) -> TakeoverState:
-    service = _service(request.app)
-    hold = service.screen_hold()
-    base = hold.status() if hold is not None else ScreenHold.idle_status()
-    if not base["held"]:
-        base = fleet_screens.fleet_status(service) or base
-    screens = _view(request.app).screens(hold)
-    return TakeoverState.model_validate(base | {"displays": screens})
+    screens = _screens(request.app)
+    return TakeoverState.model_validate(screens.status() | {"displays": screens.ids()})
 
 
 @router.post("/takeover")
 async def take(body: TakeoverIn, request: Request) -> TakenOver:
-    service = _service(request.app)
-    fleet = await fleet_screens.fleet_take(service, body.by, body.task_id)
-    if fleet is not None:  # a worker runs it: paused through its control stream
-        return TakenOver.model_validate(fleet.status() | {"ticket": fleet.ticket})
-    hold = service.screen_hold()
-    if hold is None:
-        raise HTTPException(503, "no agent runs: nothing to take over from")
-    task_id = body.task_id or service.running_task()
+    screen = await _screens(request.app).of_task(body.task_id)
     try:
-        await hold.take(body.by, task_id)
+        taken = await screen.take(body.by, body.task_id)
     except TakeoverRefused as exc:
         raise HTTPException(http_status(exc), exc.detail) from exc
-    view = _view(request.app)
-    view.watch(hold)
-    view.ticket = secrets.token_urlsafe(24)
-    return TakenOver.model_validate(hold.status() | {"ticket": view.ticket})
+    return TakenOver.model_validate(taken.status | {"ticket": taken.ticket})
 
 
 @router.post("/handback")
 async def hand_back(body: HandbackIn, request: Request) -> HandedBack:
-    service = _service(request.app)
-    hold = service.screen_hold()
-    if hold is None or hold.holder is None:
-        fleet = await fleet_screens.fleet_hand_back(service, body.task_id, body.note)
-        if fleet is not None:
-            return HandedBack(by=fleet.by, note=body.note.strip())
-    if hold is None:
-        raise HTTPException(409, "nobody holds the screen")
+    screen = _screens(request.app).held(body.task_id)
     try:
-        holder = hold.hand_back(body.note)
+        returned = await screen.hand_back(body.note)
     except TakeoverRefused as exc:
         raise HTTPException(http_status(exc), exc.detail) from exc
-    answered = await _answer_waiting(
-        service, holder.task_id, hold.notes[hold.generation], holder.by
-    )
-    return HandedBack(by=holder.by, note=body.note.strip(), answered=answered)
+    answered = None
+    if returned.note:  # the agent of this process: a task waiting for the user is answered
+        service = _service(request.app)
+        answered = await _answer_waiting(service, returned.task_id, returned.note, returned.by)
+    return HandedBack(by=returned.by, note=body.note.strip(), answered=answered)
 
 
 async def _answer_waiting(
@@ -175,33 +154,21 @@ async def _answer_waiting(
 
 @router.websocket("/vnc/{screen:path}")
 async def vnc(websocket: WebSocket, screen: str, ticket: str = "") -> None:
-    if screen.startswith("worker/"):
-        await fleet_screens.worker_vnc(websocket, screen.removeprefix("worker/"), ticket)
-        return
-    view = _view(websocket.app)
-    hold = _service(websocket.app).screen_hold()
-    server = await view.server(screen, hold)
-    if server is None:
+    found = _screens(websocket.app).get(screen)
+    if found is None:
         await websocket.close(code=1008, reason="no live view of that screen")
         return
-    ended = view.left.get(screen, view.closing)
-    if not ticket:
-        await relay(websocket, server.port, server.view_password, ended)
-        return
-    if hold is None or not view.ticket or not hmac.compare_digest(ticket, view.ticket):
-        await websocket.close(code=1008, reason="this ticket does not hold the screen")
-        return
-    with view.controlling(screen) as closed:
-        await relay(websocket, server.port, server.full_password, closed, hold.touched)
+    await found.serve_vnc(websocket, ticket)
 
 
-def mount_takeover(guard: Guard, view: LiveView) -> None:
+def mount_takeover(guard: Guard, view: LiveView, live: LiveScreen) -> None:
     """Add the routes to the FastAPI app behind ``guard`` (from create_app)."""
     app = guard.app
     if not isinstance(app, FastAPI):
         raise TypeError("mount_takeover needs the guard of create_app's FastAPI app")
     app.state.live_view = view
     service = _service(app)
+    app.state.screens = Screens(service, view, live)
 
     def close_fleet_views() -> None:  # the fleet starts after the API: looked up at the end
         screens = screens_of(service)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Literal
 
 from PIL import Image
 
+from jarvis.desktop.masks import ScreenMasks
 from jarvis.desktop.monitors import capture_connection, list_monitors, monitor_note
 from jarvis.desktop.x11 import XDisplay
 from jarvis.geometry import Size, contains_point, fit_size, model_to_screen, screen_to_model
@@ -163,6 +164,8 @@ class Screen:
         self.jpeg_quality = jpeg_quality
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self.masks = ScreenMasks()
+        """Boxes every picture has painted over (a field a secret was typed into)."""
 
     def _open(self) -> None:
         """Connect to the display (``display``, else the process's), and take its geometry."""
@@ -254,9 +257,14 @@ class Screen:
         return contains_point(x, y, self._model)
 
     def grab_raw(self) -> tuple[Size, bytes]:
-        """The monitor's physical pixels as BGRA bytes, with their size."""
+        """The monitor's physical pixels as BGRA bytes, with their size (masks painted)."""
         shot = self._sct.grab(self._region)
-        return Size(shot.width, shot.height), bytes(shot.raw)
+        size, raw = Size(shot.width, shot.height), bytes(shot.raw)
+        if self.masks.active():
+            image = Image.frombytes("RGBA", (size.width, size.height), raw, "raw", "BGRA")
+            self.masks.paint(image, self.origin, (self._size.width, self._size.height))
+            raw = image.tobytes("raw", "BGRA")
+        return size, raw
 
     def frame_digest(self) -> bytes:
         """A cheap fingerprint of the whole frame for settle: CRC-32 of every pixel.
@@ -274,7 +282,9 @@ class Screen:
     def _grab_image(self) -> Image.Image:
         """The monitor now, at its physical size."""
         shot = self._sct.grab(self._region)
-        return Image.frombytes("RGB", (shot.width, shot.height), shot.raw, "raw", "BGRX")
+        image = Image.frombytes("RGB", (shot.width, shot.height), shot.raw, "raw", "BGRX")
+        self.masks.paint(image, self.origin, (self._size.width, self._size.height))
+        return image
 
     def encoded(self) -> bytes:
         """The screen now as the screenshot is sent (its size, format and quality), with

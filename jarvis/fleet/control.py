@@ -2,7 +2,8 @@
 and a person's takeover of its screen (``takeover``: pause at the next tool boundary;
 ``handback``: go on, with the person's ``note`` and the ``reason`` it ended), and ``view``:
 serve a live view of its display through Redis (``session``, ``access`` view or full;
-:mod:`jarvis.fleet.view_tunnel`), which names no task.
+:mod:`jarvis.fleet.view_tunnel`), and ``frames``: send pictures of its display for a while
+(``monitor``, ``max_side``; :mod:`jarvis.fleet.frames`); these two name no task.
 
 A message names the task it is for; a worker ignores (with a warning) one for a task it
 does not run, and a malformed one. Workers only read this stream; the coordinator writes.
@@ -23,7 +24,9 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
 
 log = logging.getLogger(__name__)
-KINDS = ("cancel", "stop", "approval", "takeover", "handback", "view")
+KINDS = ("cancel", "stop", "approval", "takeover", "handback", "view", "frames")
+OF_THE_DISPLAY = ("view", "frames")
+"""The kinds about the display, whatever task runs on it."""
 MAX_CONTROL_LEN = 1000
 
 
@@ -38,6 +41,8 @@ class Control:
     reason: str = ""
     session: str = ""
     access: str = ""
+    monitor: str = ""
+    max_side: str = ""
 
 
 async def send(redis: Redis, worker: str, control: Control) -> str:
@@ -49,8 +54,8 @@ async def send(redis: Redis, worker: str, control: Control) -> str:
 def parse(entry: str, raw: dict[Any, Any]) -> Control | None:
     fields = fields_of(raw)
     kind, task = fields.get("kind", ""), fields.get("task", "")
-    if kind == "view":
-        task = task or "-"  # a view is of the display, whatever runs there
+    if kind in OF_THE_DISPLAY:
+        task = task or "-"  # of the display, whatever runs there
     if kind not in KINDS or not task or (kind == "view" and not fields.get("session")):
         log.warning("control entry %s is malformed (kind %r, task %r); ignored", entry, kind, task)
         return None
@@ -64,6 +69,8 @@ def parse(entry: str, raw: dict[Any, Any]) -> Control | None:
         reason=fields.get("reason", ""),
         session=fields.get("session", ""),
         access=fields.get("access", ""),
+        monitor=fields.get("monitor", ""),
+        max_side=fields.get("max_side", ""),
     )
 
 

@@ -43,3 +43,10 @@ def view_key(session: str, direction: str) -> str:
     """Stream of one live-view session's bytes: ``down`` (the worker's x11vnc to the
     coordinator) or ``up`` (the viewer's input to the worker); short-lived."""
     return f"jarvis:view:{session}:{direction}"
+
+
+def frame_key(worker: str) -> str:
+    """Stream of the latest picture of one worker's display (one entry kept; fields
+    ``data`` JPEG, ``at`` epoch seconds, ``monitor``, ``max_side``, or ``error``): sent
+    while the coordinator asks (:mod:`jarvis.fleet.frames`)."""
+    return f"jarvis:frame:{worker}"

@@ -38,6 +38,9 @@ class WorkerInfo:
     views: bool = False
     """It serves a live view of its display through Redis (x11vnc on its own loopback;
     :mod:`jarvis.fleet.view_tunnel`), for a coordinator on another host."""
+    frames: bool = False
+    """It sends pictures of its display through Redis when asked (:mod:`jarvis.fleet.frames`):
+    the coordinator's once-a-second live picture when it runs on another host."""
 
 
 async def beat(redis: Redis, info: WorkerInfo, ttl_s: int = HEARTBEAT_TTL_S) -> None:

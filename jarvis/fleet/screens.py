@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from jarvis.desktop.vnc import VncError, VncServer
 from jarvis.fleet import keys
+from jarvis.fleet.frames import RemoteFrames
 from jarvis.fleet.view_tunnel import TunnelEnd, TunnelError, open_view
 from jarvis.redaction import register
 
@@ -78,6 +79,8 @@ class WorkerScreens:
         """Per worker: (display, cookie file) it serves, and its x11vnc."""
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
+        self.frames = RemoteFrames(redis)
+        """The pictures of workers on other hosts (``GET /api/screen/live``)."""
 
     async def beat(self, name: str) -> dict[str, Any] | None:
         """Worker ``name``'s last heartbeat; None when it has none (gone, or no such)."""

@@ -88,7 +88,7 @@ class FleetWorker:
         self.info = registry.WorkerInfo(
             options.name, options.host, options.where.name, options.size, __version__
         )
-        self.views = WorkerViews(redis, options.where, settings.takeover.enabled)
+        self.views = WorkerViews(redis, options.name, options.where, settings.takeover.enabled)
         # the cookie file the coordinator opens this display with (start-up named it)
         self.info.xauthority = options.where.xauthority or ""
         self.current: Claim | None = None
@@ -153,6 +153,7 @@ class FleetWorker:
         stopped; ``bench/coordinator_capacity.py`` drives it with a scripted agent."""
         self.agent = self._own = agent
         self.info.views = await asyncio.to_thread(self.views.can_serve)
+        self.info.frames = bool(self.options.where.name)
         helpers = [asyncio.create_task(self._heartbeat()), asyncio.create_task(self._control())]
         self.say(f"worker {self.options.name} on {self.options.where.name}: waiting for tasks")
         try:
@@ -366,8 +367,8 @@ class FleetWorker:
                 self._obey(message)
 
     def _obey(self, message: control.Control) -> None:
-        if message.kind == "view":  # of the display, whatever runs on it
-            return self.views.open(message.session, message.access)
+        if message.kind in control.OF_THE_DISPLAY:  # whatever runs on it
+            return self.views.obey(message)
         if message.kind == "handback" and holds.held_for(self.agent, message.task):
             holds.obey(self.agent, message, self._held)  # its task may have ended meanwhile
             return

@@ -5,7 +5,8 @@ only, passwords made per start, :class:`~jarvis.desktop.vnc.VncServer`) and keep
 it stops. Each session logs in to it with the password of the access the coordinator asked
 for (``full`` only for a takeover whose ticket the coordinator checked; ``view``: x11vnc
 itself drops the viewer's input) and copies bytes both ways through the session's streams.
-The worker opens no port of its own.
+The worker opens no port of its own. A ``frames`` control message starts the pictures of
+its display for a coordinator on another machine (:mod:`jarvis.fleet.frames`).
 
 Side: the worker.
 """
@@ -22,6 +23,8 @@ from jarvis.desktop import x11
 from jarvis.desktop.rfb import RfbError, logged_in, splice
 from jarvis.desktop.vnc import VncError, VncServer
 from jarvis.desktop.x11 import XDisplay
+from jarvis.fleet.control import Control
+from jarvis.fleet.frames import FrameSender
 from jarvis.fleet.view_tunnel import TunnelEnd
 from jarvis.redaction import register
 
@@ -43,10 +46,11 @@ def screen_size(where: XDisplay) -> str:
 class WorkerViews:
     """Live-view sessions of this worker's display (see the module doc)."""
 
-    def __init__(self, redis: Redis, where: XDisplay, enabled: bool = True) -> None:
+    def __init__(self, redis: Redis, name: str, where: XDisplay, enabled: bool = True) -> None:
         self.redis = redis
         self.where = where
         self.enabled = enabled
+        self.frames = FrameSender(redis, name, where)
         self.server: VncServer | None = None
         self._lock = asyncio.Lock()
         self._sessions: set[asyncio.Task[None]] = set()
@@ -60,6 +64,14 @@ class WorkerViews:
             and shutil.which("x11vnc") is not None
         )
 
+    def obey(self, message: Control) -> None:
+        """A ``view`` (serve a session) or ``frames`` (send pictures) control message."""
+        if message.kind == "frames":
+            if self.where.name:
+                self.frames.want(message)
+            return
+        self.open(message.session, message.access)
+
     def open(self, session: str, access: str) -> None:
         """Serve session ``session`` (a task kept until it ends)."""
         task = asyncio.create_task(self._serve(session, access), name=f"view {session}")
@@ -67,7 +79,8 @@ class WorkerViews:
         task.add_done_callback(self._sessions.discard)
 
     async def close(self) -> None:
-        """End every session and stop x11vnc."""
+        """End every session and the pictures, and stop x11vnc."""
+        await self.frames.close()
         for task in list(self._sessions):
             task.cancel()
         for task in list(self._sessions):

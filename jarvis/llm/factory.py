@@ -1,21 +1,23 @@
-"""Build the configured provider once per run (never per step), as its profile asks."""
+"""Build the configured provider once per run (never per step), as its profile asks.
+
+Only the chosen provider's module (and so its SDK) is imported: the SDKs take seconds to
+load on a busy machine, and a run needs one of them."""
 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from jarvis.config import Settings
 from jarvis.events import EventBus
-from jarvis.llm.anthropic import AnthropicProvider
 from jarvis.llm.base import AdapterBase, Connection
-from jarvis.llm.gemini import GeminiProvider
-from jarvis.llm.openai import OpenAIProvider
-from jarvis.llm.openai_actions import Approver
-from jarvis.llm.openai_responses import OpenAIResponsesProvider
 from jarvis.llm.profiles.adapter import GRAMMAR_FORMATS, ProfileProvider
 from jarvis.llm.profiles.catalog import Profile
 from jarvis.llm.profiles.select import active_profile
 from jarvis.llm.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from jarvis.llm.openai_actions import Approver
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,8 @@ def make_provider(
     }
     inner: AdapterBase
     if settings.provider == "anthropic":
+        from jarvis.llm.anthropic import AnthropicProvider
+
         inner = AnthropicProvider(
             settings.model,
             native_computer_tool=settings.native_computer_tool,
@@ -58,6 +62,8 @@ def make_provider(
             **connection,
         )
     elif profile.api == "gemini" or settings.provider == "gemini":
+        from jarvis.llm.gemini import GeminiProvider
+
         return GeminiProvider(
             settings.active_model,
             computer_use=profile.action_format == "gemini-computer",
@@ -66,8 +72,12 @@ def make_provider(
             **connection,
         )
     elif profile.api == "openai-responses":
+        from jarvis.llm.openai_responses import OpenAIResponsesProvider
+
         return OpenAIResponsesProvider(settings.openai_model, approve=approve, **connection)
     else:
+        from jarvis.llm.openai import OpenAIProvider
+
         inner = OpenAIProvider(settings.openai_model, served=profile.served_calls, **connection)
     if profile.action_format in GRAMMAR_FORMATS:
         return ProfileProvider(inner, profile)

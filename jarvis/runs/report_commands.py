@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from jarvis.config import Settings
     from jarvis.runs.replay import ReplayOutcome
 
-EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,7 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     replay = subparsers.add_parser(
         "replay", help="repeat a finished task's actions without the model, guarded at each step"
     )
-    replay.add_argument("task_id", help="the task id (its latest run), or a run folder")
+    replay.add_argument("task_id", nargs="?", help="the task id (its latest run), or a run folder")
+    replay.add_argument("--recording", help="repeat a recording of `jarvis record` instead")
+    replay.add_argument("--secret", help="the stored secret to type where the recording typed one")
     replay.add_argument(
         "--model",
         dest="use_model",
@@ -74,6 +76,18 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     from jarvis.runs.replay_run import replay_task
     from jarvis.runs.report import RunNotFound
     from jarvis.safety.approvals import ApprovalGate, ApprovalStore
+
+    if (args.task_id is None) == (args.recording is None):
+        print("jarvis replay: name a task id or --recording NAME (one of them)", file=sys.stderr)
+        return EXIT_USAGE
+    if args.recording is not None:
+        from jarvis.recording.replay_steps import recording_run_folder
+
+        try:
+            args.task_id = str(recording_run_folder(settings, args.recording, args.secret))
+        except (FileNotFoundError, ValueError) as exc:
+            print(f"jarvis replay: {exc}", file=sys.stderr)
+            return EXIT_USAGE
 
     async def replay() -> ReplayOutcome:
         bus = EventBus()  # the gate `jarvis run` has: nobody to answer, so held is refused

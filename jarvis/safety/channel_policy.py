@@ -17,7 +17,9 @@ tasks may do; every part only narrows what the global settings allow::
   email, a2a or mcp: a file that says so is refused);
 - ``unattended``: held calls of its tasks run without asking (never for email);
 - ``private_display``: each of its tasks runs on a private virtual display of its own;
-- ``rate_limit``: messages the gateway takes from it per window.
+- ``rate_limit``: messages the gateway takes from it per window;
+- ``secrets``: its tasks may type stored secrets (``type_secret``, ``type_totp``); null:
+  yes, except email, a2a and mcp.
 
 The old keys (``tools.per_channel``, ``safety.approve_per_channel``, ``safety.unattended``,
 ``safety.sandbox.channels``) are still read for one release: :func:`fold_legacy` moves them
@@ -32,7 +34,12 @@ from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jarvis.safety.settings import NEVER_APPROVE, NEVER_UNATTENDED, ChannelApprovalRules
+from jarvis.safety.settings import (
+    NEVER_APPROVE,
+    NEVER_UNATTENDED,
+    NO_SECRETS,
+    ChannelApprovalRules,
+)
 from jarvis.tools.toolbox_settings import ChannelPolicy
 
 NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")
@@ -74,6 +81,9 @@ class ChannelSettings(BaseModel):
     unattended: bool = Field(False, description="held calls run without asking (never email)")
     private_display: bool = Field(False, description="its tasks run on a private display")
     rate_limit: RateLimit | None = Field(None, description="messages taken per window")
+    secrets: bool | None = Field(
+        None, description="its tasks may type stored secrets; null: yes, except email/a2a/mcp"
+    )
 
 
 def check_blocks(blocks: Mapping[str, ChannelSettings]) -> None:
@@ -134,3 +144,20 @@ def refused_approvers(blocks: Mapping[str, ChannelSettings]) -> frozenset[str]:
     """Channels by which no answer to an approval is taken: email, a2a and mcp, and every
     channel whose ``may_approve`` is false."""
     return NEVER_APPROVE | {name for name, b in blocks.items() if b.may_approve is False}
+
+
+def secrets_refused(blocks: Mapping[str, ChannelSettings], channels: Iterable[str]) -> str | None:
+    """Why a task from ``channels`` may not use a stored secret (``None``: it may): a
+    channel whose block says ``secrets: false``, or email, a2a and mcp unless theirs says
+    ``secrets: true``."""
+    for name in channels:
+        block = blocks.get(name)
+        allowed = block.secrets if block is not None else None
+        if allowed is None:
+            allowed = name not in NO_SECRETS
+        if not allowed:
+            return (
+                f"tasks from channel '{name}' may not use stored secrets "
+                f"(channels.{name}.secrets is not true)"
+            )
+    return None

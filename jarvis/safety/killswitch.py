@@ -32,7 +32,14 @@ from jarvis.desktop.hotkey import (
 )
 from jarvis.desktop.keys import MODIFIERS, parse_chord
 
-__all__ = ["LOCK_VARIANTS", "KillSwitch", "KillSwitchError", "chord_grab", "kill_switch"]
+__all__ = [
+    "LOCK_VARIANTS",
+    "EarlyBrake",
+    "KillSwitch",
+    "KillSwitchError",
+    "chord_grab",
+    "kill_switch",
+]
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
@@ -41,13 +48,61 @@ if TYPE_CHECKING:
 class Brakeable(Protocol):
     """What a brake stops: a live task's Agent, or a replay's Replayer."""
 
-    stop: threading.Event
+    @property
+    def stop(self) -> threading.Event: ...
 
     def cancel(self, by: str = ...) -> None: ...
 
 
+class Startable(Brakeable, Protocol):
+    """An agent whose next run a brake can cancel before it begins."""
+
+    def cancel_next(self, by: str) -> None: ...
+
+
 log = logging.getLogger(__name__)
 STOPPED_BY = "hotkey"
+
+
+class EarlyBrake:
+    """The brake of a run whose agent is still being made (the SDK, the memory and the
+    desktop load after the grab): a press now is kept, and :meth:`attach` hands it to the
+    agent, so the run is cancelled before its first action; later presses go straight to
+    the agent. Thread-safe: the grab's thread presses, the loop attaches."""
+
+    def __init__(self) -> None:
+        self._own = threading.Event()
+        self._agent: Brakeable | None = None
+        self._lock = threading.Lock()
+        self.pressed_by: str | None = None
+        """Who pressed before the agent was there (None: nobody)."""
+
+    @property
+    def stop(self) -> threading.Event:
+        agent = self._agent
+        return agent.stop if agent is not None else self._own
+
+    def cancel(self, by: str = STOPPED_BY) -> None:
+        with self._lock:
+            agent = self._agent
+            if agent is None:
+                self.pressed_by = self.pressed_by or by
+                return
+        agent.cancel(by)
+
+    def attach(self, agent: Brakeable) -> str | None:
+        """From now on presses cancel ``agent``; who pressed before it was there, if
+        anyone (the caller cancels the run as it starts)."""
+        with self._lock:
+            self._agent = agent
+            return self.pressed_by
+
+    def hand_to(self, agent: Startable) -> None:
+        """:meth:`attach`, before the caller starts the run: a press made before cancels
+        the agent's next run as it begins, before its first step."""
+        pressed = self.attach(agent)
+        if pressed is not None:
+            agent.cancel_next(pressed)
 
 
 def end_own_xdotool() -> list[int]:
@@ -162,24 +217,25 @@ def kill_switch(
     loop: asyncio.AbstractEventLoop,
     where: x11.XDisplay,
     typing_on: Callable[[], x11.XDisplay] | None = None,
-) -> Iterator[None]:
+) -> Iterator[bool]:
     """While inside, the configured hotkey cancels ``agent``'s task. It is grabbed on the
     person's display ``where``, also when the task works on a private display
     (``typing_on`` names that one; default: ``where``). Without a hotkey or a display it
-    does nothing; a grab that fails is logged (the other brakes still work)."""
+    does nothing; a grab that fails is logged (the other brakes still work). Yields
+    whether the hotkey is armed."""
     chord = settings.safety.kill_hotkey
     typing_on = typing_on or (lambda: where)
     if not chord or not x11.is_x11(where):
-        yield
+        yield False
         return
     brake = agent_brake(agent, loop, chord=chord, typing_on=typing_on)
     try:
         switch = KillSwitch(chord, brake, where).start()
     except KillSwitchError as exc:
         log.warning("%s", exc)
-        yield
+        yield False
         return
     try:
-        yield
+        yield True
     finally:
         switch.stop()

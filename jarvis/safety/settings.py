@@ -5,12 +5,17 @@ This module imports nothing from :mod:`jarvis.config`, which imports it.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Literal
+
 from pydantic import BaseModel, Field, field_validator
 
 NEVER_UNATTENDED = frozenset({"email"})
 """Channels whose tasks are never approved without a person, whatever the settings say."""
 NEVER_APPROVE = frozenset({"email", "a2a", "mcp"})
 """Channels by which no approval is ever answered, whatever the settings say."""
+NO_SECRETS = frozenset({"email", "a2a", "mcp"})
+"""Channels whose tasks get no secret unless their block says ``secrets: true``."""
 
 DEFAULT_TEXT_PATTERNS = [
     r"\brm\s+(-[a-zA-Z]*\s+)*-[a-zA-Z]*[rRf]",  # rm -rf, rm -r, rm -f, rm -v -r
@@ -103,6 +108,22 @@ class SandboxSettings(BaseModel):
     start_timeout_s: float = Field(10.0, gt=0)
 
 
+class SecretsSettings(BaseModel):
+    """Where ``jarvis secrets`` keeps values and how long a typed secret's field stays
+    masked in the model's screenshots (DESIGN.md section 17)."""
+
+    store: Literal["auto", "keyring", "file"] = Field(
+        "auto", description="auto: the OS keyring when one works, else the encrypted file"
+    )
+    key_env: str = Field(
+        "JARVIS_SECRETS_KEY", description="the variable holding the encrypted file's passphrase"
+    )
+    key_file: Path | None = Field(
+        None, description="a file holding the passphrase instead (keep it outside the data dir)"
+    )
+    mask_s: float = Field(900.0, gt=0, description="how long a typed secret's field is masked")
+
+
 class SafetySettings(BaseModel):
     """Kill switch, approvals, budget and sandbox (DESIGN.md section 9)."""
 
@@ -129,6 +150,7 @@ class SafetySettings(BaseModel):
         0.8, gt=0, lt=1, description="share of the budget at which the model is told to finish"
     )
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    secrets: SecretsSettings = Field(default_factory=SecretsSettings)
 
     @field_validator("unattended")
     @classmethod

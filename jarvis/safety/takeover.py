@@ -32,10 +32,10 @@ MAIN_SCREEN = "main"
 display number) while a task runs there, a fleet worker's is ``worker/NAME``."""
 
 
-REFUSALS = ("not_allowed", "held", "not_held", "unreachable")
+REFUSALS = ("not_allowed", "held", "not_held", "unreachable", "no_agent", "no_worker")
 """Why a takeover or hand back is refused: the channel may not take over, someone holds
-the screen already, nobody holds it, the screen's worker cannot be told (the API maps
-each to its HTTP status)."""
+the screen already, nobody holds it, the screen's worker cannot be told, no agent drives
+the screen, no task runs on that worker (the API maps each to its HTTP status)."""
 
 
 class TakeoverRefused(Exception):

@@ -342,6 +342,9 @@ def build_registry(
         from jarvis.tools.grammar_tools import register_grammar_tools
 
         register_grammar_tools(registry)
+    from jarvis.tools.secret_tools import register_secret_tools
+
+    register_secret_tools(registry, settings)  # when the data dir has secrets
     if presets is None:
         register_presets(registry, load_default_presets(settings))
     elif isinstance(presets, Path):

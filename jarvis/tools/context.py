@@ -110,6 +110,28 @@ class InputLike(Protocol):
     def press_key(self, key: str) -> None: ...
 
 
+class WindowLike(Protocol):
+    """What the tools read of a top-level window (``jarvis.desktop.windows.WindowInfo``)."""
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def box(self) -> tuple[int, int, int, int] | None: ...
+
+
+class WindowsLike(Protocol):
+    """The window lookups the tools use (``jarvis.desktop.windows.Windows``)."""
+
+    def focused(self) -> WindowLike: ...
+
+
+class MasksLike(Protocol):
+    """Boxes every picture of the screen hides (``jarvis.desktop.masks.ScreenMasks``)."""
+
+    def add(self, box: tuple[int, int, int, int], seconds: float) -> None: ...
+
+
 class ControlOutcome(BaseModel):
     """A loop-level outcome a tool asked for.
 
@@ -152,6 +174,10 @@ class ToolContext:
     approved: set[str] = field(default_factory=set)
     """Ids of held calls that were let through (a person allowed them, or the task runs
     unattended): a risky ``call_user`` that is in here goes on instead of stopping."""
+    windows: WindowsLike | None = None
+    """The desktop's window lookups (the focused window a secret would be typed into)."""
+    masks: MasksLike | None = None
+    """The screen's masks: a field a secret was typed into is hidden from every picture."""
 
     @classmethod
     def for_task(
@@ -167,6 +193,8 @@ class ToolContext:
         stop: threading.Event | None = None,
         channels: tuple[str, ...] = (),
         elements: ElementView | None = None,
+        windows: WindowsLike | None = None,
+        masks: MasksLike | None = None,
     ) -> ToolContext:
         """A context whose data dir and provider come from ``settings``."""
         return cls(
@@ -181,6 +209,8 @@ class ToolContext:
             stop=stop,
             channels=tuple(channels),
             elements=elements,
+            windows=windows,
+            masks=masks,
         )
 
     @property

@@ -9,13 +9,17 @@ import asyncio
 import contextlib
 import logging
 from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING
 
 from jarvis.config import Settings
 from jarvis.tools.files import register_file_tools
-from jarvis.tools.mcp_bridge import McpManager
+from jarvis.tools.mcp_config import load_mcp_config, mcp_config_path
 from jarvis.tools.registry import ToolRegistry
 from jarvis.tools.skills import SkillManager
 from jarvis.tools.web import register_web_tools
+
+if TYPE_CHECKING:
+    from jarvis.tools.mcp_bridge import McpManager
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +42,13 @@ async def open_toolbox(
         watcher = asyncio.create_task(skills.watch(), name="skills-watch")
         stack.push_async_callback(_cancel, watcher)
     manager: McpManager | None = None
-    if settings.toolbox.mcp.enabled:
-        manager = McpManager(settings)
+    mcp = settings.toolbox.mcp
+    path = mcp_config_path(settings.data_dir, mcp.config_file)
+    config = load_mcp_config(path) if mcp.enabled else None
+    if config is not None and (config.servers or config.problems):
+        from jarvis.tools.mcp_bridge import McpManager  # the mcp SDK: only when configured
+
+        manager = McpManager(settings, config)
         if manager.connections:
             manager.attach(registry)
             manager.start()

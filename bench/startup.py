@@ -1,0 +1,135 @@
+"""How soon `jarvis run` can be stopped and how soon it works: a real `jarvis run` process on
+a private Xvfb with the scripted model (tests/fake_model.py) behind the real SDK.
+
+Per run: launch to the kill switch's grab (the "brake armed" line, printed once the grab is
+in place) and launch to the model's first request. Prints one JSON object: p50 and p95 of
+each over ``--runs`` runs, against the targets (grab at most 1 s p50, first request at most
+2.5 s p50), and what ``jarvis run`` imports before the grab (the modules that take longest).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+TARGET_GRAB_P50_MS = 1000.0
+TARGET_FIRST_REQUEST_P50_MS = 2500.0
+ARMED = "brake armed:"
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return round(ordered[index], 1)
+
+
+def one_run(env: dict[str, str], data: Path, first: list[float]) -> tuple[float, float]:
+    """(launch to the grab, launch to the first model request), in ms."""
+    first.clear()
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jarvis", "run", "say hello", "--data-dir", str(data)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    armed = None
+    for line in proc.stdout:
+        if line.startswith(ARMED):
+            armed = time.monotonic()
+            break
+    _out, err = proc.communicate(timeout=120)
+    if armed is None or not first:
+        why = f"jarvis run ended {proc.returncode} without a grab or a request"
+        raise RuntimeError(f"{why}:\n{err}")
+    return (armed - started) * 1000, (first[0] - started) * 1000
+
+
+def imported_before_grab(env: dict[str, str]) -> list[dict[str, Any]]:
+    """The slowest modules `import jarvis.cli` and the kill switch's module load."""
+    code = "import jarvis.cli, jarvis.safety.killswitch, jarvis.config"
+    found = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code], env=env, capture_output=True, text=True
+    ).stderr
+    rows = []
+    for line in found.splitlines():
+        parts = line.removeprefix("import time:").split("|")
+        if len(parts) == 3 and parts[0].strip().isdigit():
+            rows.append({"module": parts[2].strip(), "cumulative_ms": int(parts[1]) / 1000})
+    tops = [r for r in rows if not r["module"].startswith(" ")]
+    return sorted(tops, key=lambda r: -r["cumulative_ms"])[:5]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    args = parser.parse_args()
+    from tests.fake_model import FakeModel, Reply
+    from tests.xserver import start_xvfb
+
+    first: list[float] = []
+    lock = threading.Lock()
+
+    def answer(request: Any) -> Reply:
+        with lock:
+            if not first:
+                first.append(time.monotonic())
+        return Reply(text="Hello. Done.")
+
+    model = FakeModel().start()
+    model.set_default(answer)
+    grabs: list[float] = []
+    requests: list[float] = []
+    try:
+        with start_xvfb(1280, 800) as server, tempfile.TemporaryDirectory() as tmp:
+            env = {
+                **server.env(),
+                "PATH": os.environ["PATH"],
+                "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+                "ANTHROPIC_API_KEY": "bench-key-0123456789",
+                "ANTHROPIC_BASE_URL": model.anthropic_base_url,
+                "JARVIS_MAX_RETRIES": "0",
+                "JARVIS_LONG_TERM_MEMORY": "false",
+                "ANONYMIZED_TELEMETRY": "False",
+                "HOME": tmp,
+            }
+            one_run(env, Path(tmp) / "warm", first)  # the OS's file cache, as a second run has
+            for run in range(args.runs):
+                grab, request = one_run(env, Path(tmp) / f"d{run}", first)
+                grabs.append(grab)
+                requests.append(request)
+            slowest = imported_before_grab(env)
+    finally:
+        model.stop()
+    result = {
+        "runs": args.runs,
+        "launch_to_brake_armed_ms": {"p50": pct(grabs, 0.5), "p95": pct(grabs, 0.95)},
+        "launch_to_first_model_request_ms": {
+            "p50": pct(requests, 0.5),
+            "p95": pct(requests, 0.95),
+        },
+        "target_brake_p50_ms": TARGET_GRAB_P50_MS,
+        "target_first_request_p50_ms": TARGET_FIRST_REQUEST_P50_MS,
+        "meets_targets": pct(grabs, 0.5) <= TARGET_GRAB_P50_MS
+        and pct(requests, 0.5) <= TARGET_FIRST_REQUEST_P50_MS,
+        "slowest_imports_before_the_grab": slowest,
+        "load_average_1m": round(os.getloadavg()[0], 2),
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
