@@ -13,10 +13,12 @@ Apps run as the compositor's user (:meth:`PrivateSway.run_app`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -36,6 +38,7 @@ log = logging.getLogger(__name__)
 
 USER = "jarvis-wl"
 START_TIMEOUT_S = 20.0
+STOP_GRACE_S = 5.0
 POLL_S = 0.02
 
 
@@ -207,6 +210,7 @@ class PrivateSway:
     def stop(self) -> None:
         for proc in reversed(self._apps):
             _end(proc)
+            _wait_group_gone(proc.pid)  # its children too: they may write in the home
         self._apps = []
         if self._proc is not None:
             _end(self._proc)
@@ -221,6 +225,21 @@ class PrivateSway:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _wait_group_gone(pgid: int) -> None:
+    """Wait (a few seconds at most) until no process of group ``pgid`` is left: an app
+    started through a wrapper (dbus-run-session) outlives the wrapper by a moment and
+    writes its settings on the way out."""
+    deadline = time.monotonic() + STOP_GRACE_S
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(POLL_S)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
 
 
 def sandboxed_wayland(settings: Settings, body: Callable[[WaylandDisplay], int]) -> int:
