@@ -22,6 +22,7 @@ START_UP = {
     "calibrate/commands.py",  # jarvis calibrate
     "runs/report_commands.py",  # jarvis replay
     "eval/child.py",  # an eval run's child process, run as a script
+    "recording/commands.py",  # jarvis record
 }
 """The command entries that may call ``XDisplay.from_env()``: each reads the display once
 when the command starts and passes it down; everything below takes a display."""
