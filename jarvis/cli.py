@@ -302,9 +302,26 @@ def entry() -> None:
     raise SystemExit(code)
 
 
+def bare_sandbox(argv: Sequence[str]) -> list[str]:
+    """``--sandbox`` with no kind after it means x11, also when the task follows it
+    (``jarvis run --sandbox "open the notes"``: argparse would read the task as the kind)."""
+    out = list(argv)
+    for i, token in enumerate(out):
+        if token == "--":
+            break
+        kinded = any(t in ("run", "eval") for t in out[:i])  # serve's and worker's take none
+        if (
+            token == "--sandbox"
+            and kinded
+            and (i + 1 == len(out) or out[i + 1] not in SANDBOX_KINDS)
+        ):
+            out[i] = "--sandbox=x11"
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    args, extra = parser.parse_known_args(bare_sandbox(sys.argv[1:] if argv is None else argv))
     if extra:  # said by the command they were given to, with its usage, not the top level's
         usage: argparse.ArgumentParser = getattr(args, "usage_parser", parser)
         usage.error(f"unrecognized arguments: {' '.join(extra)}")
