@@ -15,12 +15,14 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # TigerVNC's Xvnc. The Wayland desktop (DESIGN section 15): sway run headless, grim
 # (screencopy), wtype (a virtual keyboard with its own keymap), wl-clipboard, foot and wev
 # (the tests' Wayland apps), swaybg (the benches' Wayland background), qtwayland5 (Qt apps
-# on Wayland: featherpad's tree in tests/test_wlroots_a11y.py).
+# on Wayland: featherpad's tree in tests/test_wlroots_a11y.py). OSWorld tasks (DESIGN
+# section 16): LibreOffice Calc, Writer and Impress, GIMP and Thunderbird.
 APT_PACKAGES := xvfb xauth xdotool x11vnc xclip x11-utils xterm python3-venv python3-tk \
 	xserver-xorg-core xserver-xorg-video-dummy x11-xserver-utils tigervnc-standalone-server \
 	mousepad featherpad xfce4-terminal chromium fonts-noto-cjk fonts-noto-color-emoji \
 	dovecot-imapd tmux matchbox-window-manager redis-server at-spi2-core dbus-x11 \
-	podman runc debootstrap sway swaybg grim wtype wl-clipboard foot wev qtwayland5
+	podman runc debootstrap sway swaybg grim wtype wl-clipboard foot wev qtwayland5 \
+	libreoffice-calc libreoffice-writer libreoffice-impress gimp thunderbird
 TASK ?=
 RUN_ARGS ?=
 
@@ -35,7 +37,7 @@ setup: system venv
 # System packages: the virtual display, X input and clipboard tools.
 system:
 	@missing=""; \
-	for c in Xvfb xdotool xclip xwininfo xterm mousepad featherpad xfce4-terminal chromium tmux matchbox-window-manager redis-server x11vnc podman runc debootstrap Xorg xrandr Xvnc sway swaybg grim wtype wl-copy foot wev; do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
+	for c in Xvfb xdotool xclip xwininfo xterm mousepad featherpad xfce4-terminal chromium tmux matchbox-window-manager redis-server x11vnc podman runc debootstrap Xorg xrandr Xvnc sway swaybg grim wtype wl-copy foot wev soffice gimp thunderbird; do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
 	$(PYTHON) -c 'import tkinter, ensurepip' 2>/dev/null || missing="$$missing python3-tk/venv"; \
 	[ -e /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc ] || missing="$$missing fonts-noto-cjk"; \
 	[ -x /usr/sbin/dovecot ] || missing="$$missing dovecot"; \
@@ -55,7 +57,7 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,osworld]'
 	touch $@
 
 lint: venv

@@ -23,6 +23,7 @@ START_UP = {
     "runs/report_commands.py",  # jarvis replay
     "eval/child.py",  # an eval run's child process, run as a script
     "recording/commands.py",  # jarvis record
+    "eval/osworld/profile.py",  # an OSWorld task's setup script, run in the task's display
 }
 """The command entries that may call ``XDisplay.from_env()``: each reads the display once
 when the command starts and passes it down; everything below takes a display."""

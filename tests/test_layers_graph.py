@@ -162,10 +162,13 @@ def private_uses(root: Path = ROOT) -> list[str]:
     """``module: owner._name`` for each private name a module takes from another node:
     ``from jarvis.x import _name``, ``x._name`` on an imported jarvis module, and
     ``obj._name`` (``obj`` not ``self``/``cls``) for an attribute only other nodes' classes
-    define (the owner is then every node that defines it)."""
+    define (the owner is then every node that defines it). Vendored code (a ``vendor``
+    folder: another project's modules, kept as they are) is not read."""
     trees = {}
     owners: dict[str, set[str]] = {}
     for path in sorted((root / "jarvis").rglob("*.py")):
+        if "vendor" in path.relative_to(root).parts:
+            continue
         module = module_name(path, root)
         tree = ast.parse(path.read_text(encoding="utf-8"))
         trees[module] = (tree, path.name == "__init__.py")

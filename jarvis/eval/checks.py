@@ -11,9 +11,10 @@ import importlib
 import os
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from jarvis.eval.suite import Check
 
@@ -26,6 +27,10 @@ class CheckContext:
     work: Path
     env: dict[str, str] = field(default_factory=dict)
     """DISPLAY and XAUTHORITY (or WAYLAND_DISPLAY and SWAYSOCK), WORK and SUITE of the task."""
+    outcome: Mapping[str, Any] | None = None
+    """The agent's outcome (status, summary, ...), None when it has none."""
+    score: float | None = None
+    """A fractional score the check may set (an OSWorld metric's); None: pass or fail."""
 
     def path(self, name: str) -> Path:
         resolved = (self.work / name).resolve()

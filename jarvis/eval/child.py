@@ -66,7 +66,7 @@ async def run_child(spec: dict[str, Any], where: Where) -> dict[str, Any]:
 
     task = load_task(Path(spec["task_file"]))
     provider_name = spec.get("provider") or None
-    settings = task_settings(spec, task.budget.steps)
+    settings = task_settings(spec, spec.get("max_steps") or task.budget.steps)
     bus = EventBus()
     oracle = None
     if provider_name == "oracle":

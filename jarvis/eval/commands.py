@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jarvis.config import PROVIDERS
+from jarvis.eval.osworld import commands as osworld_commands
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
@@ -29,7 +30,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "eval",
         help="run a suite of tasks, each on a fresh virtual display, and judge the results",
     )
-    p.add_argument("suite", help="a suite folder of YAML tasks, or a shipped suite: starter")
+    p.add_argument(
+        "suite",
+        help="a suite folder of YAML tasks, OSWorld task JSON (a file, a folder, its "
+        "evaluation_examples), a shipped suite (starter, osworld_starter), or `fetch`",
+    )
     p.add_argument("--repeat", type=int, default=1, help="runs per task (default 1)")
     p.add_argument(
         "--provider",
@@ -49,6 +54,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the private display each task runs on: x11 (Xvfb, the default) or wayland "
         "(a headless sway run as an unprivileged user)",
     )
+    p.add_argument(
+        "--max-steps", type=int, help="steps allowed per run (OSWorld-Verified: 15, 50, 100)"
+    )
+    osworld_commands.add_arguments(p)
     where = p.add_mutually_exclusive_group()
     where.add_argument(
         "--workers",
@@ -65,23 +74,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     from jarvis.eval.fleet import FleetEvalError
-    from jarvis.eval.parallel import parse_workers
     from jarvis.eval.runner import eval_model, run_suite
     from jarvis.eval.suite import SuiteError, load_suite, resolve_suite
     from jarvis.eval.summary import summarize, write_html
     from jarvis.preflight import base_url_problem
 
-    if args.repeat < 1:
-        print("jarvis: --repeat must be at least 1", file=sys.stderr)
+    if args.suite == "fetch":
+        return osworld_commands.cmd_fetch(args, settings)
+    workers = _workers(args)
+    if workers is None:
         return EXIT_USAGE
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    osworld = osworld_commands.osworld_path(args)
+    out = args.out
+    domains: dict[str, str] = {}
     try:
-        workers = parse_workers(args.workers) if args.workers is not None else 1
-    except ValueError as exc:
-        print(f"jarvis: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        folder = resolve_suite(args.suite)
-        tasks = load_suite(folder, args.only)
+        if osworld is not None:
+            out = out or settings.data_dir / "eval" / f"{stamp}-osworld"
+            tasks, folder, domains = osworld_commands.prepare(args, settings, osworld, out)
+        else:
+            folder = resolve_suite(args.suite)
+            tasks = load_suite(folder, args.only)
     except SuiteError as exc:
         print(f"jarvis: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -94,7 +107,6 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     if args.fleet and args.sandbox != "x11":
         print(f"jarvis: {FLEET_HAS_DISPLAYS}", file=sys.stderr)
         return EXIT_USAGE
-    stamp = time.strftime("%Y%m%d-%H%M%S")
 
     common: dict[str, Any] = {
         "provider": provider,
@@ -103,6 +115,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         "stamp": stamp,
         "on_result": _progress,
         "display": args.sandbox,
+        "max_steps": args.max_steps,
     }
     try:
         executor = _executor(args, settings, workers)
@@ -113,14 +126,30 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     except KeyboardInterrupt:
         print("jarvis: eval interrupted; its displays are stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
-    summary = summarize(
-        results, suite=folder.name, provider=provider, model=model, repeat=args.repeat
-    )
-    out = args.out or settings.data_dir / "eval" / f"{stamp}-{folder.name}"
+    head = {"suite": folder.name, "provider": provider, "model": model, "repeat": args.repeat}
+    if osworld is not None:
+        return osworld_commands.report(args, results, domains, out, head)
+    summary = summarize(results, **head)
+    out = out or settings.data_dir / "eval" / f"{stamp}-{folder.name}"
     html = write_html(summary, results, out / "summary.html")
     summary["html"] = str(html)
     print(json.dumps(summary))
     return EXIT_OK if summary["total"]["success_rate"] == 1.0 else EXIT_FAILED
+
+
+def _workers(args: argparse.Namespace) -> int | None:
+    """``--workers`` (1 without it); None, said on stderr, when it or ``--repeat`` or
+    ``--max-steps`` is not a whole number of at least 1."""
+    from jarvis.eval.parallel import parse_workers
+
+    if args.repeat < 1 or (args.max_steps is not None and args.max_steps < 1):
+        print("jarvis: --repeat and --max-steps must be at least 1", file=sys.stderr)
+        return None
+    try:
+        return parse_workers(args.workers) if args.workers is not None else 1
+    except ValueError as exc:
+        print(f"jarvis: {exc}", file=sys.stderr)
+        return None
 
 
 def _progress(result: RunResult) -> None:

@@ -51,7 +51,8 @@ def spec(task: EvalTask, suite_dir: Path, provider: str, model: str | None) -> s
 
 def result_text(result: RunResult) -> str:
     return result.model_dump_json(
-        include={"success", "reason", "status", "summary", "steps"} | {"tokens", "cost_usd"}
+        include={"success", "reason", "status", "summary", "steps"}
+        | {"tokens", "cost_usd", "score"}
     )
 
 
@@ -72,6 +73,8 @@ def result_from(task: str, repeat: int, run_id: str, summary: str) -> RunResult:
             cache_read_tokens=int(tokens.get("cache_read", 0)),
         )
         result.cost_usd = float(data.get("cost_usd") or 0.0)
+        score = data.get("score")
+        result.score = float(score) if score is not None else None
     except (ValueError, KeyError, TypeError, AttributeError):
         result.reason = f"the fleet ended the run: {summary}"
     return result

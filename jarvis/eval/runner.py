@@ -118,7 +118,7 @@ def _wants_tree(spec: dict[str, Any], task: EvalTask) -> bool:
     from jarvis.safety.sandbox import wants_tree
 
     try:
-        return wants_tree(task_settings(spec, task.budget.steps))
+        return wants_tree(task_settings(spec, spec.get("max_steps") or task.budget.steps))
     except Exception as exc:  # the agent's process meets the same error and reports it
         log.warning("eval task %s: settings not readable (%s); no accessibility bus", task.id, exc)
         return False
@@ -138,7 +138,12 @@ def task_display(task: EvalTask, tree: bool, kind: str = "x11") -> Iterator[dict
             assert sway.where is not None
             yield {"WAYLAND_DISPLAY": sway.where.socket, "SWAYSOCK": sway.where.swaysock}
         return
-    bare = SandboxSettings(size=f"{width}x{height}", window_manager=None)
+    size = f"{width}x{height}"  # unless the task asks for a window manager (OSWorld's)
+    bare = (
+        SandboxSettings(size=size)
+        if task.window_manager
+        else SandboxSettings(size=size, window_manager=None)
+    )
     with Sandbox(bare, tree) as display:
         yield display.env()
 
@@ -154,6 +159,7 @@ def run_one(
     delay_s: float = 0.0,
     stop: threading.Event | None = None,
     display: str = "x11",
+    max_steps: int | None = None,
 ) -> RunResult:
     """One run of ``task`` on a private ``display`` (x11 or wayland); never raises for
     what goes wrong inside the run. ``stop`` (set from another thread) ends the agent
@@ -167,6 +173,7 @@ def run_one(
         "provider": provider,
         "model": model,
         "delay_s": delay_s,
+        "max_steps": max_steps,
     }
     try:
         with (
@@ -201,14 +208,16 @@ class Plan:
     delay_s: float = 0.0
     display: str = "x11"
     """The kind of private display each run gets: x11 (Xvfb) or wayland (headless sway)."""
+    max_steps: int | None = None
+    """``--max-steps``: the steps of every run, over its task's budget."""
 
     def run(self, job: Job, stop: threading.Event | None = None) -> RunResult:
         """One planned run here (:func:`run_one`), with its report."""
         task, n, run_id = job
+        where = (self.suite_dir, self.data_dir)
         result = run_one(
             task,
-            self.suite_dir,
-            self.data_dir,
+            *where,
             run_id,
             n,
             self.provider,
@@ -216,6 +225,7 @@ class Plan:
             self.delay_s,
             stop,
             self.display,
+            self.max_steps,
         )
         add_report(result, self.data_dir)
         return result
@@ -257,11 +267,17 @@ def run_suite(
     on_result: Callable[[RunResult], None] | None = None,
     executor: Executor | None = None,
     display: str = "x11",
+    max_steps: int | None = None,
 ) -> list[RunResult]:
     """Every task ``repeat`` times (the runs are ``e-STAMP-TASK-N``), by ``executor``
     (default :class:`Serial`), each on a private ``display`` (x11 or wayland); the
     results in the serial order."""
-    plan = Plan(suite_dir, data_dir, provider, model, delay_s, display)
+    plan = Plan(suite_dir, data_dir, provider, model, delay_s, display, max_steps)
+    if max_steps is not None:  # the fleet's workers read the budget from the task itself
+        tasks = [
+            t.model_copy(update={"budget": t.budget.model_copy(update={"steps": max_steps})})
+            for t in tasks
+        ]
     run = executor if executor is not None else Serial()
     return run(jobs(tasks, repeat, stamp), plan, on_result or _ignore)
 

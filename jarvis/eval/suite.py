@@ -94,6 +94,8 @@ class EvalTask(Strict):
     budget: Budget = Field(default_factory=Budget)
     check: Check
     oracle: list[list[OracleCall]] = Field(default_factory=list)
+    window_manager: bool = False
+    """Start the display's window manager (it maximizes windows, as OSWorld's image)."""
     source: str = ""
     """The YAML file (filled in by the loader)."""
 

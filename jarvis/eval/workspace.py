@@ -29,6 +29,8 @@ from jarvis.eval.checks import CheckContext, run_check
 from jarvis.eval.suite import EvalTask, SetupStep
 from jarvis.usage import Usage
 
+JARVIS_ROOT = str(Path(__file__).resolve().parents[2])
+"""Where this ``jarvis`` package is: ``$PYTHON -m jarvis...`` in a setup imports it."""
 CHECK_KEYS = ("DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "SWAYSOCK", "WORK", "SUITE")
 """The part of the run's environment a check sees."""
 
@@ -46,6 +48,8 @@ class RunResult(BaseModel):
     tokens: Usage = Field(default_factory=Usage)
     cost_usd: float = 0.0
     wall_s: float = 0.0
+    score: float | None = None
+    """The check's fractional score where it gives one (OSWorld tasks), else None."""
     report: str | None = None
     """The run's report.html (absolute path)."""
 
@@ -108,6 +112,7 @@ class Workspace:
         agent and the check run with. Raises :class:`SetupFailed`."""
         env = {**os.environ, **display_env, "WORK": str(self.work), "SUITE": str(self.suite)}
         env["PYTHON"] = sys.executable
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [JARVIS_ROOT, env.get("PYTHONPATH")]))
         self.env = env
         home = self.work / ".home"  # the apps start as on a fresh machine, every time
         try:
@@ -130,10 +135,13 @@ class Workspace:
         if outcome is not None:
             result.record(outcome)
         context = CheckContext(
-            work=self.work, env={k: self.env[k] for k in CHECK_KEYS if k in self.env}
+            work=self.work,
+            env={k: self.env[k] for k in CHECK_KEYS if k in self.env},
+            outcome=outcome,
         )
         ok, reason = run_check(self.task.check, context)
         result.success = ok
+        result.score = context.score
         result.reason = reason if not problem else f"{problem}; check: {reason}"
 
     def tear_down(self) -> None:
