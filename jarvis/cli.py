@@ -244,6 +244,7 @@ async def _run_task(
                 with (
                     kill_switch(settings, agent, loop, person, lambda: where),
                     foreground(settings.data_dir, f"run: {task}"),
+                    agent.desktop.acting(),  # the on-screen sign (desktop.indicator)
                 ):
                     outcome = await agent.run(task)
             finally:

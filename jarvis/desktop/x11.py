@@ -39,6 +39,9 @@ class XDisplay:
     session_bus: str = field(default="", compare=False)
     """The D-Bus session of this display's desktop (its accessibility bus publishes the
     apps' widgets); empty: none known."""
+    private: bool = field(default=False, compare=False)
+    """A display Jarvis started for itself (``--sandbox``, a channel's): nobody looks at
+    it, so ``desktop.indicator: auto`` shows no sign there."""
 
     @classmethod
     def from_env(cls) -> XDisplay:
