@@ -9,6 +9,7 @@ import logging
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from importlib import import_module
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ from jarvis.config import PROVIDERS, ConfigError, Settings, load_chosen
 from jarvis.logfile import setup_logging
 
 if TYPE_CHECKING:
+    from jarvis.agent.agent import Agent
     from jarvis.desktop.x11 import XDisplay
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NEEDS_USER, EXIT_CANCELLED = 0, 1, 2, 3, 130
@@ -244,7 +246,7 @@ async def _run_task(
                 with (
                     kill_switch(settings, agent, loop, person, lambda: where),
                     foreground(settings.data_dir, f"run: {task}"),
-                    agent.desktop.acting(),  # the on-screen sign (desktop.indicator)
+                    sign(agent),  # the on-screen sign (desktop.indicator)
                 ):
                     outcome = await agent.run(task)
             finally:
@@ -255,6 +257,11 @@ async def _run_task(
         journal.close()
     reporter.final(outcome)
     return STATUS_EXIT[outcome.status]
+
+
+def sign(agent: Agent) -> AbstractContextManager[None]:
+    """The agent's desktop shows that Jarvis acts while a task runs (desktop.indicator)."""
+    return agent.desktop.acting() if agent.desktop is not None else nullcontext()
 
 
 def entry() -> None:

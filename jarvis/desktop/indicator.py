@@ -33,7 +33,6 @@ from typing import Any
 from Xlib.protocol import rq, structs
 
 from jarvis.desktop.monitors import Monitor
-from jarvis.desktop.settings import IndicatorMode
 from jarvis.desktop.x11 import XDisplay, close_display
 from jarvis.desktop.x11_focus import client_window, ping
 
@@ -80,8 +79,9 @@ def border_boxes(monitor: Monitor, thickness: int = THICKNESS) -> list[tuple[int
     ]
 
 
-def indicator_wanted(mode: IndicatorMode, where: XDisplay, monitors: list[Monitor]) -> bool:
-    """Whether the sign is shown on ``where`` (``monitors``: every one, index 0 first)."""
+def indicator_wanted(mode: str, where: XDisplay, monitors: list[Monitor]) -> bool:
+    """Whether the sign is shown on ``where`` (``monitors``: every one, index 0 first) with
+    ``desktop.indicator`` set to ``mode`` (auto, on, off)."""
     if mode != "auto":
         return mode == "on"
     if where.private:
