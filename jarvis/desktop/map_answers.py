@@ -12,10 +12,12 @@ the map made by the change.
 
 :class:`MapAnswers` records, for one client (named by a window it owns) and for our
 own control connection: the ``MappingNotify`` events delivered to the client, its
-``GetKeyboardMapping`` requests, and our ``GetInputFocus`` requests, which serve as
-barriers: the RECORD data comes in the server's processing order on a connection of
-its own, so once our barrier request is seen in it, everything the server did before
-has been counted. :meth:`MapAnswers.changed` runs a change and returns its number;
+``GetKeyboardMapping`` requests, and our ``InternAtom`` requests for a name of our own
+(which creates nothing), which serve as barriers: the RECORD data comes in the
+server's processing order on a connection of its own, so once our barrier's name is
+seen in it, everything the server did before has been counted (the context is enabled,
+its StartOfData seen, before the first barrier). :meth:`MapAnswers.changed` runs a change
+and returns its number;
 :meth:`MapAnswers.wait` waits until the client fetched the map after that change.
 A client that fetches the map only when it next translates a key (plain Xlib clients)
 does not answer until then: :meth:`wait` returns False after its timeout, and the caller
@@ -33,10 +35,11 @@ from jarvis.desktop.x11 import XDisplay, close_display
 
 log = logging.getLogger(__name__)
 
-_GET_INPUT_FOCUS = 43
+_INTERN_ATOM = 16
 _GET_KEYBOARD_MAPPING = 101
 _MAPPING_NOTIFY = 34
-_FROM_SERVER, _FROM_CLIENT, _END = 0, 1, 5
+_FROM_SERVER, _FROM_CLIENT, _START = 0, 1, 4
+_START_S = 3.0
 
 
 class MapAnswers:
@@ -50,8 +53,9 @@ class MapAnswers:
         self._cond = threading.Condition()
         self._notified = 0  # MappingNotify events delivered to the client
         self._answered = 0  # the last notification the client fetched the map after
-        self._barriers = 0  # our GetInputFocus requests seen in the data
+        self._barrier = b""  # the name of our last InternAtom seen in the data
         self._sent_barriers = 0
+        self._enabled = threading.Event()
         self._ctl: Any = None
         self._data: Any = None
         self._context = 0
@@ -86,7 +90,7 @@ class MapAnswers:
             "client_died": False,
         }
         ranges = [
-            empty | {"core_requests": (_GET_INPUT_FOCUS, _GET_INPUT_FOCUS)},
+            empty | {"core_requests": (_INTERN_ATOM, _INTERN_ATOM)},
             empty
             | {
                 "core_requests": (_GET_KEYBOARD_MAPPING, _GET_KEYBOARD_MAPPING),
@@ -97,6 +101,8 @@ class MapAnswers:
         self._ctl.sync()
         self._thread = threading.Thread(target=self._run, name="map-answers", daemon=True)
         self._thread.start()
+        if not self._enabled.wait(_START_S):  # before it, nothing is recorded
+            raise RuntimeError("RECORD did not start")
         self.ok = True
         self.barrier()
 
@@ -110,13 +116,17 @@ class MapAnswers:
             self._cond.notify_all()
 
     def _seen(self, reply: Any) -> None:
+        if reply.category == _START:
+            self._enabled.set()
         if reply.category not in (_FROM_SERVER, _FROM_CLIENT) or not reply.data:
             return
         ours = reply.id_base == self._ours
-        code = reply.data[0] & 0x7F
+        data = bytes(reply.data)
+        code = data[0] & 0x7F
         with self._cond:
-            if reply.category == _FROM_CLIENT and ours and code == _GET_INPUT_FOCUS:
-                self._barriers += 1
+            if reply.category == _FROM_CLIENT and ours and code == _INTERN_ATOM:
+                length = int.from_bytes(data[4:6], "little" if not reply.client_swapped else "big")
+                self._barrier = data[8 : 8 + length]
             elif reply.category == _FROM_SERVER and not ours and code == _MAPPING_NOTIFY:
                 self._notified += 1
             elif reply.category == _FROM_CLIENT and not ours and code == _GET_KEYBOARD_MAPPING:
@@ -128,11 +138,12 @@ class MapAnswers:
     def barrier(self, timeout: float = 3.0) -> int:
         """Wait until the watch has counted everything the server did so far; the number
         of notifications delivered to the client by then."""
-        self._ctl.get_input_focus()  # a round trip: the server recorded it
         self._sent_barriers += 1
+        name = f"_JARVIS_BARRIER_{id(self):x}_{self._sent_barriers}"
+        self._ctl.intern_atom(name, only_if_exists=True)  # a round trip: it was recorded
+        token = name.encode()
         with self._cond:
-            sent = self._sent_barriers
-            self._cond.wait_for(lambda: self._barriers >= sent or not self.ok, timeout)
+            self._cond.wait_for(lambda: self._barrier == token or not self.ok, timeout)
             return self._notified
 
     def changed(self, change: Callable[[], object]) -> int:
