@@ -98,6 +98,19 @@ def our_row(keysym: int) -> list[int]:
     return [keysym, keysym, _VOID, _VOID]
 
 
+def change_rows(display: Any, rows: dict[int, list[int]]) -> None:
+    """Set keyboard-mapping ``rows`` (keycode -> row), one request per run of consecutive
+    keycodes: each request makes every client re-read the map, so fewer is faster."""
+    run: list[int] = []
+    for code in sorted(rows):
+        if run and code != run[-1] + 1:
+            display.change_keyboard_mapping(run[0], [rows[c] for c in run])
+            run = []
+        run.append(code)
+    if run:
+        display.change_keyboard_mapping(run[0], [rows[c] for c in run])
+
+
 def read_keymap(where: XDisplay) -> Keymap:
     display = where.open()
     try:
@@ -149,10 +162,11 @@ class SpareKeycodes:
             slots = keymap.free() + [code for code in oldest_first if ours[code] not in wanted]
             if len(missing) > len(slots):
                 return False
-            for sym, code in zip(missing, slots, strict=False):
-                display.change_keyboard_mapping(code, [our_row(sym)])
+            rows = {code: our_row(sym) for sym, code in zip(missing, slots, strict=False)}
+            change_rows(display, rows)
+            for code, row in rows.items():
                 self.changed.add(code)
-                self._recent[code] = sym
+                self._recent[code] = row[0]
                 self._recent.move_to_end(code)
             log.debug("mapped %d keysyms onto spare keycodes", len(missing))
             return True
@@ -166,8 +180,8 @@ class SpareKeycodes:
         try:
             ours = Keymap.read(display).ours()
             back = [code for code in codes if code in ours]
+            change_rows(display, {code: [0, 0, 0, 0] for code in back})
             for code in back:
-                display.change_keyboard_mapping(code, [[0, 0, 0, 0]])
                 self._recent.pop(code, None)
             return len(back)
         finally:
