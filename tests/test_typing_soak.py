@@ -7,6 +7,7 @@ byte: no character dropped, none out of order."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 import sys
@@ -43,7 +44,10 @@ def busy() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 @pytest.mark.slow
-def test_xterm_takes_every_key_in_order_under_load(busy: list[subprocess.Popen[bytes]]) -> None:
+def test_xterm_takes_every_key_in_order_under_load(
+    busy: list[subprocess.Popen[bytes]], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="jarvis.desktop.keytyper")
     with (
         tempfile.TemporaryDirectory(prefix="jarvis-soak-") as tmp,
         start_xvfb(1920, 1080, set_env=True) as server,
@@ -73,3 +77,5 @@ def test_xterm_takes_every_key_in_order_under_load(busy: list[subprocess.Popen[b
         finally:
             app.close()
     assert len(seconds) == RUNS
+    unproven = [r.getMessage() for r in caplog.records if "gave no sign" in r.getMessage()]
+    assert unproven == [], "xterm's keymap fetches were not seen: typed without the proof"

@@ -107,7 +107,7 @@ class _Handshake:
         """Return once the client has handled every key sent so far."""
         if self.answers is None:
             self._ping()
-        else:
+        elif self._watching():
             self._answered(self.answers.changed(self.spare.probe))
 
     def remap(self, keysyms: set[int]) -> bool:
@@ -118,17 +118,28 @@ class _Handshake:
                 return False
             self._ping()
             return True
+        if not self._watching():
+            return self.spare.ensure(keysyms)
         done: list[bool] = []
         notification = self.answers.changed(lambda: done.append(self.spare.ensure(keysyms)))
         if done[0]:
             self._answered(notification)
         return done[0]
 
+    def _watching(self) -> bool:
+        """Whether the client's keymap fetches can still be waited for; says once when not."""
+        if self.answers is not None and self.answers.ok and not self.unproven:
+            return True
+        self._unproven()
+        return False
+
     def _answered(self, notification: int) -> None:
         assert self.answers is not None
-        if self.unproven:
-            return
-        if not self.answers.ok or not self.answers.wait(notification, _ANSWER_TIMEOUT_S):
+        if not self.answers.wait(notification, _ANSWER_TIMEOUT_S):
+            self._unproven()
+
+    def _unproven(self) -> None:
+        if not self.unproven:
             self.unproven = True
             log.info(
                 "%s gave no sign of reading its keys (no ping, no keymap fetch seen): "
