@@ -112,6 +112,7 @@ class Input:
         self._placed: tuple[int, int] | None = None  # where we last put the pointer
         self._last_press = 0.0  # monotonic time of our last button press
         self._spare = keymap.SpareKeycodes(self.where)
+        self._typer = KeyTyper(self._spare)
         self._lock = threading.RLock()
         self.held: list[str] = []  # keys held down by hold_key, in the order pressed
         self.stop = stop
@@ -165,6 +166,7 @@ class Input:
             self._monitors = None
             self._placed = None
             self._spare = keymap.SpareKeycodes(display)
+            self._typer = KeyTyper(self._spare)
 
     def close(self) -> None:
         """Close the connection to the display (a later action opens a new one)."""
@@ -382,7 +384,7 @@ class Input:
             log.debug("typing %d characters with %s", len(text), method)
             try:
                 if method == "xdotool":
-                    client = KeyTyper(self._spare).type(text, between=self._guard)
+                    client = self._typer.type(text, between=self._guard)
                     return TypedText(method, len(text), target=client.app)
                 if method == "clipboard":
                     return type_pasted(text, self.where, self._press, self._guard)

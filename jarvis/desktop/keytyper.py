@@ -105,20 +105,20 @@ class _Handshake:
 
     def drained(self) -> None:
         """Return once the client has handled every key sent so far."""
-        if self.answers is None:
+        if self.client.pings:
             self._ping()
-        elif self._watching():
+        elif self._watching() and self.answers is not None:
             self._answered(self.answers.changed(self.spare.probe))
 
     def remap(self, keysyms: set[int]) -> bool:
         """Put ``keysyms`` on spare keycodes and return once the client holds the new map;
         False (nothing changed) when too few keycodes are spare."""
-        if self.answers is None:
+        if self.client.pings:
             if not self.spare.ensure(keysyms):
                 return False
             self._ping()
             return True
-        if not self._watching():
+        if not self._watching() or self.answers is None:
             return self.spare.ensure(keysyms)
         done: list[bool] = []
         notification = self.answers.changed(lambda: done.append(self.spare.ensure(keysyms)))
@@ -164,6 +164,9 @@ class KeyTyper:
 
     def __init__(self, spare: SpareKeycodes) -> None:
         self.spare = spare
+        self.silent: set[int] = set()
+        """Windows whose client gave no sign once (no ping, no keymap fetch seen): later
+        texts into them do not wait for one again."""
 
     def type(self, text: str, between: Callable[[], None] | None = None) -> FocusedClient:
         """Type ``text`` at the keyboard focus; ``between`` (a callable) runs before each
@@ -174,12 +177,16 @@ class KeyTyper:
         limit = max(1, keymap.capacity() // 2)
         pieces = split_for_keymap(text, on_keymap(text, keymap), limit, TYPE_CHUNK)
         self.spare.changed.clear()
-        watch = nullcontext(None) if client.pings else MapAnswers(where, client.toplevel)
+        silent = client.toplevel in self.silent
+        watch = nullcontext(None) if client.pings or silent else MapAnswers(where, client.toplevel)
         with watch as answers:
             handshake = _Handshake(client, self.spare, answers)
+            handshake.unproven = silent
             spare_used = self._pieces(pieces, handshake, between)
             if spare_used or client.pings:
                 handshake.drained()  # every key handled: nothing typed is lost silently
+            if handshake.unproven:
+                self.silent.add(client.toplevel)
             if self.spare.changed:  # read by now: the keycodes go back to nothing
                 self.spare.restore(self.spare.changed)
                 self.spare.changed.clear()
