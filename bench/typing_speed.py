@@ -12,11 +12,19 @@ xterm; clipboard: until the application fetched the text and went quiet) and the
 text is then read back (saved file, ``cat`` output, the page's posted value) to
 check that it arrived exactly.
 
+Keyboard layouts (``layouts``): in the same run, xterm is typed into under ``us`` and
+under ``de`` (set with ``setxkbmap`` on the same Xvfb, started with ``-noreset``), the
+ASCII text and the mixed text of ``tests/test_typing_layouts.py`` (symbols that need
+AltGr under de, umlauts, Cyrillic, CJK, emoji), with the characters per second of each
+and the ratio de/us (target: at least 0.8).
+
 Prints ONE JSON object: characters per second per application, method and text
 (median of REPEAT runs), whether every run arrived exactly, the median over the
-applications per method and text, and the load average before and after.
+applications per method and text, the layouts' speeds and ratio, and the load average
+before and after.
 
-Run: ``python bench/typing_speed.py [--repeat N] [--apps mousepad,xterm,...]``.
+Run: ``python bench/typing_speed.py [--repeat N] [--apps mousepad,xterm,...]``
+(``--apps ""`` measures the layouts only).
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 import argparse
 import json
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -38,6 +47,7 @@ from typing import Any
 
 from tests.realapps import APPS, App, PageServer, app_env
 from tests.test_real_apps import CJK, Case
+from tests.test_typing_layouts import TEXT as MIXED
 from tests.xserver import start_xvfb
 
 ASCII = "".join(chr(32 + i % 95) for i in range(400))
@@ -71,6 +81,39 @@ def bench_app(name: str, case: Case, inputs: dict[str, Any], repeat: int) -> dic
     return out
 
 
+def bench_layouts(work: Path, env: dict[str, str], inp: Any, repeat: int) -> dict[str, Any]:
+    """Characters per second typing into xterm's cat under us and de, and de/us."""
+    app = App.start("xterm", work, env)
+    out: dict[str, Any] = {}
+    written = ""
+    try:
+        for layout in ("us", "de"):
+            subprocess.run(["setxkbmap", "-layout", layout], env=env, check=True)
+            for kind, text in (("ascii", ASCII + "\n"), ("mixed", MIXED)):
+                rates, exact = [], True
+                for _ in range(repeat):
+                    started = time.perf_counter()
+                    inp.type_text(text)
+                    rates.append(len(text) / (time.perf_counter() - started))
+                    written += text
+                    deadline = time.monotonic() + 10
+                    while (got := app.files["doc"].read_text("utf-8", "replace")) != written:
+                        if time.monotonic() > deadline:
+                            break
+                        time.sleep(0.02)
+                    exact = exact and got == written
+                    written = got
+                out[f"{layout}_{kind}_cps"] = round(statistics.median(rates), 1)
+                out[f"{layout}_{kind}_exact"] = exact
+        subprocess.run(["setxkbmap", "-layout", "us"], env=env, check=True)
+    finally:
+        app.close()
+    for kind in ("ascii", "mixed"):
+        out[f"de_over_us_{kind}"] = round(out[f"de_{kind}_cps"] / out[f"us_{kind}_cps"], 2)
+    out["target_de_over_us"] = 0.8
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -89,6 +132,11 @@ def main() -> None:
             m: Input(failsafe=False, type_method=m, display=XDisplay.from_env()) for m in METHODS
         }  # type: ignore[arg-type]
         page = PageServer(lines=10)
+        work = Path(tmp) / "layouts"
+        work.mkdir()
+        layouts = bench_layouts(
+            work, app_env(work / "home", server.env()), inputs["xdotool"], args.repeat
+        )
         try:
             for name in apps:
                 work = Path(tmp) / name
@@ -110,6 +158,7 @@ def main() -> None:
         )
         for m in METHODS
         for k in TEXTS
+        if results
     }
     print(
         json.dumps(
@@ -120,8 +169,12 @@ def main() -> None:
                 "repeat": args.repeat,
                 "apps": results,
                 "summary": summary,
+                "layouts": layouts,
                 "all_exact": all(
-                    v for r in results.values() for k, v in r.items() if k.endswith("_exact")
+                    v
+                    for r in [*results.values(), layouts]
+                    for k, v in r.items()
+                    if k.endswith("_exact")
                 ),
                 "load_before": [round(v, 2) for v in load_before],
                 "load_after": [round(v, 2) for v in os.getloadavg()],

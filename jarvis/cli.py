@@ -9,6 +9,7 @@ import logging
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from importlib import import_module
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ from jarvis.config import PROVIDERS, ConfigError, Settings, load_chosen
 from jarvis.logfile import setup_logging
 
 if TYPE_CHECKING:
+    from jarvis.agent.agent import Agent
     from jarvis.desktop.backend import Where
     from jarvis.desktop.x11 import XDisplay
     from jarvis.safety.killswitch import EarlyBrake
@@ -277,7 +279,10 @@ async def _run_braked(
             loop.add_signal_handler(STOP_SIGNAL, agent.cancel, "cli")  # `jarvis stop`
             brake.hand_to(agent)  # a press while it loaded: cancelled before a step
             try:
-                with foreground(settings.data_dir, f"run: {task}"):
+                with (
+                    foreground(settings.data_dir, f"run: {task}"),
+                    sign(agent),  # the on-screen sign (desktop.indicator)
+                ):
                     outcome = await agent.run(task)
             finally:
                 loop.remove_signal_handler(signal.SIGINT)
@@ -287,6 +292,11 @@ async def _run_braked(
         journal.close()
     reporter.final(outcome)
     return STATUS_EXIT[outcome.status]
+
+
+def sign(agent: Agent) -> AbstractContextManager[None]:
+    """The agent's desktop shows that Jarvis acts while a task runs (desktop.indicator)."""
+    return agent.desktop.acting() if agent.desktop is not None else nullcontext()
 
 
 def entry() -> None:

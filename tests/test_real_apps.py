@@ -386,7 +386,7 @@ def test_real_app(matrix: dict[str, Any], size: str, app: str, case: str) -> Non
 
 
 def test_the_corpus_needs_more_keycodes_than_there_are_spare(xserver: object) -> None:
-    from jarvis.desktop.x11 import read_keymap
+    from jarvis.desktop.keymap import read_keymap
 
     assert len(set(CJK)) > read_keymap(XDisplay.from_env()).capacity()
     assert len(CJK) >= 65

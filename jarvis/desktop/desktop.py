@@ -20,13 +20,16 @@ private display, and back); what follows it (the live screen, a recorder's crops
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from jarvis.desktop.a11y.reader import A11yReader
 from jarvis.desktop.a11y.view import ElementView
 from jarvis.desktop.clipboard import ClipboardContent, read_clipboard, write_clipboard
+from jarvis.desktop.indicator import Indicator, indicator_wanted
 from jarvis.desktop.input import Input
+from jarvis.desktop.monitors import desktop_monitors
 from jarvis.desktop.screen import Screen
 from jarvis.desktop.settle import Settler
 from jarvis.desktop.windows import Windows
@@ -53,6 +56,7 @@ class Desktop:
         stop: threading.Event,
         windows: Windows | None = None,
         elements: ElementView | None = None,
+        indicator: Indicator | None = None,
     ) -> None:
         self.where = where
         self.screen = screen
@@ -68,6 +72,8 @@ class Desktop:
         self._followers: list[Callable[[XDisplay], None]] = []
         self.elements = elements
         """The accessibility tree beside the screenshot (the ``observation`` setting)."""
+        self.indicator = indicator
+        """The on-screen sign while a task runs (``desktop.indicator``), or None."""
 
     @classmethod
     def open(
@@ -87,7 +93,12 @@ class Desktop:
             session_bus = settings.a11y_session_bus or where.session_bus
         stop = stop or threading.Event()
         hold = threading.Event()  # a person's takeover: the input refuses while it is set
-        screen = Screen.from_settings(settings, sizer, display=where)
+        indicator = None
+        if where.name and settings.desktop.indicator != "off":
+            monitors = desktop_monitors(where)
+            if indicator_wanted(settings.desktop.indicator, where, monitors):
+                indicator = Indicator(where, monitors[1:])
+        screen = Screen.from_settings(settings, sizer, display=where, veil=indicator)
         try:
             input_ = Input.from_settings(settings, stop=stop, hold=hold, display=where)
         except BaseException:
@@ -100,7 +111,8 @@ class Desktop:
             elements = ElementView(
                 reader, windows, screen, settings.observation, settings.tree_max_chars
             )
-        desktop = cls(where, screen, input_, Settler(screen, settings), stop, windows, elements)
+        settler = Settler(screen, settings)
+        desktop = cls(where, screen, input_, settler, stop, windows, elements, indicator)
         if elements is not None:
             desktop.on_move(lambda now: elements.reader.switch(now.session_bus))
         return desktop
@@ -123,6 +135,17 @@ class Desktop:
         for follow in self._followers:
             follow(where)
 
+    @contextmanager
+    def acting(self) -> Iterator[None]:
+        """Around a task's run: the on-screen sign shows that Jarvis is acting, and goes
+        when the run ends or the stop event is set (see :mod:`jarvis.desktop.indicator`);
+        nothing where the sign is off."""
+        if self.indicator is None:
+            yield
+            return
+        with self.indicator.acting(self.stop):
+            yield
+
     def read_clipboard(self, selection: str = "CLIPBOARD") -> ClipboardContent | None:
         return read_clipboard(selection=selection, where=self.where)
 
@@ -130,6 +153,8 @@ class Desktop:
         write_clipboard(content, selection=selection, where=self.where)
 
     def close(self) -> None:
+        if self.indicator is not None:
+            self.indicator.close()
         if self.elements is not None:
             self.elements.reader.close()
         self.windows.close()

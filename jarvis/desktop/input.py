@@ -12,10 +12,10 @@ How each primitive is delivered, and why:
   is buttons 4/5 (up/down) and 6/7 (left/right); on Windows horizontal scroll is
   shift+wheel.
 - Keys on X11 go through ``xdotool key``, or without xdotool XTEST on the Input's own
-  connection (:func:`jarvis.desktop.x11.key_chord`; never pyautogui, which presses on
+  connection (:func:`jarvis.desktop.keymap.key_chord`; never pyautogui, which presses on
   the process's ``DISPLAY``); a keysym missing from the keymap (F13-F24,
   a non-ASCII character) is first put on a spare keycode (see
-  :class:`jarvis.desktop.x11.SpareKeycodes`), because xdotool's own remapping races
+  :class:`jarvis.desktop.keymap.SpareKeycodes`), because xdotool's own remapping races
   with the receiving client. Elsewhere keys go through pyautogui keyDown/keyUp.
   Key names are validated first (:mod:`jarvis.desktop.keys`): an unknown key is an
   :class:`UnknownKeyError`, never a silent no-op (pyautogui ignores names it does not know).
@@ -36,7 +36,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
-from jarvis.desktop import keyhold, x11, xconnect
+from jarvis.desktop import keyhold, keymap, x11, xconnect
 from jarvis.desktop.errors import FailSafeError, InputError, InputInterrupted
 from jarvis.desktop.keys import (
     MODIFIERS,
@@ -111,7 +111,8 @@ class Input:
         self._monitors: list[Monitor] | None = None  # read on first use
         self._placed: tuple[int, int] | None = None  # where we last put the pointer
         self._last_press = 0.0  # monotonic time of our last button press
-        self._spare = x11.SpareKeycodes(self.where)
+        self._spare = keymap.SpareKeycodes(self.where)
+        self._typer = KeyTyper(self._spare)
         self._lock = threading.RLock()
         self.held: list[str] = []  # keys held down by hold_key, in the order pressed
         self.stop = stop
@@ -164,7 +165,8 @@ class Input:
             self._pointer = XPointer(display)
             self._monitors = None
             self._placed = None
-            self._spare = x11.SpareKeycodes(display)
+            self._spare = keymap.SpareKeycodes(display)
+            self._typer = KeyTyper(self._spare)
 
     def close(self) -> None:
         """Close the connection to the display (a later action opens a new one)."""
@@ -361,7 +363,7 @@ class Input:
             self._xdotool("key", "+".join(x11.keysym_name(k) for k in chord))
             return
         try:  # XTEST on our own connection: pyautogui would press on $DISPLAY
-            x11.key_chord(self._pointer.display, keysyms)
+            keymap.key_chord(self._pointer.display, keysyms)
         except x11.X11Error as exc:
             raise InputError(str(exc)) from exc
 
@@ -382,7 +384,7 @@ class Input:
             log.debug("typing %d characters with %s", len(text), method)
             try:
                 if method == "xdotool":
-                    client = KeyTyper(self._spare).type(text, between=self._guard)
+                    client = self._typer.type(text, between=self._guard)
                     return TypedText(method, len(text), target=client.app)
                 if method == "clipboard":
                     return type_pasted(text, self.where, self._press, self._guard)

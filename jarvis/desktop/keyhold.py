@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from jarvis.desktop import x11
+from jarvis.desktop import keymap, x11, xkb
 from jarvis.desktop.errors import InputError
 from jarvis.desktop.keys import pyautogui_key
 
@@ -24,9 +24,11 @@ def xtest_key(display: Any, keysym: int, down: bool) -> None:
     from Xlib.ext import xtest
 
     try:
-        code, _ = x11.Keymap.read(display).keycode(keysym)
-        xtest.fake_input(display, X.KeyPress if down else X.KeyRelease, code)
-        display.sync()
+        active = xkb.active_group(display)
+        code, group, _ = keymap.Keymap.read(display).keycode(keysym, active)
+        with xkb.group_locked(display, group):
+            xtest.fake_input(display, X.KeyPress if down else X.KeyRelease, code)
+            display.sync()
     except x11.X11Error:
         raise
     except Exception as exc:  # the display is gone or refuses us
@@ -39,7 +41,7 @@ def send_key(
     *,
     on_x11: bool,
     where: x11.XDisplay,
-    spare: x11.SpareKeycodes,
+    spare: keymap.SpareKeycodes,
     display: Callable[[], Any],
     gui: Callable[[], Any],
 ) -> None:

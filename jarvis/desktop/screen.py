@@ -24,8 +24,9 @@ import io
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -38,6 +39,7 @@ from jarvis.geometry import Size, contains_point, fit_size, model_to_screen, scr
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
+    from jarvis.desktop.indicator import Indicator
 
 log = logging.getLogger(__name__)
 
@@ -149,13 +151,16 @@ class Screen:
         model_size: Size | None = None,
         sizer: Callable[[Size], tuple[Size, Size]] | None = None,
         display: XDisplay | None = None,
+        veil: Indicator | None = None,
     ) -> None:
+        """``veil``: the on-screen sign, hidden around every picture for a model."""
         if image_format not in MEDIA_TYPES:
             raise ValueError(f"unknown image format {image_format!r} (jpeg or png)")
         import imagehash  # noqa: F401  (it loads scipy: here, not inside the first capture)
 
         self.monitor = monitor
         self.display = display
+        self.veil = veil
         self._max_side = max_side
         self._model_override = model_size
         self._sizer = sizer
@@ -204,6 +209,7 @@ class Screen:
         settings: Settings,
         sizer: Callable[[Size], tuple[Size, Size]] | None = None,
         display: XDisplay | None = None,
+        veil: Indicator | None = None,
     ) -> Screen:
         """The screen the settings describe, on ``display``; ``sizer`` is the model
         profile's sizing rule (:func:`jarvis.llm.profiles.select.screen_sizer`), given by
@@ -215,6 +221,7 @@ class Screen:
             image_format=settings.image_format,
             jpeg_quality=settings.jpeg_quality,
             sizer=sizer,
+            veil=veil,
         )
 
     @property
@@ -257,8 +264,10 @@ class Screen:
         return contains_point(x, y, self._model)
 
     def grab_raw(self) -> tuple[Size, bytes]:
-        """The monitor's physical pixels as BGRA bytes, with their size (masks painted)."""
-        shot = self._sct.grab(self._region)
+        """The monitor's physical pixels as BGRA bytes, with their size (masks painted; the
+        on-screen sign hidden while it is taken)."""
+        with self._unveiled():
+            shot = self._sct.grab(self._region)
         size, raw = Size(shot.width, shot.height), bytes(shot.raw)
         if self.masks.active():
             image = Image.frombytes("RGBA", (size.width, size.height), raw, "raw", "BGRA")
@@ -292,9 +301,20 @@ class Screen:
         image = resize_image(self._grab_image(), self._image, None)
         return encode_image(image, self.image_format, self.jpeg_quality)
 
+    @contextmanager
+    def _unveiled(self) -> Iterator[None]:
+        """The on-screen sign off this display for the block (a picture for a model)."""
+        veil = self.veil
+        if veil is None or veil.where != self.display:
+            yield
+            return
+        with veil.hidden():
+            yield
+
     def capture(self) -> Observation:
         t0 = time.perf_counter()
-        image = self._grab_image()
+        with self._unveiled():
+            image = self._grab_image()
         t1 = time.perf_counter()
         physical = Size(image.width, image.height)
         model_image = resize_image(image, self._image, self._resize_pool())
@@ -333,7 +353,8 @@ class Screen:
         ox, oy = self.origin
         left, top = self.to_screen(min(x1, x2), min(y1, y2))
         right, bottom = self.to_screen(max(x1, x2), max(y1, y2))
-        image = self._grab_image()
+        with self._unveiled():
+            image = self._grab_image()
         fx, fy = image.width / self._size.width, image.height / self._size.height
         box = (
             round((left - ox) * fx),

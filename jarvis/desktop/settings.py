@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 Backend = Literal["auto", "x11", "wlroots", "portal"]
+IndicatorMode = Literal["auto", "on", "off"]
 
 
 class DesktopSettings(BaseModel):
@@ -17,4 +18,10 @@ class DesktopSettings(BaseModel):
         description="how Jarvis drives the desktop: x11, wlroots (sway and other wlroots "
         "compositors), portal (GNOME and KDE on Wayland; not built yet), or auto (from "
         "WAYLAND_DISPLAY, XDG_SESSION_TYPE, XDG_CURRENT_DESKTOP and DISPLAY)",
+    )
+    indicator: IndicatorMode = Field(
+        "auto",
+        description='a thin coloured border and a badge "Jarvis is working" on the screen '
+        "while a task runs (kept out of the model's screenshots): on, off, or auto (on for "
+        "a person's display, off for a private one such as --sandbox's)",
     )

@@ -3,11 +3,8 @@
 Everything here is specific to X11 and imported only where X11 is in use.
 
 - :func:`xdotool` runs xdotool (keys and typing go through it).
-- :class:`SpareKeycodes` puts keysyms that are missing from the keymap (F13-F24,
-  accented letters on a US layout, CJK, emoji) onto spare keycodes before xdotool
-  presses them. Left to itself, xdotool remaps a scratch keycode per character and
-  maps it back at once, and the receiving client, reading the event later, sees
-  the wrong keysym: under load a CJK string came out garbled and F13 as "??".
+- The keymap, spare keycodes and chords pressed through XTEST are in
+  :mod:`jarvis.desktop.keymap`; the keyboard group in :mod:`jarvis.desktop.xkb`.
 - The CLIPBOARD selection (paste, read, restore) is in :mod:`jarvis.desktop.clipboard`.
 """
 
@@ -19,15 +16,12 @@ import re
 import shutil
 import subprocess
 import threading
-from collections import OrderedDict
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 log = logging.getLogger(__name__)
-
-_VOID = 0xFFFFFF  # the VoidSymbol keysym
 
 
 class X11Error(RuntimeError):
@@ -45,6 +39,9 @@ class XDisplay:
     session_bus: str = field(default="", compare=False)
     """The D-Bus session of this display's desktop (its accessibility bus publishes the
     apps' widgets); empty: none known."""
+    private: bool = field(default=False, compare=False)
+    """A display Jarvis started for itself (``--sandbox``, a channel's): nobody looks at
+    it, so ``desktop.indicator: auto`` shows no sign there."""
 
     @classmethod
     def from_env(cls) -> XDisplay:
@@ -179,38 +176,6 @@ def click_burst(display: Any, button: int, count: int) -> None:
         raise X11Error(f"the display took no click: {exc!r}") from exc
 
 
-_SHIFT_L = 0xFFE1  # the Shift_L keysym
-
-
-def key_chord(display: Any, keysyms: list[int]) -> None:
-    """Press ``keysyms`` in order and release them in reverse with XTEST on ``display``
-    (an open python-xlib connection), as ``xdotool key`` does: each keysym's keycode
-    is read from the server's keymap now (python-xlib's cached copy may be older than
-    our spare keycodes), and a keysym found only on a key's shifted level gets Shift
-    held with it. A keysym not on the keymap is an X11Error; nothing is pressed then."""
-    from Xlib import X
-    from Xlib.ext import xtest
-
-    try:
-        keymap = Keymap.read(display)
-        codes: list[int] = []
-        for sym in keysyms:
-            code, level = keymap.keycode(sym)
-            if level == 1:
-                shift, _ = keymap.keycode(_SHIFT_L)
-                codes += [c for c in (shift,) if c not in codes]
-            codes.append(code)
-        for code in codes:
-            xtest.fake_input(display, X.KeyPress, code, time=_CLICK_GAP_MS)
-        for code in reversed(codes):
-            xtest.fake_input(display, X.KeyRelease, code, time=_CLICK_GAP_MS)
-        display.sync()
-    except X11Error:
-        raise
-    except Exception as exc:  # the display is gone or refuses us
-        raise X11Error(f"the display took no keys: {exc!r}") from exc
-
-
 def char_keysym(char: str) -> int:
     """The X keysym for one character (Latin-1 keysyms are the code point)."""
     code = ord(char)
@@ -261,117 +226,3 @@ def keysym_number(key: str) -> int:
     from Xlib import XK
 
     return int(XK.string_to_keysym(keysym_name(key)))
-
-
-# ------------------------------------------------------------------- keymap
-
-
-@dataclass(frozen=True)
-class Keymap:
-    """One reading of the server's keyboard mapping.
-
-    Keycodes we put a keysym on read ``[sym, sym, VoidSymbol, VoidSymbol, ...]``
-    (group 1 is the keysym, group 2 explicitly nothing), which no key of a standard
-    keymap has: that marks them as ours, for any process.
-    """
-
-    first: int
-    rows: list[list[int]]
-
-    @staticmethod
-    def read(display: Any) -> Keymap:
-        first = display.display.info.min_keycode
-        rows = display.get_keyboard_mapping(first, display.display.info.max_keycode - first + 1)
-        return Keymap(first, [list(row) for row in rows])
-
-    @staticmethod
-    def is_ours(row: list[int]) -> bool:
-        return len(row) >= 4 and row[0] not in (0, _VOID) and row[:4] == our_row(row[0])
-
-    def ours(self) -> dict[int, int]:
-        """keycode -> keysym of the rows we mapped."""
-        return {self.first + i: row[0] for i, row in enumerate(self.rows) if self.is_ours(row)}
-
-    def free(self) -> list[int]:
-        """Keycodes without any keysym (no physical key), the last one left to xdotool."""
-        return [self.first + i for i, row in enumerate(self.rows) if not any(row)][:-1]
-
-    def keycode(self, keysym: int) -> tuple[int, int]:
-        """(keycode, level) of ``keysym``: the first key with it unshifted (level 0),
-        else the first with it shifted (level 1); X11Error when no key has it."""
-        for level in (0, 1):
-            for i, row in enumerate(self.rows):
-                if len(row) > level and row[level] == keysym:
-                    return self.first + i, level
-        raise X11Error(f"the keysym {keysym:#x} is on no key of the keymap")
-
-    def keysyms(self, base_only: bool = False) -> set[int]:
-        """Every keysym on the keymap; ``base_only`` leaves out the rows we mapped."""
-        rows = [r for r in self.rows if not (base_only and self.is_ours(r))]
-        return {sym for row in rows for sym in row if sym}
-
-    def capacity(self) -> int:
-        """How many keysyms can be put on spare keycodes at once."""
-        return len(self.free()) + len(self.ours())
-
-
-def our_row(keysym: int) -> list[int]:
-    """The keyboard-mapping row that puts ``keysym`` on a spare keycode (see Keymap)."""
-    return [keysym, keysym, _VOID, _VOID]
-
-
-def read_keymap(where: XDisplay) -> Keymap:
-    display = where.open()
-    try:
-        return Keymap.read(display)
-    finally:
-        display.close()
-
-
-class SpareKeycodes:
-    """Puts keysyms that are missing from the keymap onto spare keycodes and keeps them there.
-
-    xdotool can reach a keysym that is not on the keymap by remapping a scratch
-    keycode, pressing it and mapping it back at once; a client that reads the event
-    after the change back sees the wrong keysym (under load, F13 arrives as "??").
-    Mapped here first, xdotool finds the keysym on the keymap and just presses it,
-    and the mapping is still in place when the client reads the event. Mappings stay
-    until the keycode is needed for another keysym (least recently used first).
-    Keycodes without keysyms have no physical key, so this changes no real key.
-    """
-
-    def __init__(self, where: XDisplay) -> None:
-        self.where = where
-        self._recent: OrderedDict[int, int] = OrderedDict()  # keycode -> keysym, newest last
-
-    def mapped(self, keysyms: Collection[int]) -> bool:
-        """True if every one of ``keysyms`` is on the keymap now (ours or the base map's)."""
-        return set(keysyms) <= read_keymap(self.where).keysyms()
-
-    def ensure(self, keysyms: Collection[int]) -> bool:
-        """Map the missing ``keysyms``; False (and no change) if too few keycodes are free."""
-        wanted = list(dict.fromkeys(keysyms))
-        display = self.where.open()
-        try:
-            keymap = Keymap.read(display)
-            ours = keymap.ours()
-            for code, sym in ours.items():
-                if sym in wanted:
-                    self._recent[code] = sym
-                    self._recent.move_to_end(code)
-            missing = [sym for sym in wanted if sym not in keymap.keysyms()]
-            if not missing:
-                return True
-            recent = [code for code in self._recent if code in ours]
-            oldest_first = [code for code in ours if code not in recent] + recent
-            slots = keymap.free() + [code for code in oldest_first if ours[code] not in wanted]
-            if len(missing) > len(slots):
-                return False
-            for sym, code in zip(missing, slots, strict=False):
-                display.change_keyboard_mapping(code, [our_row(sym)])
-                self._recent[code] = sym
-                self._recent.move_to_end(code)
-            log.debug("mapped %d keysyms onto spare keycodes", len(missing))
-            return True
-        finally:
-            close_display(display)

@@ -104,10 +104,6 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         print(f"jarvis: {problem}", file=sys.stderr)
         return EXIT_USAGE
     model = eval_model(settings, provider, args.eval_model)
-    if args.fleet and args.sandbox != "x11":
-        print(f"jarvis: {FLEET_HAS_DISPLAYS}", file=sys.stderr)
-        return EXIT_USAGE
-
     common: dict[str, Any] = {
         "provider": provider,
         "model": args.eval_model,
@@ -139,9 +135,13 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
 
 def _workers(args: argparse.Namespace) -> int | None:
     """``--workers`` (1 without it); None, said on stderr, when it or ``--repeat`` or
-    ``--max-steps`` is not a whole number of at least 1."""
+    ``--max-steps`` is not a whole number of at least 1, or ``--fleet`` is asked for with a
+    display kind the fleet's workers do not take."""
     from jarvis.eval.parallel import parse_workers
 
+    if args.fleet and args.sandbox != "x11":
+        print(f"jarvis: {FLEET_HAS_DISPLAYS}", file=sys.stderr)
+        return None
     if args.repeat < 1 or (args.max_steps is not None and args.max_steps < 1):
         print("jarvis: --repeat and --max-steps must be at least 1", file=sys.stderr)
         return None

@@ -103,7 +103,7 @@ class Sandbox:
     def where(self) -> XDisplay:
         """The display, for a Desktop on it (once started)."""
         bus = self._a11y.address if self._a11y is not None else ""
-        return XDisplay(self.display, self.xauthority, bus)
+        return XDisplay(self.display, self.xauthority, bus, private=True)
 
     def start(self) -> Sandbox:
         if shutil.which("Xvfb") is None:

@@ -14,7 +14,8 @@ placed by the window's origin where the toolkit reports window-relative ones (se
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from jarvis.desktop.a11y.reader import A11yReader
@@ -56,6 +57,8 @@ class WlrootsDesktop:
         self.hold = input.hold
         self.windows = windows or WlWindows(where)
         self.elements = elements
+        self.indicator: None = None
+        """No on-screen sign on Wayland yet (it needs the compositor's layer-shell)."""
         self._followers: list[Callable[[WaylandDisplay], None]] = []
 
     @classmethod
@@ -107,6 +110,11 @@ class WlrootsDesktop:
         self.where = where
         for follow in self._followers:
             follow(where)
+
+    @contextmanager
+    def acting(self) -> Iterator[None]:
+        """Around a task's run, as on X11; no sign is shown on Wayland yet."""
+        yield
 
     def read_clipboard(self, selection: str = "CLIPBOARD") -> ClipboardContent | None:
         return clipboard.read_clipboard(self.where, selection)
