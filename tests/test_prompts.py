@@ -88,6 +88,7 @@ def test_no_prompt_text_inline(module: str) -> None:
 TO_PEOPLE = {
     "Jarvis understood this task": "the email channel's confirmation mail to the sender",
     "Jarvis holds a risky call": "the TUI's help under an approval card",
+    "# Settings": "docs/settings.md, the settings page jarvis.settings_doc writes",
 }
 
 
