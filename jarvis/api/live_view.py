@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from jarvis.desktop import x11
 from jarvis.desktop.vnc import VncError, VncServer
 from jarvis.desktop.x11 import XDisplay
+from jarvis.gateway.runner import WORKER
 from jarvis.redaction import register
 from jarvis.safety.takeover import MAIN_SCREEN as MAIN
 from jarvis.safety.takeover import ScreenHold
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from jarvis.fleet.holds import FleetHolds
 
 log = logging.getLogger(__name__)
-WORKER = "worker/"
 
 
 class LiveView:

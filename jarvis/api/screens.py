@@ -11,8 +11,8 @@ Every screen has an id and one record with the same face, whichever kind it is:
 
 A record says its ``status`` (held, by, since, task, screen), ``take`` s and ``hand_back`` s
 it (raising :class:`~jarvis.safety.takeover.TakeoverRefused` with a reason that only
-:mod:`jarvis.api.refusals` turns into an HTTP status), checks a ``ticket`` and serves a VNC
-session (``serve_vnc``: view-only, or input with the takeover's ticket). The routes of
+:mod:`jarvis.api.refusals` turns into an HTTP status) and serves a VNC session
+(``serve_vnc``: view-only, or input with the takeover's ticket). The routes of
 :mod:`jarvis.api.takeover` ask :class:`Screens` for the record (by screen id, by task, or
 the one held) and never ask which kind it is; ``GET /api/screen/live`` asks it for the
 picture (:meth:`Screens.picture`: the agent's display here, or in a fleet the worker's
@@ -35,11 +35,10 @@ from jarvis.api.fleet_parts import fleet_of, holds_of
 from jarvis.api.live import LiveScreen
 from jarvis.api.live_view import LiveView
 from jarvis.api.vnc_relay import relay
+from jarvis.gateway.runner import WORKER, worker_of_screen
 from jarvis.gateway.service import DaemonService
 from jarvis.safety.takeover import MAIN_SCREEN as MAIN
 from jarvis.safety.takeover import ScreenHold, TakeoverRefused
-
-WORKER = "worker/"
 
 
 @dataclass(frozen=True)
@@ -187,7 +186,7 @@ class Screens:
         """The record of screen id ``screen``; None for an unknown one (a private screen
         no task runs on any more is unknown: :meth:`LiveView.server` says so)."""
         if screen.startswith(WORKER):
-            name = screen.removeprefix(WORKER)
+            name = worker_of_screen(screen)
             return WorkerScreen(self.service, name) if name and fleet_of(self.service) else None
         return self.own(screen)
 

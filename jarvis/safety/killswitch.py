@@ -66,9 +66,9 @@ STOPPED_BY = "hotkey"
 
 class EarlyBrake:
     """The brake of a run whose agent is still being made (the SDK, the memory and the
-    desktop load after the grab): a press now is kept, and :meth:`attach` hands it to the
+    desktop load after the grab): a press now is kept, and :meth:`hand_to` hands it to the
     agent, so the run is cancelled before its first action; later presses go straight to
-    the agent. Thread-safe: the grab's thread presses, the loop attaches."""
+    the agent. Thread-safe: the grab's thread presses, the loop hands it over."""
 
     def __init__(self) -> None:
         self._own = threading.Event()
@@ -90,17 +90,12 @@ class EarlyBrake:
                 return
         agent.cancel(by)
 
-    def attach(self, agent: Brakeable) -> str | None:
-        """From now on presses cancel ``agent``; who pressed before it was there, if
-        anyone (the caller cancels the run as it starts)."""
+    def hand_to(self, agent: Startable) -> None:
+        """From now on presses cancel ``agent``; a press made before it was there cancels
+        the agent's next run as it begins, before its first step (call it before the run)."""
         with self._lock:
             self._agent = agent
-            return self.pressed_by
-
-    def hand_to(self, agent: Startable) -> None:
-        """:meth:`attach`, before the caller starts the run: a press made before cancels
-        the agent's next run as it begins, before its first step."""
-        pressed = self.attach(agent)
+            pressed = self.pressed_by
         if pressed is not None:
             agent.cancel_next(pressed)
 
