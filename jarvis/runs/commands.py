@@ -150,6 +150,8 @@ def describe(record: dict[str, Any]) -> str:
         args = json.dumps(r.get("arguments") or {}, ensure_ascii=False)
         return f"  {r.get('tool_name')} {_short(args, TEXT_MAX)}"
     if kind == "tool_call_finished":
+        if r.get("cancelled"):
+            return f"  {r.get('tool_name')} cancelled ({r.get('latency_ms', 0):.0f} ms)"
         if r.get("ok"):
             result = "" if r.get("data") is None else " " + _short(json.dumps(r["data"]), 80)
             return f"  {r.get('tool_name')} ok ({r.get('latency_ms', 0):.0f} ms){result}"

@@ -173,7 +173,7 @@ def _call_finished(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Chan
     if call is None:  # joined mid-call (a gap, or the journal starts here)
         call = ToolCall(str(line.get("call_id")), str(line.get("tool_name")))
         run.items.append(call)
-    call.status = "ok" if line.get("ok") else "error"
+    call.status = "ok" if line.get("ok") else "cancelled" if line.get("cancelled") else "error"
     call.error_code = line.get("error_code")
     call.error_message = line.get("error_message")
     call.latency_ms = float(line.get("latency_ms") or 0.0)
