@@ -72,11 +72,19 @@ def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
     if not page.runs:
         print(f"no {'older ' if args.before else ''}runs in {settings.data_dir / 'runs'}")
         return EXIT_OK
+    print(HEADER)
     for run in page.runs:
         print(run_line(run))
     if page.next is not None:
         print(f"older runs: jarvis runs --before {page.next}")
     return EXIT_OK
+
+
+HEADER = (
+    f"{'started':<16}  {'task':<12} {'status':<11} {'steps':>9} {'tokens':>11} {'cost':>7}  "
+    f"{'from':<6} {'what':<40}  ending"
+)
+"""The listing's header row, in the columns of :func:`run_line`."""
 
 
 def run_line(run: RunSummary) -> str:
