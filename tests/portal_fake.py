@@ -248,3 +248,25 @@ class FakePortal:
         self._stop.set()
         self._thread.join(timeout=5)
         self._conn.close()
+
+
+def fed_source(image: Any, name: str = "fed") -> tuple[Any, threading.Event]:
+    """A FrameSource whose pipeline reads ``image`` (RGB, device pixels) from a pipe of
+    ours through ``rawvideoparse``, the way ``pipewiresrc`` delivers a stream's frames;
+    set the event to close the pipe (the pipeline then ends)."""
+    from jarvis.desktop.portal.frames import FrameSource
+
+    read, write = os.pipe()
+    width, height = image.size
+    parse = ["rawvideoparse", "format=rgb", f"width={width}", f"height={height}", "framerate=5/1"]
+    source = FrameSource(["fdsrc", f"fd={read}", "!", *parse], pass_fds=(read,), name=name)
+    done = threading.Event()
+
+    def feed() -> None:
+        with os.fdopen(write, "wb") as out:
+            out.write(image.tobytes())
+            out.flush()
+            done.wait(60)
+
+    threading.Thread(target=feed, daemon=True).start()
+    return source, done

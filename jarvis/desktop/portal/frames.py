@@ -26,10 +26,9 @@ from PIL import Image
 from jarvis.desktop.portal.bus import PortalError
 
 FIRST_FRAME_TIMEOUT_S = 10.0
-_CAPS = re.compile(
-    rb"GstFdSink:jarvis_frames\.GstPad:sink: caps = video/x-raw, format=\(string\)RGBx, "
-    rb"width=\(int\)(\d+), height=\(int\)(\d+)"
-)
+_CAPS = re.compile(rb"GstFdSink:jarvis_frames\.GstPad:sink: caps = video/x-raw,(.*)")
+_WIDTH = re.compile(rb"\bwidth=\(int\)(\d+)")
+_HEIGHT = re.compile(rb"\bheight=\(int\)(\d+)")
 _MISSING = (
     "gst-launch-1.0 with pipewiresrc is not installed "
     "(apt install gstreamer1.0-tools gstreamer1.0-pipewire gstreamer1.0-plugins-base)"
@@ -82,9 +81,11 @@ class FrameSource:
         assert self._proc.stdout is not None
         for line in self._proc.stdout:
             found = _CAPS.search(line)
-            if found:
+            width = _WIDTH.search(found[1]) if found else None
+            height = _HEIGHT.search(found[1]) if found else None
+            if width and height:  # the fields come in no fixed order
                 with self._ready:
-                    self._size = (int(found[1]), int(found[2]))
+                    self._size = (int(width[1]), int(height[1]))
                     self._ready.notify_all()
 
     def _read_frames(self) -> None:
