@@ -112,7 +112,7 @@ def test_a_session_without_the_keyboard_is_refused(
     portal: FakePortal, bus: PortalBus, tmp_path: Path
 ) -> None:
     portal.devices = 2  # the pointer only
-    with pytest.raises(ConsentRefused, match="granted remote control without: keyboard$"):
+    with pytest.raises(ConsentRefused, match=r"granted remote control without: keyboard$"):
         PortalSession(bus, RestoreToken(tmp_path)).start()
 
 
