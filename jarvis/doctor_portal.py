@@ -34,9 +34,11 @@ def describe_portal(settings: Settings, env: Mapping[str, str]) -> tuple[bool, s
 
 
 def _started(settings: Settings, env: Mapping[str, str]) -> tuple[PortalBus, PortalSession]:
-    bus = PortalBus(PortalDisplay.from_env(env).session_bus)
+    where = PortalDisplay.from_env(env)
+    bus = PortalBus(where.session_bus)
     try:
-        return bus, PortalSession(bus, RestoreToken(settings.data_dir)).start()
+        tokens = RestoreToken(settings.data_dir)
+        return bus, PortalSession(bus, tokens, desk=where.desk or "GNOME or KDE").start()
     except BaseException:
         bus.close()
         raise

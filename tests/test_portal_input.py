@@ -215,3 +215,12 @@ def test_no_success_without_a_delivery_path(
     with pytest.raises(InputError, match="session is closed"):
         dead.click(10, 10)
     bus.close()
+
+
+def test_a_pipeline_that_ends_is_one_line_never_an_old_picture() -> None:
+    source = FrameSource(["nosuchelement"], name="7")
+    with pytest.raises(InputError) as ended:
+        source.frame(timeout=10)
+    assert str(ended.value).startswith("the screen-cast stream 7 ended: ")
+    assert "no element" in str(ended.value) and "\n" not in str(ended.value)
+    source.close()

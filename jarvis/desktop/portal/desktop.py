@@ -126,13 +126,17 @@ class PortalDesktop:
             )
         bus = PortalBus(where.session_bus)
         try:
-            session = PortalSession(bus, RestoreToken(settings.data_dir), notify).start()
+            tokens = RestoreToken(settings.data_dir)
+            desk = where.desk or "GNOME or KDE"
+            session = PortalSession(bus, tokens, notify, desk=desk).start()
         except BaseException:
             bus.close()
             raise
         sources: dict[int, FrameSource] = {}
         try:
             sources = open_streams(session)
+            for source in sources.values():
+                source.frame()  # a desktop that cannot see is not handed out
             screen = PortalScreen.for_settings(settings, session.streams, sources, sizer)
         except BaseException:
             for source in sources.values():

@@ -18,7 +18,10 @@ from jarvis.desktop.wlroots.session import WaylandDisplay, WaylandError
 
 @dataclass(frozen=True)
 class PortalDisplay(WaylandDisplay):
-    """A GNOME or KDE Wayland session, reached through the portal on ``session_bus``."""
+    """A GNOME or KDE Wayland session, reached through the portal on ``session_bus``;
+    ``desk`` names the desktop as the person knows it (``XDG_CURRENT_DESKTOP``)."""
+
+    desk: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PortalDisplay:
@@ -29,4 +32,5 @@ class PortalDisplay(WaylandDisplay):
                 "DBUS_SESSION_BUS_ADDRESS is not set: the desktop portal is reached "
                 "over the session's bus"
             )
-        return cls(base.socket, base.swaysock, base.session_bus)
+        desk = env.get("XDG_CURRENT_DESKTOP", "")
+        return cls(base.socket, base.swaysock, base.session_bus, desk)

@@ -117,8 +117,11 @@ class FrameSource:
         """How many frames arrived so far."""
         return self._frames
 
-    def frame(self, timeout: float = FIRST_FRAME_TIMEOUT_S) -> Image.Image:
-        """The newest frame in device pixels; waits up to ``timeout`` for the first."""
+    def frame(self, timeout: float | None = None) -> Image.Image:
+        """The newest frame in device pixels; waits up to ``timeout`` (default
+        ``FIRST_FRAME_TIMEOUT_S``) for the first. A ``pipewiresrc`` whose node never
+        comes does not fail: it waits, so this wait is what ends it."""
+        timeout = FIRST_FRAME_TIMEOUT_S if timeout is None else timeout
         deadline = time.monotonic() + timeout
         with self._ready:
             while not self._error and self._frame is None:

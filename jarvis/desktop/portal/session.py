@@ -40,7 +40,7 @@ CONSENT_TIMEOUT_S = 300.0
 CONSENT_PATIENCE_S = 3.0  # with a stored token the portal answers at once; else a dialog
 CONSENT_NEEDED = (
     "the desktop asks whether Jarvis may control it: answer the remote desktop dialog "
-    "on the screen of {desk}"
+    "on its own screen ({desk})"
 )
 _REFUSALS = {
     1: "the desktop refused remote control: the consent dialog was cancelled",
@@ -87,7 +87,10 @@ class PortalSession:
         tokens: RestoreToken,
         notify: Callable[[str], None] | None = None,
         consent_timeout: float = CONSENT_TIMEOUT_S,
+        desk: str = "GNOME or KDE",
     ) -> None:
+        """``desk``: the desktop's name as the person knows it (XDG_CURRENT_DESKTOP)."""
+        self.desk = desk
         self.bus = bus
         self.tokens = tokens
         self.notify = notify
@@ -159,7 +162,7 @@ class PortalSession:
 
     def _consent_needed(self) -> None:
         self.asked_consent = True
-        line = CONSENT_NEEDED.format(desk=self.bus.address.split(",")[0])
+        line = CONSENT_NEEDED.format(desk=self.desk)
         log.warning("%s", line)
         if self.notify is not None:
             self.notify(line)
