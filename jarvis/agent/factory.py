@@ -16,7 +16,7 @@ from jarvis.agent.safety_checks import approver
 from jarvis.config import Settings
 from jarvis.desktop.backend import Where, open_desktop
 from jarvis.desktop.desktop import Desktop
-from jarvis.events import EventBus
+from jarvis.events import AgentWarning, EventBus
 from jarvis.llm.base import Provider
 from jarvis.llm.computer_tool import zoom_enabled
 from jarvis.llm.factory import make_provider
@@ -90,7 +90,12 @@ async def build_agent(
             register_grounder_tool(registry, grounder, settings.max_side)
         if long_term is None and settings.long_term_memory:
             long_term = await open_long_term(settings, stack, registry)
-        desktop = open_desktop(settings, where, sizer=screen_sizer(settings))
+        desktop = open_desktop(
+            settings,
+            where,
+            sizer=screen_sizer(settings),
+            notify=lambda line: bus.emit(AgentWarning(message=line)),  # the portal's consent
+        )
         stack.callback(desktop.close)
         recorder = None
         if settings.runs.record_steps:  # steps/NNNN/ beside the run's journal

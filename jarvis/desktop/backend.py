@@ -109,9 +109,11 @@ def open_desktop(
     where: Where,
     stop: threading.Event | None = None,
     sizer: Callable[[Size], tuple[Size, Size]] | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> Desktop:
     """The Desktop on ``where``, set up from ``settings``: the portal one on a GNOME or
     KDE session, the wlroots one on a Wayland compositor, the X11 one on an X display.
+    ``notify`` is told (one line) when the portal's consent dialog waits for the person.
 
     Typed as :class:`~jarvis.desktop.desktop.Desktop`: the WlrootsDesktop has its
     interface (screen, input, settle, windows, clipboard, hold, stop, move_to), and the
@@ -119,7 +121,7 @@ def open_desktop(
     if isinstance(where, PortalDisplay):
         from jarvis.desktop.portal.desktop import PortalDesktop
 
-        portal: Desktop = PortalDesktop.open(settings, where, stop, sizer)  # type: ignore[assignment]
+        portal: Desktop = PortalDesktop.open(settings, where, stop, sizer, notify)  # type: ignore[assignment]
         return portal
     if isinstance(where, WaylandDisplay):
         from jarvis.desktop.wlroots.desktop import WlrootsDesktop
