@@ -224,3 +224,36 @@ def test_a_pipeline_that_ends_is_one_line_never_an_old_picture() -> None:
     assert str(ended.value).startswith("the screen-cast stream 7 ended: ")
     assert "no element" in str(ended.value) and "\n" not in str(ended.value)
     source.close()
+
+
+def test_the_desktop_interface_on_the_portal(fresh: Rig) -> None:
+    from jarvis.config import Settings
+    from jarvis.desktop.clipboard import ClipboardContent
+    from jarvis.desktop.portal.desktop import PortalDesktop
+    from jarvis.desktop.portal.display import PortalDisplay
+    from jarvis.desktop.settle import Settler
+
+    screen = fresh.screen(1)
+    where = PortalDisplay("/run/user/1000/wayland-0", "", fresh.bus.address, "GNOME")
+    stop = threading.Event()
+    desktop = PortalDesktop(
+        where, fresh.session, fresh.sources, screen, Settler(screen, Settings()), stop
+    )
+    assert desktop.backend == "portal" and desktop.name == where.socket
+    assert [(o.name, o.box, o.scale) for o in desktop.outputs] == [
+        ("42", (0, 0, 1280, 720), 1.25),
+        ("43", (1280, 0, 800, 450), 2.0),
+    ]
+    desktop.input.move(5, 6)
+    assert fresh.sent("NotifyPointerMotionAbsolute") == [
+        ("NotifyPointerMotionAbsolute", (42, 5.0, 6.0))
+    ]
+    assert not desktop.windows.focused().known and not desktop.windows.at(5, 6).known
+    with pytest.raises(InputError, match="offers no window list"):
+        desktop.windows.activate(3)
+    with pytest.raises(InputError, match="clipboard is not built"):
+        desktop.write_clipboard(ClipboardContent("UTF8_STRING", b"x"))
+    stop.set()
+    with pytest.raises(InputInterrupted, match="cancelled"):
+        desktop.input.click(5, 6)
+    screen.close()

@@ -25,11 +25,12 @@ from jarvis.desktop.portal.bus import PortalBus
 from jarvis.desktop.portal.display import PortalDisplay
 from jarvis.desktop.portal.frames import FrameSource, pipewire_source
 from jarvis.desktop.portal.input import PortalInput
-from jarvis.desktop.portal.screen import PortalScreen
-from jarvis.desktop.portal.session import PortalSession, Stream
+from jarvis.desktop.portal.screen import PortalScreen, stream_scale
+from jarvis.desktop.portal.session import PortalSession
 from jarvis.desktop.portal.token import RestoreToken
 from jarvis.desktop.settle import Settler
 from jarvis.desktop.windows import UNKNOWN, WindowInfo
+from jarvis.desktop.wlroots.session import Output
 from jarvis.geometry import Size
 
 if TYPE_CHECKING:
@@ -151,9 +152,13 @@ class PortalDesktop:
         return self.where.name
 
     @property
-    def outputs(self) -> list[Stream]:
-        """Every stream: its node, logical box (position and size) and name."""
-        return self.session.streams
+    def outputs(self) -> list[Output]:
+        """Every stream as an output: its name, logical box and scale (read from its
+        newest frame)."""
+        return [
+            Output(s.name, s.box, stream_scale(s, self.sources[s.node].frame()))
+            for s in self.session.streams
+        ]
 
     def on_move(self, follow: Callable[[PortalDisplay], None]) -> None:
         self._followers.append(follow)
