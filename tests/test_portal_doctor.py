@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from jarvis.config import Settings
-from jarvis.desktop.backend import BackendError, choose_backend, task_display
+from jarvis.desktop.backend import BackendError, choose_backend, task_display, waits_for_consent
 from jarvis.desktop.portal import frames
 from jarvis.desktop.portal.bus import PortalError
 from jarvis.desktop.portal.desktop import PortalDesktop
@@ -138,3 +138,5 @@ def test_the_backend_choice() -> None:
     )
     with pytest.raises(BackendError, match="DBUS_SESSION_BUS_ADDRESS is not set"):
         task_display("portal", {"WAYLAND_DISPLAY": "w"}, person)
+    assert waits_for_consent(task_display("auto", env, person))
+    assert not waits_for_consent(person)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -14,7 +15,7 @@ from jarvis.agent.cerebellum import Cerebellum
 from jarvis.agent.hippocampus import Hippocampus, LongTerm
 from jarvis.agent.safety_checks import approver
 from jarvis.config import Settings
-from jarvis.desktop.backend import Where, open_desktop
+from jarvis.desktop.backend import Where, open_desktop, waits_for_consent
 from jarvis.desktop.desktop import Desktop
 from jarvis.events import AgentWarning, EventBus
 from jarvis.llm.base import Provider
@@ -90,12 +91,14 @@ async def build_agent(
             register_grounder_tool(registry, grounder, settings.max_side)
         if long_term is None and settings.long_term_memory:
             long_term = await open_long_term(settings, stack, registry)
-        desktop = open_desktop(
+        opener = functools.partial(
+            open_desktop,
             settings,
             where,
             sizer=screen_sizer(settings),
             notify=lambda line: bus.emit(AgentWarning(message=line)),  # the portal's consent
         )
+        desktop = await asyncio.to_thread(opener) if waits_for_consent(where) else opener()
         stack.callback(desktop.close)
         recorder = None
         if settings.runs.record_steps:  # steps/NNNN/ beside the run's journal

@@ -133,6 +133,12 @@ def open_desktop(
     return Desktop.open(settings, where, stop, sizer)
 
 
+def waits_for_consent(where: Where) -> bool:
+    """Whether opening the Desktop on ``where`` may wait for a person (the portal's
+    consent dialog, up to minutes): the caller opens it off its event loop."""
+    return isinstance(where, PortalDisplay)
+
+
 def keys_display(where: Where, person: XDisplay) -> XDisplay:
     """The X display whose held keys the kill switch lets go of when a task on ``where``
     is stopped: ``where`` itself on X11; on Wayland the person's (wtype's keyboard, and
