@@ -84,6 +84,8 @@ class FakePortal:
     start_code: int = 0
     devices: int = 3
     reject_unknown_tokens: bool = True
+    answer_start: bool = True
+    """False: Start's dialog stays open (no Response comes)."""
     versions: tuple[int, int] = (2, 4)
     calls: list[tuple[str, str, tuple]] = field(default_factory=list)
     dialogs: int = 0
@@ -191,6 +193,9 @@ class FakePortal:
             return
         if token is None or token not in self.issued:
             self.dialogs += 1
+        if not self.answer_start:
+            self._conn.send(new_method_return(msg, "o", (f"{PATH}/request/{sender}/open",)))
+            return
         if self.start_code != 0:
             self._respond(msg, sender, options, self.start_code, {})
             return

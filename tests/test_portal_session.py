@@ -6,12 +6,13 @@ checked by the fake."""
 from __future__ import annotations
 
 import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from jarvis.desktop.portal.bus import ConsentRefused, PortalBus
+from jarvis.desktop.portal.bus import ConsentRefused, PortalBus, PortalError
 from jarvis.desktop.portal.probe import portal_problem, portal_versions
 from jarvis.desktop.portal.session import PortalSession
 from jarvis.desktop.portal.token import RestoreToken
@@ -131,3 +132,17 @@ def test_versions_and_a_missing_portal(portal: FakePortal, session_bus: SessionB
 def test_no_session_bus_is_one_line(tmp_path: Path) -> None:
     problem = portal_problem(f"unix:path={tmp_path}/nothing")
     assert problem is not None and "no session bus" in problem and "\n" not in problem
+
+
+def test_a_cancelled_task_stops_waiting_for_consent(
+    portal: FakePortal, bus: PortalBus, tmp_path: Path
+) -> None:
+    portal.answer_start = False  # the dialog stays open on the desk
+    stop, told = threading.Event(), []
+    stop.set()  # cancelled: the wait for the dialog's answer ends at once
+    session = PortalSession(bus, RestoreToken(tmp_path), told.append, stop=stop)
+    with pytest.raises(PortalError, match=r"^stopped while waiting for the desktop's answer$"):
+        session.start()
+    assert len(told) == 1 and portal.dialogs == 1
+    assert [name for _i, name, _a in portal.calls][-1] == "Close"
+    assert RestoreToken(tmp_path).state == "none"

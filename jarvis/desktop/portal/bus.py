@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -120,12 +121,14 @@ class PortalBus:
         timeout: float | None = None,
         waiting: Callable[[], None] | None = None,
         patience: float = 0.0,
+        stop: threading.Event | None = None,
     ) -> Answer:
         """Call ``method`` whose last argument is an ``a{sv}`` and wait for its Response.
 
         A ``handle_token`` is added to the options; the Response is awaited for up to
         ``timeout`` seconds; ``waiting`` is called once if no answer came within
-        ``patience`` seconds (Start's consent dialog: Jarvis tells the person)."""
+        ``patience`` seconds (Start's consent dialog: Jarvis tells the person); ``stop``
+        set ends the wait (the task was cancelled)."""
         handle = self.token("req")
         path = f"{PORTAL_PATH}/request/{self.sender}/{handle}"
         options = dict(args[-1]) | {"handle_token": variant(handle)}
@@ -136,25 +139,35 @@ class PortalBus:
             self.send(new_method_call(message_bus, "AddMatch", "s", (rule.serialise(),)))
             self.send(message)
             try:
-                signal = self._wait(queue, limit, waiting, patience)
+                signal = self._wait(queue, limit, waiting, patience, stop)
             finally:
                 self._drop_match(rule)
         code, results = signal.body
         return Answer(int(code), unwrap(results))
 
     def _wait(
-        self, queue: Any, limit: float, waiting: Callable[[], None] | None, patience: float
+        self,
+        queue: Any,
+        limit: float,
+        waiting: Callable[[], None] | None,
+        patience: float,
+        stop: threading.Event | None,
     ) -> Message:
-        try:
-            if waiting is not None:
-                try:
-                    return self._conn.recv_until_filtered(queue, timeout=min(patience, limit))
-                except TimeoutError:
-                    waiting()
-                    limit -= patience
-            return self._conn.recv_until_filtered(queue, timeout=max(limit, 0.001))
-        except TimeoutError as exc:
-            raise PortalError(f"the desktop portal gave no answer in {limit:g} s") from exc
+        """The Response in ``queue``, read in short slices so ``stop`` ends the wait."""
+        began = time.monotonic()
+        while True:
+            elapsed = time.monotonic() - began
+            if waiting is not None and elapsed >= patience:
+                waiting()
+                waiting = None
+            if stop is not None and stop.is_set():
+                raise PortalError("stopped while waiting for the desktop's answer")
+            if elapsed >= limit:
+                raise PortalError(f"the desktop portal gave no answer in {limit:g} s")
+            try:
+                return self._conn.recv_until_filtered(queue, timeout=min(0.25, limit - elapsed))
+            except TimeoutError:
+                continue
 
     def _drop_match(self, rule: MatchRule) -> None:
         with contextlib.suppress(PortalError):  # the bus is gone: the match went with it

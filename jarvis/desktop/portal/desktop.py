@@ -129,7 +129,7 @@ class PortalDesktop:
         try:
             tokens = RestoreToken(settings.data_dir)
             desk = where.desk or "GNOME or KDE"
-            session = PortalSession(bus, tokens, notify, desk=desk).start()
+            session = PortalSession(bus, tokens, notify, desk=desk, stop=stop).start()
         except BaseException:
             bus.close()
             raise

@@ -16,6 +16,7 @@ answered. ``ConnectToEIS`` (libei) is not used: Debian 12 has no libei.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -88,9 +89,12 @@ class PortalSession:
         notify: Callable[[str], None] | None = None,
         consent_timeout: float = CONSENT_TIMEOUT_S,
         desk: str = "GNOME or KDE",
+        stop: threading.Event | None = None,
     ) -> None:
-        """``desk``: the desktop's name as the person knows it (XDG_CURRENT_DESKTOP)."""
+        """``desk``: the desktop's name as the person knows it (XDG_CURRENT_DESKTOP);
+        ``stop`` set ends the wait for consent."""
         self.desk = desk
+        self.stop = stop
         self.bus = bus
         self.tokens = tokens
         self.notify = notify
@@ -102,7 +106,15 @@ class PortalSession:
         """Whether this start went without a restore token the portal took."""
 
     def start(self) -> PortalSession:
-        """Run the sequence; with a rejected token, once more without it."""
+        """Run the sequence; with a rejected token, once more without it. Whatever ends
+        it early closes the session."""
+        try:
+            return self._started()
+        except BaseException:
+            self._close_handle()
+            raise
+
+    def _started(self) -> PortalSession:
         token = self.tokens.load()
         try:
             answer = self._start(token)
@@ -157,6 +169,7 @@ class PortalSession:
             timeout=self.consent_timeout,
             waiting=None if token is None else self._consent_needed,
             patience=CONSENT_PATIENCE_S,
+            stop=self.stop,
         )
         return self._ok(answer)
 
