@@ -42,6 +42,19 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+async def _desktop_on(settings: Settings, where: Where, bus: EventBus) -> Desktop:
+    """The Desktop on ``where``; one that may wait for the portal's consent dialog is
+    opened off the event loop, and the wait is told as a warning event."""
+    opener = functools.partial(
+        open_desktop,
+        settings,
+        where,
+        sizer=screen_sizer(settings),
+        notify=lambda line: bus.emit(AgentWarning(message=line)),
+    )
+    return await asyncio.to_thread(opener) if waits_for_consent(where) else opener()
+
+
 @asynccontextmanager
 async def build_agent(
     settings: Settings,
@@ -91,14 +104,7 @@ async def build_agent(
             register_grounder_tool(registry, grounder, settings.max_side)
         if long_term is None and settings.long_term_memory:
             long_term = await open_long_term(settings, stack, registry)
-        opener = functools.partial(
-            open_desktop,
-            settings,
-            where,
-            sizer=screen_sizer(settings),
-            notify=lambda line: bus.emit(AgentWarning(message=line)),  # the portal's consent
-        )
-        desktop = await asyncio.to_thread(opener) if waits_for_consent(where) else opener()
+        desktop = await _desktop_on(settings, where, bus)
         stack.callback(desktop.close)
         recorder = None
         if settings.runs.record_steps:  # steps/NNNN/ beside the run's journal
