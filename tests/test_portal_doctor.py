@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from jarvis.config import Settings
-from jarvis.desktop.backend import BackendError, choose_backend, task_display, waits_for_consent
+from jarvis.desktop.backend import (
+    BackendError,
+    choose_backend,
+    reach_problem,
+    task_display,
+    waits_for_consent,
+)
 from jarvis.desktop.portal import frames
 from jarvis.desktop.portal.bus import PortalError
 from jarvis.desktop.portal.desktop import PortalDesktop
@@ -67,6 +73,7 @@ def test_doctor_names_versions_token_state_and_asks_consent_once(
         f"portal on GNOME: {RD} v2, {SC} v4; restore token none; "
         "ConnectToEIS not used (Debian 12 has no libei)"
     )
+    assert reach_problem(PortalDisplay.from_env(gnome)) is None
     first = check_input(settings)
     assert first.ok and first.detail == f"pointer and keyboard granted by {RD} over 1 stream(s)"
     assert "restore token stored" in check_backend(settings).detail
@@ -106,6 +113,8 @@ def test_doctor_fails_in_one_line_without_a_portal(
         found = check(_settings(tmp_path))
         assert not found.ok and "\n" not in found.detail
         assert found.detail.startswith("no xdg-desktop-portal on the session bus"), found.detail
+    problem = reach_problem(PortalDisplay.from_env(gnome))  # what run's preflight asks
+    assert problem is not None and problem.startswith("no xdg-desktop-portal on the session bus")
 
 
 def test_opening_the_desktop_fails_in_one_line_and_closes_the_session(
