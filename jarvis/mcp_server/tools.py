@@ -71,8 +71,8 @@ RUN_TASK_HELP = (
     f"means the task asks a question (in summary): reply with answer. {WAITING}"
 )
 ANSWER_HELP = (
-    "Answer the question of a task whose status is needs_user. The task goes on with the "
-    "answer on the real desktop, and this waits for its next ending like run_task and "
+    "Answer the question of a task whose status is needs_user; the task goes on with the "
+    f"answer. {REAL_DESKTOP} This waits for the task's next ending like run_task and "
     f"returns the same. {WAITING}"
 )
 GET_TASK_HELP = (
