@@ -39,6 +39,7 @@ SUBCOMMAND_MODULES = (
     "jarvis.gateway.serve_command",
     "jarvis.tools.commands",
     "jarvis.safety.commands",
+    "jarvis.api.login_command",
     "jarvis.runs.commands",
     "jarvis.runs.report_commands",
     "jarvis.eval.commands",
