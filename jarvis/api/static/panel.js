@@ -471,6 +471,9 @@ $("zoom").addEventListener("click", () => $("zoom").close());
 
 // --- start -----------------------------------------------------------------------------
 async function start() {
+  // asked first, public: a browser that is not logged in yet sees no 401 in its console
+  const session = await (await fetch("/api/session", { credentials: "same-origin" })).json();
+  if (!session.logged_in) { showLogin(); return; }
   let health;
   try {
     health = await (await api("/api/health")).json();
