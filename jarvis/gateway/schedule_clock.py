@@ -24,7 +24,7 @@ from pathlib import Path
 from jarvis.events import EventBus
 from jarvis.fsutil import atomic_write_text
 from jarvis.gateway.markdown import Document, ProblemLog
-from jarvis.gateway.schedule_book import Schedule, ScheduleBook
+from jarvis.gateway.schedule_book import Schedule, ScheduleBook, parse_schedules
 from jarvis.gateway.schedule_rules import utc_now
 
 log = logging.getLogger(__name__)
@@ -96,6 +96,9 @@ class Scheduler:
         self.times = times or FireTimes(book.path.with_name(STATE_FILE))
         self.started = clock()
         self._problems = ProblemLog(bus)
+        self._read: tuple[str, Document[Schedule]] | None = None
+        self._next: dict[tuple[str, str, str, datetime], datetime] = {}
+        """The first run after a base, per schedule: a look finds nothing due cheaply."""
 
     def tick(self) -> list[Fire]:
         """The runs due now (the fire times are updated in memory: :meth:`commit` keeps
@@ -114,9 +117,12 @@ class Scheduler:
 
     def load(self) -> Document[Schedule]:
         """The book, its unreadable sections reported once (a log line and an event)."""
-        doc = self.book.load()
-        self._problems.report(self.book.problems(doc))
-        return doc
+        text = self.book.file.read().text
+        if self._read is None or self._read[0] != text:
+            doc = parse_schedules(text)
+            self._problems.report(self.book.problems(doc))
+            self._read = (text, doc)
+        return self._read[1]
 
     def _due(self, schedule: Schedule, now: datetime) -> Fire | None:
         key = schedule.key
@@ -125,6 +131,13 @@ class Scheduler:
             self.times.set(key, now)
             return None
         rule = schedule.rule
+        seen = (key, schedule.when, schedule.tz, base)
+        first = self._next.get(seen)
+        if first is None:
+            first = self._next[seen] = rule.next_after(base)
+        if first > now:
+            return None
+        del self._next[seen]
         latest = rule.last_until(now)
         if latest is None or latest <= base:
             return None
@@ -137,12 +150,6 @@ class Scheduler:
             return Fire(schedule, latest, caught_up=True)
         log.info("schedule %s: run(s) missed while stopped are skipped (catch_up: skip)", key)
         return None
-
-    def next_run(self, schedule: Schedule, now: datetime | None = None) -> datetime | None:
-        """When ``schedule`` runs next (UTC); None while paused."""
-        if schedule.paused:
-            return None
-        return schedule.rule.next_after(now or self.clock())
 
 
 def next_run(schedule: Schedule, now: datetime) -> datetime | None:

@@ -15,6 +15,7 @@ fall-back repeats runs once.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -103,6 +104,7 @@ def local_zone_name() -> str:
     return "UTC"
 
 
+@functools.lru_cache(maxsize=256)
 def parse_rule(when: str, tz: str) -> Rule:
     """``when`` (a phrase or cron) in zone ``tz``; RuleError names what is wrong."""
     return Rule(when.strip(), to_cron(when), zone(tz))
