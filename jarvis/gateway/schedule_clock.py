@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from jarvis.events import EventBus
 from jarvis.fsutil import atomic_write_text
@@ -155,3 +156,28 @@ class Scheduler:
 def next_run(schedule: Schedule, now: datetime) -> datetime | None:
     """When ``schedule`` runs next after ``now`` (UTC); None while paused."""
     return None if schedule.paused else schedule.rule.next_after(now)
+
+
+def listing(data_dir: Path, now: datetime | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """Each schedule of the book as a plain dict (``next_run``: ISO in its own zone, None
+    while paused), and one line per section that cannot be read (for ``jarvis schedule
+    list``, the API, the panel and the TUI)."""
+    book = ScheduleBook(data_dir)
+    doc = book.load()
+    now = now or utc_now()
+    rows = []
+    for s in doc.entries():
+        at = next_run(s, now)
+        rows.append(
+            {
+                "id": s.id,
+                "when": s.when,
+                "tz": s.tz,
+                "text": s.text,
+                "catch_up": s.catch_up,
+                "answer_to": s.answer_to,
+                "paused": s.paused,
+                "next_run": None if at is None else at.astimezone(s.rule.tz).isoformat(),
+            }
+        )
+    return rows, [str(p) for p in book.problems(doc)]

@@ -94,35 +94,10 @@ def _next(schedule: Schedule, now: datetime | None = None) -> str:
     return f"{local:%Y-%m-%d %H:%M %Z}"
 
 
-def listing(settings: Settings, now: datetime | None = None) -> tuple[list[dict], list[str]]:
-    """Each schedule as a plain dict (with ``next_run``, ISO in its zone, or None), and one
-    line per entry of the book that cannot be read."""
-    from jarvis.gateway.schedule_book import ScheduleBook
-    from jarvis.gateway.schedule_clock import next_run
-
-    book = ScheduleBook(settings.data_dir)
-    doc = book.load()
-    now = now or datetime.now(UTC)
-    rows = []
-    for s in doc.entries():
-        at = next_run(s, now)
-        rows.append(
-            {
-                "id": s.id,
-                "when": s.when,
-                "tz": s.tz,
-                "text": s.text,
-                "catch_up": s.catch_up,
-                "answer_to": s.answer_to,
-                "paused": s.paused,
-                "next_run": None if at is None else at.astimezone(s.rule.tz).isoformat(),
-            }
-        )
-    return rows, [str(p) for p in book.problems(doc)]
-
-
 def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
-    rows, problems = listing(settings)
+    from jarvis.gateway.schedule_clock import listing
+
+    rows, problems = listing(settings.data_dir)
     if args.json:
         print(json.dumps({"schedules": rows, "problems": problems}, indent=1))
         return EXIT_OK
