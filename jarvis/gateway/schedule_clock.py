@@ -180,4 +180,5 @@ def listing(data_dir: Path, now: datetime | None = None) -> tuple[list[dict[str,
                 "next_run": None if at is None else at.astimezone(s.rule.tz).isoformat(),
             }
         )
-    return rows, [str(p) for p in book.problems(doc)]
+    name = book.path.name
+    return rows, [f"{name}:{p.line}: {p.reason}: {p.excerpt}" for p in book.problems(doc)]
