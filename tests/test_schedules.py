@@ -18,6 +18,7 @@ import pytest
 
 from jarvis.cli import build_parser
 from jarvis.config import load_settings
+from jarvis.doctor import check_schedules
 from jarvis.events import ReplyReady
 from jarvis.gateway.schedule_answers import answer_file, deliver_answer
 from jarvis.gateway.schedule_book import Schedule, ScheduleBook, parse_schedules
@@ -219,6 +220,10 @@ def test_a_malformed_entry_gives_one_line_and_loses_nothing(
     said = [r.getMessage() for r in caplog.records if "Mars/Base" in r.getMessage()]
     assert len(said) == 1  # once, not once a minute
     assert book.path.read_text(encoding="utf-8") == text  # the daemon changed nothing
+    settings = load_settings(tmp_path)
+    said_by_doctor = check_schedules(settings)  # `jarvis doctor` says the same one line
+    assert not said_by_doctor.ok and said_by_doctor.detail.count("schedules.md:") == 1
+    assert "unknown time zone 'Mars/Base'" in said_by_doctor.detail
     added = add(book, "every day at 9", created=clock.at)
     assert added.id == "S4"  # a broken entry's id is not taken again
     assert BAD.strip() in book.path.read_text(encoding="utf-8")  # kept as it was
