@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -20,11 +21,16 @@ from jarvis.cli import build_parser
 from jarvis.config import load_settings
 from jarvis.doctor import check_schedules
 from jarvis.events import ReplyReady
-from jarvis.gateway.schedule_answers import answer_file, deliver_answer
+from jarvis.gateway.schedule_answers import AnswerRefused, answer_file, deliver_answer
 from jarvis.gateway.schedule_book import Schedule, ScheduleBook, parse_schedules
 from jarvis.gateway.schedule_clock import Fire, Scheduler, next_run
 from jarvis.gateway.schedule_rules import RuleError, parse_rule, to_cron
 from tests.agent_harness import agent_settings
+from tests.email_mail import ALICE, JARVIS
+from tests.email_servers import PASSWORD, SmtpSink, free_port
+from tests.email_setup import email_values, smtp, write_whitelist
+
+__all__ = ["smtp"]
 
 ROOT = Path(__file__).resolve().parent.parent
 BERLIN = "Europe/Berlin"
@@ -329,3 +335,36 @@ def test_the_command_line_adds_lists_pauses_and_says_bad_input_in_one_line(
     assert shown.startswith("S1  every weekday at 09:00 (Europe/Berlin)  next ")
     assert here(capsys, data, "remove", "S1")[0] == 0
     assert ScheduleBook(data).load().entries() == []
+
+
+async def test_an_answer_by_email_goes_to_the_whitelisted_owner_only(
+    tmp_path: Path, smtp: SmtpSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JARVIS_EMAIL_PASSWORD", PASSWORD)
+    data = tmp_path / "data"
+    write_whitelist(data)
+    no_mailbox = SimpleNamespace(port=free_port())  # no mail is read: only the sender is used
+    settings = load_settings(data, email=email_values(no_mailbox, smtp))  # type: ignore[arg-type]
+    reply = ReplyReady(
+        task_id="T007",
+        channel="schedule",
+        reply_to="email",
+        message_ids=["s-S1-20261123T0800Z"],
+        status="completed",
+        text="saved report.pdf",
+    )
+    at = datetime(2026, 11, 23, 8, 3, tzinfo=UTC)
+    assert await deliver_answer(settings, reply, "S1", at) == f"mailed to {ALICE}"
+    [mail] = smtp.wait_for(1)
+    assert mail["To"] == ALICE and mail["From"] == JARVIS
+    assert mail["Subject"] == "Jarvis: schedule S1, task T007: done"
+    assert mail.get_content().strip() == "saved report.pdf"
+    stranger = reply.model_copy(update={"reply_to": "email:mallory@example.net"})
+    with pytest.raises(AnswerRefused, match="not in the email whitelist"):
+        await deliver_answer(settings, stranger, "S1", at)
+    off = settings.model_copy(
+        update={"email": settings.email.model_copy(update={"enabled": False})}
+    )
+    with pytest.raises(AnswerRefused, match="the email channel is off"):
+        await deliver_answer(off, reply, "S1", at)
+    assert len(smtp.messages) == 1
