@@ -2,7 +2,7 @@
 the session's Xvfb; only the model scripted): a run missed while stopped (``catch_up:
 once``) becomes a new task at start even though an open task would take it as a merge, its
 answer lands in ``answers/NAME.md``, ``GET /api/schedules`` names the next run, and the web
-panel (Debian's Chromium, Playwright) lists it."""
+panel (Debian's Chromium, Playwright) lists it. In a fleet the coordinator starts the runs."""
 
 from __future__ import annotations
 
@@ -19,10 +19,12 @@ from jarvis.gateway.todos import TodoList
 from tests.agent_harness import agent_settings
 from tests.api_harness import serving_api
 from tests.fake_model import FakeModel, RecordedRequest, Reply, fake_model_fixture
+from tests.redis_server import RedisServer, redis_server
+from tests.test_fleet_serve import coordinator_settings
 from tests.test_serve import is_router, is_step, responder, task_of, until
 from tests.test_web_panel import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
 
-__all__ = ["fake_model_fixture"]
+__all__ = ["fake_model_fixture", "redis_server"]
 pytestmark = pytest.mark.usefixtures("xserver")
 
 TASK = "Download the sales report and save it as report.pdf"
@@ -117,3 +119,26 @@ async def test_the_web_panel_lists_schedules_with_their_next_run(
         finally:
             await browser.close()
     assert errors == []
+
+
+async def test_in_a_fleet_the_coordinator_starts_the_runs(
+    tmp_path: Path, fake_model: FakeModel, monkeypatch: Any, redis_server: RedisServer
+) -> None:
+    settings = coordinator_settings(tmp_path, fake_model, monkeypatch)
+    ScheduleBook(settings.data_dir).add(
+        Schedule(
+            "S0",
+            "every hour",
+            "UTC",
+            TASK,
+            catch_up="once",
+            created=datetime.now(UTC) - timedelta(hours=2),
+        )
+    )
+    fake_model.set_default(responder())
+    todos = TodoList(settings.data_dir)
+    async with serving_api(settings, fleet_url=redis_server.url):
+        await until(lambda: todos.get("T001") is not None, timeout=60)
+    made = todos.get("T001")
+    assert made is not None and made.source == "schedule" and made.description == TASK
+    assert made.is_open  # handed to the fleet's workers (none here)
