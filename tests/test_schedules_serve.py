@@ -1,6 +1,7 @@
 """Schedules in a real `jarvis serve` (the gateway with its API, in this process; the agent on
 the session's Xvfb; only the model scripted): a run missed while stopped (``catch_up:
-once``) becomes a new task at start even though an open task would take it as a merge, its
+once``) becomes a new task at start even though an open task would take it as a merge, runs
+under the ``channels.schedule`` policy, its
 answer lands in ``answers/NAME.md``, ``GET /api/schedules`` names the next run, and the web
 panel (Debian's Chromium, Playwright) lists it. In a fleet the coordinator starts the runs."""
 
@@ -18,10 +19,10 @@ from jarvis.gateway.schedule_clock import next_run
 from jarvis.gateway.todos import TodoList
 from tests.agent_harness import agent_settings
 from tests.api_harness import serving_api
-from tests.fake_model import FakeModel, RecordedRequest, Reply, fake_model_fixture
+from tests.fake_model import FakeModel, RecordedRequest, Reply, call, fake_model_fixture
 from tests.redis_server import RedisServer, redis_server
 from tests.test_fleet_serve import coordinator_settings
-from tests.test_serve import is_router, is_step, responder, task_of, until
+from tests.test_serve import finish, is_router, responder, task_of, until
 from tests.test_web_panel import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
 
 __all__ = ["fake_model_fixture", "redis_server"]
@@ -38,7 +39,8 @@ def merge_everything(request: RecordedRequest) -> Reply:
 async def test_a_due_schedule_is_a_new_task_beside_an_open_one_and_answers_in_its_file(
     tmp_path: Path, fake_model: FakeModel, monkeypatch: Any
 ) -> None:
-    settings = agent_settings(tmp_path, fake_model, monkeypatch)
+    deny = {"schedule": {"tools": {"deny": ["write_file"]}}}  # its own policy block
+    settings = agent_settings(tmp_path, fake_model, monkeypatch, channels=deny)
     todos = TodoList(settings.data_dir)
     todos.add("the sales report", "Download the sales report", "tui")
     todos.finish("T001", "needs_user", "which month?")  # open, waiting for an answer
@@ -55,12 +57,29 @@ async def test_a_due_schedule_is_a_new_task_beside_an_open_one_and_answers_in_it
             created=now - timedelta(hours=3),
         )
     )
-    fake_model.set_default(responder(route=merge_everything))
+    steps: list[str] = []
+
+    def step(request: RecordedRequest) -> Reply:
+        steps.append(task_of(request))
+        if len(steps) == 1:
+            return Reply(
+                text="Save it.", tool_calls=[call("write_file", path="r.txt", content="x")]
+            )
+        return finish(f"did: {task_of(request)}")
+
+    fake_model.set_default(responder(step, route=merge_everything))
     answers = answer_file(settings.data_dir, "sales")
     async with serving_api(settings) as api:
         await until(answers.exists, timeout=90)
         async with api.client() as client:
             listed = (await client.get("/api/schedules")).json()
+            posing = await client.post("/api/messages", json={"text": "x", "channel": "schedule"})
+        journal = api.journal()
+    assert posing.status_code == 422 and "takes its messages itself" in posing.text
+    [denied] = [
+        r for r in journal if r["kind"] == "tool_call_finished" and r["tool_name"] == "write_file"
+    ]
+    assert denied["ok"] is False and "for tasks from channel 'schedule'" in denied["error_message"]
     [run, task] = [t for t in todos.all() if t.id != "T001"], todos.get("T001")
     [made] = run
     assert (made.id, made.source, made.status) == ("T002", "schedule", "completed")
@@ -68,7 +87,7 @@ async def test_a_due_schedule_is_a_new_task_beside_an_open_one_and_answers_in_it
     assert message_id.startswith("s-S1-")
     assert task is not None and task.status == "needs_user" and len(task.message_ids) == 0
     assert not any(map(is_router, fake_model.requests))  # never offered for a merge
-    assert [task_of(r) for r in fake_model.requests if is_step(r)] == [TASK]
+    assert set(steps) == {TASK}
     text = answers.read_text(encoding="utf-8")
     assert "S1, task T002: done" in text and f"did: {TASK}" in text
     [row] = listed["schedules"]
