@@ -2,7 +2,8 @@
 
 A channel is any source of tasks: inbox, tui, web, api, email, a2a, mcp, schedule (the
 daemon's own clock: ``jarvis schedule``), and any added later (a plugin, or a bridge that
-posts to ``POST /api/messages``). Its block says what its tasks may do; every part only narrows what the global settings allow::
+posts to ``POST /api/messages``). Its block says what its tasks may do; every part only
+narrows what the global settings allow::
 
     "channels": {
       "email": {"tools": {"deny": ["write_file"], "web_hosts": [], "read_only": true},
