@@ -368,3 +368,18 @@ async def test_an_answer_by_email_goes_to_the_whitelisted_owner_only(
     with pytest.raises(AnswerRefused, match="the email channel is off"):
         await deliver_answer(off, reply, "S1", at)
     assert len(smtp.messages) == 1
+
+
+def test_a_hand_written_schedule_without_created_counts_its_runs_from_when_it_is_seen(
+    tmp_path: Path,
+) -> None:
+    book = ScheduleBook(tmp_path)
+    book.path.write_text("## S1: every hour\n- tz: UTC\n- catch_up: once\n\nby hand\n")
+    clock = Clock(datetime(2026, 11, 23, 10, 30, tzinfo=UTC))
+    scheduler = Scheduler(book, clock=clock)
+    assert scheduler.tick() == []  # no backlog from before anyone wrote it
+    scheduler.commit()
+    clock.at = datetime(2026, 11, 23, 11, 0, tzinfo=UTC)
+    assert [f.at for f in Scheduler(book, clock=clock).tick()] == [clock.at]
+    [problem] = parse_schedules("## S2: every hour\n- tz: UTC\n- colour: red\n\nx\n").malformed()
+    assert problem.reason.startswith("unknown field 'colour'")

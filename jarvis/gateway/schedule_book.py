@@ -118,8 +118,9 @@ def parse_section(lines: list[str]) -> Schedule:
         raise ScheduleError("the header is not '## S<number>: <when>'")
     fields: dict[str, str] = {}
     rest = lines[1:]
-    while rest and _FIELD.fullmatch(rest[0].rstrip()):
-        key, value = _FIELD.fullmatch(rest.pop(0).rstrip()).groups()  # type: ignore[union-attr]
+    while rest and (field := _FIELD.fullmatch(rest[0].rstrip())) is not None:
+        rest.pop(0)
+        key, value = field.groups()
         if key not in KEYS:
             raise ScheduleError(f"unknown field {key!r} (known: {', '.join(KEYS)})")
         fields[key] = value.strip()
