@@ -50,6 +50,7 @@ SUBCOMMAND_MODULES = (
     "jarvis.fleet.commands",
     "jarvis.secrets.commands",
     "jarvis.recording.commands",
+    "jarvis.gateway.schedule_commands",
 )
 
 

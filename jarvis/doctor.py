@@ -267,6 +267,19 @@ def check_email(settings: Settings) -> Check:
     )
 
 
+def check_schedules(settings: Settings) -> Check:
+    """``schedules.md``: how many, and one line per entry that cannot be read (kept)."""
+    from jarvis.gateway.schedule_clock import listing
+
+    rows, problems = listing(settings.data_dir)
+    if problems:
+        return Check("schedules", False, "; ".join(problems))
+    active = [r for r in rows if r["next_run"] is not None]
+    first = min((r["next_run"] for r in active), default=None)
+    later = f"; next run {first}" if first else ""
+    return Check("schedules", True, f"{len(rows)} schedule(s), {len(active)} active{later}")
+
+
 def check_accessibility(settings: Settings) -> Check:
     """Whether the accessibility tree can be read (it fails only when the ``observation``
     setting and the model's profile ask for the tree)."""
@@ -334,6 +347,8 @@ def run_checks(settings: Settings) -> list[Check]:
     checks = [check(settings) for check in CHECKS]
     if settings.email.enabled:  # a line for the email channel only when it is on
         checks.append(check_email(settings))
+    if (settings.data_dir / "schedules.md").exists():  # a line only when there are any
+        checks.append(check_schedules(settings))
     secrets = known_secrets(settings)
     return [Check(c.name, c.ok, redact(c.detail, secrets)) for c in checks]
 

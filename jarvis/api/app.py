@@ -17,6 +17,7 @@ from jarvis.a2a.mount import mount_a2a
 from jarvis.api.approvals import mount_safety
 from jarvis.api.auth import Guard, bearer_ok, cookie_ok
 from jarvis.api.routes import Daemon, router, set_cookie
+from jarvis.api.schedules import router as schedules_router
 
 PANEL_HEADERS = {
     "content-security-policy": (
@@ -72,6 +73,7 @@ def create_app(daemon: Daemon, allowed_hosts: frozenset[str]) -> Guard:
     )
     app.state.daemon = daemon
     app.include_router(router)
+    app.include_router(schedules_router)
     mount_safety(app, daemon.service)
     mount_a2a(app, daemon.service)
     panel = static_dir()

@@ -107,6 +107,7 @@ class JarvisApp(App[None]):
         if self.tui.live_screen_s > 0:
             self.set_interval(self.tui.live_screen_s, self._live_screen)
         self.set_interval(WORKERS_EVERY_S, self.feed.workers)
+        self.set_interval(WORKERS_EVERY_S, self.feed.schedules)
         self._stream()
 
     # --- lines in --------------------------------------------------------------------

@@ -82,6 +82,10 @@ class Backend(Protocol):
         live, ...}]}`` (``fleet`` false: the daemon runs its tasks itself)."""
         ...
 
+    async def schedules(self) -> list[dict[str, Any]]:
+        """``GET /api/schedules``'s schedules (``id``, ``when``, ``tz``, ``next_run``...)."""
+        ...
+
     async def pause(self) -> None:
         """Take the screen from the agent (a takeover by the TUI: no VNC in a terminal)."""
         ...
@@ -132,6 +136,8 @@ class ReplayBackend:
         """``(approval_id, decision, note)`` of every answer given."""
         self.takeovers: list[str] = []
         self.fleet_workers = workers
+        self.schedule_rows: list[dict[str, Any]] = []
+        """The schedules to show (set by a test)."""
         """The fleet's workers to show (None: not a fleet)."""
         """``pause`` and ``resume`` in the order they were asked."""
 
@@ -210,6 +216,9 @@ class ReplayBackend:
     async def workers(self) -> dict[str, Any]:
         found = self.fleet_workers
         return {"fleet": found is not None, "workers": list(found or [])}
+
+    async def schedules(self) -> list[dict[str, Any]]:
+        return list(self.schedule_rows)
 
     async def pause(self) -> None:
         self.takeovers.append("pause")

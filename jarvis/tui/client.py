@@ -124,6 +124,11 @@ class ApiBackend:
         found = await self._call("GET", "/api/workers")
         return found if isinstance(found, dict) else {"fleet": False, "workers": []}
 
+    async def schedules(self) -> list[dict[str, Any]]:
+        found = await self._call("GET", "/api/schedules")
+        rows = (found or {}).get("schedules", []) if isinstance(found, dict) else []
+        return [s for s in rows if isinstance(s, dict)]
+
     async def pause(self) -> None:
         await self._call("POST", "/api/takeover", json={"by": "tui"})
 
