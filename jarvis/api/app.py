@@ -33,6 +33,8 @@ LOGIN_FAILED = """<!doctype html><meta charset="utf-8"><title>Jarvis: login</tit
 <p>This login link was already used, or it is wrong. Open the panel and paste the token from
 <code>DATA/config/api_token</code>, or run <code>jarvis login</code> for a new link.</p>
 <p><a href="/">Open the panel</a></p>"""
+
+
 class Session(BaseModel):
     logged_in: bool
     """True for a browser with the session cookie (or a client with the token)."""
