@@ -25,5 +25,5 @@ def test_run_sandbox_kind(argv: list[str], kind: str, task: str) -> None:
 
 def test_eval_and_serve() -> None:
     assert build_parser().parse_args(bare_sandbox(["eval", "--sandbox", "s.yaml"])).sandbox == "x11"
-    assert build_parser().parse_args(bare_sandbox(["serve", "--sandbox"])).sandbox is True
+    assert build_parser().parse_args(bare_sandbox(["serve", "--sandbox"])).sandbox == "x11"
     assert bare_sandbox(["run", "--", "--sandbox"]) == ["run", "--", "--sandbox"]

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from jarvis import __version__
 from jarvis.config import Settings
-from jarvis.desktop.x11 import XDisplay
+from jarvis.desktop.backend import Where
 from jarvis.events import ApprovalRequested, Event, EventBus, StepFinished, TaskFinished
 from jarvis.fleet import control, holds, keys, registry
 from jarvis.fleet.approvals import RELAYED_BY
@@ -57,7 +57,7 @@ T = TypeVar("T")
 class WorkerOptions:
     name: str
     url: str
-    where: XDisplay
+    where: Where
     size: str
     lease_ms: int = 30_000
     heartbeat_ttl_s: int = registry.HEARTBEAT_TTL_S
@@ -90,7 +90,7 @@ class FleetWorker:
         )
         self.views = WorkerViews(redis, options.name, options.where, settings.takeover.enabled)
         # the cookie file the coordinator opens this display with (start-up named it)
-        self.info.xauthority = options.where.xauthority or ""
+        self.info.xauthority = getattr(options.where, "xauthority", None) or ""
         self.current: Claim | None = None
         self.agent: Agent | None = None
         self._own: Agent | None = None

@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jarvis.config import PROVIDERS, Settings
+from jarvis.safety.wayland_sandbox import SANDBOX_KINDS
 
 if TYPE_CHECKING:
+    from jarvis.desktop.backend import Where
     from jarvis.desktop.x11 import XDisplay
     from jarvis.gateway.gateway import Gateway
     from jarvis.gateway.runner import RunnerFactory
@@ -114,8 +116,11 @@ def _add_where(serve: argparse.ArgumentParser) -> None:
     )
     serve.add_argument(
         "--sandbox",
-        action="store_true",
-        help="run every task on a private virtual display (safety.sandbox)",
+        nargs="?",
+        const="x11",
+        choices=SANDBOX_KINDS,
+        help="run every task on a private virtual display (safety.sandbox): x11 (the "
+        "default, Xvfb) or wayland (a headless sway)",
     )
     serve.add_argument(
         "--fleet",
@@ -155,17 +160,20 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     person = XDisplay.from_env()  # read once here; the daemon's Desktop is made for a display
     if args.fleet and not args.local_worker:  # no task runs here: no display is needed
         return _serve_here(args, settings, person, person, display=False)
-    if args.sandbox or settings.safety.sandbox.enabled:
-        from jarvis.safety.sandbox import sandboxed
+    kind = args.sandbox or ("x11" if settings.safety.sandbox.enabled else None)
+    if kind is not None:
+        from jarvis.safety.wayland_sandbox import on_private_display
 
-        return sandboxed(settings, lambda box: _serve_here(args, settings, box, person))
+        return on_private_display(
+            kind, settings, lambda box: _serve_here(args, settings, box, person)
+        )
     return _serve_here(args, settings, person, person)
 
 
 def _serve_here(
     args: argparse.Namespace,
     settings: Settings,
-    where: XDisplay,
+    where: Where,
     person: XDisplay,
     *,
     display: bool = True,
@@ -183,7 +191,7 @@ def _serve_here(
 
 
 async def _serve(
-    args: argparse.Namespace, settings: Settings, where: XDisplay, person: XDisplay
+    args: argparse.Namespace, settings: Settings, where: Where, person: XDisplay
 ) -> int:
     from jarvis.api.server import ApiUnavailable
     from jarvis.gateway.gateway import Gateway, GatewayOptions
