@@ -2,7 +2,8 @@
 shows it while a task acts on a display like a person's (Xorg with the dummy driver, a
 real RandR output, so ``auto`` turns it on), as ``jarvis run`` does. The model is asked
 while the sign is on the screen; it is gone when the task ends, and within a second
-when a person stops a task (``POST /api/stop``) while the model is still deciding."""
+when a person stops a task (``POST /api/stop``) while the model is still deciding. A fleet
+worker's task shows it too."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from typing import Any
 
 import pytest
 
+from jarvis.gateway.todos import TodoList
 from tests.agent_harness import agent_settings
-from tests.api_harness import finish, routed, serving_api, until
-from tests.fake_model import FakeModel, RecordedRequest, Reply
+from tests.api_harness import NEW_TASK, finish, is_router, routed, serving_api, until
+from tests.fake_model import FakeModel, RecordedRequest, Reply, fake_model_fixture
+from tests.redis_server import RedisServer, redis_server
+from tests.test_fleet_worker import other
 from tests.test_indicator import screen_now, sign_pixels, wait_gone
 from tests.xservers import DummyXorg, Head, dummy_xorg_missing
 
@@ -24,6 +28,7 @@ pytestmark = [
     pytest.mark.skipif(dummy_xorg_missing() is not None, reason=str(dummy_xorg_missing())),
     pytest.mark.slow,
 ]
+__all__ = ["fake_model_fixture", "redis_server"]
 HEAD = Head(1024, 768, 0, 0)
 BORDER = [(0, 0, HEAD.width, 4), (0, HEAD.height - 4, HEAD.width, 4)]
 """The top and bottom edges of the monitor, where the sign's border lies."""
@@ -77,3 +82,41 @@ async def test_a_served_task_shows_the_sign_while_it_runs_and_a_stop_takes_it_aw
 
 def _finished(api: Any, task_id: str) -> bool:
     return any(r["kind"] == "task_finished" for r in api.journal(task_id))
+
+
+async def test_a_fleet_workers_task_shows_the_sign_while_it_runs(
+    xorg: DummyXorg,
+    tmp_path: Path,
+    fake_model: FakeModel,
+    redis_server: RedisServer,
+    monkeypatch: Any,
+) -> None:
+    """The daemon's own fleet worker (``--local-worker``, a FleetWorker like any
+    ``jarvis worker``) on the person's-like display: the sign while its task runs."""
+    for name, value in xorg.env().items():
+        monkeypatch.setenv(name, value)
+    seen: list[int] = []
+
+    def answer(request: RecordedRequest) -> Reply:
+        if is_router(request):
+            return NEW_TASK
+        if (reply := other(request)) is not None:
+            return reply
+        seen.append(sign_pixels(screen_now(xorg), BORDER))
+        return finish("looked")
+
+    fake_model.set_default(answer)
+    settings = agent_settings(
+        tmp_path, fake_model, monkeypatch, fleet={"lease_s": 3}, takeover={"enabled": False}
+    )
+    async with (
+        serving_api(settings, fleet_url=redis_server.url, local_worker=True) as api,
+        api.client() as http,
+    ):
+        posted = await http.post("/api/messages", json={"text": "look", "channel": "api"})
+        assert posted.status_code == 201, posted.text
+        await until(lambda: (t := TodoList(api.data_dir).get("T001")) and not t.is_open, 90)
+        todo = TodoList(api.data_dir).get("T001")
+        assert todo is not None and todo.status == "completed"
+        assert seen == [2 * 4 * HEAD.width]  # the whole border while the worker's task ran
+        await asyncio.to_thread(wait_gone, xorg, BORDER, 1.0)
