@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import gc
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -307,6 +308,9 @@ def entry() -> None:
     is lost: the commands close their files and stores themselves, and atexit still runs."""
     try:
         code = main()
+    except BrokenPipeError:  # `jarvis runs | head`: the reader left; end quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_OK
     finally:
         gc.freeze()
     raise SystemExit(code)

@@ -38,25 +38,40 @@ def check_backend(settings: Settings) -> Check:
     return Check("backend", *check_backend_line(settings))
 
 
-def _on_wlroots(settings: Settings, name: str, run: Callable[[], tuple[bool, str]]) -> Check | None:
-    """``run``'s check when the desktop is a wlroots one, else None (the X11 check runs)."""
-    from jarvis.desktop.backend import BackendError
+def _on_wlroots(
+    settings: Settings,
+    name: str,
+    run: Callable[[], tuple[bool, str]],
+    portal: Callable[[], tuple[bool, str]] | None = None,
+) -> Check | None:
+    """``run``'s check when the desktop is a wlroots one, ``portal``'s on a portal one,
+    else None (the X11 check runs)."""
+    from jarvis.desktop.errors import InputError
     from jarvis.doctor_wayland import backend_of
 
     try:
-        if backend_of(settings) != "wlroots":
+        backend = backend_of(settings)
+        if backend == "portal" and portal is not None:
+            return Check(name, *portal())
+        if backend != "wlroots":
             return None
         return Check(name, *run())
-    except BackendError as exc:
+    except InputError as exc:  # the backend, a part or consent is missing: its own line
         return Check(name, False, str(exc))
     except Exception as exc:  # doctor reports any failure as a failed check
         return Check(name, False, f"{name} on the Wayland desktop failed: {exc}")
 
 
 def check_display(settings: Settings) -> Check:
+    from jarvis.doctor_portal import portal_display
     from jarvis.doctor_wayland import wlroots_display
 
-    wayland = _on_wlroots(settings, "display", lambda: wlroots_display(settings, os.environ))
+    wayland = _on_wlroots(
+        settings,
+        "display",
+        lambda: wlroots_display(settings, os.environ),
+        lambda: portal_display(settings, os.environ),
+    )
     if wayland is not None:
         return wayland
     where = XDisplay.from_env()
@@ -92,9 +107,15 @@ def check_display(settings: Settings) -> Check:
 
 def check_input(settings: Settings) -> Check:
     """Move the pointer one pixel and back (on a real desktop too: it is one pixel)."""
+    from jarvis.doctor_portal import portal_input
     from jarvis.doctor_wayland import wlroots_input
 
-    wayland = _on_wlroots(settings, "input", lambda: wlroots_input(os.environ))
+    wayland = _on_wlroots(
+        settings,
+        "input",
+        lambda: wlroots_input(os.environ),
+        lambda: portal_input(settings, os.environ),
+    )
     if wayland is not None:
         return wayland
     display = XDisplay.from_env().name

@@ -20,6 +20,7 @@ import pytest
 
 from jarvis.desktop.backend import vnc_server
 from jarvis.desktop.errors import InputInterrupted
+from jarvis.desktop.portal.display import PortalDisplay
 from jarvis.desktop.text_entry import TypedText
 from jarvis.desktop.vnc import VncServer
 from jarvis.desktop.wayvnc import WayVncServer
@@ -37,6 +38,7 @@ def test_the_vnc_server_follows_the_display() -> None:
     x11 = vnc_server(XDisplay(":5", "/tmp/cookie"))
     assert isinstance(x11, VncServer) and (x11.display, x11.xauthority) == (":5", "/tmp/cookie")
     assert vnc_server(XDisplay("")) is None
+    assert vnc_server(PortalDisplay("/run/u/wayland-0", "", "unix:path=/b", "GNOME")) is None
 
 
 async def _server_init(server: WayVncServer, full: bool) -> tuple[int, int]:

@@ -46,7 +46,9 @@ class Backend(Protocol):
         stream is open. Raises BackendError when it breaks."""
         ...
 
-    async def send(self, text: str) -> None: ...
+    async def send(self, text: str) -> str | None:
+        """Send a message as the person; its id (None where the backend gives none)."""
+        ...
 
     async def cancel(self, task_id: str) -> None: ...
 
@@ -165,8 +167,9 @@ class ReplayBackend:
             if int(line.get("seq") or 0) > after:
                 yield line
 
-    async def send(self, text: str) -> None:
+    async def send(self, text: str) -> str | None:
         self.sent.append(text)
+        return None
 
     async def cancel(self, task_id: str) -> None:
         self.cancelled.append(task_id)

@@ -82,8 +82,9 @@ class ApiBackend:
             raise BackendError(f"events: {what_failed(exc)}") from None
         raise BackendError("events: the stream ended")
 
-    async def send(self, text: str) -> None:
-        await self._call("POST", "/api/messages", json={"text": text, "channel": "tui"})
+    async def send(self, text: str) -> str | None:
+        sent = await self._call("POST", "/api/messages", json={"text": text, "channel": "tui"})
+        return str(sent["message_id"]) if sent and sent.get("message_id") else None
 
     async def cancel(self, task_id: str) -> None:
         await self._call("POST", f"/api/tasks/{task_id}/cancel", json={"by": "tui"})
