@@ -1,8 +1,9 @@
 """The worker's side of the live view through Redis (:mod:`jarvis.fleet.view_tunnel`).
 
 On the first ``view`` control message the worker starts x11vnc on its own display (127.0.0.1
-only, passwords made per start, :class:`~jarvis.desktop.vnc.VncServer`) and keeps it until
-it stops. Each session logs in to it with the password of the access the coordinator asked
+only, passwords made per start, :class:`~jarvis.desktop.vnc.VncServer`; on a Wayland desktop
+wayvnc on private Unix sockets, :class:`~jarvis.desktop.wayvnc.WayVncServer`) and keeps it
+until it stops. Each session logs in to it with the password of the access the coordinator asked
 for (``full`` only for a takeover whose ticket the coordinator checked; ``view``: x11vnc
 itself drops the viewer's input) and copies bytes both ways through the session's streams.
 The worker opens no port of its own. A ``frames`` control message starts the pictures of
