@@ -152,15 +152,19 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         scratch = Path(tempfile.mkdtemp(prefix="jarvis-worker-"))
     settings = worker_settings(settings, scratch)
     try:
+        from jarvis.gateway.serve_command import own_display
+
         kind = args.sandbox or ("x11" if settings.safety.sandbox.enabled else None)
         if kind is not None:
             from jarvis.safety.wayland_sandbox import on_private_display
 
             return on_private_display(kind, settings, lambda box: _work(args, settings, url, box))
-        # one process, one desktop: the display named, else the one it was started on
+        # one process, one desktop: the display named, else the one it was started in
         started_on = XDisplay.from_env()  # a named display opens with this process's cookie
-        where = XDisplay(args.display, started_on.xauthority) if args.display else started_on
-        return _work(args, settings, url, where)
+        if args.display:
+            return _work(args, settings, url, XDisplay(args.display, started_on.xauthority))
+        where = own_display(settings, started_on)
+        return EXIT_FAILED if where is None else _work(args, settings, url, where)
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -180,7 +180,21 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         return on_private_display(
             kind, settings, lambda box: _serve_here(args, settings, box, person)
         )
-    return _serve_here(args, settings, person, person)
+    where = own_display(settings, person)
+    return EXIT_FAILED if where is None else _serve_here(args, settings, where, person)
+
+
+def own_display(settings: Settings, person: XDisplay) -> Where | None:
+    """The display a daemon's or a worker's tasks run on without ``--sandbox``: the one
+    it was started in, as ``desktop.backend`` chooses it (the person's X display, or the
+    compositor of their Wayland session); None, said in one line, when none can be driven."""
+    from jarvis.desktop.backend import BackendError, task_display
+
+    try:
+        return task_display(settings.desktop.backend, os.environ, person)
+    except BackendError as exc:
+        print(f"jarvis: {exc}", file=sys.stderr)
+        return None
 
 
 def _serve_here(
