@@ -15,7 +15,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # TigerVNC's Xvnc. The Wayland desktop (DESIGN section 15): sway run headless, grim
 # (screencopy), wtype (a virtual keyboard with its own keymap), wl-clipboard, foot and wev
 # (the tests' Wayland apps), swaybg (the benches' Wayland background), qtwayland5 (Qt apps
-# on Wayland: featherpad's tree in tests/test_wlroots_a11y.py). OSWorld tasks (DESIGN
+# on Wayland: featherpad's tree in tests/test_wlroots_a11y.py), wayvnc (the live view and
+# takeover of a Wayland desktop). OSWorld tasks (DESIGN
 # section 16): LibreOffice Calc, Writer and Impress, GIMP and Thunderbird.
 # x11-xkb-utils: setxkbmap for the keyboard-layout tests.
 # The portal backend (GNOME, KDE): gst-launch-1.0 with pipewiresrc reads the screen-cast
@@ -24,7 +25,7 @@ APT_PACKAGES := xvfb xauth xdotool x11vnc xclip x11-utils xterm python3-venv pyt
 	xserver-xorg-core xserver-xorg-video-dummy x11-xserver-utils tigervnc-standalone-server \
 	mousepad featherpad xfce4-terminal chromium fonts-noto-cjk fonts-noto-color-emoji \
 	dovecot-imapd tmux matchbox-window-manager redis-server at-spi2-core dbus-x11 \
-	podman runc debootstrap sway swaybg grim wtype wl-clipboard foot wev qtwayland5 \
+	podman runc debootstrap sway swaybg grim wtype wl-clipboard foot wev qtwayland5 wayvnc \
 	libreoffice-calc libreoffice-writer libreoffice-impress gimp thunderbird x11-xkb-utils \
 	gstreamer1.0-tools gstreamer1.0-pipewire gstreamer1.0-plugins-base
 TASK ?=
@@ -41,7 +42,7 @@ setup: system venv
 # System packages: the virtual display, X input and clipboard tools.
 system:
 	@missing=""; \
-	for c in Xvfb xdotool xclip xwininfo xterm mousepad featherpad xfce4-terminal chromium tmux matchbox-window-manager redis-server x11vnc podman runc debootstrap Xorg xrandr Xvnc sway swaybg grim wtype wl-copy foot wev soffice gimp thunderbird setxkbmap; do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
+	for c in Xvfb xdotool xclip xwininfo xterm mousepad featherpad xfce4-terminal chromium tmux matchbox-window-manager redis-server x11vnc podman runc debootstrap Xorg xrandr Xvnc sway swaybg grim wtype wl-copy foot wev wayvnc soffice gimp thunderbird setxkbmap; do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
 	$(PYTHON) -c 'import tkinter, ensurepip' 2>/dev/null || missing="$$missing python3-tk/venv"; \
 	[ -e /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc ] || missing="$$missing fonts-noto-cjk"; \
 	[ -x /usr/sbin/dovecot ] || missing="$$missing dovecot"; \

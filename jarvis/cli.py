@@ -325,7 +325,7 @@ def bare_sandbox(argv: Sequence[str]) -> list[str]:
     for i, token in enumerate(out):
         if token == "--":
             break
-        kinded = any(t in ("run", "eval") for t in out[:i])  # serve's and worker's take none
+        kinded = any(t in ("run", "eval", "serve", "worker") for t in out[:i])
         if (
             token == "--sandbox"
             and kinded

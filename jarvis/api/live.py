@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from jarvis.desktop.backend import Where
 from jarvis.desktop.live_frame import NoDisplay, capture_jpeg
-from jarvis.desktop.x11 import XDisplay
 
 __all__ = ["FRESH_S", "LiveScreen", "NoDisplay", "capture_jpeg"]
 
@@ -34,14 +34,14 @@ class LiveScreen:
     """One capture at a time of the display ``where()`` names now, and a frame shared by
     callers that ask within ``fresh_s``."""
 
-    where: Callable[[], XDisplay]
+    where: Callable[[], Where]
     fresh_s: float = FRESH_S
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    _last: tuple[float, XDisplay, bytes] | None = None
+    _last: tuple[float, Where, bytes] | None = None
     """(when, of which display, the frame): a task that moved to a private display since
     gets a frame of that one."""
 
-    async def frame(self, monitor: int, max_side: int, where: XDisplay | None = None) -> bytes:
+    async def frame(self, monitor: int, max_side: int, where: Where | None = None) -> bytes:
         """A frame of ``where`` (a fleet worker's display), by default of ``where()``."""
         async with self._lock:
             last, display = self._last, where if where is not None else self.where()

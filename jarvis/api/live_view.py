@@ -11,9 +11,9 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING
 
-from jarvis.desktop import x11
+from jarvis.desktop.backend import Where, vnc_server
 from jarvis.desktop.vnc import VncError, VncServer
-from jarvis.desktop.x11 import XDisplay
+from jarvis.desktop.wayvnc import WayVncServer
 from jarvis.gateway.runner import WORKER
 from jarvis.redaction import register
 from jarvis.safety.takeover import MAIN_SCREEN as MAIN
@@ -33,7 +33,7 @@ class LiveView:
     person's open views."""
 
     def __init__(self) -> None:
-        self.servers: dict[str, VncServer] = {}
+        self.servers: dict[str, VncServer | WayVncServer] = {}
         self.ticket = ""
         """Opens the full-access view of the daemon's own screen (a fleet worker's takeover
         has a ticket of its own, :class:`~jarvis.fleet.holds.FleetHolder`)."""
@@ -89,15 +89,17 @@ class LiveView:
             found.add(hold.screen)  # served at its first view
         return sorted(found)
 
-    async def server(self, screen: str, hold: ScreenHold | None) -> VncServer | None:
-        """The running x11vnc of ``screen``; a private one is started now if needed."""
+    async def server(self, screen: str, hold: ScreenHold | None) -> VncServer | WayVncServer | None:
+        """The running VNC server of ``screen``; a private one is started now if needed."""
         if screen == MAIN or hold is None or hold.where is None or screen != hold.screen:
             server = self.servers.get(screen)
             return server if server is not None and server.running else None
         async with self._starting:
             server = self.servers.get(screen)
             if server is None or not server.running:
-                server = VncServer(hold.where.name, hold.where.xauthority)
+                server = vnc_server(hold.where)
+                if server is None:
+                    return None
                 try:
                     await asyncio.to_thread(server.start)
                 except VncError as exc:
@@ -138,13 +140,13 @@ class LiveView:
 
 
 @contextlib.asynccontextmanager
-async def live_view(settings: Settings, where: XDisplay | None) -> AsyncIterator[LiveView]:
-    """x11vnc for the daemon's display ``where`` while inside (when ``takeover.enabled``,
-    on X11 with x11vnc installed; otherwise no display has a live view and the panel keeps
-    its JPEG)."""
+async def live_view(settings: Settings, where: Where | None) -> AsyncIterator[LiveView]:
+    """The VNC server of the daemon's display ``where`` while inside (when
+    ``takeover.enabled``: x11vnc on X11, wayvnc on Wayland, when installed; otherwise no
+    display has a live view and the panel keeps its JPEG)."""
     view = LiveView()
-    if settings.takeover.enabled and where is not None and where.name and x11.is_x11(where):
-        server = VncServer(where.name, where.xauthority)
+    server = vnc_server(where) if settings.takeover.enabled and where is not None else None
+    if server is not None:
         try:
             try:
                 await asyncio.to_thread(server.start)

@@ -112,13 +112,13 @@ class OwnScreen:
             return
         ended = view.left.get(screen, view.closing)
         if not ticket:
-            await relay(websocket, server.port, server.view_password, ended)
+            await relay(websocket, server, False, ended)
             return
         if hold is None or not view.ticket or not hmac.compare_digest(ticket, view.ticket):
             await websocket.close(code=1008, reason="this ticket does not hold the screen")
             return
         with view.controlling(screen) as closed:
-            await relay(websocket, server.port, server.full_password, closed, hold.touched)
+            await relay(websocket, server, True, closed, hold.touched)
 
 
 class WorkerScreen:

@@ -1,6 +1,7 @@
-"""The WebSocket relay between the panel's noVNC client and x11vnc on 127.0.0.1.
+"""The WebSocket relay between the panel's noVNC client and the display's VNC server
+(x11vnc on 127.0.0.1, or wayvnc on a private Unix socket on Wayland).
 
-The relay logs in to x11vnc itself (RFB 3.8, VNC authentication) with the view-only or the
+The relay logs in to the VNC server itself (RFB 3.8, VNC authentication) with the view-only or the
 full-access password, then offers the browser a session with no authentication of its own
 (the API's token or cookie already let it in), and from there copies bytes both ways. So a
 VNC password never leaves the daemon: not in a page, not in an API response.
@@ -13,7 +14,7 @@ import contextlib
 import logging
 import struct
 from collections.abc import Callable
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -22,7 +23,6 @@ from jarvis.desktop.rfb import (
     SEC_NONE,
     RfbError,
     Upstream,
-    logged_in,
     until_first,
 )
 
@@ -90,18 +90,25 @@ class _Incoming:
         return out
 
 
+class VncSource(Protocol):
+    """A display's VNC server (x11vnc, or wayvnc on Wayland) that opens sessions."""
+
+    async def session(self, full: bool) -> Upstream: ...
+
+
 async def relay(
     websocket: WebSocket,
-    port: int,
-    password: str,
+    source: VncSource,
+    full: bool,
     closed: asyncio.Event,
     on_input: Callable[[], None] | None = None,
 ) -> None:
-    """Serve ``websocket`` (not yet accepted) from x11vnc on 127.0.0.1:``port`` until
-    either side ends or ``closed`` is set. ``on_input`` is called for each message the
-    browser's key or pointer event once the session runs (the takeover's idle clock)."""
+    """Serve ``websocket`` (not yet accepted) from a session of ``source`` (view-only, or
+    with ``full`` the one that takes input) until either side ends or ``closed`` is set.
+    ``on_input`` is called for each message the browser's key or pointer event once the
+    session runs (the takeover's idle clock)."""
     try:
-        upstream = await logged_in(port, password)
+        upstream = await source.session(full)
     except (RfbError, OSError) as exc:
         log.warning("vnc relay: %s", exc)
         await websocket.close(code=1011)

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 
     from jarvis.config import Settings
     from jarvis.desktop.desktop import Desktop
+    from jarvis.desktop.screen import Screen
+    from jarvis.desktop.vnc import VncServer
+    from jarvis.desktop.wayvnc import WayVncServer
 
 Chosen = Literal["x11", "wlroots", "portal"]
 Where: TypeAlias = XDisplay | WaylandDisplay
@@ -131,6 +134,51 @@ def open_desktop(
     from jarvis.desktop.desktop import Desktop
 
     return Desktop.open(settings, where, stop, sizer)
+
+
+def open_screen(where: Where, monitor: int, max_side: int, jpeg_quality: int) -> Screen:
+    """A Screen of ``where`` for pictures people watch (the live view): grim's on a
+    wlroots compositor, mss's on an X display. ValueError on a portal desktop (its
+    pictures come through its own session: not for the live view yet)."""
+    if isinstance(where, PortalDisplay):
+        raise ValueError(f"the live picture of a {where.desk or 'portal'} desktop is not built")
+    if isinstance(where, WaylandDisplay):
+        from jarvis.desktop.wlroots.screen import WlScreen
+
+        return WlScreen(where, monitor=monitor, max_side=max_side, jpeg_quality=jpeg_quality)
+    from jarvis.desktop.screen import Screen
+
+    return Screen(monitor=monitor, max_side=max_side, jpeg_quality=jpeg_quality, display=where)
+
+
+def vnc_server(where: Where) -> VncServer | WayVncServer | None:
+    """The VNC server of ``where``'s live view and takeover, not started: wayvnc on a
+    wlroots compositor, x11vnc on an X display; None where neither can serve it (a
+    portal desktop: GNOME and KDE offer wayvnc no screencopy)."""
+    if isinstance(where, PortalDisplay):
+        return None
+    if isinstance(where, WaylandDisplay):
+        from jarvis.desktop.wayvnc import WayVncServer
+
+        return WayVncServer(where)
+    from jarvis.desktop import x11
+    from jarvis.desktop.vnc import VncServer
+
+    return VncServer(where.name, where.xauthority) if where.name and x11.is_x11(where) else None
+
+
+def monitor_size(where: Where) -> Size:
+    """The logical size of the first monitor (output) of ``where``; blocking."""
+    if isinstance(where, WaylandDisplay):
+        from jarvis.desktop.wlroots.session import read_outputs
+
+        box = read_outputs(where)[0].box
+        return Size(box[2], box[3])
+    from jarvis.desktop.monitors import mss_for
+
+    with mss_for(where if where.name else None) as grab:
+        monitor = grab.monitors[1]
+        return Size(monitor["width"], monitor["height"])
 
 
 def waits_for_consent(where: Where) -> bool:

@@ -4,7 +4,10 @@ through Redis (:mod:`jarvis.fleet.frames`) share it."""
 
 from __future__ import annotations
 
-from jarvis.desktop.x11 import XDisplay
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jarvis.desktop.backend import Where
 
 LIVE_JPEG_QUALITY = 70
 
@@ -14,21 +17,20 @@ class NoDisplay(RuntimeError):
 
 
 def capture_jpeg(
-    where: XDisplay, monitor: int, max_side: int, quality: int = LIVE_JPEG_QUALITY
+    where: Where, monitor: int, max_side: int, quality: int = LIVE_JPEG_QUALITY
 ) -> bytes:
     """The monitor of the display ``where`` now, scaled to ``max_side``, as JPEG bytes
     (blocking). Raises :class:`NoDisplay` when there is no display to capture."""
     from mss.exception import ScreenShotError
 
-    from jarvis.desktop.screen import Screen
+    from jarvis.desktop.backend import open_screen
+    from jarvis.desktop.errors import InputError
 
     try:
         if not where.name:
             raise ValueError("no display is given")
-        with Screen(
-            monitor=monitor, max_side=max_side, jpeg_quality=quality, display=where
-        ) as screen:
+        with open_screen(where, monitor, max_side, quality) as screen:
             return screen.encoded()
-    except (ScreenShotError, ValueError) as exc:
+    except (ScreenShotError, ValueError, InputError) as exc:
         shown = where.name or "DISPLAY is not set"
         raise NoDisplay(f"no display to capture ({shown}): {exc}") from exc

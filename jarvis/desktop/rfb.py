@@ -30,8 +30,11 @@ def vnc_response(password: str, challenge: bytes) -> bytes:
     return encryptor.update(challenge) + encryptor.finalize()
 
 
-async def rfb_login(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pw: str) -> None:
-    """The client side of the RFB 3.8 handshake up to (not including) ClientInit."""
+async def rfb_login(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pw: str | None
+) -> None:
+    """The client side of the RFB 3.8 handshake up to (not including) ClientInit: VNC
+    authentication with ``pw``, or with None none (wayvnc on a private Unix socket)."""
     version = await reader.readexactly(12)
     if not version.startswith(b"RFB 003."):
         raise RfbError("the VNC server did not speak RFB")
@@ -42,15 +45,26 @@ async def rfb_login(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, 
         reason = (await reader.readexactly(size)).decode("utf-8", "replace")
         raise RfbError(f"the VNC server refused the connection: {reason}")
     types = await reader.readexactly(count)
-    if SEC_VNC not in types:
+    if pw is None:
+        if SEC_NONE not in types:
+            raise RfbError("the VNC server asks for authentication")
+        writer.write(bytes([SEC_NONE]))
+        await writer.drain()
+    elif SEC_VNC not in types:
         raise RfbError("the VNC server does not offer password authentication")
+    else:
+        await _vnc_auth(reader, writer, pw)
+    result = struct.unpack(">I", await reader.readexactly(4))[0]
+    if result != 0:
+        raise RfbError("the VNC server refused the password")
+
+
+async def _vnc_auth(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pw: str) -> None:
+    """VNC authentication: the challenge answered with ``pw``."""
     writer.write(bytes([SEC_VNC]))
     challenge = await reader.readexactly(16)
     writer.write(vnc_response(pw, challenge))
     await writer.drain()
-    result = struct.unpack(">I", await reader.readexactly(4))[0]
-    if result != 0:
-        raise RfbError("the VNC server refused the password")
 
 
 class Upstream(Protocol):

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from jarvis.desktop.rfb import Upstream, logged_in
+
 log = logging.getLogger(__name__)
 
 PASSWORD_LEN = 8  # what VNC authentication uses; longer ones are cut
@@ -137,6 +139,11 @@ class VncServer:
                 self._drain.start()
                 return
         raise VncError(f"x11vnc on {self.display} did not start within {START_TIMEOUT_S:.0f} s")
+
+    async def session(self, full: bool) -> Upstream:
+        """A session logged in with the full-access password, or else the view-only one;
+        raises RfbError or OSError when it cannot be opened."""
+        return await logged_in(self.port, self.full_password if full else self.view_password)
 
     def stop(self) -> None:
         with self._lock:

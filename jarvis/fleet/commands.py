@@ -23,8 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from jarvis.config import PROVIDERS, Settings
 from jarvis.desktop.x11 import XDisplay
+from jarvis.safety.wayland_sandbox import SANDBOX_KINDS
 
 if TYPE_CHECKING:
+    from jarvis.desktop.backend import Where
     from jarvis.fleet.kinds import TaskHandler
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -76,7 +78,12 @@ def register(subparsers: Any) -> None:
     where = worker.add_mutually_exclusive_group()
     where.add_argument("--display", type=_display, help="the X display to work on (like :1)")
     where.add_argument(
-        "--sandbox", action="store_true", help="work on a private virtual display of its own"
+        "--sandbox",
+        nargs="?",
+        const="x11",
+        choices=SANDBOX_KINDS,
+        help="work on a private virtual display of its own: x11 (the default, Xvfb) or "
+        "wayland (a headless sway)",
     )
     worker.add_argument("--name", type=_name, help="this worker's name (default HOST-PID)")
     worker.add_argument(
@@ -145,20 +152,25 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         scratch = Path(tempfile.mkdtemp(prefix="jarvis-worker-"))
     settings = worker_settings(settings, scratch)
     try:
-        if args.sandbox or settings.safety.sandbox.enabled:
-            from jarvis.safety.sandbox import sandboxed
+        from jarvis.gateway.serve_command import own_display
 
-            return sandboxed(settings, lambda box: _work(args, settings, url, box))
-        # one process, one desktop: the display named, else the one it was started on
+        kind = args.sandbox or ("x11" if settings.safety.sandbox.enabled else None)
+        if kind is not None:
+            from jarvis.safety.wayland_sandbox import on_private_display
+
+            return on_private_display(kind, settings, lambda box: _work(args, settings, url, box))
+        # one process, one desktop: the display named, else the one it was started in
         started_on = XDisplay.from_env()  # a named display opens with this process's cookie
-        where = XDisplay(args.display, started_on.xauthority) if args.display else started_on
-        return _work(args, settings, url, where)
+        if args.display:
+            return _work(args, settings, url, XDisplay(args.display, started_on.xauthority))
+        where = own_display(settings, started_on)
+        return EXIT_FAILED if where is None else _work(args, settings, url, where)
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _work(args: argparse.Namespace, settings: Settings, url: str, where: XDisplay) -> int:
+def _work(args: argparse.Namespace, settings: Settings, url: str, where: Where) -> int:
     from jarvis.preflight import cannot_start
 
     problem = cannot_start(settings, where)
@@ -189,7 +201,7 @@ async def _serve_worker(
     url: str,
     name: str,
     host: str,
-    where: XDisplay,
+    where: Where,
     lease: int,
     kinds: dict[str, TaskHandler],
 ) -> int:

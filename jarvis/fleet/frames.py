@@ -26,7 +26,7 @@ from jarvis.fleet import control, keys
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-    from jarvis.desktop.x11 import XDisplay
+    from jarvis.desktop.backend import Where
 
 log = logging.getLogger(__name__)
 SEND_FOR_S = 10.0
@@ -48,7 +48,7 @@ class FrameError(RuntimeError):
 class FrameSender:
     """The worker's side: pictures of ``where`` while the coordinator asks."""
 
-    def __init__(self, redis: Redis, worker: str, where: XDisplay) -> None:
+    def __init__(self, redis: Redis, worker: str, where: Where) -> None:
         self.redis = redis
         self.key = keys.frame_key(worker)
         self.where = where

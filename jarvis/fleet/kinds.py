@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from jarvis.agent.agent import Agent
     from jarvis.config import Settings
-    from jarvis.desktop.x11 import XDisplay
+    from jarvis.desktop.backend import Where
     from jarvis.events import EventBus
     from jarvis.safety.approvals import ApprovalGate
 
@@ -47,7 +47,7 @@ class Lent:
     settings: Settings
     bus: EventBus
     """The worker's bus: what is posted on it goes to the coordinator as the task's events."""
-    where: XDisplay
+    where: Where
     approvals: ApprovalGate
     attach: Callable[[Agent | None], None]
     """Give it the task's agent while it runs (cancel, stop and a lost lease reach that

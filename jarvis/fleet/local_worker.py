@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from jarvis.config import Settings
-from jarvis.desktop.x11 import XDisplay
+from jarvis.desktop.backend import Where
 from jarvis.fleet.commands import NAME, worker_settings
 from jarvis.fleet.connection import client
 from jarvis.fleet.worker import FleetWorker, WorkerOptions
@@ -36,7 +36,7 @@ def local_name() -> str:
 
 
 class LocalWorker:
-    def __init__(self, settings: Settings, url: str, where: XDisplay) -> None:
+    def __init__(self, settings: Settings, url: str, where: Where) -> None:
         self.settings = settings
         self.url = url
         self.where = where

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from jarvis import __version__
 from jarvis.config import Settings
-from jarvis.desktop.x11 import XDisplay
+from jarvis.desktop.backend import Where
 from jarvis.events import ApprovalRequested, Event, EventBus, StepFinished, TaskFinished
 from jarvis.fleet import control, holds, keys, registry
 from jarvis.fleet.approvals import RELAYED_BY
@@ -39,6 +39,7 @@ from jarvis.fleet.shipper import Shipper, since_day
 from jarvis.fleet.wire import event_fields
 from jarvis.fleet.worker_views import WorkerViews
 from jarvis.gateway.endings import STATUS_OF_RUN
+from jarvis.gateway.worker import acting
 from jarvis.safety.approvals import ApprovalGate, ApprovalStore
 from jarvis.safety.channel_policy import refused_approvers
 
@@ -57,7 +58,7 @@ T = TypeVar("T")
 class WorkerOptions:
     name: str
     url: str
-    where: XDisplay
+    where: Where
     size: str
     lease_ms: int = 30_000
     heartbeat_ttl_s: int = registry.HEARTBEAT_TTL_S
@@ -89,8 +90,7 @@ class FleetWorker:
             options.name, options.host, options.where.name, options.size, __version__
         )
         self.views = WorkerViews(redis, options.name, options.where, settings.takeover.enabled)
-        # the cookie file the coordinator opens this display with (start-up named it)
-        self.info.xauthority = options.where.xauthority or ""
+        self.info.xauthority = getattr(options.where, "xauthority", None) or ""  # X11's cookie
         self.current: Claim | None = None
         self.agent: Agent | None = None
         self._own: Agent | None = None
@@ -211,7 +211,8 @@ class FleetWorker:
             if (kind := kind_of(claim.channels)) is not None:
                 ended = await self._handled(claim, kind)
             else:
-                outcome = await agent.run(claim.text, claim.task_id, claim.channels)
+                with acting(agent.desktop):  # the on-screen sign while it runs
+                    outcome = await agent.run(claim.text, claim.task_id, claim.channels)
         except Exception:  # the boundary: an agent crash becomes a failed task
             log.exception("task %s: the agent stopped with an error", claim.task_id)
         finally:

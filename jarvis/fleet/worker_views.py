@@ -1,8 +1,9 @@
 """The worker's side of the live view through Redis (:mod:`jarvis.fleet.view_tunnel`).
 
 On the first ``view`` control message the worker starts x11vnc on its own display (127.0.0.1
-only, passwords made per start, :class:`~jarvis.desktop.vnc.VncServer`) and keeps it until
-it stops. Each session logs in to it with the password of the access the coordinator asked
+only, passwords made per start, :class:`~jarvis.desktop.vnc.VncServer`; on a Wayland desktop
+wayvnc on private Unix sockets, :class:`~jarvis.desktop.wayvnc.WayVncServer`) and keeps it
+until it stops. Each session logs in to it with the password of the access the coordinator asked
 for (``full`` only for a takeover whose ticket the coordinator checked; ``view``: x11vnc
 itself drops the viewer's input) and copies bytes both ways through the session's streams.
 The worker opens no port of its own. A ``frames`` control message starts the pictures of
@@ -19,10 +20,10 @@ import logging
 import shutil
 from typing import TYPE_CHECKING
 
-from jarvis.desktop import x11
-from jarvis.desktop.rfb import RfbError, logged_in, splice
+from jarvis.desktop.backend import Where, vnc_server
+from jarvis.desktop.rfb import RfbError, splice
 from jarvis.desktop.vnc import VncError, VncServer
-from jarvis.desktop.x11 import XDisplay
+from jarvis.desktop.wayvnc import WayVncServer
 from jarvis.fleet.control import Control
 from jarvis.fleet.frames import FrameSender
 from jarvis.fleet.view_tunnel import TunnelEnd
@@ -34,35 +35,32 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def screen_size(where: XDisplay) -> str:
-    """``WIDTHxHEIGHT`` of the display (for the heartbeat); blocking."""
-    from jarvis.desktop.monitors import mss_for
+def screen_size(where: Where) -> str:
+    """``WIDTHxHEIGHT`` of the display's first monitor (for the heartbeat); blocking."""
+    from jarvis.desktop.backend import monitor_size
 
-    with mss_for(where if where.name else None) as grab:
-        monitor = grab.monitors[1]
-        return f"{monitor['width']}x{monitor['height']}"
+    size = monitor_size(where)
+    return f"{size.width}x{size.height}"
 
 
 class WorkerViews:
     """Live-view sessions of this worker's display (see the module doc)."""
 
-    def __init__(self, redis: Redis, name: str, where: XDisplay, enabled: bool = True) -> None:
+    def __init__(self, redis: Redis, name: str, where: Where, enabled: bool = True) -> None:
         self.redis = redis
         self.where = where
         self.enabled = enabled
         self.frames = FrameSender(redis, name, where)
-        self.server: VncServer | None = None
+        self.server: VncServer | WayVncServer | None = None
         self._lock = asyncio.Lock()
         self._sessions: set[asyncio.Task[None]] = set()
 
     def can_serve(self) -> bool:
-        """Whether views can be served (for the heartbeat): on, X11, x11vnc installed."""
-        return (
-            self.enabled
-            and bool(self.where.name)
-            and x11.is_x11(self.where)
-            and shutil.which("x11vnc") is not None
-        )
+        """Whether views can be served (for the heartbeat): on, and x11vnc installed for
+        an X display or wayvnc for a Wayland one."""
+        server = vnc_server(self.where) if self.enabled else None
+        exe = "wayvnc" if isinstance(server, WayVncServer) else "x11vnc"
+        return server is not None and shutil.which(exe) is not None
 
     def obey(self, message: Control) -> None:
         """A ``view`` (serve a session) or ``frames`` (send pictures) control message."""
@@ -97,10 +95,9 @@ class WorkerViews:
             return
         try:
             server = await self._server()
-            password = server.full_password if access == "full" else server.view_password
-            vnc = await logged_in(server.port, password)
+            vnc = await server.session(access == "full")
         except (VncError, RfbError, OSError) as exc:
-            await end.close(f"x11vnc: {exc}")
+            await end.close(f"the VNC server: {exc}")
             return
         try:
             await end.say(ready="1")
@@ -110,11 +107,13 @@ class WorkerViews:
             await vnc.close()
             await end.close()
 
-    async def _server(self) -> VncServer:
+    async def _server(self) -> VncServer | WayVncServer:
         async with self._lock:
             if self.server is not None and self.server.running:
                 return self.server
-            server = VncServer(self.where.name, self.where.xauthority)
+            server = vnc_server(self.where)
+            if server is None:
+                raise VncError(f"{self.where.name} has no VNC server")
             try:
                 await asyncio.to_thread(server.start)
             except BaseException:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jarvis.config import Settings
+from jarvis.desktop.backend import Where, keys_display
 from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus
 from jarvis.gateway.channels.registry import Channels, load_plugins
@@ -101,7 +102,7 @@ class Gateway:
         *,
         options: GatewayOptions | None = None,
         provider: Provider | None = None,
-        where: XDisplay,
+        where: Where,
         person: XDisplay | None = None,
         runner: RunnerFactory = open_embedded,
     ) -> None:
@@ -124,7 +125,7 @@ class Gateway:
         """Set once recovered and watching (or draining, with ``once``)."""
         self._provider = provider
         self.display = where
-        self.person = person or self.display
+        self.person = person or keys_display(where, XDisplay(""))
         self.main = MainScreen()
         """The daemon's own screen: the agent's desktop (a task may move it to a private
         display) and its hold, while a runner drives it."""
@@ -158,7 +159,7 @@ class Gateway:
     def stopping(self) -> bool:
         return self._stop.is_set()
 
-    def display_now(self) -> XDisplay:
+    def display_now(self) -> Where:
         """The display the agent works on now (a task's private display while it runs)."""
         desktop = self.main.desktop
         return desktop.where if desktop is not None else self.display

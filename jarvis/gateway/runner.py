@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from jarvis.config import Settings
+from jarvis.desktop.backend import Where, keys_display
 from jarvis.desktop.x11 import XDisplay
 from jarvis.events import EventBus
 from jarvis.gateway.endings import RunRecord
@@ -146,7 +147,7 @@ class Shared:
     work: asyncio.Event
     """Set when the router made or changed a task (and on a cancel)."""
     stopping: Callable[[], bool]
-    display: XDisplay
+    display: Where
     """The display the daemon's agent works on."""
     person: XDisplay
     """The person's display, where the kill switch is grabbed."""
@@ -263,8 +264,9 @@ async def open_embedded(shared: Shared, stack: AsyncExitStack) -> EmbeddedRunner
     main.agent = agent
     stack.callback(_clear, main)
 
-    def display_now() -> XDisplay:
-        return main.desktop.where if main.desktop is not None else shared.display
+    def display_now() -> XDisplay:  # where held keys are let go of when it is stopped
+        where = main.desktop.where if main.desktop is not None else shared.display
+        return keys_display(where, shared.person)
 
     loop = asyncio.get_running_loop()
     stack.enter_context(kill_switch(settings, agent, loop, shared.person, display_now))

@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jarvis.config import PROVIDERS, Settings
+from jarvis.safety.wayland_sandbox import SANDBOX_KINDS
 
 if TYPE_CHECKING:
+    from jarvis.desktop.backend import Where
     from jarvis.desktop.x11 import XDisplay
     from jarvis.gateway.gateway import Gateway
     from jarvis.gateway.runner import RunnerFactory
@@ -125,8 +127,11 @@ def _add_where(serve: argparse.ArgumentParser) -> None:
     )
     serve.add_argument(
         "--sandbox",
-        action="store_true",
-        help="run every task on a private virtual display (safety.sandbox)",
+        nargs="?",
+        const="x11",
+        choices=SANDBOX_KINDS,
+        help="run every task on a private virtual display (safety.sandbox): x11 (the "
+        "default, Xvfb) or wayland (a headless sway)",
     )
     serve.add_argument(
         "--fleet",
@@ -168,17 +173,34 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     person = XDisplay.from_env()  # read once here; the daemon's Desktop is made for a display
     if args.fleet and not args.local_worker:  # no task runs here: no display is needed
         return _serve_here(args, settings, person, person, display=False)
-    if args.sandbox or settings.safety.sandbox.enabled:
-        from jarvis.safety.sandbox import sandboxed
+    kind = args.sandbox or ("x11" if settings.safety.sandbox.enabled else None)
+    if kind is not None:
+        from jarvis.safety.wayland_sandbox import on_private_display
 
-        return sandboxed(settings, lambda box: _serve_here(args, settings, box, person))
-    return _serve_here(args, settings, person, person)
+        return on_private_display(
+            kind, settings, lambda box: _serve_here(args, settings, box, person)
+        )
+    where = own_display(settings, person)
+    return EXIT_FAILED if where is None else _serve_here(args, settings, where, person)
+
+
+def own_display(settings: Settings, person: XDisplay) -> Where | None:
+    """The display a daemon's or a worker's tasks run on without ``--sandbox``: the one
+    it was started in, as ``desktop.backend`` chooses it (the person's X display, or the
+    compositor of their Wayland session); None, said in one line, when none can be driven."""
+    from jarvis.desktop.backend import BackendError, task_display
+
+    try:
+        return task_display(settings.desktop.backend, os.environ, person)
+    except BackendError as exc:
+        print(f"jarvis: {exc}", file=sys.stderr)
+        return None
 
 
 def _serve_here(
     args: argparse.Namespace,
     settings: Settings,
-    where: XDisplay,
+    where: Where,
     person: XDisplay,
     *,
     display: bool = True,
@@ -196,7 +218,7 @@ def _serve_here(
 
 
 async def _serve(
-    args: argparse.Namespace, settings: Settings, where: XDisplay, person: XDisplay
+    args: argparse.Namespace, settings: Settings, where: Where, person: XDisplay
 ) -> int:
     from jarvis.api.server import ApiUnavailable
     from jarvis.gateway.gateway import Gateway, GatewayOptions

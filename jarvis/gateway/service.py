@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jarvis.desktop.x11 import XDisplay
+from jarvis.desktop.backend import Where
 from jarvis.events import Event, ReplyReady, RoutingFailed
 from jarvis.gateway.router import ANSWERS
 from jarvis.gateway.runner import Runner, WorkerInfo, worker_of_screen
@@ -82,7 +82,7 @@ class DaemonService:
     def data_dir(self) -> Path:
         return self._gateway.settings.data_dir
 
-    def display_now(self) -> XDisplay:
+    def display_now(self) -> Where:
         """The display the agent works on now (a task's private display while it runs):
         what the live screen shows."""
         return self._gateway.display_now()

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Protocol
 
 from jarvis import prompts
@@ -49,10 +50,11 @@ from jarvis.gateway.queue import MessageQueue
 from jarvis.gateway.router import describe_tasks
 from jarvis.gateway.todos import Todo, TodoList, TodoState
 
-__all__ = ["STATUS_OF_RUN", "AgentWorker", "RunRecord", "task_text"]
+__all__ = ["STATUS_OF_RUN", "AgentWorker", "RunRecord", "acting", "task_text"]
 
 if TYPE_CHECKING:
     from jarvis.agent.agent import TaskOutcome
+    from jarvis.desktop.desktop import Desktop
     from jarvis.safety.takeover import ScreenHold
 
 log = logging.getLogger(__name__)
@@ -65,12 +67,20 @@ class TaskAgent(Protocol):
 
     screen_hold: ScreenHold | None
     """The takeover's pause gate the agent was made with (the API's takeover holds it)."""
+    desktop: Desktop | None
+    """The desktop it acts on (None without one)."""
 
     async def run(
         self, task: str, task_id: str | None = None, channels: tuple[str, ...] = ()
     ) -> TaskOutcome: ...
 
     def cancel(self, by: str = "user") -> None: ...
+
+
+def acting(desktop: Desktop | None) -> AbstractContextManager[None]:
+    """Around a served task's run: the desktop's on-screen sign (``desktop.indicator``),
+    shown while it acts and gone when the run ends or its stop is set."""
+    return desktop.acting() if desktop is not None else nullcontext()
 
 
 def task_text(todo: Todo) -> str:
@@ -169,6 +179,22 @@ class AgentWorker:
             self.agent.run(task_text(todo), task_id=todo.id, channels=channels),
             name=f"task-{todo.id}",
         )
+        with acting(self.agent.desktop):  # the on-screen sign while it runs
+            await self._watch(run, todo, ran)
+        if self.stopping:  # the stop's cancel may end the run before the loop sees it
+            ran.stopped = True
+        if run.cancelled():
+            ran.stopped = True
+            return ran
+        try:
+            ran.outcome = run.result()
+        except Exception as exc:  # the boundary: an agent crash becomes a failed task
+            log.exception("task %s: the agent stopped with an error", todo.id)
+            ran.error = f"{type(exc).__name__}: {exc}"
+        return ran
+
+    async def _watch(self, run: asyncio.Task[TaskOutcome], todo: Todo, ran: Ran) -> None:
+        """Until ``run`` ends: a stop or a person's cancel in todos.md cancels it."""
         stop = asyncio.create_task(self._stop.wait())
         try:
             while not run.done():
@@ -191,17 +217,6 @@ class AgentWorker:
             if not run.done():  # we are being cancelled ourselves
                 self.agent.cancel()
                 run.cancel()
-        if self.stopping:  # the stop's cancel may end the run before the loop sees it
-            ran.stopped = True
-        if run.cancelled():
-            ran.stopped = True
-            return ran
-        try:
-            ran.outcome = run.result()
-        except Exception as exc:  # the boundary: an agent crash becomes a failed task
-            log.exception("task %s: the agent stopped with an error", todo.id)
-            ran.error = f"{type(exc).__name__}: {exc}"
-        return ran
 
     # -- the verdict, written as soon as it is known --
     async def verified(self, task_id: str, summary: str) -> None:

@@ -103,6 +103,17 @@ class EarlyBrake:
 def end_own_xdotool() -> list[int]:
     """End the ``xdotool type`` processes this process started (typing right now), so
     the typing stops at once instead of after the current piece. Returns their pids."""
+    return _end_own(lambda name, argv: name == "xdotool" and argv[1:2] == [b"type"])
+
+
+def end_own_wtype() -> list[int]:
+    """End the ``wtype`` processes this process started (typing on a Wayland desktop
+    right now: one process types the whole text); no key stays held after it."""
+    return _end_own(lambda name, argv: name == "wtype")
+
+
+def _end_own(typing: Callable[[str, list[bytes]], bool]) -> list[int]:
+    """SIGTERM to this process's children whose name and argv ``typing`` accepts."""
     me, ended = os.getpid(), []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -113,13 +124,13 @@ def end_own_xdotool() -> list[int]:
             continue
         name = stat[stat.find("(") + 1 : stat.rfind(")")]
         ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
-        if ppid != me or name != "xdotool":
+        if ppid != me:
             continue
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv[1:2] == [b"type"]:
+        if typing(name, argv):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(entry.name), signal.SIGTERM)
                 ended.append(int(entry.name))
@@ -193,6 +204,7 @@ def agent_brake(
         log.warning("kill switch pressed: cancelling the running task")
         agent.stop.set()
         typing = end_own_xdotool()
+        end_own_wtype()
         loop.call_soon_threadsafe(agent.cancel, by)
         if typing:
             _wait_ended(typing)

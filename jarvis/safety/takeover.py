@@ -252,6 +252,7 @@ def interrupt_typing(where: XDisplay) -> None:
     """End the agent's ``xdotool type`` now and release any key it left down on ``where``
     (the display it types on)."""
     typing = killswitch.end_own_xdotool()
+    killswitch.end_own_wtype()  # on a Wayland desktop
     if typing:
         killswitch._wait_ended(typing)
         killswitch.release_held_keys(set(), where)

@@ -33,9 +33,12 @@ from jarvis.safety.sandbox import _end, parse_size
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
+    from jarvis.desktop.backend import Where
 
 log = logging.getLogger(__name__)
 
+SANDBOX_KINDS = ("x11", "wayland")
+"""The private displays ``--sandbox`` starts: Xvfb (the default) or a headless sway."""
 USER = "jarvis-wl"
 START_TIMEOUT_S = 20.0
 STOP_GRACE_S = 5.0
@@ -265,3 +268,14 @@ def sandboxed_wayland(settings: Settings, body: Callable[[WaylandDisplay], int])
     except (WaylandError, OSError, subprocess.CalledProcessError) as exc:
         print(f"jarvis: the private Wayland desktop: {exc}", file=sys.stderr)
         return 1
+
+
+def on_private_display(kind: str, settings: Settings, body: Callable[[Where], int]) -> int:
+    """Run a command's ``body`` on a private display of ``kind`` (one of
+    :data:`SANDBOX_KINDS`: ``serve``, ``worker`` and ``run`` with ``--sandbox [KIND]``):
+    a headless sway for ``wayland``, else Xvfb; 1 when it cannot be started."""
+    if kind == "wayland":
+        return sandboxed_wayland(settings, body)
+    from jarvis.safety.sandbox import sandboxed
+
+    return sandboxed(settings, body)

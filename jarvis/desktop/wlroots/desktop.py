@@ -8,7 +8,8 @@ through wl-clipboard. ``where`` is a :class:`.session.WaylandDisplay`. With the
 ``observation`` setting, the accessibility tree of the focused window (``elements``),
 read through the session's bus, its windows found through sway and its coordinates
 placed by the window's origin where the toolkit reports window-relative ones (see
-:mod:`jarvis.desktop.a11y.view`). Not here yet: the live view (wayvnc).
+:mod:`jarvis.desktop.a11y.view`). Its live view and takeover are wayvnc's
+(:mod:`jarvis.desktop.wayvnc`, chosen by :func:`jarvis.desktop.backend.vnc_server`).
 """
 
 from __future__ import annotations

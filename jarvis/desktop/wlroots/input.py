@@ -26,7 +26,7 @@ from jarvis.desktop.text_entry import TypedText, clean_text
 from jarvis.desktop.wlroots import keyboard
 from jarvis.desktop.wlroots.pointer import VirtualPointer
 from jarvis.desktop.wlroots.seat_keyboard import SeatKeyboard
-from jarvis.desktop.wlroots.session import WaylandDisplay, layout_box, read_outputs
+from jarvis.desktop.wlroots.session import WaylandDisplay, WaylandError, layout_box, read_outputs
 
 if TYPE_CHECKING:
     from jarvis.desktop.input import Direction
@@ -213,5 +213,9 @@ class WlInput:
             return TypedText("wtype", 0)
         with self._lock:
             self._guard()
-            target = keyboard.type_text(self.where, text)
+            try:
+                target = keyboard.type_text(self.where, text)
+            except WaylandError:
+                self._guard()  # wtype was ended by a takeover or the kill switch
+                raise
         return TypedText("wtype", len(text), target=target, unchecked=UNCHECKED_WTYPE)
