@@ -10,10 +10,9 @@ ended are archived with its outcome, nothing runs again), then the other message
 ``processing.md`` are routed again (routing is idempotent per message id).
 
 Then it runs on one asyncio loop: the channels (:mod:`jarvis.gateway.channels`: the inbox,
-drop files and edits of ``inbox.md``; email when settings turn it on; every
-``jarvis.channels`` entry point), the routing loop (:mod:`jarvis.gateway.routing`) and the
-runner it was given (:mod:`jarvis.gateway.runner`; by default one agent in this process),
-which answers with ``ReplyReady`` events that the channel registry hands to the channel
+its drop files and edits, the schedules, email, every ``jarvis.channels`` entry point),
+the routing loop (:mod:`jarvis.gateway.routing`) and the runner it was given
+(:mod:`jarvis.gateway.runner`; by default one agent in this process), which answers with ``ReplyReady`` events that the channel registry hands to the channel
 that asked. When idle, the embedded runner repairs half-recorded endings and compresses
 long-term memory every ``compress_every_s`` (:mod:`jarvis.gateway.daemon_memory`).
 
