@@ -212,6 +212,11 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
             print(f"jarvis: {exc}", file=sys.stderr)
             return EXIT_FAILED
         return _run_here(args, settings, where, person)
+    from jarvis.preflight import sandbox_problem
+
+    if (problem := sandbox_problem(settings)) is not None:
+        print(problem)
+        return EXIT_FAILED
     if kind == "wayland":  # a private headless sway, run as an unprivileged user
         from jarvis.safety.wayland_sandbox import sandboxed_wayland
 

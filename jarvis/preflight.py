@@ -51,6 +51,14 @@ def _cannot_start(settings: Settings, where: Where, display: bool = True) -> str
     return None
 
 
+def sandbox_problem(settings: Settings) -> str | None:
+    """Why a task could not start, asked before a private display is started for it (no
+    key, a bad base URL or presets file), so no display is started for nothing."""
+    from jarvis.desktop.x11 import XDisplay
+
+    return cannot_start(settings, XDisplay.from_env(), display=False)
+
+
 def has_key(provider: str) -> bool:
     """Whether the environment holds ``provider``'s API key (under either of its names)."""
     names = (KEY_ENV[provider], OTHER_KEY_ENV.get(provider, ""))

@@ -155,6 +155,11 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         from jarvis.gateway.serve_command import own_display
 
         kind = args.sandbox or ("x11" if settings.safety.sandbox.enabled else None)
+        from jarvis.preflight import sandbox_problem
+
+        if kind is not None and (problem := sandbox_problem(settings)):
+            print(problem, file=sys.stderr)  # said before a private display is started
+            return EXIT_FAILED
         if kind is not None:
             from jarvis.safety.wayland_sandbox import on_private_display
 

@@ -12,16 +12,16 @@ ended are archived with its outcome, nothing runs again), then the other message
 Then it runs on one asyncio loop: the channels (:mod:`jarvis.gateway.channels`: the inbox,
 its drop files and edits, the schedules, email, every ``jarvis.channels`` entry point),
 the routing loop (:mod:`jarvis.gateway.routing`) and the runner it was given
-(:mod:`jarvis.gateway.runner`; by default one agent in this process), which answers with ``ReplyReady`` events that the channel registry hands to the channel
-that asked. When idle, the embedded runner repairs half-recorded endings and compresses
-long-term memory every ``compress_every_s`` (:mod:`jarvis.gateway.daemon_memory`).
+(:mod:`jarvis.gateway.runner`; by default one agent in this process), which answers with
+``ReplyReady`` events that the channel registry hands to the channel that asked. When
+idle, the embedded runner repairs half-recorded endings and compresses long-term memory
+every ``compress_every_s`` (:mod:`jarvis.gateway.daemon_memory`).
 
 Every task's events are journaled (:mod:`jarvis.runs.journal`); ``services`` (the HTTP
 control API) run while the data dir is held. :meth:`Gateway.submit` takes a message of any
-known channel; :meth:`Gateway.notify` routes a new inbox message at once;
-:meth:`Gateway.cancel_task` is a person's cancel. ``once`` processes what is waiting and
-returns. :meth:`Gateway.stop` (SIGTERM, SIGINT) stops the runner: a running task goes back
-to pending.
+known channel; :meth:`Gateway.notify` routes a new inbox message at once; ``cancel_task``
+is a person's cancel. ``once`` processes what is waiting and returns. :meth:`Gateway.stop`
+(SIGTERM, SIGINT) stops the runner: a running task goes back to pending.
 """
 
 from __future__ import annotations

@@ -174,6 +174,11 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if args.fleet and not args.local_worker:  # no task runs here: no display is needed
         return _serve_here(args, settings, person, person, display=False)
     kind = args.sandbox or ("x11" if settings.safety.sandbox.enabled else None)
+    from jarvis.preflight import sandbox_problem
+
+    if kind is not None and (problem := sandbox_problem(settings)) is not None:
+        print(problem)  # said before a private display is started for nothing
+        return EXIT_FAILED
     if kind is not None:
         from jarvis.safety.wayland_sandbox import on_private_display
 
