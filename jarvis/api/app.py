@@ -15,6 +15,7 @@ from jarvis import __version__
 from jarvis.a2a.mount import mount_a2a
 from jarvis.api.approvals import mount_safety
 from jarvis.api.auth import Guard
+from jarvis.api.recordings import mount_recordings
 from jarvis.api.routes import Daemon, router, set_cookie
 
 PANEL_HEADERS = {
@@ -61,6 +62,7 @@ def create_app(daemon: Daemon, allowed_hosts: frozenset[str]) -> Guard:
     app.include_router(router)
     mount_safety(app, daemon.service)
     mount_a2a(app, daemon.service)
+    mount_recordings(app, daemon.service)
     panel = static_dir()
     app.mount("/static", StaticFiles(directory=panel), name="static")
 
