@@ -120,8 +120,8 @@ class RecordingSession:
                 self._stop.set()
                 self._thread.join(STOP_S)
                 self._recorder.close()
-                why = self._failed[0] if self._failed else "XRecord did not start"
-                raise RecordUnavailable(str(why))
+                failed = str(self._failed[0]) if self._failed else "XRecord did not start"
+                raise RecordUnavailable(failed)
         self.started_at = time.time()
 
     def _run(self) -> None:

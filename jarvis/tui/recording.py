@@ -45,6 +45,8 @@ class RecordingKeys:
 
     def action_toggle_recording(self) -> None:
         app: JarvisApp = self  # type: ignore[assignment]
+        if isinstance(app.screen, RecordName):  # the name is being asked for already
+            return
         app.run_worker(_toggle(app), group="recording", exclusive=True)
 
 
