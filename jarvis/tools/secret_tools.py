@@ -103,7 +103,7 @@ def _typer(store: SecretStore, kind: str) -> Any:
         window = ctx.windows.focused() if ctx.windows is not None else None
         tree = ctx.elements.read()[0] if ctx.elements is not None else None
         _check_place(info, window, page_url(ctx, tree))
-        _check_typing(ctx.settings)
+        _check_typing(ctx)
         hidden = _hide_field(ctx, window, tree)
         value = _value(store, info)
         _act(ctx, lambda: _input(ctx).type_text(value))
@@ -166,9 +166,13 @@ def _check_place(info: SecretInfo, window: WindowLike | None, url: str = "") -> 
     )
 
 
-def _check_typing(settings: Settings) -> None:
-    """A secret is typed as keys: a paste would leave it on the clipboard."""
-    if settings.type_method == "clipboard" or not x11.have("xdotool"):
+def _check_typing(ctx: ToolContext) -> None:
+    """A secret is typed as keys: a paste would leave it on the clipboard. A wlroots
+    desktop types through its virtual keyboard (wtype, the text on its stdin); X11 through
+    xdotool unless ``type_method`` is ``clipboard``."""
+    if getattr(ctx.input, "type_method", "") == "wtype":
+        return
+    if ctx.settings.type_method == "clipboard" or not x11.have("xdotool"):
         raise ToolFailure(
             NOT_ALLOWED,
             "not run: a secret is typed as keys and this desktop would paste it "
