@@ -134,7 +134,7 @@ async def test_the_panel_s_record_button_makes_a_skill_of_what_a_person_does(
             "() => { const i = document.querySelector('#rec-skill img');"
             " return !!i && i.naturalWidth > 0; }"
         )
-        await skill.screenshot(path=str(ARTIFACTS / "recording-skill.png"))
+        await page.locator("#side").screenshot(path=str(ARTIFACTS / "recording-panel.png"))
         check_skill(api, name)
 
 
