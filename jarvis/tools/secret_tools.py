@@ -184,11 +184,7 @@ def _hide_field(ctx: ToolContext, window: WindowLike | None, tree: Tree | None) 
     """Mask the focused field (or window) in every later picture; what was masked."""
     box, what = None, ""
     if tree is not None:
-        focused = [
-            e
-            for e in tree.elements
-            if "focused" in e.states and e.role in TEXT_ROLES
-        ]
+        focused = [e for e in tree.elements if "focused" in e.states and e.role in TEXT_ROLES]
         if focused:
             box, what = focused[-1].bounds, "field"
     if box is None and window is not None and window.box is not None:
