@@ -2,7 +2,8 @@
 Textual pilot) start and stop a recording through the real `jarvis serve` API; the daemon
 records its own Xvfb desk with XRecord while the test acts on a login page in Chromium
 through XTEST (xdotool), as a person would; the skill file names the page's fields. The
-API refuses a second recording, a stop with none running and a name without letters."""
+API refuses a second recording, a stop with none running, a name without letters, and a
+recording while a task acts on the desktop (held at an approval)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ from jarvis.tui.recording import RecordName
 from jarvis.tui.settings import TuiSettings
 from tests.a11yapps import publishing_env, start_chromium
 from tests.agent_harness import agent_settings
-from tests.api_harness import Api, serving_api, until
-from tests.fake_model import FakeModel
+from tests.api_harness import Api, scripted, serving_api, until
+from tests.fake_model import FakeModel, Reply, call
 from tests.login_site import LoginSite
 from tests.test_web_panel import ARTIFACTS
 from tests.test_web_panel_approvals import panel
@@ -163,3 +164,21 @@ async def test_f6_in_the_tui_starts_and_stops_a_recording(
             assert "in recordings/fill-the-example-form/skill.md" in app.recording_note
         await backend.aclose()
         check_skill(api, name)
+
+
+async def test_no_recording_starts_while_a_task_acts_on_the_desktop(
+    tmp_path: Path, fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    held = Reply(tool_calls=[call("type", text="sudo rm -rf /tmp/x")])  # waits for approval
+    fake_model.set_default(scripted([held]))
+    settings = agent_settings(tmp_path, fake_model, monkeypatch, takeover={"enabled": False})
+    async with serving_api(settings) as api, api.client() as client:
+        sent = await client.post("/api/messages", json={"text": "clean up", "channel": "api"})
+        assert sent.status_code == 201
+        await until(lambda: any(r["kind"] == "approval_requested" for r in api.journal()), 60)
+        [task_id] = {r["task_id"] for r in api.journal() if r["kind"] == "task_started"}
+        refused = await client.post("/api/recordings", json={"name": "while busy"})
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["detail"] == f"not recording: task {task_id} acts on this desktop now"
+        assert (await client.get("/api/recordings")).json() == {"recording": None, "recordings": []}
+        assert (await client.post("/api/stop", json={"by": "api"})).json()["stopping"] is True
