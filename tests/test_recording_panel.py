@@ -182,3 +182,24 @@ async def test_no_recording_starts_while_a_task_acts_on_the_desktop(
         assert refused.json()["detail"] == f"not recording: task {task_id} acts on this desktop now"
         assert (await client.get("/api/recordings")).json() == {"recording": None, "recordings": []}
         assert (await client.post("/api/stop", json={"by": "api"})).json()["stopping"] is True
+
+
+async def test_a_recording_running_when_the_daemon_stops_is_written(
+    xserver: Xvfb,
+    session: A11ySession,
+    site: LoginSite,
+    tmp_path: Path,
+    fake_model: FakeModel,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = settings_for(tmp_path, fake_model, monkeypatch, session)
+    async with serving_api(settings) as api, api.client() as client:
+        started = await client.post("/api/recordings", json={"name": "Left running"})
+        assert started.status_code == 201, started.text
+        ux, uy = site.centre("user")
+        argv = ["xdotool", "mousemove", str(ux), str(uy), "click", "1"]
+        await asyncio.to_thread(subprocess.run, argv, env=xserver.env(), check=True)
+        await asyncio.sleep(PAUSE_S)
+    _, data = load_recording(settings.data_dir, "Left running")
+    assert [s.action.kind for s in data.steps] == ["click"]
+    assert 'the entry "Email"' in data.steps[0].words

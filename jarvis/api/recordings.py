@@ -13,12 +13,16 @@
 - ``GET /api/recordings/{slug}`` -> {name, slug, created, steps: [{number, words, crop}]}
   and ``GET /api/recordings/{slug}/files/{file}``: a step's target crop or picture.
 
-Only one recording runs at a time; starting and stopping are serialised by a lock.
+Only one recording runs at a time; starting and stopping are serialised by a lock. A
+recording still running when the daemon stops is stopped and written
+(:func:`finish_recording`). While it runs, a task that arrives still acts on the desktop:
+the Record button is for a desk the person has to themselves.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -28,12 +32,14 @@ from fastapi import Path as PathParam
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from jarvis.api.auth import Guard
 from jarvis.gateway.service import DaemonService
 from jarvis.recording.recorder import recordings_dir
 from jarvis.recording.session import RecordingSession, list_recordings
 from jarvis.recording.skill_file import load_recording, slug_of
 from jarvis.recording.xrecord import RecordUnavailable
 
+log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api", tags=["recordings"])
 FILE = re.compile(r"^\d{3}-(before|after)\.jpg$|^\d{3}-target\.png$")
 SLUG = r"^[a-z0-9][a-z0-9-]{0,59}$"
@@ -178,3 +184,18 @@ def mount_recordings(app: FastAPI, service: DaemonService) -> None:
     """Add the recording routes to ``app``."""
     app.state.recordings = Desk(service)
     app.include_router(router)
+
+
+async def finish_recording(guard: Guard) -> RecordingStopped | None:
+    """At the daemon's stop: a recording that still runs is stopped and written, so what
+    the person showed is not lost; what it became (None when none ran)."""
+    app = guard.app
+    desk: Desk | None = getattr(app.state, "recordings", None) if isinstance(app, FastAPI) else None
+    if desk is None or desk.session is None:
+        return None
+    name = desk.session.name
+    try:
+        return await stop(desk)
+    except Exception as exc:  # the daemon stops all the same
+        log.warning("the recording %r could not be written: %s", name, exc)
+        return None
