@@ -33,6 +33,7 @@ from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from jarvis.api.auth import Guard
+from jarvis.api.routes import IMAGE
 from jarvis.gateway.service import DaemonService
 from jarvis.recording.recorder import recordings_dir
 from jarvis.recording.session import RecordingSession, list_recordings
@@ -171,7 +172,7 @@ async def recording(slug: Slug, desk: R) -> RecordingView:
     return RecordingView(name=data.name, slug=data.slug, created=data.created, steps=steps)
 
 
-@router.get("/recordings/{slug}/files/{name}", response_class=FileResponse)
+@router.get("/recordings/{slug}/files/{name}", response_class=FileResponse, responses={200: IMAGE})
 async def picture(slug: Slug, name: str, desk: R) -> Any:
     """A step's picture (``NNN-before.jpg``, ``NNN-after.jpg``, ``NNN-target.png``)."""
     path = recordings_dir(desk.service.data_dir) / slug_of(slug) / name
