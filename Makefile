@@ -18,12 +18,15 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # on Wayland: featherpad's tree in tests/test_wlroots_a11y.py). OSWorld tasks (DESIGN
 # section 16): LibreOffice Calc, Writer and Impress, GIMP and Thunderbird.
 # x11-xkb-utils: setxkbmap for the keyboard-layout tests.
+# The portal backend (GNOME, KDE): gst-launch-1.0 with pipewiresrc reads the screen-cast
+# streams (gstreamer1.0-tools, -pipewire, -plugins-base: videoconvert, rawparse for tests).
 APT_PACKAGES := xvfb xauth xdotool x11vnc xclip x11-utils xterm python3-venv python3-tk \
 	xserver-xorg-core xserver-xorg-video-dummy x11-xserver-utils tigervnc-standalone-server \
 	mousepad featherpad xfce4-terminal chromium fonts-noto-cjk fonts-noto-color-emoji \
 	dovecot-imapd tmux matchbox-window-manager redis-server at-spi2-core dbus-x11 \
 	podman runc debootstrap sway swaybg grim wtype wl-clipboard foot wev qtwayland5 \
-	libreoffice-calc libreoffice-writer libreoffice-impress gimp thunderbird x11-xkb-utils
+	libreoffice-calc libreoffice-writer libreoffice-impress gimp thunderbird x11-xkb-utils \
+	gstreamer1.0-tools gstreamer1.0-pipewire gstreamer1.0-plugins-base
 TASK ?=
 RUN_ARGS ?=
 
@@ -47,6 +50,9 @@ system:
 	[ -e /usr/lib/x86_64-linux-gnu/qt5/plugins/platforms/libqwayland-generic.so ] || missing="$$missing qtwayland5"; \
 	command -v dbus-daemon >/dev/null || missing="$$missing dbus"; \
 	[ -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || missing="$$missing fonts-noto-color-emoji"; \
+	command -v gst-launch-1.0 >/dev/null || missing="$$missing gstreamer1.0-tools"; \
+	[ -e /usr/lib/x86_64-linux-gnu/gstreamer-1.0/libgstpipewire.so ] || missing="$$missing gstreamer1.0-pipewire"; \
+	[ -e /usr/lib/x86_64-linux-gnu/gstreamer-1.0/libgstrawparse.so ] || missing="$$missing gstreamer1.0-plugins-base"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages (missing:$$missing)"; \
 	  $(SUDO) apt-get update -qq && \

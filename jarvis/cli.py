@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import gc
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -38,6 +39,7 @@ SUBCOMMAND_MODULES = (
     "jarvis.gateway.serve_command",
     "jarvis.tools.commands",
     "jarvis.safety.commands",
+    "jarvis.api.login_command",
     "jarvis.runs.commands",
     "jarvis.runs.report_commands",
     "jarvis.eval.commands",
@@ -48,6 +50,7 @@ SUBCOMMAND_MODULES = (
     "jarvis.fleet.commands",
     "jarvis.secrets.commands",
     "jarvis.recording.commands",
+    "jarvis.gateway.schedule_commands",
 )
 
 
@@ -307,6 +310,9 @@ def entry() -> None:
     is lost: the commands close their files and stores themselves, and atexit still runs."""
     try:
         code = main()
+    except BrokenPipeError:  # `jarvis runs | head`: the reader left; end quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_OK
     finally:
         gc.freeze()
     raise SystemExit(code)

@@ -30,7 +30,7 @@ from jarvis.api.settings import ApiSettings
 from jarvis.desktop.settings import DesktopSettings
 from jarvis.fleet.settings import FleetSettings
 from jarvis.gateway.channels.email.settings import EmailSettings
-from jarvis.gateway.settings import RouterSettings, TodosSettings
+from jarvis.gateway.settings import InboxSettings, RouterSettings, TodosSettings
 from jarvis.llm.grounder_settings import GrounderSettings
 from jarvis.llm.profiles.settings import by_name, match, profile_specs
 from jarvis.runs.settings import RunsSettings
@@ -187,6 +187,7 @@ class Settings(BaseSettings):
     # the books at scale: todos.md's ended tasks, the router's candidates (gateway/settings.py)
     todos: TodosSettings = Field(default_factory=TodosSettings)
     router: RouterSettings = Field(default_factory=RouterSettings)
+    inbox: InboxSettings = Field(default_factory=InboxSettings)
 
     @field_validator("model_profile")
     @classmethod

@@ -38,25 +38,40 @@ def check_backend(settings: Settings) -> Check:
     return Check("backend", *check_backend_line(settings))
 
 
-def _on_wlroots(settings: Settings, name: str, run: Callable[[], tuple[bool, str]]) -> Check | None:
-    """``run``'s check when the desktop is a wlroots one, else None (the X11 check runs)."""
-    from jarvis.desktop.backend import BackendError
+def _on_wlroots(
+    settings: Settings,
+    name: str,
+    run: Callable[[], tuple[bool, str]],
+    portal: Callable[[], tuple[bool, str]] | None = None,
+) -> Check | None:
+    """``run``'s check when the desktop is a wlroots one, ``portal``'s on a portal one,
+    else None (the X11 check runs)."""
+    from jarvis.desktop.errors import InputError
     from jarvis.doctor_wayland import backend_of
 
     try:
-        if backend_of(settings) != "wlroots":
+        backend = backend_of(settings)
+        if backend == "portal" and portal is not None:
+            return Check(name, *portal())
+        if backend != "wlroots":
             return None
         return Check(name, *run())
-    except BackendError as exc:
+    except InputError as exc:  # the backend, a part or consent is missing: its own line
         return Check(name, False, str(exc))
     except Exception as exc:  # doctor reports any failure as a failed check
         return Check(name, False, f"{name} on the Wayland desktop failed: {exc}")
 
 
 def check_display(settings: Settings) -> Check:
+    from jarvis.doctor_portal import portal_display
     from jarvis.doctor_wayland import wlroots_display
 
-    wayland = _on_wlroots(settings, "display", lambda: wlroots_display(settings, os.environ))
+    wayland = _on_wlroots(
+        settings,
+        "display",
+        lambda: wlroots_display(settings, os.environ),
+        lambda: portal_display(settings, os.environ),
+    )
     if wayland is not None:
         return wayland
     where = XDisplay.from_env()
@@ -92,9 +107,15 @@ def check_display(settings: Settings) -> Check:
 
 def check_input(settings: Settings) -> Check:
     """Move the pointer one pixel and back (on a real desktop too: it is one pixel)."""
+    from jarvis.doctor_portal import portal_input
     from jarvis.doctor_wayland import wlroots_input
 
-    wayland = _on_wlroots(settings, "input", lambda: wlroots_input(os.environ))
+    wayland = _on_wlroots(
+        settings,
+        "input",
+        lambda: wlroots_input(os.environ),
+        lambda: portal_input(settings, os.environ),
+    )
     if wayland is not None:
         return wayland
     display = XDisplay.from_env().name
@@ -246,6 +267,19 @@ def check_email(settings: Settings) -> Check:
     )
 
 
+def check_schedules(settings: Settings) -> Check:
+    """``schedules.md``: how many, and one line per entry that cannot be read (kept)."""
+    from jarvis.gateway.schedule_clock import listing
+
+    rows, problems = listing(settings.data_dir)
+    if problems:
+        return Check("schedules", False, "; ".join(problems))
+    active = [r for r in rows if r["next_run"] is not None]
+    first = min((r["next_run"] for r in active), default=None)
+    later = f"; next run {first}" if first else ""
+    return Check("schedules", True, f"{len(rows)} schedule(s), {len(active)} active{later}")
+
+
 def check_accessibility(settings: Settings) -> Check:
     """Whether the accessibility tree can be read (it fails only when the ``observation``
     setting and the model's profile ask for the tree)."""
@@ -313,6 +347,8 @@ def run_checks(settings: Settings) -> list[Check]:
     checks = [check(settings) for check in CHECKS]
     if settings.email.enabled:  # a line for the email channel only when it is on
         checks.append(check_email(settings))
+    if (settings.data_dir / "schedules.md").exists():  # a line only when there are any
+        checks.append(check_schedules(settings))
     secrets = known_secrets(settings)
     return [Check(c.name, c.ok, redact(c.detail, secrets)) for c in checks]
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 from jarvis.config import Settings
 from jarvis.desktop.backend import BackendError, choose_backend
+from jarvis.desktop.portal.bus import PortalError
 from jarvis.desktop.wlroots.session import (
     NEEDED,
     WaylandDisplay,
@@ -58,8 +59,12 @@ def check_backend_line(
         backend = backend_of(settings, env)
         if backend == "x11":
             return True, f"x11 on DISPLAY={env.get('DISPLAY', '') or '(none)'}"
+        if backend == "portal":
+            from jarvis.doctor_portal import describe_portal
+
+            return describe_portal(settings, env)
         return describe_wlroots(env)
-    except (BackendError, WaylandError) as exc:
+    except (BackendError, WaylandError, PortalError) as exc:
         return False, str(exc)
 
 

@@ -64,6 +64,8 @@ class ToolCallFinished(Event):
     error_message: str | None = None
     latency_ms: float = 0.0
     data: Any = None
+    cancelled: bool = False
+    """Cut short by a cancel, a stop or the kill switch (no result): not an error."""
 
 
 # --- model -----------------------------------------------------------------

@@ -30,6 +30,7 @@ PROTECTED = [
     ("GET", "/api/events"),
     ("GET", "/api/runs"),
     ("GET", "/api/workers"),
+    ("GET", "/api/schedules"),
     ("GET", "/api/screenshots/2026-01-01/a.png"),
     ("GET", "/api/screen/latest"),
     ("POST", "/api/messages"),

@@ -174,3 +174,50 @@ async def test_an_answer_to_call_user_goes_through_the_inbox_to_its_task(
         assert (await client.post("/api/tasks/T404/answer", json={"text": "x"})).status_code == 404
         empty = await client.post("/api/tasks/T001/answer", json={"text": ""})
         assert empty.status_code == 422
+
+
+async def test_a_call_cut_short_by_a_cancel_is_shown_cancelled_by_its_face_not_as_an_error(
+    tmp_path: Path, fake_model: FakeModel, monkeypatch: Any
+) -> None:
+    """Issue 41 point 3: the web's cancel during a ten-second ``wait`` is ``cancelled`` on
+    the call (journal, API, step record, report, ``jarvis runs show``) and ``cancelled by
+    web`` on the task and in its reply, never "error None" or "cancelled in todos.md"."""
+    from jarvis.runs.commands import readable
+    from jarvis.runs.report import report_for
+    from jarvis.tui.cards import card_body, card_title
+    from jarvis.tui.state import Cockpit
+
+    fake_model.set_default(
+        scripted([Reply(text="Thought: wait.", tool_calls=[call("wait", ms=10000)])])
+    )
+    async with (
+        serving_api(settings_for(tmp_path, fake_model, monkeypatch)) as api,
+        api.client() as client,
+    ):
+        await client.post("/api/messages", json={"text": "wait a while", "channel": "web"})
+        await until(lambda: any(r["kind"] == "tool_call_started" for r in api.journal("T001")), 60)
+        cancelled = await client.post("/api/tasks/T001/cancel", json={"by": "web"})
+        assert cancelled.status_code == 202
+        await until(lambda: api.journal("T001")[-1]["kind"] == "reply_ready", 20)
+        journal = api.journal("T001")
+        [finished] = [r for r in journal if r["kind"] == "tool_call_finished"]
+        assert finished["cancelled"] is True and finished["ok"] is False
+        assert finished["error_code"] is None
+        [end] = [r for r in journal if r["kind"] == "task_finished"]
+        assert (end["status"], end["stopped_by"]) == ("cancelled", "web")
+        [reply] = [r for r in journal if r["kind"] == "reply_ready"]
+        assert "cancelled by web" in reply["text"] and "todos.md" not in reply["text"]
+        todo = (await client.get("/api/tasks/T001")).json()
+        assert todo["todo"]["summary"] == "cancelled by web"
+        [wait] = [c for s in todo["steps"] for c in s["tool_calls"] if c["tool_name"] == "wait"]
+        assert wait["state"] == "cancelled" and wait["error_code"] is None
+        shown = "\n".join(readable(journal))
+        assert "wait cancelled" in shown and "error" not in shown
+        report = report_for(api.data_dir, "T001").read_text()
+        assert "the task was stopped during this call" in report and "error None" not in report
+    cockpit = Cockpit()  # the TUI's view of the same journal
+    for line in journal:
+        cockpit.apply(line)
+    tui_call = cockpit.runs["T001"].call(finished["call_id"])
+    assert tui_call is not None and tui_call.status == "cancelled"
+    assert card_title(tui_call).startswith("⊘") and "error" not in card_body(tui_call)

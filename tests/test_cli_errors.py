@@ -61,6 +61,11 @@ COMMANDS: dict[str, list[str]] = {
     "secrets list": ["secrets", "list"],
     "secrets remove": ["secrets", "remove", "site"],
     "record": ["record", "a task"],
+    "schedule add": ["schedule", "add", "every hour", "check the mail"],
+    "schedule list": ["schedule", "list"],
+    "schedule remove": ["schedule", "remove", "S1"],
+    "schedule pause": ["schedule", "pause", "S1"],
+    "schedule resume": ["schedule", "resume", "S1"],
 }
 
 
@@ -75,7 +80,7 @@ def leaf_commands(parser: argparse.ArgumentParser) -> set[str]:
 
 def test_the_table_names_every_command() -> None:
     # only their actions run anything
-    groups = {"memory", "inbox", "mcp", "email", "profiles", "secrets"}
+    groups = {"memory", "inbox", "mcp", "email", "profiles", "secrets", "schedule"}
     assert leaf_commands(build_parser()) - groups == set(COMMANDS)
 
 

@@ -114,6 +114,38 @@ def test_stop_reaches_a_serve_with_only_a_unix_socket(
         assert stopped.stdout.strip() == "jarvis stop: no task is running"  # it answered
 
 
+def test_login_prints_a_fresh_one_time_link_of_the_running_serve(
+    xserver: Any, fake_model: FakeModel, tmp_path: Path
+) -> None:
+    """Issue 41 point 6: `jarvis login` prints a new link each time; each opens one
+    browser session (a cookie), then is refused; the token is not in what it prints."""
+    import httpx
+
+    data, out = tmp_path / "data", tmp_path / "serve.out"
+    env = serve_env(xserver, fake_model)
+    port = free_port()
+    with serve(env, data, out, "--http", f"127.0.0.1:{port}") as daemon:
+        api_named(data, daemon, out)
+        first, second = (jarvis("login", "--data-dir", str(data), env=env) for _ in range(2))
+        assert (first.returncode, second.returncode) == (0, 0), first.stdout + first.stderr
+        link = first.stdout.strip()
+        assert link.startswith(f"http://127.0.0.1:{port}/login?code=") and "\n" not in link
+        assert second.stdout.strip() != link
+        token = (data / "config" / "api_token").read_text().strip()
+        assert token not in first.stdout + second.stdout
+        opened = httpx.get(link, follow_redirects=False, timeout=10)
+        assert opened.status_code == 303 and "jarvis_session" in opened.headers["set-cookie"]
+        assert httpx.get(link, follow_redirects=False, timeout=10).status_code == 401  # once
+        refused = httpx.post(f"http://127.0.0.1:{port}/api/login/link", timeout=10)
+        assert refused.status_code == 401  # only a client with the token asks for one
+
+
+def test_login_without_a_serve_says_so_in_one_line(tmp_path: Path) -> None:
+    proc = jarvis("login", "--data-dir", str(tmp_path), env={"PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 1 and proc.stderr == ""
+    assert proc.stdout.strip() == f"jarvis login: no `jarvis serve` holds {tmp_path}"
+
+
 def test_stop_without_a_serve_says_so(tmp_path: Path) -> None:
     proc = jarvis("stop", "--data-dir", str(tmp_path), env={"PATH": "/usr/bin:/bin"})
     assert proc.returncode == 1 and "Traceback" not in proc.stderr

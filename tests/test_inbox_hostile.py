@@ -4,6 +4,7 @@ a hand-written inbox.md with mistyped headers and junk bytes keeps its good entr
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from pathlib import Path
@@ -144,22 +145,34 @@ HAND_WRITTEN = (
 )
 
 
-def test_mistyped_headers_are_warned_about_and_junk_hides_no_entry(
-    queue: MessageQueue,
+def test_mistyped_headers_are_read_and_said_and_junk_hides_no_entry(
+    queue: MessageQueue, caplog: pytest.LogCaptureFixture
 ) -> None:
     inbox = queue.root / "inbox.md"
-    inbox.write_bytes(HAND_WRITTEN)
-    found = scan(InboxChannel(queue))
+    near_miss = b"Fourth task\n### [2026-02-01 15:35:00] from:dan\n"
+    inbox.write_bytes(HAND_WRITTEN.replace(b"Fourth task\n", near_miss))
+    with caplog.at_level(logging.INFO, logger="jarvis.gateway.queue"):
+        found = scan(InboxChannel(queue))
     pending = queue.pending()
-    assert [m.sender for m in pending] == ["user", "bob", "carol"]
+    assert [m.sender for m in pending] == ["user", "user", "Ada Lovelace", "bob", "carol"]
     assert found == pending
-    assert pending[0].text.startswith("First task")
-    assert [m.text for m in pending[1:]] == ["Fourth task", "Fifth task"]
+    assert [m.text for m in pending] == [
+        "First task",
+        "Second task, header without its space",
+        "Third task, a sender without quotes",
+        "Fourth task\n### [2026-02-01 15:35:00] from:dan",
+        "Fifth task",
+    ]
+    said = [r.getMessage() for r in caplog.records if "as a message heading" in r.getMessage()]
+    assert len(said) == 2
+    assert (
+        "'##[2026-02-01 15:31:00] from:user' as a message heading (no space after '##')"
+        in (said[0])
+    )
+    assert "(a value with spaces not in double quotes)" in said[1]
     problems = {p.line: p.reason for p in queue.problems()}
     warned = [r for r in problems.values() if "looks like a header" in r]
-    assert len(warned) == 2
-    assert any("'## [YYYY-MM-DD HH:MM:SS] key:value ...'" in r for r in warned)
-    assert any('from:"Ada Lovelace"' in r for r in warned)
+    assert len(warned) == 1 and "'## [YYYY-MM-DD HH:MM:SS] key:value ...'" in warned[0]
     junk = [r for r in problems.values() if "not part of an entry" in r]
     assert len(junk) == 2
     assert b"junk bytes" in inbox.read_bytes() and b"\xff\xfe" in inbox.read_bytes()

@@ -41,14 +41,14 @@ def child_env() -> dict[str, str]:
     return {**env, "PYTHONPATH": str(ROOT), "ANONYMIZED_TELEMETRY": "False"}
 
 
-def stdio(data_dir: Path, errlog: Any) -> Client:
+def stdio(data_dir: Path, errlog: Any, mode: Any = "auto") -> Client:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "jarvis", "mcp", "serve", "--no-start", "--data-dir", str(data_dir)],
         env=child_env(),
         cwd=str(ROOT),
     )
-    return Client(stdio_client(params, errlog=errlog))
+    return Client(stdio_client(params, errlog=errlog), mode=mode)
 
 
 class Progress:
@@ -78,10 +78,13 @@ async def check_run_task(client: Client, api: Any, task_id: str, model: FakeMode
         "run_task", {"text": "point twice", "timeout_s": 120}, progress_callback=progress
     )
     assert not result.is_error, text_of(result)
-    assert result.structured_content == {
-        "task_id": task_id, "status": "finished", "summary": "all done", "steps": 3,
+    found = result.structured_content
+    assert {k: found[k] for k in ("id", "status", "summary", "steps", "waiting_stopped")} == {
+        "id": task_id, "status": "completed", "summary": "all done", "steps": 3,
+        "waiting_stopped": False,
     }  # fmt: skip
-    assert text_of(result) == f"{task_id} finished: all done"
+    assert found["title"] and found["created"]
+    assert text_of(result) == f"{task_id} completed: all done"
     journal = api.journal(task_id)
     finished = [r for r in journal if r["kind"] == "step_finished"]
     assert [p for p, _ in progress.seen] == [1, 2, 3] == [r["step"] for r in finished]
@@ -166,7 +169,7 @@ async def test_stdio_answer_and_cancel(
                         {"task_id": "T001", "text": "the red one"},
                         progress_callback=progress,
                     )
-                    assert answered.structured_content["status"] == "finished"
+                    assert answered.structured_content["status"] == "completed"
                     assert answered.structured_content["summary"] == "red"
                     assert len(progress.seen) == 1  # the step after the answer
                     assert _status(api, "T001") == "completed"
@@ -183,6 +186,8 @@ async def test_stdio_answer_and_cancel(
                     await until(lambda: sum(map(is_step, fake_model.requests)) >= 3, 60)
                     cancelled = await client.session.call_tool("cancel_task", {"task_id": "T002"})
                     assert text_of(cancelled) == "T002 cancelled"
+                    assert cancelled.structured_content["id"] == "T002"
+                    assert cancelled.structured_content["status"] == "cancelled"
                     ended = await asyncio.wait_for(running, 30)
                     assert ended.structured_content["status"] == "cancelled"
                     [end] = [r for r in api.journal("T002") if r["kind"] == "task_finished"]

@@ -136,8 +136,10 @@ def test_a_page_opens_no_run_json(big: tuple[Path, list[Made]], monkeypatch) -> 
 def test_the_cli_pages_with_a_cursor(big: tuple[Path, list[Made]], capsys) -> None:
     data, made = big
     assert main(["runs", "--data-dir", str(data), "--limit", "2"]) == 0
-    out = capsys.readouterr().out.splitlines()
+    header, *out = capsys.readouterr().out.splitlines()
+    assert header.split()[:4] == ["started", "task", "status", "steps"]
     assert [line.split()[2] for line in out[:2]] == [made[-1].task_id, made[-2].task_id]
+    assert [line.index(made[-1].task_id) for line in out[:1]] == [header.index("task")]
     hint = out[2].split()
     assert hint[:4] == ["older", "runs:", "jarvis", "runs"] and hint[4] == "--before"
     assert (
@@ -279,3 +281,19 @@ async def test_the_api_pages_runs_with_a_cursor(
         assert bad.status_code == 400 and "not a cursor" in bad.json()["detail"]
         record = (await client.get("/api/tasks/T00001")).json()  # an old run, by the index
         assert record["run"]["folder"] == made[0].folder.relative_to(settings.data_dir).as_posix()
+
+
+def test_the_listing_piped_to_head_ends_quietly(big: tuple[Path, list[Made]]) -> None:
+    """``jarvis runs --limit 1000 | head -3``: the reader leaves early; no traceback."""
+    data, made = big
+    lister = subprocess.Popen(
+        [sys.executable, "-m", "jarvis", "runs", "--data-dir", str(data), "--limit", "1000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert lister.stdout is not None and lister.stderr is not None
+    head = [lister.stdout.readline() for _ in range(3)]
+    lister.stdout.close()  # what `head` does after its lines
+    errors = lister.stderr.read().decode()
+    assert lister.wait(60) == 0, errors
+    assert made[-1].task_id in head[1].decode() and errors == ""

@@ -118,3 +118,80 @@ def test_jarvis_tui_in_tmux_starts_its_gateway_runs_a_typed_task_and_stops_it(
     with pytest.raises(ProcessLookupError):  # the gateway it started is gone
         os.kill(gateway_pid, 0)
     assert (data / "serve.lock").read_text().strip() == ""  # released cleanly
+
+
+def waiting(request: RecordedRequest) -> Reply:
+    if is_router(request):
+        return NEW_TASK
+    return Reply(text="Waiting.", tool_calls=[call("wait", ms=10000)])
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_closing_the_terminal_ends_the_tuis_own_gateway_and_puts_its_task_back(
+    tmux: Tmux, tmp_path: Path, fake_model: FakeModel
+) -> None:
+    """Issue 41 point 6: tmux's kill-session (SIGHUP, as a closed terminal window) while a
+    task runs: the gateway the TUI started stops within 5 s, as a stop does (the task is
+    pending again), and neither process is left running."""
+    fake_model.set_default(waiting)
+    data = tmp_path / "data"
+    (data / "config").mkdir(parents=True)
+    settings = {"max_retries": 0, "settle_ceiling_ms": 200, "long_term_memory": False}
+    (data / "config" / "settings.json").write_text(json.dumps(settings))
+    env = {
+        "DISPLAY": os.environ["DISPLAY"],
+        "XAUTHORITY": os.environ["XAUTHORITY"],
+        "ANTHROPIC_API_KEY": "sk-test-tmux-0123456789",
+        "ANTHROPIC_BASE_URL": fake_model.anthropic_base_url,
+        "HF_HUB_OFFLINE": "1",
+        "ANONYMIZED_TELEMETRY": "False",
+    }
+    env_args = [a for k, v in env.items() for a in ("-e", f"{k}={v}")]
+    command = f"exec {JARVIS} tui --data-dir {data}"
+    tmux.run("new-session", "-d", "-s", "tui", "-x", "120", "-y", "36", *env_args, command)
+    tmux.wait_for(lambda s: "own gateway pid" in s and "live" in s, 90)
+    gateway_pid = int(json.loads((data / "serve.lock").read_text())["pid"])
+    tui_pid = int(tmux.run("display-message", "-p", "-t", "tui", "#{pane_pid}").strip())
+    tmux.run("send-keys", "-t", "tui", "-l", "wait for the report")
+    tmux.run("send-keys", "-t", "tui", "Enter")
+    todos = data / "todos.md"
+    deadline = time.monotonic() + 60
+    while "in_progress" not in (todos.read_text() if todos.exists() else ""):
+        assert time.monotonic() < deadline, tmux.screen()
+        time.sleep(0.1)
+
+    tmux.run("kill-session", "-t", "tui")
+    closed = time.monotonic()
+    while not gone(gateway_pid):
+        assert time.monotonic() - closed < 5, "the TUI's gateway outlived its terminal"
+        time.sleep(0.05)
+    assert gone(tui_pid)
+    text = todos.read_text()
+    assert "in_progress" not in text and "pending" in text, text
+    assert "stopped while running" in text
+    assert (data / "serve.lock").read_text().strip() == ""  # released cleanly
+
+
+def test_a_tui_whose_gateway_cannot_start_says_why(tmp_path: Path) -> None:
+    """No model key: `jarvis tui` prints the gateway's own one-line reason, not only its
+    exit code and a log to read."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    done = subprocess.run(
+        [JARVIS, "tui", "--data-dir", str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1
+    said = done.stderr.strip().splitlines()
+    assert len(said) == 1 and "ANTHROPIC_API_KEY is not set" in said[0], done.stderr
+    assert "Traceback" not in done.stdout + done.stderr

@@ -101,11 +101,16 @@ async def test_the_panel_streams_a_task_cancels_it_and_answers_a_question(
 
 
 async def run_the_panel(api: Api, page: Any, model: Model, expect: Any) -> None:
+    failed: list[str] = []  # a first visit and the login log no 401 and no favicon 404
+    page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else 0)
     await page.goto(f"{api.base}/")  # no cookie yet: the login form
     await expect(page.locator("#login")).to_be_visible()
     await page.goto(api.service.login_url)  # the one-time link printed by serve
     await expect(page.locator("#app")).to_be_visible()
     await expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    assert failed == [], failed
+    icon = await page.request.get(f"{api.base}/favicon.ico")  # what a desktop browser asks
+    assert icon.status == 200 and icon.headers["content-type"] == "image/svg+xml"
 
     # give a task; the thought streams in and a card appears while the model still streams
     await page.fill("#task-input", "click the middle of the screen")

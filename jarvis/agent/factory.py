@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -14,9 +15,9 @@ from jarvis.agent.cerebellum import Cerebellum
 from jarvis.agent.hippocampus import Hippocampus, LongTerm
 from jarvis.agent.safety_checks import approver
 from jarvis.config import Settings
-from jarvis.desktop.backend import Where, open_desktop
+from jarvis.desktop.backend import Where, open_desktop, waits_for_consent
 from jarvis.desktop.desktop import Desktop
-from jarvis.events import EventBus
+from jarvis.events import AgentWarning, EventBus
 from jarvis.llm.base import Provider
 from jarvis.llm.computer_tool import zoom_enabled
 from jarvis.llm.factory import make_provider
@@ -39,6 +40,19 @@ if TYPE_CHECKING:
     from jarvis.memory.recall import MemoryBridge
 
 log = logging.getLogger(__name__)
+
+
+async def _desktop_on(settings: Settings, where: Where, bus: EventBus) -> Desktop:
+    """The Desktop on ``where``; one that may wait for the portal's consent dialog is
+    opened off the event loop, and the wait is told as a warning event."""
+    opener = functools.partial(
+        open_desktop,
+        settings,
+        where,
+        sizer=screen_sizer(settings),
+        notify=lambda line: bus.emit(AgentWarning(message=line)),
+    )
+    return await asyncio.to_thread(opener) if waits_for_consent(where) else opener()
 
 
 @asynccontextmanager
@@ -90,7 +104,7 @@ async def build_agent(
             register_grounder_tool(registry, grounder, settings.max_side)
         if long_term is None and settings.long_term_memory:
             long_term = await open_long_term(settings, stack, registry)
-        desktop = open_desktop(settings, where, sizer=screen_sizer(settings))
+        desktop = await _desktop_on(settings, where, bus)
         stack.callback(desktop.close)
         recorder = None
         if settings.runs.record_steps:  # steps/NNNN/ beside the run's journal

@@ -40,7 +40,14 @@ log = logging.getLogger(__name__)
 
 COOKIE = "jarvis_session"
 MIN_TOKEN_LEN = 32
-PUBLIC_PATHS = ("/", "/login", "/api/login", "/favicon.ico", "/.well-known/agent-card.json")
+PUBLIC_PATHS = (
+    "/",
+    "/login",
+    "/api/login",
+    "/api/session",
+    "/favicon.ico",
+    "/.well-known/agent-card.json",
+)
 """The A2A Agent Card is public by the protocol; the A2A endpoint ``/a2a`` is not."""
 PUBLIC_PREFIXES = ("/static/",)
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")

@@ -348,6 +348,17 @@ async def login(body: TokenIn, d: D, response: Response) -> None:
     set_cookie(response, d.token)
 
 
+class LoginLink(BaseModel):
+    path: str
+    """``/login?code=...``: opens one browser session, once (``jarvis login`` prints it)."""
+
+
+@router.post("/login/link", status_code=201)
+async def login_link(d: D) -> LoginLink:
+    """A fresh one-time login link for a browser, for a client that has the token."""
+    return LoginLink(path=f"/login?code={d.codes.issue()}")
+
+
 @router.post("/logout", status_code=204)
 async def logout(response: Response) -> None:
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")

@@ -26,7 +26,8 @@ class ToolCallView(BaseModel):
     call_id: str
     tool_name: str
     state: str = "streaming"
-    """streaming (the model is writing it), running, ok, error, or not_run."""
+    """streaming (the model is writing it), running, ok, error, cancelled (cut short by a
+    cancel, a stop or the kill switch), or not_run."""
     arguments: dict[str, Any] = Field(default_factory=dict)
     error_code: int | None = None
     error_message: str | None = None
@@ -133,7 +134,7 @@ def _apply(call: ToolCallView, kind: str, r: dict[str, Any]) -> None:
         call.state = "running"
         call.arguments = r.get("arguments") or {}
     elif kind == "tool_call_finished":
-        call.state = "ok" if r.get("ok") else "error"
+        call.state = "ok" if r.get("ok") else "cancelled" if r.get("cancelled") else "error"
         call.error_code = r.get("error_code")
         call.error_message = r.get("error_message")
         call.latency_ms = r.get("latency_ms")

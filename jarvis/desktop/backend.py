@@ -4,13 +4,14 @@
 a probe of the compositor's globals: ``x11`` where no Wayland session is reachable (and
 ``DISPLAY`` then is the display, as before), ``wlroots`` on sway and other wlroots
 compositors (named by ``SWAYSOCK`` or ``XDG_CURRENT_DESKTOP``, else found by the virtual
-pointer global), and ``portal`` on GNOME and KDE, which is not built yet: it is refused
-in one line rather than driving only the XWayland windows without a word.
+pointer global), and ``portal`` on GNOME and KDE (named by ``XDG_CURRENT_DESKTOP``):
+their RemoteDesktop and ScreenCast portals, consent asked on the person's desk.
 
 :func:`task_display` turns that choice into the display a task works on (the person's X
 display, or the compositor the environment names), and :func:`open_desktop` opens the
-Desktop of a display: the X11 :class:`~jarvis.desktop.desktop.Desktop` or the
-:class:`~jarvis.desktop.wlroots.desktop.WlrootsDesktop`. They are the one place that
+Desktop of a display: the X11 :class:`~jarvis.desktop.desktop.Desktop`, the
+:class:`~jarvis.desktop.wlroots.desktop.WlrootsDesktop` or the
+:class:`~jarvis.desktop.portal.desktop.PortalDesktop`. They are the one place that
 tells the kinds apart; everything above holds a Desktop and asks it.
 """
 
@@ -23,6 +24,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from jarvis.desktop.errors import InputError
+from jarvis.desktop.portal.display import PortalDisplay
 from jarvis.desktop.wlroots.session import (
     WaylandDisplay,
     WaylandError,
@@ -38,16 +40,13 @@ if TYPE_CHECKING:
     from jarvis.config import Settings
     from jarvis.desktop.desktop import Desktop
 
-Chosen = Literal["x11", "wlroots"]
+Chosen = Literal["x11", "wlroots", "portal"]
 Where: TypeAlias = XDisplay | WaylandDisplay
-"""A display a Desktop is opened on: an X display or a Wayland compositor."""
+"""A display a Desktop is opened on: an X display or a Wayland compositor (a
+:class:`PortalDisplay` when the portal drives it)."""
 WLROOTS_DESKTOPS = ("sway", "wlroots", "hyprland", "river", "wayfire", "labwc")
 PORTAL_DESKTOPS = ("gnome", "kde", "plasma")
 VIRTUAL_POINTER = "zwlr_virtual_pointer_manager_v1"
-PORTAL_NOT_BUILT = (
-    "desktop.backend = portal (GNOME and KDE on Wayland) is not built yet; "
-    "set desktop.backend = x11 to drive only their XWayland windows"
-)
 
 
 class BackendError(InputError):
@@ -62,10 +61,8 @@ def choose_backend(
     """The backend for ``setting`` (``desktop.backend``) in the session ``env``
     describes; ``probe`` lists the globals of the compositor at a socket (asked only
     when the names say nothing)."""
-    if setting == "portal":
-        raise BackendError(PORTAL_NOT_BUILT)
-    if setting in ("x11", "wlroots"):
-        return "x11" if setting == "x11" else "wlroots"
+    if setting in ("x11", "wlroots", "portal"):
+        return setting  # type: ignore[return-value]  # narrowed by the test above
     if setting != "auto":
         raise BackendError(f"unknown desktop.backend {setting!r} (auto, x11, wlroots, portal)")
     socket = env.get("WAYLAND_DISPLAY", "")
@@ -75,13 +72,13 @@ def choose_backend(
     if env.get("SWAYSOCK") or any(name in desktop for name in WLROOTS_DESKTOPS):
         return "wlroots"
     if any(name in desktop for name in PORTAL_DESKTOPS):
-        raise BackendError(PORTAL_NOT_BUILT.replace("desktop.backend = portal", desktop))
+        return "portal"
     if probe is not None and VIRTUAL_POINTER in probe(socket):
         return "wlroots"
     raise BackendError(
         f"the Wayland compositor at {socket} ({desktop or 'unnamed'}) offers no "
-        f"{VIRTUAL_POINTER} and the portal backend is not built yet; "
-        "set desktop.backend = x11 to drive only its XWayland windows"
+        f"{VIRTUAL_POINTER}; set desktop.backend = portal if it is GNOME 45+ or KDE "
+        "Plasma 6, or x11 to drive only its XWayland windows"
     )
 
 
@@ -90,8 +87,11 @@ def task_display(setting: str, env: Mapping[str, str], person: XDisplay) -> Wher
     when ``setting`` picks x11 for the session ``env`` describes, else the compositor
     ``env`` names. Raises :class:`BackendError` (one line) when none can drive it."""
     try:
-        if choose_backend(setting, env, _globals) == "x11":
+        chosen = choose_backend(setting, env, _globals)
+        if chosen == "x11":
             return person
+        if chosen == "portal":
+            return PortalDisplay.from_env(env)
         return WaylandDisplay.from_env(env)
     except WaylandError as exc:
         raise BackendError(str(exc)) from exc
@@ -109,13 +109,20 @@ def open_desktop(
     where: Where,
     stop: threading.Event | None = None,
     sizer: Callable[[Size], tuple[Size, Size]] | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> Desktop:
-    """The Desktop on ``where``, set up from ``settings``: the wlroots one on a Wayland
-    compositor, the X11 one on an X display.
+    """The Desktop on ``where``, set up from ``settings``: the portal one on a GNOME or
+    KDE session, the wlroots one on a Wayland compositor, the X11 one on an X display.
+    ``notify`` is told (one line) when the portal's consent dialog waits for the person.
 
     Typed as :class:`~jarvis.desktop.desktop.Desktop`: the WlrootsDesktop has its
     interface (screen, input, settle, windows, clipboard, hold, stop, move_to), and the
     code above names that class where it means any desktop."""
+    if isinstance(where, PortalDisplay):
+        from jarvis.desktop.portal.desktop import PortalDesktop
+
+        portal: Desktop = PortalDesktop.open(settings, where, stop, sizer, notify)  # type: ignore[assignment]
+        return portal
     if isinstance(where, WaylandDisplay):
         from jarvis.desktop.wlroots.desktop import WlrootsDesktop
 
@@ -124,6 +131,12 @@ def open_desktop(
     from jarvis.desktop.desktop import Desktop
 
     return Desktop.open(settings, where, stop, sizer)
+
+
+def waits_for_consent(where: Where) -> bool:
+    """Whether opening the Desktop on ``where`` may wait for a person (the portal's
+    consent dialog, up to minutes): the caller opens it off its event loop."""
+    return isinstance(where, PortalDisplay)
 
 
 def keys_display(where: Where, person: XDisplay) -> XDisplay:
@@ -136,6 +149,10 @@ def keys_display(where: Where, person: XDisplay) -> XDisplay:
 def reach_problem(where: Where) -> str | None:
     """Why the display ``where`` cannot be driven (no server or compositor answers there,
     it refuses us, or it lacks a protocol Jarvis needs), in one line; or None."""
+    if isinstance(where, PortalDisplay):
+        from jarvis.desktop.portal.probe import portal_problem
+
+        return portal_problem(where.session_bus)
     if isinstance(where, WaylandDisplay):
         try:
             problem = missing_protocols(compositor_globals(where.socket))
@@ -214,6 +231,12 @@ def region_grab(where: Where | None) -> Callable[[tuple[int, int, int, int]], Im
     pixels: twice as many each way on a scale-2 output). None on X11: mss cuts it."""
     if not isinstance(where, WaylandDisplay):
         return None
+    if isinstance(where, PortalDisplay):
+        return _no_region_grab
     from jarvis.desktop.wlroots.screen import grim
 
     return lambda box: grim(where, box=box)
+
+
+def _no_region_grab(box: tuple[int, int, int, int]) -> Image:
+    raise BackendError("region grabs (target crops) are not built for the portal backend yet")

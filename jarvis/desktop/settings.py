@@ -16,8 +16,8 @@ class DesktopSettings(BaseModel):
     backend: Backend = Field(
         "auto",
         description="how Jarvis drives the desktop: x11, wlroots (sway and other wlroots "
-        "compositors), portal (GNOME and KDE on Wayland; not built yet), or auto (from "
-        "WAYLAND_DISPLAY, XDG_SESSION_TYPE, XDG_CURRENT_DESKTOP and DISPLAY)",
+        "compositors), portal (GNOME 45+ and KDE 6+ on Wayland, through xdg-desktop-portal), "
+        "or auto (from WAYLAND_DISPLAY, XDG_SESSION_TYPE, XDG_CURRENT_DESKTOP and DISPLAY)",
     )
     indicator: IndicatorMode = Field(
         "auto",

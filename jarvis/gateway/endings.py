@@ -86,7 +86,9 @@ def record_ending(todos: TodoList, queue: MessageQueue, started: Todo, ran: Ran)
         return RunRecord(started.id, status, summary, _steps(ran), answered)
     if by_person:
         status = "cancelled"
-        summary = f"cancelled in todos.md while it ran. {summary}".strip()
+        if not summary.startswith("cancelled by ") or summary.startswith("cancelled by user"):
+            # set in todos.md by hand: a face's cancel already says who (cancelled by web)
+            summary = f"cancelled in todos.md while it ran. {summary}".strip()
     late = [m for m in current.message_ids if m not in seen]
     if late and status != "cancelled":
         note = (

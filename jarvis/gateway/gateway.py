@@ -52,6 +52,7 @@ from jarvis.gateway.runner import (
     Shared,
     open_embedded,
 )
+from jarvis.gateway.schedule_channel import ScheduleChannel
 from jarvis.gateway.serve_lock import ServeLock, stop_on_signals
 from jarvis.gateway.todos import Todo, TodoList, TodoState
 from jarvis.redaction import register_settings
@@ -229,8 +230,7 @@ class Gateway:
         return message
 
     def _channel_of(self, todo_id: str) -> str | None:
-        todo = self.todos.get(todo_id)
-        return todo.source if todo is not None else None
+        return getattr(self.todos.get(todo_id), "source", None)
 
     async def cancel_task(self, todo_id: str, by: str = "user", *, told: bool = False) -> Todo:
         """A person's cancel (API, web panel, TUI): the path of a ``cancelled`` status set in
@@ -363,8 +363,9 @@ class Gateway:
             await self.channels.stop()
 
     def _register(self, inbox: InboxChannel) -> None:
-        """The inbox, email when settings turn it on, and every installed plugin channel."""
+        """The inbox, the schedules, email when settings turn it on, and every plugin."""
         self.channels.add(inbox)
+        self.channels.add(ScheduleChannel(self.settings, self.bus))
         if self.settings.email.enabled:
             from jarvis.gateway.channels.email.channel import EmailChannel
 

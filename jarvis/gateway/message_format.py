@@ -7,15 +7,19 @@ One entry per message (hand-written ones without ``id:`` get one, written back):
 
     ---
 
-A header is exactly ``## [YYYY-MM-DD HH:MM(:SS)]`` followed by ``key:value`` pairs; any
-other line, even one starting with ``## [``, is text (reported as a near miss). Values with
+A header is ``## [YYYY-MM-DD HH:MM(:SS)]`` followed by ``key:value`` pairs. Values with
 spaces are double-quoted (``from:"Ada Lovelace"``; ``\\"`` and ``\\\\`` escape inside
-quotes). Known keys: ``from via id priority reply_to source task outcome archived``; other
-pairs are kept in ``meta``. Archived entries add ``task:``, ``outcome:``, ``archived:`` and a
-``**Result:**`` paragraph. An entry runs to the next header; its last ``---`` line closes it,
-so ``---`` lines inside the text need no escaping. Text lines that are headers (and, in
-archived entries, lines starting with ``**Result:**``) are written with one more leading
-backslash, so round trips are exact.
+quotes). The near misses people type are read as headers too, and said
+(:func:`forgiven_headings`): no space after ``##`` (``##[2026-...]``) and an unquoted value
+with spaces (``from:Ada Lovelace``: a bare word after a value belongs to it). Any other
+line, even one starting with ``## [``, is text (reported as a near miss). Known keys:
+``from via id priority reply_to source task outcome archived``; other pairs are kept in
+``meta``. Archived entries add ``task:``, ``outcome:``, ``archived:`` and a ``**Result:**``
+paragraph. An entry runs to the next header (so one without its ``---`` line ends there);
+its last ``---`` line closes it, so ``---`` lines inside the text need no escaping. Text
+lines that are headers, the forgiven near misses included (and, in archived entries, lines
+starting with ``**Result:**``), are written with one more leading backslash, so round trips
+are exact.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from jarvis.gateway.markdown import (
     split_sections,
     unescape_lines,
 )
+from jarvis.gateway.settings import MAX_MESSAGE_CHARS as MAX_MESSAGE_CHARS
 from jarvis.redaction import redact
 
 HEADER_START = "## ["
@@ -55,12 +60,16 @@ RESULT_MARK = "**Result:**"
 SEPARATOR = "---"
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]*")
 KEY_PATTERN = re.compile(r"[a-z_][a-z0-9_]*")
-MAX_MESSAGE_CHARS = 100_000
-"""The longest message text taken from any channel (the API and drop files)."""
 _HEADER = re.compile(
-    r"## \[(?P<ts>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?)\](?P<rest>(?:\s.*)?)"
+    r"##(?P<gap>[ \t]*)\[(?P<ts>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?)\]"
+    r"(?P<rest>(?:\s.*)?)"
 )
 _TOKEN = re.compile(r'\s+(?P<key>[A-Za-z_][A-Za-z0-9_-]*):(?P<value>"(?:[^"\\]|\\.)*"|[^\s"]\S*)')
+_BARE = re.compile(r'\s+[^\s"]+')
+"""A word with no ``key:`` after an unquoted value: the rest of that value."""
+NO_SPACE = "no space after '##'"
+UNQUOTED = "a value with spaces not in double quotes"
+NO_SEPARATOR = f"no '{SEPARATOR}' line closing the message"
 _LOOKS_LIKE_HEADER = re.compile(r"\s{0,3}(?:## \[|#{1,6}\s*\[\s*\d)")
 """A line a person meant as a header: ``## [``, or any ``#``-heading opening ``[`` and a
 digit (``##[2026-...``, ``### [2026-...``)."""
@@ -162,25 +171,37 @@ def content_id(message: Message) -> str:
 
 
 # --- format -----------------------------------------------------------------------
-def _split_header(line: str) -> tuple[str, list[tuple[str, str]]] | None:
-    """The timestamp text and key/value pairs of a header line; None if it is not one."""
-    if not line.startswith(HEADER_START):
+def _split_header(line: str) -> tuple[str, list[tuple[str, str]], list[str]] | None:
+    """The timestamp text, the key/value pairs and the near misses forgiven of a header
+    line; None if it is not one."""
+    if not line.startswith("##"):
         return None
     match = _HEADER.fullmatch(line)
     if not match:
         return None
+    forgiven = [] if match["gap"] == " " else [NO_SPACE]
     rest, pos, pairs = match["rest"], 0, []
+    quoted = True
     while rest[pos:].strip():
         token = _TOKEN.match(rest, pos)
-        if not token:
+        if token:
+            pairs.append((normalize_key(token["key"]), _unquote(token["value"])))
+            quoted, pos = token["value"].startswith('"'), token.end()
+            continue
+        word = _BARE.match(rest, pos)
+        if not word or quoted:
             return None
-        pairs.append((normalize_key(token["key"]), _unquote(token["value"])))
-        pos = token.end()
-    return match["ts"], pairs
+        key, value = pairs[-1]
+        pairs[-1] = (key, value + rest[pos : word.end()])
+        pos = word.end()
+        if UNQUOTED not in forgiven:
+            forgiven.append(UNQUOTED)
+    return match["ts"], pairs, forgiven
 
 
 def is_header(line: str) -> bool:
-    """A real header has the full form ``## [YYYY-MM-DD HH:MM:SS] key:value ...``."""
+    """A header: ``## [YYYY-MM-DD HH:MM:SS] key:value ...``, or one of the near misses
+    forgiven (the same test splits a file into entries and escapes text lines)."""
     return _split_header(line) is not None
 
 
@@ -331,12 +352,27 @@ def near_misses(text: str) -> list[Malformed]:
         if not _LOOKS_LIKE_HEADER.match(line) or is_header(line):
             continue
         if _HEADER.fullmatch(line):
-            hint = 'values with spaces need double quotes, as in from:"Ada Lovelace"'
+            hint = 'after the time come key:value pairs, as in from:"Ada Lovelace"'
         else:
             hint = "a header is exactly '## [YYYY-MM-DD HH:MM:SS] key:value ...'"
         found.append(
             Malformed(line, f"looks like a header but is not one ({hint}); read as text", number)
         )
+    return found
+
+
+def forgiven_headings(text: str) -> list[tuple[int, str, str]]:
+    """(line number, header line, what was forgiven) for each entry whose header is a near
+    miss read as a header, or that has no ``---`` line of its own: said in the log when
+    the inbox is read, so a person sees how a hand edit was taken."""
+    found = []
+    for section in split_sections(text, is_header)[1]:
+        split = _split_header(section.lines[0])
+        notes = list(split[2]) if split else []
+        if all(line.strip() != SEPARATOR for line in section.lines):
+            notes.append(NO_SEPARATOR)
+        if notes:
+            found.append((section.line, section.lines[0], "; ".join(notes)))
     return found
 
 

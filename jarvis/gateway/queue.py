@@ -33,12 +33,15 @@ from jarvis.gateway.markdown import (
 )
 from jarvis.gateway.message_archive import MessageArchive
 from jarvis.gateway.message_format import (
+    MAX_MESSAGE_CHARS,
     Message,
     content_id,
+    forgiven_headings,
     new_message_id,
     parse_messages,
     render_messages,
 )
+from jarvis.gateway.oversized import cut_oversized
 
 __all__ = ["Message", "MessageQueue"]
 
@@ -96,7 +99,12 @@ class MessageQueue:
     """Markdown-backed message queue shared by the daemon, CLI, TUI and people."""
 
     def __init__(
-        self, data_dir: Path, *, bus: EventBus | None = None, lock_timeout: float = LOCK_TIMEOUT_S
+        self,
+        data_dir: Path,
+        *,
+        bus: EventBus | None = None,
+        lock_timeout: float = LOCK_TIMEOUT_S,
+        max_message_chars: int = MAX_MESSAGE_CHARS,
     ) -> None:
         self.root = Path(data_dir) / "messages"
         self.inbox_file = MarkdownFile(self.root / "inbox.md", lock_timeout=lock_timeout)
@@ -104,6 +112,8 @@ class MessageQueue:
         self.archive_dir = self.root / "archive"
         self.history = MessageArchive(self.archive_dir, lock_timeout=lock_timeout)
         self.drop_dir = self.root / "drop"
+        self.max_message_chars = max_message_chars
+        """Longer inbox entries are cut out to ``drop/refused/`` before the inbox is read."""
         self.lock_timeout = lock_timeout
         self._problems = ProblemLog(bus)
         self._parsed: dict[Path, tuple[str, Document[Message]]] = {}
@@ -113,7 +123,7 @@ class MessageQueue:
 
     @classmethod
     def from_settings(cls, settings: Settings, bus: EventBus | None = None) -> MessageQueue:
-        return cls(settings.data_dir, bus=bus)
+        return cls(settings.data_dir, bus=bus, max_message_chars=settings.inbox.max_message_chars)
 
     def archive_file(self, day: date) -> MarkdownFile:
         return self.history.file(day)
@@ -121,7 +131,11 @@ class MessageQueue:
     # -- reading --
     def _load(self, file: MarkdownFile, preamble: str) -> tuple[Snapshot, Document[Message]]:
         """The file and its entries; a text parsed before is not parsed again (a scan of the
-        inbox every fraction of a second costs a read and a compare while nothing changes)."""
+        inbox every fraction of a second costs a read and a compare while nothing changes).
+        The inbox's entries over the cap are cut out first, unread (the caller holds its
+        lock)."""
+        if file is self.inbox_file:
+            self._cut_oversized()
         snapshot = file.read()
         cached = self._parsed.get(file.path)
         if cached is not None and cached[0] == snapshot.text:
@@ -130,6 +144,8 @@ class MessageQueue:
             parsed = parse_messages(snapshot.text)
             self._parsed[file.path] = (snapshot.text, parsed)
             self._problems.report(problems_of(file.path, parsed))
+            for line, head, what in forgiven_headings(snapshot.text):
+                log.info("%s:%d: read %r as a message heading (%s)", file.path, line, head, what)
         doc = Document(
             preamble=preamble if snapshot.stamp is None else parsed.preamble,
             items=[_copy(item) for item in parsed.items],
@@ -137,6 +153,18 @@ class MessageQueue:
             warnings=parsed.warnings,
         )
         return snapshot, doc
+
+    def _cut_oversized(self) -> None:
+        """Move inbox entries over :attr:`max_message_chars` to ``drop/refused/``, one
+        warning line each."""
+        refused = self.drop_dir / "refused"
+        for cut in cut_oversized(self.inbox_file.path, refused, self.max_message_chars):
+            log.warning(
+                "%s:%d: a message of %d characters (over inbox.max_message_chars, %d) was "
+                "not taken; moved to %s: %s",
+                self.inbox_file.path, cut.line, cut.chars, self.max_message_chars,
+                cut.moved_to, cut.head,
+            )  # fmt: skip
 
     def _both(self) -> tuple[Snapshot, Document[Message], Snapshot, Document[Message]]:
         """Inbox and processing (caller holds both locks), settled against each other: each

@@ -52,10 +52,11 @@ NEW_TASK = "new_task"
 """A message whose meta has this key becomes its own task, with no merge decision (A2A)."""
 """Header key of a message addressed to one task (``answers:T003``): it is merged into that
 task without asking the model (an answer to a ``call_user`` question, from the API)."""
-OWN_TASK_CHANNELS = frozenset({"a2a", "mcp"})
-"""Channels of other agents: each of their messages is a task of its own (never merged into
-a task of another sender, which runs under another channel's policy), made without asking
-the model; an answer to one of their tasks still goes to it (``answers:``)."""
+OWN_TASK_CHANNELS = frozenset({"a2a", "mcp", "schedule"})
+"""Channels of other agents, and the schedules: each of their messages is a task of its own
+(never merged into a task of another sender, which runs under another channel's policy),
+made without asking the model; an answer to one of their tasks still goes to it
+(``answers:``)."""
 TITLE_MAX = 80
 EXCERPT_MAX = 300
 

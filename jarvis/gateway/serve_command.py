@@ -13,7 +13,10 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import sys
+import threading
+import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
     from jarvis.gateway.runner import RunnerFactory
 
 EXIT_OK, EXIT_FAILED = 0, 1
+PARENT_POLL_S = 0.5
 log = logging.getLogger(__name__)
 
 
@@ -96,6 +100,13 @@ def register(subparsers: Any) -> None:
         metavar="HOURS",
         help="compress long-term memory this often when idle; 0 never (default 24)",
     )
+    serve.add_argument(
+        "--with-parent",
+        type=int,
+        metavar="PID",
+        help="stop (as SIGTERM does) when process PID is no longer this one's parent: the "
+        "gateway a TUI or an MCP server starts ends with it however it ends",
+    )
     _add_where(serve)
     serve.set_defaults(handler=cmd_serve)
 
@@ -133,6 +144,8 @@ def _add_where(serve: argparse.ArgumentParser) -> None:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from jarvis.desktop.x11 import XDisplay
 
+    if args.with_parent is not None:
+        follow_parent(args.with_parent)
     args.fleet = args.fleet or settings.fleet.redis_url
     if args.local_worker and not args.fleet:
         print(
@@ -213,6 +226,22 @@ async def _serve(
     done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "none"
     print(f"jarvis serve: ran {len(report.runs)} task(s): {done}", flush=True)
     return EXIT_OK
+
+
+def follow_parent(parent: int, interval_s: float = PARENT_POLL_S) -> threading.Thread:
+    """Stop this process as SIGTERM does (a running task goes back to pending) once
+    ``parent`` is no longer its parent: the TUI that started it was closed with its
+    terminal (SIGHUP), killed, or quit without stopping it. Returns the watching thread."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval_s)
+        log.warning("the parent process %d is gone; stopping", parent)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=watch, name="parent-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 def pick_runner(fleet: str | None, *, local_worker: bool = False) -> RunnerFactory:

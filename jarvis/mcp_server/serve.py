@@ -10,8 +10,13 @@ the MCP server's own token, ``DATA/config/mcp_token`` (0600, made at the first s
 not the daemon's API token on purpose: a client holding it reaches the tools listed in
 :mod:`jarvis.mcp_server.tools` and nothing else, whereas the API token could approve held
 calls or stop the daemon. ``Host`` must name this server and a foreign ``Origin`` is refused
-(the MCP specification's guard against DNS rebinding), by the API's own
-:class:`~jarvis.api.auth.Guard`.
+(the MCP specification's guard against DNS rebinding), by the API's own checks
+(:mod:`jarvis.mcp_server.http_guard`, which refuses in a form MCP clients show: a 401 is
+"missing or wrong token", never the start of an OAuth flow).
+
+The server answers both of the SDK client's ways in: the 2026 ``server/discover`` probe
+(the client's default mode) and the older ``initialize`` handshake (``mode="legacy"``),
+over stdio and HTTP alike.
 
 Exit codes: 0 the client went away (stdin closed) or Ctrl-C, 1 no daemon could be found or
 started, 2 a bad ``--http``.
@@ -139,7 +144,8 @@ async def _serve_http(settings: Settings, server: Any, address: Any, sock: socke
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from jarvis.api.auth import Guard, allowed_hosts, load_or_create_token
+    from jarvis.api.auth import allowed_hosts, load_or_create_token
+    from jarvis.mcp_server.http_guard import McpGuard
 
     token = load_or_create_token(settings.data_dir, TOKEN_FILE)
     port = int(sock.getsockname()[1])
@@ -157,6 +163,6 @@ async def _serve_http(settings: Settings, server: Any, address: Any, sock: socke
         f"(bearer token in {settings.data_dir / TOKEN_FILE})"
     )
     config = uvicorn.Config(
-        Guard(app, token, allowed), log_level="warning", lifespan="on", timeout_keep_alive=30
+        McpGuard(app, token, allowed), log_level="warning", lifespan="on", timeout_keep_alive=30
     )
     await uvicorn.Server(config).serve([sock])

@@ -72,11 +72,19 @@ def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
     if not page.runs:
         print(f"no {'older ' if args.before else ''}runs in {settings.data_dir / 'runs'}")
         return EXIT_OK
+    print(HEADER)
     for run in page.runs:
         print(run_line(run))
     if page.next is not None:
         print(f"older runs: jarvis runs --before {page.next}")
     return EXIT_OK
+
+
+HEADER = (
+    f"{'started':<16}  {'task':<12} {'status':<11} {'steps':>9} {'tokens':>11} {'cost':>7}  "
+    f"{'from':<6} {'what':<40}  ending"
+)
+"""The listing's header row, in the columns of :func:`run_line`."""
 
 
 def run_line(run: RunSummary) -> str:
@@ -150,6 +158,8 @@ def describe(record: dict[str, Any]) -> str:
         args = json.dumps(r.get("arguments") or {}, ensure_ascii=False)
         return f"  {r.get('tool_name')} {_short(args, TEXT_MAX)}"
     if kind == "tool_call_finished":
+        if r.get("cancelled"):
+            return f"  {r.get('tool_name')} cancelled ({r.get('latency_ms', 0):.0f} ms)"
         if r.get("ok"):
             result = "" if r.get("data") is None else " " + _short(json.dumps(r["data"]), 80)
             return f"  {r.get('tool_name')} ok ({r.get('latency_ms', 0):.0f} ms){result}"

@@ -307,7 +307,8 @@ class RunRecorder:
         call.ok = event.ok
         call.latency_ms = round(event.latency_ms, 2)
         call.data = self.redactor.value(event.data)
-        if not event.ok:
+        call.cancelled = event.cancelled
+        if not event.ok and not event.cancelled:
             call.error = {
                 "code": event.error_code,
                 "message": self.redactor.text(event.error_message or ""),

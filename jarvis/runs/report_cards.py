@@ -74,13 +74,19 @@ def cut_steps(info: RunInfo | None, steps: list[tuple[Path, StepFile]]) -> set[P
 
 def _failed(step: StepFile) -> bool:
     stopped = bool(step.replay and step.replay.get("stopped"))
-    return step.result == "failed" or stopped or any(c.ok is False for c in step.calls)
+    return step.result == "failed" or stopped or any(_bad(c) for c in step.calls)
+
+
+def _bad(call: CallFile) -> bool:
+    return call.ok is False and not call.cancelled
 
 
 def _call_row(call: CallFile) -> str:
     args = json.dumps(call.arguments, ensure_ascii=False)
     if call.ok is None:
         result = '<span class="result">not run</span>'
+    elif call.cancelled:
+        result = '<span class="result">cancelled</span> the task was stopped during this call'
     elif call.ok:
         data = "" if call.data in (None, {}) else json.dumps(call.data, ensure_ascii=False)
         result = f'<span class="result ok">ok</span> <code>{escape(data[:300])}</code>'
@@ -93,7 +99,7 @@ def _call_row(call: CallFile) -> str:
     window = call.window or call.focus
     where = f'<div class="win">{escape(window.label())}</div>' if window and window.known else ""
     latency = f"{call.latency_ms:.0f} ms" if call.latency_ms is not None else ""
-    bad = " bad" if call.ok is False else ""
+    bad = " bad" if _bad(call) else ""
     return (
         f'<tr class="call{bad}"><td><b>{escape(call.name)}</b></td>'
         f"<td><code>{escape(args)}</code>{where}</td><td>{result}</td><td>{latency}</td></tr>"

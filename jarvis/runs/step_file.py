@@ -66,6 +66,8 @@ class CallFile(BaseModel):
     error: dict[str, Any] | None = None
     data: Any = None
     latency_ms: float | None = None
+    cancelled: bool = False
+    """Cut short by a cancel, a stop or the kill switch: not an error."""
     redacted: bool = False
     """True when a secret was cut out of the arguments (a replay cannot repeat the call)."""
 

@@ -1,8 +1,9 @@
 """One policy block per channel (``settings.channels.NAME``), and the old keys it replaces.
 
-A channel is any source of tasks: inbox, tui, web, api, email, a2a, mcp, and any added
-later (a plugin, or a bridge that posts to ``POST /api/messages``). Its block says what its
-tasks may do; every part only narrows what the global settings allow::
+A channel is any source of tasks: inbox, tui, web, api, email, a2a, mcp, schedule (the
+daemon's own clock: ``jarvis schedule``), and any added later (a plugin, or a bridge that
+posts to ``POST /api/messages``). Its block says what its tasks may do; every part only
+narrows what the global settings allow::
 
     "channels": {
       "email": {"tools": {"deny": ["write_file"], "web_hosts": [], "read_only": true},

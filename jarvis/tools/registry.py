@@ -368,6 +368,7 @@ class ToolRegistry:
                 error_message=error.message if error else None,
                 latency_ms=latency_ms,
                 data=result.data if result is not None else None,
+                cancelled=result is None,
             )
         )
 

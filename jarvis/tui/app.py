@@ -12,7 +12,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import on, work
@@ -35,6 +34,7 @@ from jarvis.tui.dialogs import ConfirmQuit
 from jarvis.tui.palette import palette_commands
 from jarvis.tui.prompt import Prompt
 from jarvis.tui.recording import RecordingKeys
+from jarvis.tui.sent import SentNote
 from jarvis.tui.settings import TuiSettings
 from jarvis.tui.side import SidePanel
 from jarvis.tui.side_feed import SideFeed
@@ -50,6 +50,7 @@ SCREEN_KINDS = frozenset({"step_finished", "tool_call_finished", "task_finished"
 TODO_KINDS = frozenset({"task_started", "task_finished", "reply_ready"})
 APPROVAL_KINDS = frozenset({"approval_requested", "approval_resolved", "task_finished"})
 TAKEOVER_KINDS = frozenset({"takeover_started", "takeover_ended"})
+STATUS_KINDS = frozenset({"verification_finished", "model_retry", "step_finished"})
 WORKERS_EVERY_S = 5.0
 """How often the side panel asks for the fleet's workers."""
 
@@ -73,6 +74,7 @@ class JarvisApp(RecordingKeys, App[None]):
         self.side = SidePanel(halfblocks=self.tui.thumbnail == "halfblocks")
         self.conversation = Conversation(id="conversation")
         self.prompt = Prompt()
+        self.sent = SentNote()
         self.status = Static("", id="status")
         self.known_runs: list[dict[str, Any]] = []
         self.screen_holder: str | None = None
@@ -90,6 +92,7 @@ class JarvisApp(RecordingKeys, App[None]):
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 yield self.conversation
+                yield self.sent
                 yield self.prompt
             yield self.side
         yield self.status
@@ -105,6 +108,7 @@ class JarvisApp(RecordingKeys, App[None]):
         if self.tui.live_screen_s > 0:
             self.set_interval(self.tui.live_screen_s, self._live_screen)
         self.set_interval(WORKERS_EVERY_S, self.feed.workers)
+        self.set_interval(WORKERS_EVERY_S, self.feed.schedules)
         self._stream()
 
     # --- lines in --------------------------------------------------------------------
@@ -141,6 +145,7 @@ class JarvisApp(RecordingKeys, App[None]):
         for line in lines:
             change = self.cockpit.apply(line)
             self.lines_applied += 1
+            self.sent.took(line)
             if change.kind == "notice":
                 self.notify(
                     self.cockpit.notices[-1], title="not routed", severity="error",
@@ -148,7 +153,7 @@ class JarvisApp(RecordingKeys, App[None]):
                 )  # fmt: skip
             self.show(change)
             kind = line.get("kind")
-            if kind == "verification_finished":  # its call's usage counts in the status
+            if kind in STATUS_KINDS:  # usage, or the model's trouble
                 self.draw_status()
             if kind in APPROVAL_KINDS:
                 self.draw_status()
@@ -254,13 +259,15 @@ class JarvisApp(RecordingKeys, App[None]):
     # --- commands out ----------------------------------------------------------------
     @on(Prompt.Submitted)
     def _send(self, event: Prompt.Submitted) -> None:
+        self.sent.sending(event.text)  # on screen at once, before the daemon answers
         self._send_task(event.text)
 
     @work(group="commands")
     async def _send_task(self, text: str) -> None:
         try:
-            await self.backend.send(text)
+            self.sent.sent(await self.backend.send(text))
         except BackendError as exc:  # not sent: the text goes back into the prompt
+            self.sent.not_sent()
             self.prompt.restore(text)
             self.notify(
                 f"{exc}\nYour text is back in the prompt.",
@@ -269,7 +276,7 @@ class JarvisApp(RecordingKeys, App[None]):
                 markup=False,
             )
             return
-        self.notify("sent", timeout=2)
+        await self.sent.follow(self.backend)
 
     @on(NeedsUser.Answered)
     def _answer(self, event: NeedsUser.Answered) -> None:
@@ -391,7 +398,3 @@ class JarvisApp(RecordingKeys, App[None]):
 
     async def on_unmount(self) -> None:
         await self.backend.aclose()
-
-
-def css_path() -> Path:
-    return Path(__file__).with_name("app.tcss")

@@ -46,7 +46,9 @@ class Backend(Protocol):
         stream is open. Raises BackendError when it breaks."""
         ...
 
-    async def send(self, text: str) -> None: ...
+    async def send(self, text: str) -> str | None:
+        """Send a message as the person; its id (None where the backend gives none)."""
+        ...
 
     async def cancel(self, task_id: str) -> None: ...
 
@@ -78,6 +80,10 @@ class Backend(Protocol):
     async def workers(self) -> dict[str, Any]:
         """The fleet's workers: ``{fleet, workers: [{name, host, display, state, task,
         live, ...}]}`` (``fleet`` false: the daemon runs its tasks itself)."""
+        ...
+
+    async def schedules(self) -> list[dict[str, Any]]:
+        """``GET /api/schedules``'s schedules (``id``, ``when``, ``tz``, ``next_run``...)."""
         ...
 
     async def pause(self) -> None:
@@ -142,6 +148,8 @@ class ReplayBackend:
         """``(approval_id, decision, note)`` of every answer given."""
         self.takeovers: list[str] = []
         self.fleet_workers = workers
+        self.schedule_rows: list[dict[str, Any]] = []
+        """The schedules to show (set by a test)."""
         """The fleet's workers to show (None: not a fleet)."""
         """``pause`` and ``resume`` in the order they were asked."""
 
@@ -177,8 +185,9 @@ class ReplayBackend:
             if int(line.get("seq") or 0) > after:
                 yield line
 
-    async def send(self, text: str) -> None:
+    async def send(self, text: str) -> str | None:
         self.sent.append(text)
+        return None
 
     async def cancel(self, task_id: str) -> None:
         self.cancelled.append(task_id)
@@ -219,6 +228,9 @@ class ReplayBackend:
     async def workers(self) -> dict[str, Any]:
         found = self.fleet_workers
         return {"fleet": found is not None, "workers": list(found or [])}
+
+    async def schedules(self) -> list[dict[str, Any]]:
+        return list(self.schedule_rows)
 
     async def pause(self) -> None:
         self.takeovers.append("pause")

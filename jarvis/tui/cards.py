@@ -24,6 +24,7 @@ from textual.widgets import Collapsible, Input, Static
 
 from jarvis.tui.approvals import ApprovalCard
 from jarvis.tui.task_runs import (
+    CANCELLED_CALL,
     Approval,
     Ending,
     Item,
@@ -34,7 +35,7 @@ from jarvis.tui.task_runs import (
     Verification,
 )
 
-MARKS = {"running": "◌", "ok": "✓", "error": "✗"}
+MARKS = {"running": "◌", "ok": "✓", "error": "✗", "cancelled": "⊘"}
 ENDING_MARKS = {"finished": "✓", "failed": "✗", "needs_user": "?", "cancelled": "⊘"}
 MAX_RESULT = 2000
 
@@ -55,6 +56,8 @@ def card_body(call: ToolCall) -> str:
     lines = [f"arguments: {call.shown_arguments or '(the model is writing them)'}"]
     if call.status == "error":
         lines.append(f"error {call.error_code}: {call.error_message}")
+    elif call.status == "cancelled":
+        lines.append(CANCELLED_CALL)
     elif call.status == "ok":
         result = json.dumps(call.data, ensure_ascii=False)
         lines.append(f"result: {_short(result, MAX_RESULT)}")

@@ -82,8 +82,9 @@ class ApiBackend:
             raise BackendError(f"events: {what_failed(exc)}") from None
         raise BackendError("events: the stream ended")
 
-    async def send(self, text: str) -> None:
-        await self._call("POST", "/api/messages", json={"text": text, "channel": "tui"})
+    async def send(self, text: str) -> str | None:
+        sent = await self._call("POST", "/api/messages", json={"text": text, "channel": "tui"})
+        return str(sent["message_id"]) if sent and sent.get("message_id") else None
 
     async def cancel(self, task_id: str) -> None:
         await self._call("POST", f"/api/tasks/{task_id}/cancel", json={"by": "tui"})
@@ -122,6 +123,11 @@ class ApiBackend:
     async def workers(self) -> dict[str, Any]:
         found = await self._call("GET", "/api/workers")
         return found if isinstance(found, dict) else {"fleet": False, "workers": []}
+
+    async def schedules(self) -> list[dict[str, Any]]:
+        found = await self._call("GET", "/api/schedules")
+        rows = (found or {}).get("schedules", []) if isinstance(found, dict) else []
+        return [s for s in rows if isinstance(s, dict)]
 
     async def pause(self) -> None:
         await self._call("POST", "/api/takeover", json={"by": "tui"})

@@ -13,6 +13,7 @@ SIGKILL if it does not stop in time.
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -29,6 +30,7 @@ from jarvis.discovery import TOKEN_FILE, DaemonNotFound, find_daemon, read_token
 FIND_WAIT_S = 5.0
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
+MAX_LOG_READ = 256 * 1024
 
 
 class LaunchError(Exception):
@@ -80,14 +82,16 @@ def start_gateway(settings: Settings, extra_args: list[str] | None = None) -> Ta
     log_dir = data_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "jarvis", "serve", "--data-dir", str(data_dir)]
-    command += ["--http", f"127.0.0.1:{port}", *(extra_args or [])]
+    command += ["--http", f"127.0.0.1:{port}", "--with-parent", str(os.getpid())]
+    command += extra_args or []
     with (log_dir / "tui-gateway.log").open("ab") as log:
+        start = log.tell()
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_ready(url, data_dir, process)
+        wait_ready(url, data_dir, process, start)
     except LaunchError:
         stop_gateway(process)
         raise
@@ -99,14 +103,13 @@ def start_gateway(settings: Settings, extra_args: list[str] | None = None) -> Ta
     return Target(url, token, f"own gateway pid {process.pid}", process)
 
 
-def wait_ready(url: str, data_dir: Path, process: subprocess.Popen[bytes]) -> None:
+def wait_ready(url: str, data_dir: Path, process: subprocess.Popen[bytes], start: int = 0) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         code = process.poll()
         if code is not None:
-            raise LaunchError(
-                f"the gateway exited with {code}; see {data_dir / 'logs' / 'tui-gateway.log'}"
-            )
+            log = data_dir / "logs" / "tui-gateway.log"
+            raise LaunchError(f"the gateway could not start: {why_it_ended(log, start, code)}")
         token_path = data_dir / TOKEN_FILE
         if token_path.exists():
             try:
@@ -120,6 +123,22 @@ def wait_ready(url: str, data_dir: Path, process: subprocess.Popen[bytes]) -> No
                 pass
         time.sleep(0.1)
     raise LaunchError(f"the gateway did not answer at {url} within {START_TIMEOUT_S:.0f} s")
+
+
+def why_it_ended(log: Path, start: int, code: int) -> str:
+    """The reason a gateway that exited gave: the last ``jarvis: ...`` line (the commands'
+    one-line errors) it wrote to ``log`` after ``start``, else its last line, else the code."""
+    try:
+        with log.open("rb") as file:
+            file.seek(start)
+            lines = file.read(MAX_LOG_READ).decode(errors="replace").splitlines()
+    except OSError:
+        lines = []
+    said = [line.strip() for line in lines if line.strip()]
+    plain = [line for line in said if not line.startswith(("Traceback", " ", "\t"))]
+    reasons = [line for line in plain if line.startswith("jarvis:")] or plain
+    reason = reasons[-1].removeprefix("jarvis:").strip() if reasons else ""
+    return f"{reason} (exit {code}; see {log})" if reason else f"exit {code}; see {log}"
 
 
 def stop_gateway(process: subprocess.Popen[bytes]) -> int | None:

@@ -84,6 +84,17 @@ def worker_lines(workers: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def schedule_lines(schedules: list[dict[str, Any]]) -> str:
+    """One line per schedule: id, when (zone), the next run in its own zone."""
+    lines = []
+    for s in schedules:
+        at = s.get("next_run")
+        nxt = f"next {str(at)[:10]} {str(at)[11:16]}" if at else "paused"
+        when = f"{s.get('when', '')} ({s.get('tz', '')})"
+        lines.append(f"◷ {escape(str(s.get('id', '')))} {escape(when)} · {escape(nxt)}")
+    return "\n".join(lines)
+
+
 class SidePanel(Vertical):
     """Screen thumbnail on top, todos below."""
 
@@ -100,6 +111,9 @@ class SidePanel(Vertical):
         self.workers_title = Static("Workers", classes="side-title", id="workers-title")
         self.fleet_list = Static("", id="workers", markup=True)
         self.workers_title.display = self.fleet_list.display = False
+        self.schedules_title = Static("Schedules", classes="side-title", id="schedules-title")
+        self.schedule_list = Static("", id="schedules", markup=True)
+        self.schedules_title.display = self.schedule_list.display = False
 
     def compose(self) -> ComposeResult:
         yield Static("Screen", classes="side-title")
@@ -107,6 +121,8 @@ class SidePanel(Vertical):
         yield self.caption
         yield Static("Todos", classes="side-title")
         yield self.todos
+        yield self.schedules_title
+        yield self.schedule_list
         yield self.workers_title
         yield self.fleet_list
 
@@ -119,6 +135,11 @@ class SidePanel(Vertical):
 
     def show_todos(self, todos: list[dict[str, Any]]) -> None:
         self.todos.update(todo_lines(todos))
+
+    def show_schedules(self, schedules: list[dict[str, Any]]) -> None:
+        """``GET /api/schedules``'s schedules with their next run; hidden while none."""
+        self.schedules_title.display = self.schedule_list.display = bool(schedules)
+        self.schedule_list.update(schedule_lines(schedules))
 
     def show_workers(self, fleet: dict[str, Any]) -> None:
         """``GET /api/workers``'s answer: the list, shown only for a fleet."""

@@ -28,6 +28,7 @@ class SideFeed:
     def load_all(self) -> None:
         self.todos()
         self.workers()
+        self.schedules()
         self.screen()
         self.runs()
 
@@ -37,6 +38,10 @@ class SideFeed:
     def workers(self) -> None:
         """The fleet's workers (``GET /api/workers``); the app asks every few seconds."""
         self._start(self._workers, "workers")
+
+    def schedules(self) -> None:
+        """The schedules and their next runs (``GET /api/schedules``), with the workers."""
+        self._start(self._schedules, "schedules")
 
     def screen(self, live: bool = False) -> None:
         """The last step's screenshot; ``live``: the display as it is now."""
@@ -59,6 +64,12 @@ class SideFeed:
             self.app.side.show_workers(await self.app.backend.workers())
         except BackendError as exc:
             log.info("workers: %s", exc)
+
+    async def _schedules(self) -> None:
+        try:
+            self.app.side.show_schedules(await self.app.backend.schedules())
+        except BackendError as exc:
+            log.info("schedules: %s", exc)
 
     async def _screen(self, live: bool) -> None:
         app = self.app

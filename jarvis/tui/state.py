@@ -30,6 +30,9 @@ from jarvis.tui.task_runs import (
     Verification,
 )
 
+MODEL_ANSWERED = frozenset({"model_text_delta", "tool_call_streaming", "step_finished"})
+"""Lines that show the model answers again."""
+
 
 @dataclass
 class Cockpit:
@@ -42,6 +45,9 @@ class Cockpit:
     """Every approval request seen, by id: its task and its item."""
     notices: list[str] = field(default_factory=list)
     """Errors of no task the person must see (a message that could not be routed)."""
+    model_trouble: str | None = None
+    """The model's last failure while it is retried (the router's or a task's), until it
+    answers again: the status line shows it."""
 
     @property
     def running(self) -> TaskRun | None:
@@ -95,6 +101,10 @@ class Cockpit:
             self.seen.add(seq)
             self.last_seq = max(self.last_seq, seq)
         kind = line.get("kind")
+        if kind == "model_retry":
+            self.model_trouble = f"{line.get('reason')} (retry {line.get('attempt')})"
+        elif kind in MODEL_ANSWERED:
+            self.model_trouble = None
         if kind == "gap":
             self.gaps += 1
             return NONE
@@ -173,7 +183,7 @@ def _call_finished(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Chan
     if call is None:  # joined mid-call (a gap, or the journal starts here)
         call = ToolCall(str(line.get("call_id")), str(line.get("tool_name")))
         run.items.append(call)
-    call.status = "ok" if line.get("ok") else "error"
+    call.status = "ok" if line.get("ok") else "cancelled" if line.get("cancelled") else "error"
     call.error_code = line.get("error_code")
     call.error_message = line.get("error_message")
     call.latency_ms = float(line.get("latency_ms") or 0.0)

@@ -16,6 +16,8 @@ def status_line(cockpit: Cockpit, connection: str, label: str, screen_holder: st
         task += f" · budget {budget}"  # the running task's first: the totals may be cut
     if screen_holder is not None:
         task += f" · ✋ {screen_holder} has the screen (agent paused)"
+    if cockpit.model_trouble is not None:
+        task += f" · ⚠ model: {cockpit.model_trouble}"
     if waiting := len(cockpit.open_approvals()):
         task += f" · ⚠ {waiting} approval{'s' if waiting > 1 else ''} waiting"
     usage = ""

@@ -14,7 +14,7 @@ from jarvis.text_display import shown_arguments, shown_call, visible
 CLICK_TOOLS = frozenset({"click", "double_click", "right_click", "mouse_move"})
 ENDED = frozenset({"finished", "failed", "needs_user", "cancelled"})
 
-CallStatus = Literal["running", "ok", "error"]
+CallStatus = Literal["running", "ok", "error", "cancelled"]
 
 
 @dataclass
@@ -22,6 +22,10 @@ class Thought:
     """Model text of one step; deltas are appended as they stream."""
 
     text: str = ""
+
+
+CANCELLED_CALL = "cancelled: the task was stopped during this call"
+"""A call cut short by a cancel, a stop or the kill switch: not an error."""
 
 
 @dataclass
@@ -51,6 +55,8 @@ class ToolCall:
         lines = [f"{self.tool_name} [{self.status}]", f"arguments: {_dump(self.arguments)}"]
         if self.status == "error":
             lines.append(f"error {self.error_code}: {self.error_message}")
+        elif self.status == "cancelled":
+            lines.append(CANCELLED_CALL)
         elif self.status == "ok":
             lines.append(f"result: {_dump(self.data)}")
         if self.latency_ms is not None:

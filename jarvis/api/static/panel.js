@@ -302,12 +302,15 @@ function setState(c, status) {
 }
 
 function finishCard(r) {
-  const c = card(r.call_id, r.tool_name, r.ok ? "ok" : "error");
+  // a call cut short by a cancel, a stop or the kill switch is not an error
+  const status = r.ok ? "ok" : r.cancelled ? "cancelled" : "error";
+  const c = card(r.call_id, r.tool_name, status);
   c.latency.textContent = `${Math.round(r.latency_ms || 0)} ms`;
   const result = r.ok ? `result: ${JSON.stringify(r.data, null, 2)}`
-                      : `error ${r.error_code}: ${r.error_message}`;
+    : r.cancelled ? "cancelled: the task was stopped during this call"
+    : `error ${r.error_code}: ${r.error_message}`;
   c.body.textContent = `arguments: ${c.shown}\n${result}`;
-  if (!r.ok) c.el.open = true;  // errors open, the rest collapsed
+  if (status === "error") c.el.open = true;  // errors open, the rest collapsed
   if (r.ok && CLICKS.has(r.tool_name) && "x" in c.args) state.view.click = c.args;
 }
 
@@ -468,6 +471,9 @@ $("zoom").addEventListener("click", () => $("zoom").close());
 
 // --- start -----------------------------------------------------------------------------
 async function start() {
+  // asked first, public: a browser that is not logged in yet sees no 401 in its console
+  const session = await (await fetch("/api/session", { credentials: "same-origin" })).json();
+  if (!session.logged_in) { showLogin(); return; }
   let health;
   try {
     health = await (await api("/api/health")).json();

@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     from jarvis.gateway.message_format import Message
 
 ENTRY_POINT_GROUP = "jarvis.channels"
-BUILTIN = ("inbox", "tui", "web", "api", "email", "a2a", "mcp")
+BUILTIN = ("inbox", "tui", "web", "api", "email", "a2a", "mcp", "schedule")
 """Channel names the gateway always knows (tui, web and api answer on the event stream)."""
-SELF_FED = frozenset({"inbox", "email"})
+SELF_FED = frozenset({"inbox", "email", "schedule"})
 """Built-in channels that take their messages themselves (never through the control API)."""
 
 
