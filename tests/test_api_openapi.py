@@ -35,6 +35,7 @@ STREAMED = {
     ("get", "/api/screen/latest"),
     ("get", "/api/screen/live"),
     ("get", "/api/approvals/{approval_id}/screenshot"),
+    ("get", "/api/recordings/{slug}/files/{name}"),
 }
 """The operations whose body is not JSON: the event stream and the images."""
 METHODS = ("get", "post", "put", "patch", "delete")

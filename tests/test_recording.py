@@ -19,8 +19,8 @@ from jarvis.desktop.a11y.session import A11ySession
 from jarvis.desktop.x11 import XDisplay
 from jarvis.memory.long_term import LongTermMemory
 from jarvis.recording.actions import SECRET_TYPED
-from jarvis.recording.commands import remember_recording
 from jarvis.recording.recorder import Recorder, Recording
+from jarvis.recording.session import remember_recording
 from jarvis.recording.skill_file import load_recording, write_recording
 from tests.a11yapps import publishing_env, start_chromium
 from tests.agent_harness import agent_settings, run_agent

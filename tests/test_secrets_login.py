@@ -84,10 +84,11 @@ def test_a_login_with_type_secret_leaves_the_password_nowhere(
         settle_ceiling_ms=800,
         safety={"secrets": {"store": "file"}},
     )
-    store = SecretStore(settings.data_dir, settings.safety.secrets)
-    site_secret = SecretInfo(name="site", description="my password on Example", only_in=["*login*"])
-    store.add(site_secret, PASSWORD)
     site = LoginSite(PASSWORD)
+    store = SecretStore(settings.data_dir, settings.safety.secrets)
+    only_in = [f"{site.url}*"]  # the page's URL, from the tree (its title is not trusted)
+    site_secret = SecretInfo(name="site", description="my password on Example", only_in=only_in)
+    store.add(site_secret, PASSWORD)
     work = tmp_path / "work"
     work.mkdir()
     app = start_chromium(work, publishing_env(work, xserver.env(), session), site.url)

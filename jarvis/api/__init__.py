@@ -75,6 +75,10 @@ Endpoints (JSON unless said otherwise)::
          404 for anything else
     POST /api/stop {by: cli|web|tui|api = api} -> 202 {stopping: bool, by}
          cancels the running task now, recorded in task_finished's ``stopped_by``
+    GET  /api/recordings -> {recording, recordings}; POST /api/recordings {name} -> 201;
+         POST /api/recordings/stop -> {name, slug, steps, skill, memory};
+         GET /api/recordings/{slug}, GET /api/recordings/{slug}/files/{file}: the Record
+         button (jarvis.api.recordings; 409 while a task acts on the desktop)
     GET  /api/takeover, POST /api/takeover {by, task_id?}, POST /api/handback {note?},
          WS /api/vnc/{display}: the live view and takeover (jarvis.api.takeover);
          WS /api/vnc/worker/{name}: a fleet worker's screen (jarvis.api.fleet_screens)

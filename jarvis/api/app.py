@@ -16,6 +16,7 @@ from jarvis import __version__
 from jarvis.a2a.mount import mount_a2a
 from jarvis.api.approvals import mount_safety
 from jarvis.api.auth import Guard, bearer_ok, cookie_ok
+from jarvis.api.recordings import mount_recordings
 from jarvis.api.routes import Daemon, router, set_cookie
 from jarvis.api.schedules import router as schedules_router
 
@@ -78,6 +79,7 @@ def create_app(daemon: Daemon, allowed_hosts: frozenset[str]) -> Guard:
     app.include_router(schedules_router)
     mount_safety(app, daemon.service)
     mount_a2a(app, daemon.service)
+    mount_recordings(app, daemon.service)
     panel = static_dir()
     app.mount("/static", StaticFiles(directory=panel), name="static")
 

@@ -24,6 +24,7 @@ import uvicorn
 from jarvis.api.app import create_app
 from jarvis.api.auth import LoginCodes, allowed_hosts, load_or_create_token
 from jarvis.api.live_view import LiveView, live_view
+from jarvis.api.recordings import finish_recording
 from jarvis.api.routes import Daemon
 from jarvis.api.settings import HttpAddress
 from jarvis.api.stream import EventHub
@@ -122,6 +123,7 @@ class HttpService:
             self._say_where()
             yield self
         finally:
+            await finish_recording(app)
             hub.shutdown()
             server.should_exit = True
             with contextlib.suppress(asyncio.CancelledError, SystemExit):

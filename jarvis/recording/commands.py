@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
-    from jarvis.recording.skill_file import RecordingFile
 
 log = logging.getLogger(__name__)
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -68,28 +67,7 @@ def cmd_record(args: argparse.Namespace, settings: Settings) -> int:
     _, data = load_recording(settings.data_dir, args.name)
     print(f"jarvis record: {len(recording.steps)} steps in {path}")
     if not args.no_memory:
+        from jarvis.recording.session import remember_recording
+
         print(f"jarvis record: {remember_recording(settings, data)}")
     return EXIT_OK
-
-
-def remember_recording(settings: Settings, data: RecordingFile) -> str:
-    """Keep the recording as a ``skill`` memory (replacing an earlier one of the same
-    name); a line saying what happened."""
-    from jarvis.memory.embedding import EmbeddingUnavailable
-    from jarvis.memory.long_term import LongTermMemory
-    from jarvis.memory.recall import MemoryBridge
-    from jarvis.recording.skill_file import procedure
-
-    try:
-        memory = LongTermMemory.from_settings(settings)
-    except EmbeddingUnavailable as exc:
-        return f"not kept in long-term memory: {exc}"
-    source = f"recording:{data.slug}"
-    try:
-        old = [m.id for m in memory.list(types=["skill"]) if source in m.task_ids]
-        memory.forget_many(old)
-        note = f"\n(recorded by a person: recordings/{data.slug}/skill.md)"
-        MemoryBridge(memory).store_skill(data.name, procedure(data) + note, source)
-    finally:
-        memory.close()
-    return "kept in long-term memory as a skill"

@@ -11,6 +11,9 @@ narrowest of them. ``email`` has a default entry (no ``write_file``, no ``web_fe
 host, read-only workspace) unless settings give it one.
 
 :meth:`Policy.deny_reason` is the one function that decides whether a call may run.
+The secret tools (:data:`SECRET_TOOLS`) are neither offered nor run for a task from a
+channel whose ``channels.NAME.secrets`` does not allow them (email, a2a and mcp by
+default: :func:`jarvis.safety.channel_policy.secrets_refused`).
 
 Rate limits are per tool and per registry (that is, per desktop): at most
 ``max_calls`` accepted calls in any ``window_s`` seconds, and at least
@@ -30,6 +33,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from jarvis.safety.channel_policy import secrets_refused
 from jarvis.tools.policy_settings import ToolLimit, ToolPolicy
 from jarvis.tools.toolbox_settings import ChannelPolicy, default_channels
 
@@ -38,6 +42,8 @@ if TYPE_CHECKING:
     from jarvis.safety.channel_policy import ChannelSettings
 
 Clock = Callable[[], float]
+SECRET_TOOLS = frozenset({"type_secret", "type_totp"})
+"""Tools that type a stored secret: only for tasks whose channels allow secrets."""
 
 # Task ids whose lock the current asyncio task already holds (a preset running its steps).
 _held_locks: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
@@ -52,6 +58,7 @@ class Policy:
         self, policy: ToolPolicy, channels: Mapping[str, ChannelSettings] | None = None
     ) -> None:
         self._policy = policy
+        self._blocks: Mapping[str, ChannelSettings] = dict(channels or {})
         blocks = {n: b.tools for n, b in (channels or {}).items() if b.tools is not None}
         self._channels: dict[str, ChannelPolicy] = {
             **default_channels(),
@@ -124,6 +131,10 @@ class Policy:
                 reason = _refusal(tool, c_allow, frozenset(entry.deny))
                 if reason is not None:
                     return _sentence(name, tool, reason, f" for tasks from channel '{channel}'")
+        if SECRET_TOOLS.intersection((name, *requires)):
+            refused = secrets_refused(self._blocks, channels)
+            if refused is not None:
+                return f"tool '{name}' is not offered: {refused}"
         return None
 
     def web_hosts(self, channels: Iterable[str]) -> list[str] | None:

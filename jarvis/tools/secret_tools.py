@@ -5,8 +5,10 @@ The model reads the secrets' names and descriptions in the tools' descriptions. 
 
 1. is refused (-32006) for a task whose channel may not use secrets
    (:func:`jarvis.safety.channel_policy.secrets_refused`: email, a2a and mcp unless their
-   block says ``secrets: true``), or when the focused window's title matches none of the
-   secret's ``only_in`` patterns;
+   block says ``secrets: true``), or when the place matches none of the secret's
+   ``only_in`` patterns: in a web page whose URL the accessibility tree gives (the
+   ``URI`` attribute of Chromium's and Firefox's ``document web`` element), that URL, since
+   a page chooses its own title; elsewhere the focused window's title;
 2. hides the focused field from every later picture of the screen before a key is typed
    (its box from the accessibility tree when there is one, else the focused window's);
 3. types the value as keys (never through the clipboard), the value registered with the
@@ -26,6 +28,8 @@ from pydantic import Field
 
 from jarvis.config import Settings
 from jarvis.desktop import x11
+from jarvis.desktop.a11y.bus import A11yError, Call
+from jarvis.desktop.a11y.tree import Tree
 from jarvis.safety.channel_policy import secrets_refused
 from jarvis.secrets.store import SecretInfo, SecretsError, SecretStore, open_store
 from jarvis.secrets.totp import decode_seed, seconds_left, totp
@@ -39,6 +43,7 @@ log = logging.getLogger(__name__)
 FRESH_CODE_S = 3.0
 """A one-time code with less time left than this is not typed: the next one is."""
 TEXT_ROLES = frozenset({"password text", "entry", "text", "editbar", "terminal", "combo box"})
+DOCUMENT = "org.a11y.atspi.Document"
 
 
 class SecretArgs(Args):
@@ -96,9 +101,10 @@ def _typer(store: SecretStore, kind: str) -> Any:
     def run(args: SecretArgs, ctx: ToolContext) -> dict[str, Any]:
         info = _allowed(store, args.name, kind, ctx)
         window = ctx.windows.focused() if ctx.windows is not None else None
-        _check_place(info, window)
-        _check_typing(ctx.settings)
-        hidden = _hide_field(ctx, window)
+        tree = ctx.elements.read()[0] if ctx.elements is not None else None
+        _check_place(info, window, page_url(ctx, tree))
+        _check_typing(ctx)
+        hidden = _hide_field(ctx, window, tree)
         value = _value(store, info)
         _act(ctx, lambda: _input(ctx).type_text(value))
         return {"typed": info.name, "into": window.title if window else "", "hidden": hidden}
@@ -124,23 +130,49 @@ def _allowed(store: SecretStore, name: str, kind: str, ctx: ToolContext) -> Secr
     return info
 
 
-def _check_place(info: SecretInfo, window: WindowLike | None) -> None:
-    """Refuse a window whose title matches none of the secret's ``only_in`` patterns."""
+def page_url(ctx: ToolContext, tree: Tree | None) -> str:
+    """The URL of the web page in the focused window's tree ("" when it shows none)."""
+    if ctx.elements is None or tree is None:
+        return ""
+    for doc in tree.elements:
+        if doc.role != "document web" or DOCUMENT not in doc.interfaces:
+            continue
+        try:
+            found = ctx.elements.reader.call(
+                Call(doc.ref, DOCUMENT, "GetAttributeValue", "s", ("URI",))
+            )
+        except A11yError as exc:
+            log.debug("no URL from %s: %s", doc.id, exc)
+            continue
+        if found and str(found[0]):
+            return str(found[0])
+    return ""
+
+
+def _check_place(info: SecretInfo, window: WindowLike | None, url: str = "") -> None:
+    """Refuse a place that matches none of the secret's ``only_in`` patterns: the page's
+    URL where there is one, else the focused window's title."""
     if not info.only_in:
         return
     title = window.title if window is not None else ""
-    if any(fnmatch.fnmatch(title.lower(), p.lower()) for p in info.only_in):
+    place = url or title
+    if any(fnmatch.fnmatch(place.lower(), p.lower()) for p in info.only_in):
         return
+    where = f"the page is {url!r}" if url else f"the focused window is {title or '(untitled)'!r}"
     raise ToolFailure(
         NOT_ALLOWED,
-        f"not run: '{info.name}' may only be typed into windows matching "
-        f"{', '.join(info.only_in)}; the focused window is {title or '(untitled)'!r}",
+        f"not run: '{info.name}' may only be typed into "
+        f"{'pages' if url else 'windows'} matching {', '.join(info.only_in)}; {where}",
     )
 
 
-def _check_typing(settings: Settings) -> None:
-    """A secret is typed as keys: a paste would leave it on the clipboard."""
-    if settings.type_method == "clipboard" or not x11.have("xdotool"):
+def _check_typing(ctx: ToolContext) -> None:
+    """A secret is typed as keys: a paste would leave it on the clipboard. A wlroots
+    desktop types through its virtual keyboard (wtype, the text on its stdin); X11 through
+    xdotool unless ``type_method`` is ``clipboard``."""
+    if getattr(ctx.input, "type_method", "") == "wtype":
+        return
+    if ctx.settings.type_method == "clipboard" or not x11.have("xdotool"):
         raise ToolFailure(
             NOT_ALLOWED,
             "not run: a secret is typed as keys and this desktop would paste it "
@@ -148,16 +180,11 @@ def _check_typing(settings: Settings) -> None:
         )
 
 
-def _hide_field(ctx: ToolContext, window: WindowLike | None) -> str:
+def _hide_field(ctx: ToolContext, window: WindowLike | None, tree: Tree | None) -> str:
     """Mask the focused field (or window) in every later picture; what was masked."""
     box, what = None, ""
-    if ctx.elements is not None:
-        tree, _ = ctx.elements.read()
-        focused = [
-            e
-            for e in (tree.elements if tree is not None else [])
-            if "focused" in e.states and e.role in TEXT_ROLES
-        ]
+    if tree is not None:
+        focused = [e for e in tree.elements if "focused" in e.states and e.role in TEXT_ROLES]
         if focused:
             box, what = focused[-1].bounds, "field"
     if box is None and window is not None and window.box is not None:

@@ -33,6 +33,7 @@ from jarvis.tui.conversation import Conversation
 from jarvis.tui.dialogs import ConfirmQuit
 from jarvis.tui.palette import palette_commands
 from jarvis.tui.prompt import Prompt
+from jarvis.tui.recording import RecordingKeys
 from jarvis.tui.sent import SentNote
 from jarvis.tui.settings import TuiSettings
 from jarvis.tui.side import SidePanel
@@ -54,7 +55,7 @@ WORKERS_EVERY_S = 5.0
 """How often the side panel asks for the fleet's workers."""
 
 
-class JarvisApp(App[None]):
+class JarvisApp(RecordingKeys, App[None]):
     """``jarvis tui``."""
 
     CSS_PATH = "app.tcss"

@@ -94,6 +94,18 @@ class Backend(Protocol):
         """Hand the screen back to the agent."""
         ...
 
+    async def recordings(self) -> dict[str, Any]:
+        """``{recording, recordings}``: the one running (or None) and those on disk."""
+        ...
+
+    async def start_recording(self, name: str) -> dict[str, Any]:
+        """Record a person on the daemon's desktop (teach by showing)."""
+        ...
+
+    async def stop_recording(self) -> dict[str, Any]:
+        """End it: ``{name, slug, steps, skill, memory}``."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -225,6 +237,15 @@ class ReplayBackend:
 
     async def resume(self, note: str = "") -> None:
         self.takeovers.append("resume")
+
+    async def recordings(self) -> dict[str, Any]:
+        return {"recording": None, "recordings": []}
+
+    async def start_recording(self, name: str) -> dict[str, Any]:
+        raise BackendError("a recorded journal cannot record: connect to jarvis serve")
+
+    async def stop_recording(self) -> dict[str, Any]:
+        raise BackendError("a recorded journal cannot record: connect to jarvis serve")
 
     async def aclose(self) -> None:
         return None

@@ -22,6 +22,7 @@ BINDINGS: list[Binding] = [
     Binding("ctrl+g", "focus_approval", "Approval", id="focus_approval"),
     Binding("ctrl+end", "follow", "Follow live", id="follow", show=False),
     Binding("ctrl+t", "toggle_pause", "Pause/resume agent", id="pause", show=False),
+    Binding("f6", "toggle_recording", "Record/stop", id="record", priority=True, show=False),
 ]
 
 APPROVAL_BINDINGS: list[Binding] = [

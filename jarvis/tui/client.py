@@ -135,6 +135,18 @@ class ApiBackend:
     async def resume(self, note: str = "") -> None:
         await self._call("POST", "/api/handback", json={"note": note})
 
+    async def recordings(self) -> dict[str, Any]:
+        found = await self._call("GET", "/api/recordings")
+        return found if isinstance(found, dict) else {"recording": None, "recordings": []}
+
+    async def start_recording(self, name: str) -> dict[str, Any]:
+        found = await self._call("POST", "/api/recordings", json={"name": name})
+        return found if isinstance(found, dict) else {}
+
+    async def stop_recording(self) -> dict[str, Any]:
+        found = await self._call("POST", "/api/recordings/stop", timeout=60)
+        return found if isinstance(found, dict) else {}
+
     async def approval_screenshot(self, approval_id: str) -> bytes | None:
         return await self._image(f"/api/approvals/{quote(approval_id, safe='')}/screenshot")
 

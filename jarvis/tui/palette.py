@@ -31,6 +31,11 @@ def palette_commands(app: JarvisApp) -> Iterable[SystemCommand]:
         "Focus the oldest call waiting for you",
         app.action_focus_approval,
     )
+    yield SystemCommand(
+        "Record a skill (or stop recording)",
+        "Teach by showing: record yourself doing a task on the daemon's desktop",
+        app.action_toggle_recording,
+    )
     for run in app.known_runs:
         task_id = str(run.get("task_id"))
         yield SystemCommand(

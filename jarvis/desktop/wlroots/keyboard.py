@@ -50,15 +50,17 @@ def refocus(where: WaylandDisplay) -> WindowInfo | None:
     return window
 
 
-def wtype(where: WaylandDisplay, args: list[str]) -> None:
-    """Run wtype with ``args`` on ``where``; WaylandError unless it delivered them."""
+def wtype(where: WaylandDisplay, args: list[str], text: str | None = None) -> None:
+    """Run wtype with ``args`` on ``where`` (``text``, if given, on its stdin: ``wtype -``
+    reads it there, so it is on no command line another process could read);
+    WaylandError unless it delivered them."""
     try:
         done = subprocess.run(
             ["wtype", *args],
             capture_output=True,
             timeout=WTYPE_TIMEOUT_S,
             env=where.env(),
-            stdin=subprocess.DEVNULL,
+            input=text.encode() if text is not None else b"",
         )
     except FileNotFoundError as exc:
         raise WaylandError("wtype is not installed (apt install wtype)") from exc
@@ -75,7 +77,7 @@ def type_text(where: WaylandDisplay, text: str) -> str:
     window = refocus(where)
     if window is None and where.swaysock:
         raise WaylandError("no window has the keyboard focus: the text would go nowhere")
-    wtype(where, ["--", text])
+    wtype(where, ["-"], text)  # on stdin: a password is on no command line
     return window.wm_class if window is not None else ""
 
 

@@ -142,12 +142,16 @@ class WlScreen(Screen):
     def _grab_image(self) -> Image.Image:
         """This output (or the layout) now, in device pixels."""
         with self._grab_lock:
-            return grim(self.where, self.output.name if self.output else None)
+            image = grim(self.where, self.output.name if self.output else None)
+        self.masks.paint(image, self.origin, (self._size.width, self._size.height))
+        return image
 
     def logical_image(self) -> Image.Image:
         """This output (or the layout) now, at its logical size."""
         with self._grab_lock:
-            return grim(self.where, self.output.name if self.output else None, scale=1)
+            image = grim(self.where, self.output.name if self.output else None, scale=1)
+        self.masks.paint(image, self.origin, (self._size.width, self._size.height))
+        return image
 
     def grab_raw(self) -> tuple[Size, bytes]:
         """Device pixels as BGRA bytes, with their size (as the X11 screen gives them)."""
