@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jarvis.api.auth import Guard
 from jarvis.api.routes import IMAGE
+from jarvis.desktop.x11 import XDisplay
 from jarvis.gateway.service import DaemonService
 from jarvis.recording.recorder import recordings_dir
 from jarvis.recording.session import RecordingSession, list_recordings
@@ -133,8 +134,11 @@ async def start(body: RecordIn, desk: R) -> RecordingNow:
         task = desk.service.running_task()
         if task is not None:
             raise HTTPException(409, f"not recording: task {task} acts on this desktop now")
+        where = desk.service.display_now()
+        if not isinstance(where, XDisplay):  # XRecord: an X server's own extension
+            raise HTTPException(503, "not recording: recording needs an X11 desktop (XRecord)")
         try:
-            session = RecordingSession(desk.service.settings, desk.service.display_now(), body.name)
+            session = RecordingSession(desk.service.settings, where, body.name)
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from exc
         try:
