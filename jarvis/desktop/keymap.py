@@ -194,8 +194,10 @@ class SpareKeycodes:
     @contextmanager
     def _changing(self) -> Iterator[Any]:
         """A connection of its own for a change, closed after a round trip. Not the held
-        one: with changes that fast, xterm's answers to a probe and to the remap after it
-        came too close together to tell apart, and its CJK came out garbled (measured)."""
+        one: with the changes on it, xterm typed CJK with a later piece's keymap in the
+        first run (measured without load), and with a 50 ms pause after each keymap wait
+        it did not. The fetch proof (map_answers) has a gap that the connection set-up
+        hides; it is open (issue 38)."""
         display = self.where.open()
         try:
             yield display
