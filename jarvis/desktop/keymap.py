@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,7 +110,6 @@ def change_rows(display: Any, rows: dict[int, list[int]]) -> None:
     if run:
         display.change_keyboard_mapping(run[0], [rows[c] for c in run])
         group_told_again(display)
-    display.sync()  # done when this returns, on a connection kept open too
 
 
 def group_told_again(display: Any) -> None:
@@ -125,6 +123,7 @@ def group_told_again(display: Any) -> None:
     if group:
         xkb.lock_group(display, 0)
         xkb.lock_group(display, group)
+        display.sync()
 
 
 def read_keymap(where: XDisplay) -> Keymap:
@@ -149,65 +148,21 @@ class SpareKeycodes:
         self.where = where
         self._recent: OrderedDict[int, int] = OrderedDict()  # keycode -> keysym, newest last
         self.changed: set[int] = set()  # keycodes mapped since the caller last cleared it
-        self._held: Any = None  # the connection of a held() block
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        """One connection for every keymap reading in the block (a text's pieces): opening
-        one costs a dozen round trips (python-xlib lists the extensions and reads the
-        keymap), which on a loaded machine took 70 ms each."""
-        if self._held is not None:
-            yield
-            return
-        self._held = self.where.open()
-        try:
-            yield
-        finally:
-            display, self._held = self._held, None
-            try:
-                close_display(display)
-            except Exception as exc:  # the display went away meanwhile
-                log.debug("keymap connection close: %r", exc)
-
-    @contextmanager
-    def _display(self) -> Iterator[Any]:
-        """The held connection, or a new one for this call."""
-        if self._held is not None:
-            yield self._held
-            return
-        display = self.where.open()
-        try:
-            yield display
-        finally:
-            close_display(display)
 
     def keymap(self) -> Keymap:
         """The keymap as the server has it now (read at every use, so a layout changed by
         the user or another program is the one typed with)."""
-        with self._display() as display:
-            return Keymap.read(display)
+        return read_keymap(self.where)
 
     def mapped(self, keysyms: Collection[int]) -> bool:
         """True if every one of ``keysyms`` is on the keymap now (ours or the base map's)."""
         return set(keysyms) <= self.keymap().keysyms()
 
-    @contextmanager
-    def _changing(self) -> Iterator[Any]:
-        """A connection of its own for a change, closed after a round trip. Not the held
-        one: with the changes on it, xterm typed CJK with a later piece's keymap in the
-        first run (measured without load), and with a 50 ms pause after each keymap wait
-        it did not. The fetch proof (map_answers) has a gap that the connection set-up
-        hides; it is open (issue 38)."""
-        display = self.where.open()
-        try:
-            yield display
-        finally:
-            close_display(display)
-
     def ensure(self, keysyms: Collection[int]) -> bool:
         """Map the missing ``keysyms``; False (and no change) if too few keycodes are free."""
         wanted = list(dict.fromkeys(keysyms))
-        with self._changing() as display:
+        display = self.where.open()
+        try:
             keymap = Keymap.read(display)
             ours = keymap.ours()
             for code, sym in ours.items():
@@ -230,23 +185,29 @@ class SpareKeycodes:
                 self._recent.move_to_end(code)
             log.debug("mapped %d keysyms onto spare keycodes", len(missing))
             return True
+        finally:
+            close_display(display)
 
     def restore(self, codes: Collection[int]) -> int:
         """Map ``codes`` that still hold our rows back to nothing; how many did. Call it
         once the client has read the keys typed on them."""
-        with self._changing() as display:
+        display = self.where.open()
+        try:
             ours = Keymap.read(display).ours()
             back = [code for code in codes if code in ours]
             change_rows(display, {code: [0, 0, 0, 0] for code in back})
             for code in back:
                 self._recent.pop(code, None)
             return len(back)
+        finally:
+            close_display(display)
 
     def probe(self) -> None:
         """A keyboard mapping change that changes nothing (an unmapped keycode mapped to
         nothing again): every client gets a MappingNotify, and a client that fetches
         the map on it says that it has dispatched every earlier event."""
-        with self._changing() as display:
+        display = self.where.open()
+        try:
             keymap = Keymap.read(display)
             spare = keymap.unmapped()
             if spare:
@@ -254,7 +215,8 @@ class SpareKeycodes:
             else:  # a full keymap: one of its rows written again as it is
                 display.change_keyboard_mapping(keymap.first, [keymap.rows[0]])
             group_told_again(display)
-            display.sync()
+        finally:
+            close_display(display)
 
 
 def key_chord(display: Any, keysyms: list[int]) -> None:

@@ -172,10 +172,6 @@ class KeyTyper:
     def type(self, text: str, between: Callable[[], None] | None = None) -> FocusedClient:
         """Type ``text`` at the keyboard focus; ``between`` (a callable) runs before each
         piece (the caller's stop and fail-safe checks). Returns the client typed into."""
-        with self.spare.held():  # one keymap connection for the whole text
-            return self._type(text, between)
-
-    def _type(self, text: str, between: Callable[[], None] | None) -> FocusedClient:
         where = self.spare.where
         client = focused_client(where)
         keymap = self.spare.keymap()
@@ -224,12 +220,10 @@ class KeyTyper:
     @staticmethod
     def _type_piece(piece: str, delay: int, where: x11.XDisplay) -> None:
         """xdotool types a newline as the Linefeed keysym, which GTK text views ignore:
-        newlines are Return key presses here, each in the call that types the next line
-        (``key Return type -- LINE``: one process per line, not two)."""
+        newlines are Return key presses here."""
         for i, line in enumerate(piece.split("\n")):
-            args = ["key", "Return"] if i else []
+            if i:
+                x11.xdotool("key", "Return", where=where)
             if line:
-                args += ["type", "--delay", str(delay), "--", line]
-            if args:
                 timeout = 5 + len(line) * delay / 250
-                x11.xdotool(*args, timeout=timeout, where=where)
+                x11.xdotool("type", "--delay", str(delay), "--", line, timeout=timeout, where=where)
