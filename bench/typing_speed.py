@@ -7,8 +7,8 @@ printable characters) and a CJK text (the 130-character paragraph of the test ma
 about 50 distinct characters, more than there are spare keycodes) are typed with
 each method: ``xdotool`` (key presses, the default) and ``clipboard`` (pasted with
 the application's paste key). A run is timed from the call to its return (keys:
-until the application answered the ping after the last key, or the grace time for
-xterm; clipboard: until the application fetched the text and went quiet) and the
+until the application answered the ping after the last key, or for xterm its keymap
+fetch seen through RECORD; clipboard: until the application fetched the text and went quiet) and the
 text is then read back (saved file, ``cat`` output, the page's posted value) to
 check that it arrived exactly.
 

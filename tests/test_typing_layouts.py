@@ -4,8 +4,7 @@ Xvfb resets its keymap when its last client leaves, and ``setxkbmap`` seems to d
 
 - The matrix: ``us``, ``de``, ``fr`` and ``us,ru`` with the Russian group locked, in
   xterm, mousepad (GTK), featherpad (Qt) and Chromium (a textarea on a loopback page), one
-  test per application (featherpad under the second group apart: it fails there, see
-  ``QT_SECOND_GROUP``): it is started once, and under each layout the text (ASCII
+  test per application: it is started once, and under each layout the text (ASCII
   symbols, accented letters, Cyrillic, CJK with more distinct characters than half the
   spare keycodes, so the keycodes are remapped between pieces, and emoji) is typed five
   times, cleared in between (the terminal's ``cat`` appends), and read back. After each
@@ -94,27 +93,13 @@ def keyboard_state(where: XDisplay) -> tuple[int, dict[int, int]]:
         display.close()
 
 
-QT_SECOND_GROUP = (
-    "featherpad (Qt) under us,ru with the Russian group locked by a client (LatchLockState): "
-    "after our spare keycodes change, some Cyrillic keys come out as their Latin letters "
-    "(Привет typed as Прbdtn, in every run); the same text without remapped characters "
-    "before it arrives exactly"
-)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "layouts"),
     [
         ("xterm", LAYOUTS),
         ("mousepad", LAYOUTS),
-        ("featherpad", LAYOUTS[:3]),
-        pytest.param(
-            "featherpad",
-            LAYOUTS[3:],
-            marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=QT_SECOND_GROUP),
-            id="featherpad-second-group",
-        ),
+        ("featherpad", LAYOUTS),
         ("chromium", LAYOUTS),
     ],
 )

@@ -109,6 +109,21 @@ def change_rows(display: Any, rows: dict[int, list[int]]) -> None:
         run.append(code)
     if run:
         display.change_keyboard_mapping(run[0], [rows[c] for c in run])
+        group_told_again(display)
+
+
+def group_told_again(display: Any) -> None:
+    """After a keyboard mapping change, tell every client the active group again, when it
+    is not the first: Qt (5.15 measured) builds a fresh keyboard state with its new keymap
+    on XkbMapNotify and translates keys in group 1 until an XkbStateNotify arrives (under
+    ``us,ru`` with the Russian group locked, "привет" typed after a remap came out as
+    "ghbdtn"). Locking group 1 and then the active group sends that notification after
+    the mapping's, so every client reads its next key with the group in force."""
+    group = xkb.active_group(display)
+    if group:
+        xkb.lock_group(display, 0)
+        xkb.lock_group(display, group)
+        display.sync()
 
 
 def read_keymap(where: XDisplay) -> Keymap:
@@ -199,6 +214,7 @@ class SpareKeycodes:
                 display.change_keyboard_mapping(spare[-1], [[0, 0, 0, 0]])
             else:  # a full keymap: one of its rows written again as it is
                 display.change_keyboard_mapping(keymap.first, [keymap.rows[0]])
+            group_told_again(display)
         finally:
             close_display(display)
 

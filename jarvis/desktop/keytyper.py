@@ -33,9 +33,10 @@ Here:
     dispatches a MappingNotify, and that fetch is seen through the RECORD extension
     (:class:`jarvis.desktop.map_answers.MapAnswers`): after a change that changes nothing
     (:meth:`SpareKeycodes.probe`) it proves every earlier key was dispatched, after the
-    remap that the new map is held. A client that gives neither signal (no RECORD on the
-    server, or a plain Xlib client that fetches the map only at its next key) is typed
-    into without the proof, and the log says so once per text;
+    remap that the new map is held. A plain Xlib client (Tk) fetches the changed keys
+    with XKB's GetMap instead, which counts for it (a weaker proof: see map_answers). A
+    client that gives no signal (no RECORD on the server) is typed into without the
+    proof, and the log says so once per window;
 
 - after the last piece the application must give the signal too: a focused window that
   does not handle its events (no ping answer within 3 s) is an error, never a success.
