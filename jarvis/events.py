@@ -221,7 +221,8 @@ class TakeoverEnded(Event):
     kind: Literal["takeover_ended"] = "takeover_ended"
     by: str
     note: str = ""
-    reason: Literal["handed_back", "idle", "shutdown"] = "handed_back"
+    reason: Literal["handed_back", "idle", "closed", "shutdown"] = "handed_back"
+    """closed: the page that held the screen was closed (it handed back as it went)."""
     held_s: float = 0.0
 
 

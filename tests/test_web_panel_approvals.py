@@ -392,7 +392,7 @@ async def test_panel_page_keeps_its_strict_csp(
     assert csp["default-src"] == ["'none'"] and csp["img-src"] == ["'self'", "blob:", "data:"]
     html = page.text
     scripts = re.findall(r"<script\b[^>]*>", html)
-    assert len(scripts) == 7 and all('src="/static/' in tag for tag in scripts)
+    assert scripts and all('src="/static/' in tag for tag in scripts)  # none inline
     assert "<style" not in html and " style=" not in html
     assert re.search(r"<[^>]*\son\w+\s*=", html) is None  # no inline event handlers
     for script in static_dir().glob("*.js"):

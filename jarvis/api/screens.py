@@ -66,7 +66,7 @@ class Screen(Protocol):
 
     async def take(self, by: str, task_id: str | None) -> Taken: ...
 
-    async def hand_back(self, note: str) -> Returned: ...
+    async def hand_back(self, note: str, reason: str = "handed_back") -> Returned: ...
 
     async def serve_vnc(self, websocket: WebSocket, ticket: str) -> None: ...
 
@@ -96,11 +96,11 @@ class OwnScreen:
         self.view.ticket = secrets.token_urlsafe(24)
         return Taken(hold.status(), self.view.ticket)
 
-    async def hand_back(self, note: str) -> Returned:
+    async def hand_back(self, note: str, reason: str = "handed_back") -> Returned:
         hold = self.hold
         if hold is None:
             raise TakeoverRefused("not_held", "nobody holds the screen")
-        holder = hold.hand_back(note)
+        holder = hold.hand_back(note, reason)
         return Returned(holder.by, holder.task_id, hold.notes[hold.generation])
 
     async def serve_vnc(self, websocket: WebSocket, ticket: str) -> None:
@@ -146,12 +146,12 @@ class WorkerScreen:
         holder = await holds.take(self.name, by, task_id)
         return Taken(holder.status(), holder.ticket)
 
-    async def hand_back(self, note: str) -> Returned:
+    async def hand_back(self, note: str, reason: str = "handed_back") -> Returned:
         holds = holds_of(self.service)
         holder = holds.holders.get(self.name) if holds is not None else None
         if holds is None or holder is None:
             raise TakeoverRefused("not_held", "nobody holds the screen")
-        holder = await holds.hand_back(holder.task_id, note)
+        holder = await holds.hand_back(holder.task_id, note, reason)
         return Returned(holder.by, holder.task_id, "")
 
     async def serve_vnc(self, websocket: WebSocket, ticket: str) -> None:

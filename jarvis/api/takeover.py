@@ -26,7 +26,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request, WebSocket
 from pydantic import BaseModel, ConfigDict, Field
@@ -94,6 +94,8 @@ class HandbackIn(BaseModel):
     note: str = Field("", max_length=MAX_NOTE)
     task_id: str | None = Field(None, min_length=1, max_length=128)
     """A fleet worker's task whose screen is handed back (default: the one held)."""
+    reason: Literal["handed_back", "closed"] = "handed_back"
+    """``closed``: the page that held the screen was closed (the panel says so itself)."""
 
 
 def _service(app: Any) -> DaemonService:
@@ -126,7 +128,7 @@ async def take(body: TakeoverIn, request: Request) -> TakenOver:
 async def hand_back(body: HandbackIn, request: Request) -> HandedBack:
     screen = _screens(request.app).held(body.task_id)
     try:
-        returned = await screen.hand_back(body.note)
+        returned = await screen.hand_back(body.note, body.reason)
     except TakeoverRefused as exc:
         raise HTTPException(http_status(exc), exc.detail) from exc
     answered = None

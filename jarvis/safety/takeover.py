@@ -55,10 +55,18 @@ class Holder:
     last_input: float = field(default_factory=time.monotonic)
 
 
+HOW_IT_CAME_BACK = {
+    "handed_back": "handed it back",
+    "idle": "left it idle, so it came back",
+    "closed": "closed the page they held it from, so it came back",
+}
+"""Why a takeover ended (``takeover_ended``'s ``reason``), in the words the model reads."""
+
+
 def handback_note(holder: Holder, note: str, reason: str) -> str:
     """What the model reads at its next step."""
     held = time.time() - holder.since
-    how = "handed it back" if reason == "handed_back" else "left it idle, so it came back"
+    how = HOW_IT_CAME_BACK.get(reason, HOW_IT_CAME_BACK["handed_back"])
     text = (
         f"A person ({holder.by}) took over the desktop for {held:.0f} s and {how}. "
         "The screen may have changed: look at this fresh screenshot before you go on."

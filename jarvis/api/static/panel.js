@@ -155,6 +155,7 @@ function show(taskId, records, todo) {
   $("verification").textContent = "Not verified yet.";
   $("verification").className = "muted";
   $("shot").hidden = true;
+  $("shot-caption").hidden = true;
   $("shot-none").hidden = false;
   $("task-title").textContent = todo ? todo.title : taskId;
   for (const record of records) apply(record);
@@ -169,6 +170,7 @@ function apply(r) {
   view.seen = r.seq;
   emit("apply", r);
   switch (r.kind) {
+    case "takeover_started": case "takeover_ended": takeoverCard(r); break;
     case "task_started": {  // a task may run again (after an answer): a new run below
       const todo = state.todos.get(r.task_id);
       if (todo) $("task-title").textContent = todo.title;  // the title stays the task's own
@@ -246,6 +248,42 @@ function apply(r) {
   }
   renderUsage();
   renderControls();
+  followStream();
+}
+
+// The stream follows the running step (its newest line kept in sight) until the person
+// scrolls up to read; it follows again once they are back at the stream's end.
+const Follow = { on: true, lastY: 0, ours: false };
+function followStream() {
+  const last = $("message").lastElementChild;
+  if (!Follow.on || !last || $("app").hidden) return;
+  const box = last.getBoundingClientRect();
+  if (box.bottom <= window.innerHeight && box.top >= 0) return;  // in sight already
+  Follow.ours = true;
+  last.scrollIntoView({ block: "end" });
+}
+window.addEventListener("scroll", () => {
+  const y = window.scrollY;
+  if (Follow.ours) Follow.ours = false;  // the scroll followStream asked for
+  else if (y < Follow.lastY - 4) Follow.on = false;  // the person went up to read
+  else if ($("message").getBoundingClientRect().bottom <= window.innerHeight + 40) Follow.on = true;
+  Follow.lastY = y;
+}, { passive: true });
+
+// A takeover in the stream: who took the screen, for how long, and their note.
+function takeoverCard(r) {
+  const p = document.createElement("p");
+  p.className = "takeover-card";
+  p.dataset.kind = r.kind;
+  if (r.kind === "takeover_started") {
+    p.textContent = `✋ ${r.by} took the screen: Jarvis is paused`;
+  } else {
+    const how = r.reason === "idle" ? "left it idle, so it came back"
+      : r.reason === "closed" ? "closed the panel, so it came back" : "handed it back";
+    const held = Math.round(r.held_s || 0);
+    p.textContent = `✋ ${r.by} ${how} after ${held} s${r.note ? `: “${r.note}”` : ""}`;
+  }
+  $("message").append(p);
 }
 
 function stepOf(n) {
@@ -324,10 +362,12 @@ function finishStep(r) {
   view.input += r.input_tokens || 0;
   view.output += r.output_tokens || 0;
   view.cost = view.base.cost + (r.cost_usd || 0) || view.cost;  // (the run's cost so far)
-  if (r.screenshot) showShot(r.screenshot, view.click);  // the last click so far
+  if (r.screenshot) showShot(r.screenshot, view.click, r.step);  // the last click so far
 }
 
-function showShot(path, click) {
+function showShot(path, click, step) {
+  $("shot-caption").textContent = `step ${step}'s screenshot${click ? ", the last click marked" : ""}`;
+  $("shot-caption").hidden = false;
   const rel = path.replace(/^memory\/screenshots\//, "");
   const img = $("shot-img");
   const marker = $("click-marker");

@@ -14,7 +14,8 @@
 // and handed back.
 import RFB from "./novnc/core/rfb.js";
 
-const T = { rfb: null, ticket: "", display: "", held: null, retry: null, worker: null };
+const T = { rfb: null, ticket: "", display: "", held: null, retry: null, worker: null,
+            enlarged: false };
 
 function url(ticket) {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
@@ -39,6 +40,12 @@ function connectView() {
   box.dataset.connected = "no";
   rfb.addEventListener("connect", () => {
     box.dataset.connected = "yes";
+    // the box takes the screen's own shape, so the picture fills it at any width
+    if (rfb._fbWidth && rfb._fbHeight) {
+      box.style.setProperty("--screen-ratio", `${rfb._fbWidth} / ${rfb._fbHeight}`);
+      box.dataset.screen = `${rfb._fbWidth}x${rfb._fbHeight}`;
+    }
+    fit();
     document.body.dataset.vnc = "on";  // live.js leaves its JPEG hidden
     if (T.ticket) rfb.focus();
   });
@@ -50,6 +57,26 @@ function connectView() {
   });
   T.rfb = rfb;
 }
+
+// Scaled to fit the box. Shown large (a takeover, or enlarged), where a person reads and
+// points: scaled while that keeps text readable and a CSS pixel within two of the screen's
+// (scale >= MIN_SCALE); below it (a phone) the screen is shown 1:1 in the box, panned with
+// "Pan" (drags then move the view, not the desktop's mouse). The small view always fits.
+const MIN_SCALE = 0.5;
+function fit() {
+  const rfb = T.rfb;
+  const box = $("vnc");
+  if (!rfb || !rfb._fbWidth || !rfb._fbHeight || !box.clientWidth) return;
+  const scale = Math.min(box.clientWidth / rfb._fbWidth, box.clientHeight / rfb._fbHeight);
+  const pan = scale < MIN_SCALE && document.body.dataset.big === "yes";
+  if (rfb.scaleViewport === pan) rfb.scaleViewport = !pan;
+  if (rfb.clipViewport !== pan) rfb.clipViewport = pan;
+  if (!pan) rfb.dragViewport = false;
+  box.dataset.fit = pan ? "pan" : "scale";
+  $("vnc-pan").hidden = !pan;
+  $("vnc-pan").textContent = rfb.dragViewport ? "Pan: on (drag moves the view)" : "Pan";
+}
+new ResizeObserver(() => fit()).observe($("vnc"));
 
 function stopView() {
   clearTimeout(T.retry);
@@ -72,12 +99,30 @@ function render() {
   $("vnc-state").textContent = !held || !held.held
     ? `Jarvis has the screen${where}${w && !w.live ? "" : " (view only)"}`
     : `A person has the screen (${held.by})${where}${mine && (!w || w.live) ? ": your input goes to the desktop" : ""}`;
-  $("vnc-state").dataset.held = held && held.held ? "yes" : "no";
-  document.body.dataset.holding = held && held.held && T.display ? "yes" : "no";  // shown large
-  $("takeover").hidden = !!(held && held.held);
-  $("handback-form").hidden = !mine;
+  const isHeld = !!(held && held.held);
+  $("vnc-state").dataset.held = isHeld ? "yes" : "no";
+  const holding = isHeld && !!T.display;
+  if (!T.display) T.enlarged = false;
+  // large while a person holds the screen (or after a click on the small view)
+  document.body.dataset.big = holding || T.enlarged ? "yes" : "no";
+  fit();
+  $("vnc-size").hidden = holding || !T.display;
+  $("vnc-size").textContent = T.enlarged ? "Smaller" : "Enlarge";
+  $("vnc-full").hidden = !T.display;
   const asks = !$("answer-box").hidden;
-  $("answer-takeover").hidden = !asks || !!(held && held.held) || !T.display;
+  // one "Take over" per state: the question's own while Jarvis asks; only while a task
+  // runs or waits
+  $("takeover").hidden = isHeld || asks || !taskActive();
+  $("handback-form").hidden = !mine;
+  $("answer-takeover").hidden = !asks || isHeld || !T.display;
+  if (isHeld) {  // the task's badge: paused, not "in progress"
+    $("task-status").textContent = "paused: a person has the screen";
+    $("task-status").className = "status paused";
+  }
+}
+
+function taskActive() {
+  return [...state.todos.values()].some((t) => ["in_progress", "needs_user"].includes(t.status));
 }
 
 // The fleet's worker that runs the watched task (or whose screen is held); null when
@@ -138,6 +183,37 @@ async function takeOver(taskId) {
 }
 
 $("takeover").addEventListener("click", () => takeOver(null));
+$("vnc").addEventListener("click", () => {  // the small view: a click enlarges it
+  if (T.held && T.held.held) return;
+  if (!T.enlarged) { T.enlarged = true; render(); }
+});
+$("vnc-size").addEventListener("click", () => { T.enlarged = !T.enlarged; render(); });
+$("vnc-pan").addEventListener("click", () => {
+  if (T.rfb) T.rfb.dragViewport = !T.rfb.dragViewport;
+  fit();
+});
+$("vnc-full").addEventListener("click", () => {
+  if (document.fullscreenElement) document.exitFullscreen();
+  else $("vnc-box").requestFullscreen().catch(() => {});
+});
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && T.enlarged && !T.ticket) { T.enlarged = false; render(); }
+});
+// Closing the page while holding the screen: the browser asks first; if it closes anyway,
+// the screen goes back to Jarvis at once, and the journal and the model are told why.
+window.addEventListener("beforeunload", (event) => {
+  if (!T.ticket) return;
+  event.preventDefault();
+  event.returnValue = "";
+});
+window.addEventListener("pagehide", () => {
+  if (!T.ticket) return;
+  const body = { note: "", reason: "closed" };
+  if (T.worker && T.held && T.held.task_id) body.task_id = T.held.task_id;
+  fetch("/api/handback", { method: "POST", keepalive: true, credentials: "same-origin",
+    headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  T.ticket = "";
+});
 $("answer-takeover").addEventListener("click", () => takeOver(state.view && state.view.taskId));
 $("handback-form").addEventListener("submit", async (event) => {
   event.preventDefault();
