@@ -221,8 +221,11 @@ class TakeoverEnded(Event):
     kind: Literal["takeover_ended"] = "takeover_ended"
     by: str
     note: str = ""
-    reason: Literal["handed_back", "idle", "closed", "shutdown"] = "handed_back"
-    """closed: the page that held the screen was closed (it handed back as it went)."""
+    reason: Literal["handed_back", "idle", "closed", "taken_over", "shutdown"] = "handed_back"
+    """closed: the page that held the screen was closed (it handed back as it went);
+    taken_over: another face took the hold over, having said so (``ended_by``)."""
+    ended_by: str | None = None
+    """Who ended the hold, when not the person who held it."""
     held_s: float = 0.0
 
 

@@ -290,3 +290,48 @@ async def test_the_brakes_work_during_a_takeover_and_an_idle_one_ends_by_itself(
         assert "ended by itself" in ended["note"] and 3.0 <= ended["held_s"] < 6.0
         assert (await client.get("/api/takeover")).json()["held"] is False
     assert len(steps) == 1
+
+
+async def test_a_hold_belongs_to_whoever_took_it_and_is_taken_over_only_by_saying_so(
+    tmp_path: Path, fake_model: FakeModel, monkeypatch: Any, tkapp: Any
+) -> None:
+    """Issue 41 point 2: web holds the screen; the TUI's hand back is refused (409), its
+    take_over passes the hold (no step runs in between), the journal and the model are
+    told the TUI ended web's hold, and the TUI's note reaches the model."""
+    steps: list[RecordedRequest] = []
+
+    def step(request: RecordedRequest) -> Reply:
+        steps.append(request)
+        if len(steps) == 1:
+            return Reply(text="Thought: type.", tool_calls=[call("type", text=LONG)])
+        return finish("typed")
+
+    fake_model.set_default(routed(step))
+    settings = agent_settings(tmp_path, fake_model, monkeypatch, settle_ceiling_ms=200)
+    tkapp.focus("notes")
+    mark = tkapp.mark()
+    async with serving_api(settings) as api, api.client() as client:
+        await client.post("/api/messages", json={"text": "type a long text", "channel": "web"})
+        await asyncio.to_thread(tkapp.wait_for, typed_at_least(10), 30, mark)
+        assert (await client.post("/api/takeover", json={"by": "web"})).status_code == 200
+        refused = await client.post("/api/handback", json={"note": "mine now", "by": "tui"})
+        assert refused.status_code == 409 and "web has the screen" in refused.json()["detail"]
+        held = await client.post("/api/takeover", json={"by": "tui"})
+        assert held.status_code == 409  # not without saying so
+        taken = await client.post("/api/takeover", json={"by": "tui", "take_over": True})
+        assert taken.status_code == 200 and taken.json()["by"] == "tui"
+        assert (await client.get("/api/takeover")).json()["by"] == "tui"
+        back = await client.post("/api/handback", json={"note": "I logged in", "by": "tui"})
+        assert back.status_code == 200
+        await until(lambda: any(r["kind"] == "task_finished" for r in api.journal("T001")), 30)
+    journal = api.journal("T001")
+    ends = [r for r in journal if r["kind"] == "takeover_ended"]
+    assert [(e["by"], e["reason"], e.get("ended_by")) for e in ends] == [
+        ("web", "taken_over", "tui"),
+        ("tui", "handed_back", None),
+    ]
+    assert [r["by"] for r in journal if r["kind"] == "takeover_started"] == ["web", "tui"]
+    assert len(steps) == 2  # no step ran while the hold passed from web to the TUI
+    told = steps[1].all_text()
+    assert "A person (web) took over the desktop" in told and "took it over from them" in told
+    assert "A person (tui)" in told and "I logged in" in told

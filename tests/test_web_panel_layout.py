@@ -125,6 +125,23 @@ async def test_the_panel_takeover_at_three_sizes_and_a_closed_tab(
         await expect(
             page.locator(".takeover-card[data-kind='takeover_ended']").last
         ).to_contain_text("closed the panel")
+
+        # the TUI holds the screen: the panel takes it over only after asking
+        async with api.client() as client:
+            tui = await client.post("/api/takeover", json={"by": "tui"})
+            assert tui.status_code == 200
+        button = page.locator("#takeover")
+        await expect(button).to_have_text("Take it over from tui", timeout=10_000)
+        page.once("dialog", accept)
+        await button.click()
+        await expect(page.locator("#vnc")).to_have_attribute("data-mode", "control")
+        assert asked == ["beforeunload", "confirm"]
+        [*_, passed] = ended()
+        assert (passed["by"], passed["reason"], passed["ended_by"]) == ("tui", "taken_over", "web")
+        await expect(
+            page.locator(".takeover-card[data-kind='takeover_ended']").last
+        ).to_contain_text("had it taken over by web")
+        await page.click("#handback")
         done.set()
         await expect(page.locator("#summary")).to_contain_text("waited", timeout=30_000)
         await browser.close()

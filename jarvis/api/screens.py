@@ -64,7 +64,7 @@ class Screen(Protocol):
 
     def status(self) -> dict[str, Any]: ...
 
-    async def take(self, by: str, task_id: str | None) -> Taken: ...
+    async def take(self, by: str, task_id: str | None, take_over: bool = False) -> Taken: ...
 
     async def hand_back(self, note: str, reason: str = "handed_back") -> Returned: ...
 
@@ -87,11 +87,14 @@ class OwnScreen:
     def status(self) -> dict[str, Any]:
         return self.hold.status() if self.hold is not None else ScreenHold.idle_status()
 
-    async def take(self, by: str, task_id: str | None) -> Taken:
+    async def take(self, by: str, task_id: str | None, take_over: bool = False) -> Taken:
         hold = self.hold
         if hold is None:
             raise TakeoverRefused("no_agent", "no agent runs: nothing to take over from")
-        await hold.take(by, task_id or self.service.running_task())
+        if take_over and hold.holder is not None and hold.holder.by != by:
+            hold.pass_to(by)  # said so: the other face's hold ends, this one's begins
+        else:
+            await hold.take(by, task_id or self.service.running_task())
         self.view.watch(hold)
         self.view.ticket = secrets.token_urlsafe(24)
         return Taken(hold.status(), self.view.ticket)
@@ -138,7 +141,8 @@ class WorkerScreen:
             return ScreenHold.idle_status() | {"screen": self.id}
         return holder.status()
 
-    async def take(self, by: str, task_id: str | None) -> Taken:
+    async def take(self, by: str, task_id: str | None, take_over: bool = False) -> Taken:
+        """(``take_over`` is not built for a worker's screen: a held one is refused.)"""
         holds = holds_of(self.service)
         task_id = task_id or self.task_id
         if holds is None or task_id is None:

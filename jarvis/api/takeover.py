@@ -86,6 +86,9 @@ class TakeoverIn(BaseModel):
 
     by: str = Field("api", pattern=r"^[a-z][a-z0-9_-]{0,39}$")
     task_id: str | None = Field(None, min_length=1, max_length=128)
+    take_over: bool = False
+    """Take a screen another face holds, having asked the person (their hold ends, told
+    to the journal and the model as ``taken_over`` by this face)."""
 
 
 class HandbackIn(BaseModel):
@@ -95,6 +98,9 @@ class HandbackIn(BaseModel):
     task_id: str | None = Field(None, min_length=1, max_length=128)
     """A fleet worker's task whose screen is handed back (default: the one held)."""
     reason: Literal["handed_back", "closed"] = "handed_back"
+    by: str | None = Field(None, pattern=r"^[a-z][a-z0-9_-]{0,39}$")
+    """The face handing back: refused when another face holds the screen (a hold belongs
+    to whoever took it; they take it over first)."""
     """``closed``: the page that held the screen was closed (the panel says so itself)."""
 
 
@@ -118,7 +124,7 @@ async def status(request: Request) -> TakeoverState:
 async def take(body: TakeoverIn, request: Request) -> TakenOver:
     screen = await _screens(request.app).of_task(body.task_id)
     try:
-        taken = await screen.take(body.by, body.task_id)
+        taken = await screen.take(body.by, body.task_id, body.take_over)
     except TakeoverRefused as exc:
         raise HTTPException(http_status(exc), exc.detail) from exc
     return TakenOver.model_validate(taken.status | {"ticket": taken.ticket})
@@ -127,6 +133,9 @@ async def take(body: TakeoverIn, request: Request) -> TakenOver:
 @router.post("/handback")
 async def hand_back(body: HandbackIn, request: Request) -> HandedBack:
     screen = _screens(request.app).held(body.task_id)
+    holder = screen.status().get("by")
+    if body.by is not None and holder is not None and holder != body.by:
+        raise HTTPException(409, f"{holder} has the screen: take it over first (take_over)")
     try:
         returned = await screen.hand_back(body.note, body.reason)
     except TakeoverRefused as exc:

@@ -59,6 +59,7 @@ HOW_IT_CAME_BACK = {
     "handed_back": "handed it back",
     "idle": "left it idle, so it came back",
     "closed": "closed the page they held it from, so it came back",
+    "taken_over": "then a person at another face took it over from them",
 }
 """Why a takeover ended (``takeover_ended``'s ``reason``), in the words the model reads."""
 
@@ -204,6 +205,33 @@ class ScreenHold:
         if idle_clock:
             self._idle.start(MAIN_SCREEN)
         log.info("takeover: %s holds the screen", by)
+        return holder
+
+    def pass_to(self, by: str) -> Holder:
+        """Another face takes over a screen held by someone else, having said so (the TUI
+        asks "web has the screen: take it over?"): the hold becomes ``by``'s without the
+        agent waking in between; the journal and the model are told who ended it."""
+        old = self.holder
+        if old is None:
+            raise TakeoverRefused("not_held", "nobody holds the screen")
+        refuse_take(self.refused, by, None)
+        self.notes[self.generation] = handback_note(old, "", "taken_over")
+        self.bus.emit(
+            TakeoverEnded(
+                task_id=old.task_id,
+                by=old.by,
+                reason="taken_over",
+                ended_by=by,
+                held_s=round(time.time() - old.since, 3),
+            )
+        )
+        for callback in list(self.on_end):  # the old holder's full-access view closes
+            callback()
+        holder = self.holder = Holder(by=by, task_id=old.task_id)
+        self.generation += 1
+        self.bus.emit(TakeoverStarted(task_id=old.task_id, by=by))
+        self._idle.start(MAIN_SCREEN)
+        log.info("takeover: %s took the screen over from %s", by, old.by)
         return holder
 
     def hand_back(self, note: str = "", reason: str = "handed_back") -> Holder:

@@ -31,6 +31,7 @@ from jarvis.tui.cards import NeedsUser, ToolCard
 from jarvis.tui.clipboard import copy_text
 from jarvis.tui.conversation import Conversation
 from jarvis.tui.dialogs import ConfirmQuit
+from jarvis.tui.hold import HoldKeys
 from jarvis.tui.palette import palette_commands
 from jarvis.tui.prompt import Prompt
 from jarvis.tui.recording import RecordingKeys
@@ -55,7 +56,7 @@ WORKERS_EVERY_S = 5.0
 """How often the side panel asks for the fleet's workers."""
 
 
-class JarvisApp(RecordingKeys, App[None]):
+class JarvisApp(RecordingKeys, HoldKeys, App[None]):
     """``jarvis tui``."""
 
     CSS_PATH = "app.tcss"
@@ -312,13 +313,6 @@ class JarvisApp(RecordingKeys, App[None]):
             self.notify("no task is running", timeout=2)
             return
         self._command(f"cancelling {running.task_id}", self.backend.cancel(running.task_id))
-
-    def action_toggle_pause(self) -> None:
-        """Pause the agent (the TUI takes the screen) or resume it (hand it back)."""
-        if self.screen_holder is None:
-            self._command("agent paused: the screen is yours", self.backend.pause())
-        else:
-            self._command("agent resumed", self.backend.resume())
 
     def action_request_quit(self) -> None:
         if self.backend.owns_gateway and self.cockpit.running is not None:

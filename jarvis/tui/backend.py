@@ -86,8 +86,9 @@ class Backend(Protocol):
         """``GET /api/schedules``'s schedules (``id``, ``when``, ``tz``, ``next_run``...)."""
         ...
 
-    async def pause(self) -> None:
-        """Take the screen from the agent (a takeover by the TUI: no VNC in a terminal)."""
+    async def pause(self, take_over: bool = False) -> None:
+        """Take the screen from the agent (a takeover by the TUI: no VNC in a terminal);
+        ``take_over``: from the face that holds it, having asked the person."""
         ...
 
     async def resume(self, note: str = "") -> None:
@@ -232,11 +233,11 @@ class ReplayBackend:
     async def schedules(self) -> list[dict[str, Any]]:
         return list(self.schedule_rows)
 
-    async def pause(self) -> None:
-        self.takeovers.append("pause")
+    async def pause(self, take_over: bool = False) -> None:
+        self.takeovers.append("take over" if take_over else "pause")
 
     async def resume(self, note: str = "") -> None:
-        self.takeovers.append("resume")
+        self.takeovers.append(f"resume: {note}" if note else "resume")
 
     async def recordings(self) -> dict[str, Any]:
         return {"recording": None, "recordings": []}

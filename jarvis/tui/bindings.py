@@ -21,7 +21,7 @@ BINDINGS: list[Binding] = [
     Binding("ctrl+r", "focus_answer", "Answer", id="focus_answer"),
     Binding("ctrl+g", "focus_approval", "Approval", id="focus_approval"),
     Binding("ctrl+end", "follow", "Follow live", id="follow", show=False),
-    Binding("ctrl+t", "toggle_pause", "Pause/resume agent", id="pause", show=False),
+    Binding("ctrl+t", "toggle_pause", "Pause/resume", id="pause"),
     Binding("f6", "toggle_recording", "Record/stop", id="record", priority=True, show=False),
 ]
 

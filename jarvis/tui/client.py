@@ -129,11 +129,11 @@ class ApiBackend:
         rows = (found or {}).get("schedules", []) if isinstance(found, dict) else []
         return [s for s in rows if isinstance(s, dict)]
 
-    async def pause(self) -> None:
-        await self._call("POST", "/api/takeover", json={"by": "tui"})
+    async def pause(self, take_over: bool = False) -> None:
+        await self._call("POST", "/api/takeover", json={"by": "tui", "take_over": take_over})
 
     async def resume(self, note: str = "") -> None:
-        await self._call("POST", "/api/handback", json={"note": note})
+        await self._call("POST", "/api/handback", json={"note": note, "by": "tui"})
 
     async def recordings(self) -> dict[str, Any]:
         found = await self._call("GET", "/api/recordings")

@@ -279,7 +279,8 @@ function takeoverCard(r) {
     p.textContent = `✋ ${r.by} took the screen: Jarvis is paused`;
   } else {
     const how = r.reason === "idle" ? "left it idle, so it came back"
-      : r.reason === "closed" ? "closed the panel, so it came back" : "handed it back";
+      : r.reason === "closed" ? "closed the panel, so it came back"
+      : r.reason === "taken_over" ? `had it taken over by ${r.ended_by}` : "handed it back";
     const held = Math.round(r.held_s || 0);
     p.textContent = `✋ ${r.by} ${how} after ${held} s${r.note ? `: “${r.note}”` : ""}`;
   }

@@ -112,7 +112,10 @@ function render() {
   const asks = !$("answer-box").hidden;
   // one "Take over" per state: the question's own while Jarvis asks; only while a task
   // runs or waits
-  $("takeover").hidden = isHeld || asks || !taskActive();
+  // another face's hold (the TUI's) is taken over only after asking the person
+  const theirs = isHeld && !mine && !!held.by && held.by !== "web";
+  $("takeover").hidden = (isHeld && !theirs) || asks || !taskActive();
+  $("takeover").textContent = theirs ? `Take it over from ${held.by}` : "Take over";
   $("handback-form").hidden = !mine;
   $("answer-takeover").hidden = !asks || isHeld || !T.display;
   if (isHeld) {  // the task's badge: paused, not "in progress"
@@ -167,6 +170,11 @@ async function refresh() {
 
 async function takeOver(taskId) {
   const body = { by: "web" };
+  const other = T.held && T.held.held && !T.ticket ? T.held.by : null;
+  if (other && other !== "web") {
+    if (!window.confirm(`${other} has the screen: take it over?`)) return;
+    body.take_over = true;
+  }
   if (!taskId && T.worker && T.worker.task) taskId = T.worker.task;
   if (taskId) body.task_id = taskId;
   const response = await postJSON("/api/takeover", body);
@@ -208,7 +216,7 @@ window.addEventListener("beforeunload", (event) => {
 });
 window.addEventListener("pagehide", () => {
   if (!T.ticket) return;
-  const body = { note: "", reason: "closed" };
+  const body = { note: "", reason: "closed", by: "web" };
   if (T.worker && T.held && T.held.task_id) body.task_id = T.held.task_id;
   fetch("/api/handback", { method: "POST", keepalive: true, credentials: "same-origin",
     headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -217,7 +225,7 @@ window.addEventListener("pagehide", () => {
 $("answer-takeover").addEventListener("click", () => takeOver(state.view && state.view.taskId));
 $("handback-form").addEventListener("submit", async (event) => {
   event.preventDefault();
-  const body = { note: $("handback-note").value.trim() };
+  const body = { note: $("handback-note").value.trim(), by: "web" };
   if (T.worker && T.held && T.held.held && T.held.task_id) body.task_id = T.held.task_id;
   const response = await postJSON("/api/handback", body);
   if (!response.ok) {
