@@ -15,23 +15,16 @@ no path delivered. The portal cannot tell whether the focused window read the ke
 from __future__ import annotations
 
 import threading
-import time
-from typing import TYPE_CHECKING
 
 from jarvis.desktop import x11
-from jarvis.desktop.errors import InputError, InputInterrupted
+from jarvis.desktop.errors import InputError
 from jarvis.desktop.keys import normalize_key, parse_chord
+from jarvis.desktop.pointer_gestures import PointerGestures, check_integers
 from jarvis.desktop.portal.session import PortalSession, Stream
 from jarvis.desktop.text_entry import TypedText, clean_text
 
-if TYPE_CHECKING:
-    from jarvis.desktop.input import Direction
-
 BUTTONS = {"left": 0x110, "right": 0x111, "middle": 0x112}  # BTN_LEFT.. in linux/input.h
 RETURN, TAB = 0xFF0D, 0xFF09
-MAX_SCROLL = 100
-DRAG_STEPS = 12
-_MULTI_CLICK_S = 0.5
 UNCHECKED_PORTAL = (
     "the desktop portal took the keys; it cannot tell whether the focused window read them: "
     "look at the screen to see whether the text arrived"
@@ -59,7 +52,7 @@ def chord_keysyms(chord: str) -> list[int]:
     return [x11.keysym_number(key) for key in parse_chord(chord)]
 
 
-class PortalInput:
+class PortalInput(PointerGestures):
     """Pointer and keys through one portal session."""
 
     def __init__(
@@ -76,8 +69,6 @@ class PortalInput:
         self.type_method = "portal"
         self.held: list[str] = []
         self._lock = threading.RLock()
-        self._placed: tuple[int, int] | None = None
-        self._last_press = 0.0
 
     def reopen(self, where: object) -> None:
         """Take the session's streams again (a portal desktop never moves elsewhere)."""
@@ -95,94 +86,19 @@ class PortalInput:
         bottom = max(s.position[1] + s.size[1] for s in self.streams)
         return left, top, right, bottom
 
-    def position(self) -> tuple[int, int]:
-        """Where we last put the pointer (the portal cannot read it back)."""
-        if self._placed is None:
-            raise InputError("the pointer's position is unknown until Jarvis moves it")
-        return self._placed
-
     def _check(self, x: int, y: int) -> None:
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (x, y)):
-            raise InputError(f"coordinates must be integers, got ({x!r}, {y!r})")
+        check_integers(x, y)
         stream_point(self.streams, x, y)
 
-    def _guard(self) -> None:
-        if self.stop is not None and self.stop.is_set():
-            raise InputInterrupted("input stopped: the task was cancelled")
-        if self.hold is not None and self.hold.is_set():
-            raise InputInterrupted("input stopped: a person took over the screen")
-
-    def _move(self, x: int, y: int) -> None:
+    def _move_device(self, x: int, y: int) -> None:
         stream, sx, sy = stream_point(self.streams, x, y)
         self.session.motion(stream, sx, sy)
-        self._placed = (x, y)
 
-    # -- mouse
+    def _button(self, button: str, down: bool) -> None:
+        self.session.button(BUTTONS[button], down)
 
-    def move(self, x: int, y: int) -> None:
-        with self._lock:
-            self._check(x, y)
-            self._guard()
-            self._move(x, y)
-
-    def _clicks(self, x: int, y: int, button: str, count: int) -> None:
-        with self._lock:
-            self._check(x, y)
-            self._guard()
-            if count > 1:  # a burst must not join the last click's sequence
-                wait = self._last_press + _MULTI_CLICK_S - time.monotonic()
-                if wait > 0:
-                    time.sleep(wait)
-            self._move(x, y)
-            for _ in range(count):
-                self.session.button(BUTTONS[button], True)
-                self.session.button(BUTTONS[button], False)
-            self._last_press = time.monotonic()
-
-    def click(self, x: int, y: int) -> None:
-        self._clicks(x, y, "left", 1)
-
-    def double_click(self, x: int, y: int) -> None:
-        self._clicks(x, y, "left", 2)
-
-    def triple_click(self, x: int, y: int) -> None:
-        self._clicks(x, y, "left", 3)
-
-    def right_click(self, x: int, y: int) -> None:
-        self._clicks(x, y, "right", 1)
-
-    def middle_click(self, x: int, y: int) -> None:
-        self._clicks(x, y, "middle", 1)
-
-    def drag(self, x1: int, y1: int, x2: int, y2: int) -> None:
-        """Press at (x1, y1), move there in steps with the button held, release at (x2, y2);
-        the button is let go even when the drag is stopped half way."""
-        with self._lock:
-            self._check(x1, y1)
-            self._check(x2, y2)
-            self._guard()
-            self._move(x1, y1)
-            self.session.button(BUTTONS["left"], True)
-            try:
-                for i in range(1, DRAG_STEPS + 1):
-                    self._guard()
-                    step_x = x1 + round((x2 - x1) * i / DRAG_STEPS)
-                    self._move(step_x, y1 + round((y2 - y1) * i / DRAG_STEPS))
-            finally:
-                self.session.button(BUTTONS["left"], False)
-
-    def scroll(self, x: int, y: int, direction: Direction, amount: int = 3) -> None:
-        """``amount`` wheel clicks at (x, y) in ``direction``."""
-        if direction not in ("up", "down", "left", "right"):
-            raise InputError(f"unknown scroll direction {direction!r} (up, down, left, right)")
-        if not isinstance(amount, int) or not 1 <= amount <= MAX_SCROLL:
-            raise InputError(f"scroll amount must be an integer 1..{MAX_SCROLL}, got {amount!r}")
-        with self._lock:
-            self._check(x, y)
-            self._guard()
-            self._move(x, y)
-            sign = -1 if direction in ("up", "left") else 1
-            self.session.wheel(direction in ("up", "down"), sign * amount)
+    def _wheel(self, vertical: bool, clicks: int) -> None:
+        self.session.wheel(vertical, clicks)
 
     # -- keyboard
 
