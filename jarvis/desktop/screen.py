@@ -184,8 +184,14 @@ class Screen:
         self.monitors = list_monitors(sct)
         """Every monitor of the display when it was opened: [all together, 1, 2, ...]."""
         self._sct = sct
-        self._region = {k: int(mon[k]) for k in ("left", "top", "width", "height")}
-        self._size = Size(self._region["width"], self._region["height"])
+        self._take_box(tuple(int(mon[k]) for k in ("left", "top", "width", "height")))
+
+    def _take_box(self, box: tuple[int, ...]) -> None:
+        """Capture the region ``box`` (left, top, width, height) of ``self.monitors``:
+        its size, the model space and image size for it, and the note on monitors."""
+        left, top, width, height = box
+        self._region = {"left": left, "top": top, "width": width, "height": height}
+        self._size = Size(width, height)
         self._model = self._model_override or fit_size(self._size, self._max_side)
         self._image = self._model
         if self._sizer is not None and self._model_override is None:

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 
 from PIL import Image
 
-from jarvis.desktop.monitors import Monitor, monitor_note
+from jarvis.desktop.monitors import Monitor
 from jarvis.desktop.portal.frames import FrameSource
 from jarvis.desktop.portal.session import Stream
 from jarvis.desktop.screen import ImageFormat, Screen
-from jarvis.geometry import Size, fit_size
+from jarvis.geometry import Size
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
@@ -93,20 +93,14 @@ class PortalScreen(Screen):
             raise ValueError(f"monitor {self.monitor} does not exist (0..{len(self.streams)})")
         if self.monitor == 0 and len(self.streams) > 1:
             self.stream = None
-            left, top, width, height = layout_of(self.streams)
+            box = layout_of(self.streams)
         else:
             self.stream = self.streams[max(self.monitor, 1) - 1]
-            left, top, width, height = self.stream.box
-        self._region = {"left": left, "top": top, "width": width, "height": height}
-        self._size = Size(width, height)
-        self._model = self._model_override or fit_size(self._size, self._max_side)
-        self._image = self._model
-        if self._sizer is not None and self._model_override is None:
-            self._model, self._image = self._sizer(self._size)
+            box = self.stream.box
         self.monitors = [Monitor(0, *layout_of(self.streams))] + [
             Monitor(i + 1, *s.box, name=s.name) for i, s in enumerate(self.streams)
         ]
-        self._note = monitor_note(self.monitors, self.monitor, self._model)
+        self._take_box(box)
 
     def reopen(self, display: object) -> None:
         """Take the boxes again; a portal screen never moves to another display."""

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from PIL import Image
 
-from jarvis.desktop.monitors import Monitor, monitor_note
+from jarvis.desktop.monitors import Monitor
 from jarvis.desktop.screen import ImageFormat, Screen
 from jarvis.desktop.wlroots.session import (
     Output,
@@ -30,7 +30,7 @@ from jarvis.desktop.wlroots.session import (
     layout_box,
     read_outputs,
 )
-from jarvis.geometry import Size, fit_size
+from jarvis.geometry import Size
 
 if TYPE_CHECKING:
     from jarvis.config import Settings
@@ -111,20 +111,14 @@ class WlScreen(Screen):
             raise ValueError(f"monitor {self.monitor} does not exist (0..{len(self.outputs)})")
         if self.monitor == 0:
             self.output = None
-            left, top, width, height = layout_box(self.outputs)
+            box = layout_box(self.outputs)
         else:
             self.output = self.outputs[self.monitor - 1]
-            left, top, width, height = self.output.box
-        self._region = {"left": left, "top": top, "width": width, "height": height}
-        self._size = Size(width, height)
-        self._model = self._model_override or fit_size(self._size, self._max_side)
-        self._image = self._model
-        if self._sizer is not None and self._model_override is None:
-            self._model, self._image = self._sizer(self._size)
+            box = self.output.box
         self.monitors = [Monitor(0, *layout_box(self.outputs))] + [
             Monitor(i + 1, *o.box, name=o.name) for i, o in enumerate(self.outputs)
         ]
-        self._note = monitor_note(self.monitors, self.monitor, self._model)
+        self._take_box(box)
 
     def reopen(self, display: object) -> None:
         """Read the outputs again (one was added, moved or rescaled); a wlroots screen
