@@ -44,6 +44,7 @@ COMMANDS: dict[str, list[str]] = {
     "mcp list": ["mcp", "list"],
     "mcp serve": ["mcp", "serve", "--no-start"],
     "stop": ["stop"],
+    "login": ["login"],
     "runs": ["runs"],
     "runs show": ["runs", "show", "T001"],
     "report": ["report", "T001"],

@@ -104,6 +104,7 @@ function render() {
   const holding = isHeld && !!T.display;
   if (!T.display) T.enlarged = false;
   // large while a person holds the screen (or after a click on the small view)
+  document.body.dataset.holding = holding ? "yes" : "no";  // a person holds the screen
   document.body.dataset.big = holding || T.enlarged ? "yes" : "no";
   fit();
   $("vnc-size").hidden = holding || !T.display;
