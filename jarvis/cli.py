@@ -214,7 +214,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         return _run_here(args, settings, where, person)
     from jarvis.preflight import sandbox_problem
 
-    if (problem := sandbox_problem(settings)) is not None:
+    if (problem := sandbox_problem(settings, person)) is not None:
         print(problem)
         return EXIT_FAILED
     if kind == "wayland":  # a private headless sway, run as an unprivileged user

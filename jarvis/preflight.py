@@ -51,12 +51,10 @@ def _cannot_start(settings: Settings, where: Where, display: bool = True) -> str
     return None
 
 
-def sandbox_problem(settings: Settings) -> str | None:
+def sandbox_problem(settings: Settings, person: Where) -> str | None:
     """Why a task could not start, asked before a private display is started for it (no
     key, a bad base URL or presets file), so no display is started for nothing."""
-    from jarvis.desktop.x11 import XDisplay
-
-    return cannot_start(settings, XDisplay.from_env(), display=False)
+    return cannot_start(settings, person, display=False)
 
 
 def has_key(provider: str) -> bool:

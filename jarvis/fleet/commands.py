@@ -157,7 +157,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         kind = args.sandbox or ("x11" if settings.safety.sandbox.enabled else None)
         from jarvis.preflight import sandbox_problem
 
-        if kind is not None and (problem := sandbox_problem(settings)):
+        if kind is not None and (problem := sandbox_problem(settings, XDisplay.from_env())):
             print(problem, file=sys.stderr)  # said before a private display is started
             return EXIT_FAILED
         if kind is not None:

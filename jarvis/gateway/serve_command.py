@@ -176,7 +176,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     kind = args.sandbox or ("x11" if settings.safety.sandbox.enabled else None)
     from jarvis.preflight import sandbox_problem
 
-    if kind is not None and (problem := sandbox_problem(settings)) is not None:
+    if kind is not None and (problem := sandbox_problem(settings, person)) is not None:
         print(problem)  # said before a private display is started for nothing
         return EXIT_FAILED
     if kind is not None:
