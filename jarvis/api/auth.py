@@ -30,6 +30,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -217,14 +218,18 @@ class Guard:
         if refusal is None:
             await self.app(scope, receive, send)
             return
-        await _refuse(send, refusal)
+        await send_refusal(send, refusal, {"detail": refusal.detail}, b"Bearer")
 
 
-async def _refuse(send: Send, refusal: Refusal) -> None:
-    body = json.dumps({"detail": refusal.detail}).encode()
+async def send_refusal(
+    send: Send, refusal: Refusal, answer: dict[str, Any], challenge: bytes
+) -> None:
+    """Answer ``refusal`` with the JSON ``answer``; a 401 carries ``challenge`` as its
+    ``WWW-Authenticate`` (the API's and the MCP server's guards)."""
+    body = json.dumps(answer).encode()
     extra: list[tuple[bytes, bytes]] = []
     if refusal.status == 401:
-        extra.append((b"www-authenticate", b"Bearer"))
+        extra.append((b"www-authenticate", challenge))
     start: Message = {
         "type": "http.response.start",
         "status": refusal.status,

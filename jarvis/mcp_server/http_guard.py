@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from jarvis.api.auth import Refusal, check
+from jarvis.api.auth import Refusal, check, send_refusal
 
 REFUSED = -32001
 """The JSON-RPC error code of a refused request (the server-defined range)."""
@@ -49,26 +49,10 @@ class McpGuard:
 async def refuse(send: Send, refusal: Refusal, request_id: Any = None) -> None:
     """Answer with ``refusal`` as a JSON-RPC error the client shows."""
     error = {"code": REFUSED, "message": refusal.detail}
-    body = json.dumps(
-        {"jsonrpc": "2.0", "id": request_id, "error": error, "detail": refusal.detail}
-    ).encode()
-    extra: list[tuple[bytes, bytes]] = []
-    if refusal.status == 401:
-        said = refusal.detail.replace('"', "'")
-        challenge = f'Bearer realm="jarvis-mcp", error="invalid_token", error_description="{said}"'
-        extra.append((b"www-authenticate", challenge.encode()))
-    start: Message = {
-        "type": "http.response.start",
-        "status": refusal.status,
-        "headers": [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"cache-control", b"no-store"),
-            *extra,
-        ],
-    }
-    await send(start)
-    await send({"type": "http.response.body", "body": body})
+    answer = {"jsonrpc": "2.0", "id": request_id, "error": error, "detail": refusal.detail}
+    said = refusal.detail.replace('"', "'")
+    challenge = f'Bearer realm="jarvis-mcp", error="invalid_token", error_description="{said}"'
+    await send_refusal(send, refusal, answer, challenge.encode())
 
 
 async def _request_id(receive: Receive) -> Any:
