@@ -103,12 +103,20 @@ async def logged_in(port: int, password: str) -> Upstream:
     """x11vnc on 127.0.0.1:``port``, logged in with ``password``; raises RfbError or
     OSError (with the reason) when it cannot be."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    return await login_on(reader, writer, password, "x11vnc")
+
+
+async def login_on(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, password: str | None, server: str
+) -> Upstream:
+    """The RFB login on an open connection to ``server`` (x11vnc, wayvnc); the connection
+    is closed when it fails."""
     upstream = Loopback(reader, writer)
     try:
         await rfb_login(reader, writer, password)
     except asyncio.IncompleteReadError as exc:
         await upstream.close()
-        raise RfbError("x11vnc closed the connection during the login") from exc
+        raise RfbError(f"{server} closed the connection during the login") from exc
     except BaseException:
         await upstream.close()
         raise

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jarvis.desktop.rfb import Loopback, RfbError, Upstream, rfb_login
+from jarvis.desktop.rfb import Upstream, login_on
 from jarvis.desktop.vnc import START_TIMEOUT_S, VncError
 from jarvis.desktop.wlroots.session import WaylandDisplay
 
@@ -140,16 +140,7 @@ class WayVncServer:
         """A logged-in session of the viewers' server, or with ``full`` of the one that
         takes input; raises RfbError or OSError when it cannot be opened."""
         reader, writer = await asyncio.open_unix_connection(str(self.socket_path(full)))
-        upstream = Loopback(reader, writer)
-        try:
-            await rfb_login(reader, writer, None)
-        except asyncio.IncompleteReadError as exc:
-            await upstream.close()
-            raise RfbError("wayvnc closed the connection during the login") from exc
-        except BaseException:
-            await upstream.close()
-            raise
-        return upstream
+        return await login_on(reader, writer, None, "wayvnc")
 
     def stop(self) -> None:
         with self._lock:
