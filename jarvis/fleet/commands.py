@@ -153,11 +153,11 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     settings = worker_settings(settings, scratch)
     try:
         from jarvis.gateway.serve_command import own_display
-
-        kind = args.sandbox or ("x11" if settings.safety.sandbox.enabled else None)
         from jarvis.preflight import sandbox_problem
 
-        if kind is not None and (problem := sandbox_problem(settings, XDisplay.from_env())):
+        started_on = XDisplay.from_env()  # a named display opens with this process's cookie
+        kind = args.sandbox or ("x11" if settings.safety.sandbox.enabled else None)
+        if kind is not None and (problem := sandbox_problem(settings, started_on)):
             print(problem, file=sys.stderr)  # said before a private display is started
             return EXIT_FAILED
         if kind is not None:
@@ -165,7 +165,6 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
             return on_private_display(kind, settings, lambda box: _work(args, settings, url, box))
         # one process, one desktop: the display named, else the one it was started in
-        started_on = XDisplay.from_env()  # a named display opens with this process's cookie
         if args.display:
             return _work(args, settings, url, XDisplay(args.display, started_on.xauthority))
         where = own_display(settings, started_on)
