@@ -13,7 +13,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from jarvis.tui.backend import Backend, BackendError
-from jarvis.tui.state import routing_notice
+from jarvis.tui.state import routing_problem
 
 ROUTE_WAIT_S = 120.0
 """How long the note asks which task the message became."""
@@ -51,8 +51,7 @@ class SentNote(Static):
     def took(self, line: dict[str, Any]) -> None:
         """A journal line: a ``routing_failed`` of this message says why, here."""
         if line.get("kind") == "routing_failed" and line.get("message_id") == self.message_id:
-            why = routing_notice(line).split(" could not be routed: ", 1)[-1]
-            self.show(f"not routed: {why}", trouble=True)
+            self.show(f"not routed: {routing_problem(line)}", trouble=True)
 
     async def follow(self, backend: Backend) -> None:
         """Ask for the open todos until one names the message (or another is sent)."""

@@ -123,12 +123,14 @@ class Cockpit:
 
 def routing_notice(line: dict[str, Any]) -> str:
     """The line a person reads when their message could not become a task."""
+    return f"message {line.get('message_id')} could not be routed: {routing_problem(line)}"
+
+
+def routing_problem(line: dict[str, Any]) -> str:
+    """Why a ``routing_failed`` message could not be routed, and when it is tried again."""
     retry = _number(line.get("retry_in_s"))
     when = f"; next try in {retry:.0f} s" if retry is not None else ""
-    return (
-        f"message {line.get('message_id')} could not be routed: {line.get('error')} "
-        f"(it waits in the inbox{when})"
-    )
+    return f"{line.get('error')} (it waits in the inbox{when})"
 
 
 def _task_started(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
