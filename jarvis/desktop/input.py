@@ -48,6 +48,7 @@ from jarvis.desktop.keys import (
 from jarvis.desktop.keytyper import KeyTyper, split_for_keymap
 from jarvis.desktop.monitors import Monitor, desktop_monitors, failsafe_corners
 from jarvis.desktop.pointer import XPointer
+from jarvis.desktop.pointer_gestures import check_scroll
 from jarvis.desktop.text_entry import (
     UNCHECKED_KEYS,
     UNCHECKED_PASTE,
@@ -79,7 +80,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 Direction = Literal["up", "down", "left", "right"]
-MAX_SCROLL = 100
 _MULTI_CLICK_S = 0.5  # GTK and Qt count clicks within 400 ms as one sequence, Chromium 500
 _DRAG_STEP_S = 0.005  # between drag steps: apps see each position
 
@@ -300,10 +300,7 @@ class Input:
 
     def scroll(self, x: int, y: int, direction: Direction, amount: int = 3) -> None:
         """Scroll ``amount`` wheel clicks at (x, y) in ``direction``."""
-        if direction not in ("up", "down", "left", "right"):
-            raise InputError(f"unknown scroll direction {direction!r} (up, down, left, right)")
-        if not isinstance(amount, int) or not 1 <= amount <= MAX_SCROLL:
-            raise InputError(f"scroll amount must be an integer 1..{MAX_SCROLL}, got {amount!r}")
+        check_scroll(direction, amount)
         with self._lock:
             self._check_point(x, y)
             self._guard()

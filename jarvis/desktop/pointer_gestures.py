@@ -24,6 +24,15 @@ DRAG_STEPS = 12
 MULTI_CLICK_S = 0.5  # as on X11: GTK and Qt count clicks within 400 ms as one sequence
 
 
+def check_scroll(direction: str, amount: object) -> None:
+    """Raise :class:`InputError` unless ``direction`` is one of the four and ``amount`` a
+    whole number of wheel clicks from 1 to :data:`MAX_SCROLL` (every backend's rule)."""
+    if direction not in ("up", "down", "left", "right"):
+        raise InputError(f"unknown scroll direction {direction!r} (up, down, left, right)")
+    if not isinstance(amount, int) or not 1 <= amount <= MAX_SCROLL:
+        raise InputError(f"scroll amount must be an integer 1..{MAX_SCROLL}, got {amount!r}")
+
+
 class PointerGestures:
     """Mouse gestures for a backend; the subclass sets ``stop``, ``hold``, ``_lock``."""
 
@@ -123,10 +132,7 @@ class PointerGestures:
 
     def scroll(self, x: int, y: int, direction: Direction, amount: int = 3) -> None:
         """``amount`` wheel clicks at (x, y) in ``direction``."""
-        if direction not in ("up", "down", "left", "right"):
-            raise InputError(f"unknown scroll direction {direction!r} (up, down, left, right)")
-        if not isinstance(amount, int) or not 1 <= amount <= MAX_SCROLL:
-            raise InputError(f"scroll amount must be an integer 1..{MAX_SCROLL}, got {amount!r}")
+        check_scroll(direction, amount)
         with self._lock:
             self._check(x, y)
             self._guard()
