@@ -204,10 +204,25 @@ async def test_taking_over_a_fleet_task_pauses_its_worker_and_the_hand_back_resu
             twice = await http.post("/api/takeover", json={"by": "tui", "task_id": "T001"})
             assert twice.status_code == 409
             await until(lambda: kinds(api).count("takeover_started") == 1, 60)
+
+            # the TUI takes the web's hold over, having said so: the hold is the TUI's now
+            said = {"by": "tui", "task_id": "T001", "take_over": True}
+            passed = await http.post("/api/takeover", json=said)
+            assert passed.status_code == 200, passed.text
+            assert (passed.json()["held"], passed.json()["by"]) == (True, "tui")
+            await until(lambda: kinds(api).count("takeover_started") == 2, 60)
+            with pytest.raises(InvalidStatus):  # the web's ticket is void
+                await open_session(
+                    worker_url(api, "w1") + f"?ticket={taken.json()['ticket']}",
+                    additional_headers=api.auth,
+                )
+            not_yours = await http.post("/api/handback", json={"by": "web"})
+            assert not_yours.status_code == 409
+            taken = passed
             gate.go.set()  # step 1's answer comes: decided before the takeover, not run
             await until(lambda: "step_finished" in kinds(api), 60)
             status = (await http.get("/api/takeover")).json()
-            assert (status["held"], status["by"], status["task_id"]) == (True, "web", "T001")
+            assert (status["held"], status["by"], status["task_id"]) == (True, "tui", "T001")
 
             # the person's input goes to w1's display through the ticket
             person = await open_session(
@@ -222,9 +237,11 @@ async def test_taking_over_a_fleet_task_pauses_its_worker_and_the_hand_back_resu
             assert len(gate.steps) == 1  # held: the worker asks the model nothing more
             assert "step_started" not in kinds(api)[kinds(api).index("step_finished") :]
 
-            back = await http.post("/api/handback", json={"note": "I closed the dialog"})
+            back = await http.post(
+                "/api/handback", json={"note": "I closed the dialog", "by": "tui"}
+            )
             assert back.status_code == 200, back.text
-            assert (back.json()["held"], back.json()["by"]) == (False, "web")
+            assert (back.json()["held"], back.json()["by"]) == (False, "tui")
             await asyncio.wait_for(person.ws.wait_closed(), 10)  # its input view ends
             ended = await until_status(api, "completed")
             assert not (await http.get("/api/takeover")).json()["held"]
@@ -235,20 +252,20 @@ async def test_taking_over_a_fleet_task_pauses_its_worker_and_the_hand_back_resu
     assert ended.summary == SUMMARY
     assert len(gate.steps) == 2
     second = gate.steps[1].all_text()
-    assert "A person (web) took over the desktop" in second
+    assert "A person (tui) took over the desktop" in second
     assert "I closed the dialog" in second
     assert "I closed the dialog" in step_texts(fake_model)
     journal = api.journal("T001")
     order = [r["kind"] for r in journal]
     assert order.index("takeover_started") < order.index("takeover_ended")
-    [started] = [r for r in journal if r["kind"] == "takeover_started"]
-    [stopped] = [r for r in journal if r["kind"] == "takeover_ended"]
-    assert started["by"] == "web"
-    assert (stopped["by"], stopped["note"], stopped["reason"]) == (
-        "web",
-        "I closed the dialog",
-        "handed_back",
-    )
+    started = [r["by"] for r in journal if r["kind"] == "takeover_started"]
+    stopped = [r for r in journal if r["kind"] == "takeover_ended"]
+    assert started == ["web", "tui"]
+    assert [(r["by"], r["reason"], r.get("ended_by")) for r in stopped] == [
+        ("web", "taken_over", "tui"),
+        ("tui", "handed_back", None),
+    ]
+    assert stopped[1]["note"] == "I closed the dialog"
     assert "takeover of task" not in fleet.err("w1").replace("T999", "")
 
 
@@ -287,16 +304,25 @@ async def test_a_held_workers_screen_comes_back_by_itself_when_idle(
         with pytest.raises(TakeoverRefused) as busy:
             await holds.take("w1", "tui", "T001")
         assert busy.value.why == "held"
+        with pytest.raises(TakeoverRefused) as no:  # taking over is a take: still refused
+            await holds.take("w1", "email", "T001", take_over=True)
+        assert no.value.why == "not_allowed" and holds.holders["w1"] is holder
+        passed = await holds.take("w1", "tui", "T002", take_over=True)
+        assert (passed.by, passed.task_id) == ("tui", "T001")  # the held task's, not asked
+        assert passed.ticket != holder.ticket and ended == ["w1"]  # the web's view closes
+        ended.clear()
         async with asyncio.timeout(20):
             while not ended:
                 await asyncio.sleep(0.05)
         entries = await redis.xrange(keys.control_key("w1"))
         sent = [{k.decode(): v.decode() for k, v in fields.items()} for _, fields in entries]
-        assert [(m["kind"], m["task"]) for m in sent] == [
-            ("takeover", "T001"),
-            ("handback", "T001"),
+        assert [(m["kind"], m["task"], m["by"]) for m in sent] == [
+            ("takeover", "T001", "web"),
+            ("takeover", "T001", "tui"),
+            ("handback", "T001", "tui"),
         ]
-        assert sent[1]["reason"] == "idle" and "no input for" in sent[1]["note"]
+        assert "reason" not in sent[0] and sent[1]["reason"] == "taken_over"
+        assert sent[2]["reason"] == "idle" and "no input for" in sent[2]["note"]
         assert ended == ["w1"] and holds.holders == {}
         assert holder.ticket not in json.dumps(sent)  # the ticket never goes to Redis
         with pytest.raises(TakeoverRefused):

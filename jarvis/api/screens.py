@@ -142,12 +142,13 @@ class WorkerScreen:
         return holder.status()
 
     async def take(self, by: str, task_id: str | None, take_over: bool = False) -> Taken:
-        """(``take_over`` is not built for a worker's screen: a held one is refused.)"""
         holds = holds_of(self.service)
         task_id = task_id or self.task_id
+        held = holds.holders.get(self.name) if holds is not None else None
+        task_id = task_id or (held.task_id if held is not None else None)
         if holds is None or task_id is None:
             raise TakeoverRefused("no_worker", f"no task runs on worker {self.name}")
-        holder = await holds.take(self.name, by, task_id)
+        holder = await holds.take(self.name, by, task_id, take_over)
         return Taken(holder.status(), holder.ticket)
 
     async def hand_back(self, note: str, reason: str = "handed_back") -> Returned:

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from jarvis.agent.agent import Agent
 
 log = logging.getLogger(__name__)
+TAKEN_OVER = "taken_over"
+"""The reason a ``takeover`` carries when it takes a screen another face holds."""
 
 
 # -- the worker's side --
@@ -75,8 +77,13 @@ def obey(agent: Agent | None, message: control.Control, running: set[asyncio.Tas
 
 
 async def _take(hold: ScreenHold, message: control.Control) -> None:
+    by = message.by or "api"
     try:
-        await hold.take(message.by or "api", message.task, idle_clock=False)
+        held = hold.holder
+        if message.reason == TAKEN_OVER and held is not None and held.by != by:
+            hold.pass_to(by, idle_clock=False)  # the other face's hold ends, this one's begins
+            return
+        await hold.take(by, message.task, idle_clock=False)
     except TakeoverRefused as exc:
         log.warning("takeover of task %s ignored: %s", message.task, exc.detail)
 
@@ -121,11 +128,28 @@ class FleetHolds:
                 return holder
         return None
 
-    async def take(self, worker: str, by: str, task_id: str) -> FleetHolder:
-        """Send ``worker`` a takeover of ``task_id``; it pauses at the next tool boundary."""
-        refuse_take(self.refused, by, self.holders.get(worker))
+    async def take(
+        self, worker: str, by: str, task_id: str, take_over: bool = False
+    ) -> FleetHolder:
+        """Send ``worker`` a takeover of ``task_id``; it pauses at the next tool boundary.
+        ``take_over``: another face holds it and ``by`` said to take it over: the worker
+        passes the hold on (:meth:`ScreenHold.pass_to`) and the old holder's view closes."""
+        old = self.holders.get(worker)
+        passing = take_over and old is not None and old.by != by
+        refuse_take(self.refused, by, None if passing else old)
+        if passing and old is not None:
+            task_id = old.task_id
         holder = FleetHolder(worker=worker, by=by, task_id=task_id)
-        await self._send(worker, control.Control("takeover", task_id, by=by))
+        why = TAKEN_OVER if passing else ""
+        await self._send(worker, control.Control("takeover", task_id, by=by, reason=why))
+        if passing:
+            self._end(worker)  # the old holder's full-access view closes; its ticket is void
+            log.info(
+                "takeover: %s took worker %s's screen over from %s",
+                by,
+                worker,
+                old.by if old else "",
+            )
         self.holders[worker] = holder
         self._idle.start(worker)
         log.info("takeover: %s holds the screen of worker %s (task %s)", by, worker, task_id)

@@ -207,10 +207,11 @@ class ScreenHold:
         log.info("takeover: %s holds the screen", by)
         return holder
 
-    def pass_to(self, by: str) -> Holder:
+    def pass_to(self, by: str, *, idle_clock: bool = True) -> Holder:
         """Another face takes over a screen held by someone else, having said so (the TUI
         asks "web has the screen: take it over?"): the hold becomes ``by``'s without the
-        agent waking in between; the journal and the model are told who ended it."""
+        agent waking in between; the journal and the model are told who ended it.
+        ``idle_clock`` as in :meth:`take`."""
         old = self.holder
         if old is None:
             raise TakeoverRefused("not_held", "nobody holds the screen")
@@ -230,7 +231,8 @@ class ScreenHold:
         holder = self.holder = Holder(by=by, task_id=old.task_id)
         self.generation += 1
         self.bus.emit(TakeoverStarted(task_id=old.task_id, by=by))
-        self._idle.start(MAIN_SCREEN)
+        if idle_clock:
+            self._idle.start(MAIN_SCREEN)
         log.info("takeover: %s took the screen over from %s", by, old.by)
         return holder
 
