@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from jarvis.desktop.x11 import XDisplay
+from jarvis.eval.osworld.terminal import resources
 
 FOLDERS = ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Public", "Templates")
 FOLDERS_TOO = ("Videos",)
@@ -105,13 +106,15 @@ def seed_gimp(home: Path) -> None:
         shutil.copytree(template / GIMP_CONFIG, target, symlinks=True)
 
 
-def set_dpi() -> bool:
-    """The display's ``Xft.dpi`` resource at OSWorld's 96 (Xvfb says 100): GTK and
-    LibreOffice size their fonts by it. False where xrdb is not installed."""
+def set_resources(home: Path) -> bool:
+    """The display's X resources: ``Xft.dpi`` at OSWorld's 96 (Xvfb says 100: GTK and
+    LibreOffice size their fonts by it), and xterm's for the terminal getter
+    (:func:`jarvis.eval.osworld.terminal.resources`). False where xrdb is not installed."""
     if shutil.which("xrdb") is None or not XDisplay.from_env().name:
         return False
+    lines = f"Xft.dpi: {DPI}\n" + resources(home)
     done = subprocess.run(
-        ["xrdb", "-merge"], input=f"Xft.dpi: {DPI}\n", text=True, capture_output=True, timeout=10
+        ["xrdb", "-merge"], input=lines, text=True, capture_output=True, timeout=10
     )
     return done.returncode == 0
 
@@ -123,7 +126,7 @@ def main() -> int:
         return 1
     lay_out(Path(home))
     seed_gimp(Path(home))
-    set_dpi()
+    set_resources(Path(home))
     return 0
 
 
