@@ -18,9 +18,6 @@ import subprocess
 import time
 from pathlib import Path
 
-from jarvis.desktop.windows import Windows
-from jarvis.desktop.x11 import XDisplay
-
 PRINT_KEY = "ctrl+shift+alt+F12"
 XT_KEY = "Ctrl Shift Alt <Key>F12"
 SCREENS = Path(".cache") / "jarvis-terminal"
@@ -57,6 +54,9 @@ def terminal_output(env: dict[str, str]) -> str | None:
     """The text of the focused xterm on ``env``'s display, right-stripped; None when the
     focused window is no xterm (or it wrote nothing), as OSWorld's when no terminal is
     focused."""
+    from jarvis.desktop.windows import Windows  # not on the profile's path: pydantic
+    from jarvis.desktop.x11 import XDisplay
+
     where = XDisplay(env.get("DISPLAY", ""), env.get("XAUTHORITY"))
     windows = Windows(where)
     try:
