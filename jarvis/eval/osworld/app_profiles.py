@@ -92,8 +92,8 @@ def _make_gimp(home: Path) -> None:
 
 
 def _make_thunderbird(home: Path) -> None:
-    """Thunderbird's first start, headless, until its profile is made; then stopped, and
-    its locks removed."""
+    """Thunderbird's first start, headless, until its profile is made and is the install's
+    default; then stopped, and its locks and its mark of an unfinished start removed."""
     proc = subprocess.Popen(
         ["thunderbird", "--headless"],
         env=_env(home),
@@ -118,8 +118,12 @@ def _make_thunderbird(home: Path) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    for lock in [*(home / THUNDERBIRD).glob("*/lock"), *(home / THUNDERBIRD).glob("*/.parentlock")]:
-        lock.unlink(missing_ok=True)
+    for pattern in ("*/lock", "*/.parentlock", "*/.startup-incomplete"):
+        for mark in [
+            *(home / THUNDERBIRD).glob(pattern),
+            *(home / THUNDERBIRD_CACHE).glob(pattern),
+        ]:
+            mark.unlink(missing_ok=True)  # a start cut short is no crash to recover from
     if list((home / THUNDERBIRD).glob("*/compatibility.ini")):
         (home / THUNDERBIRD / "jarvis-made").touch()
 
