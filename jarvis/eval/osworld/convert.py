@@ -37,6 +37,10 @@ DECLARE = (
 )
 """OSWorld's agents are told to answer FAIL for an infeasible task; Jarvis's, this."""
 STEPS = '"$PYTHON" -m jarvis.eval.osworld.steps'
+PROFILE_S = 240.0
+"""The profile step's time: seconds once GIMP's and Thunderbird's templates are made, up
+to a few minutes on a machine's first run, which makes them
+(:mod:`jarvis.eval.osworld.app_profiles`)."""
 
 
 def unsupported(task: OsTask) -> list[str]:
@@ -86,7 +90,7 @@ def to_eval(task: OsTask, cache: Path, max_steps: int, variant: str = "right") -
     """The eval task (its YAML data) that runs ``task``."""
     files: dict[str, str] = {}
     setup: list[dict[str, Any]] = [
-        {"run": '"$PYTHON" -m jarvis.eval.osworld.profile', "timeout_s": 30.0}
+        {"run": '"$PYTHON" -m jarvis.eval.osworld.profile', "timeout_s": PROFILE_S}
     ]
     missing = unsupported(task)
     if missing:

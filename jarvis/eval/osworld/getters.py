@@ -96,6 +96,13 @@ def vm_command_error(where: Where, config: dict[str, Any]) -> str:
     return _run(where, config).stderr
 
 
+def vm_terminal_output(where: Where, config: dict[str, Any]) -> str | None:
+    """The text of the focused terminal (OSWorld's ``vm_terminal_output``), else None."""
+    from jarvis.eval.osworld.terminal import terminal_output
+
+    return terminal_output(where.env)
+
+
 def rule(where: Where, config: dict[str, Any]) -> Any:
     return config["rules"]
 
@@ -116,12 +123,13 @@ GETTERS: dict[str, Callable[[Where, dict[str, Any]], Any]] = {
     "cache_file": cache_file,
     "vm_command_line": vm_command_line,
     "vm_command_error": vm_command_error,
+    "vm_terminal_output": vm_terminal_output,
     "rule": rule,
     "rule_relativeTime": rule_relative_time,
     "time_diff_range": time_diff_range,
 }
 """Getter ``type`` -> function. Any other type (the Chrome, VLC, VS Code and accessibility
-getters, the terminal output of OSWorld's VM server) makes the task not run, named."""
+getters) makes the task not run, named."""
 
 
 def get(where: Where, config: dict[str, Any]) -> Any:

@@ -14,16 +14,16 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from jarvis.desktop.x11 import XDisplay
+from jarvis.eval.osworld.app_profiles import seed_gimp, seed_thunderbird
+from jarvis.eval.osworld.terminal import resources
 
 FOLDERS = ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Public", "Templates")
 FOLDERS_TOO = ("Videos",)
 LIBREOFFICE_VERSION = "7.4"
 DPI = 96
-GIMP_CONFIG = Path(".config") / "GIMP" / "2.10"
 
 ITEMS = (
     ("/org.openoffice.Office.Common/Misc", "FirstRun", "boolean", "false"),
@@ -67,51 +67,15 @@ def lay_out(home: Path) -> None:
         xcu.write_text(registry(), encoding="utf-8")
 
 
-def gimp_template() -> Path | None:
-    """A GIMP profile made once per machine and user (GIMP's first start queries every
-    plug-in, seconds that OSWorld's image has spent before its snapshot); None without GIMP.
-    Made in a folder of its own and renamed into place, so parallel runs never see half."""
-    if shutil.which("gimp") is None:
-        return None
-    template = Path(tempfile.gettempdir()) / f"jarvis-osworld-gimp-{os.getuid()}"
-    if (template / GIMP_CONFIG / "pluginrc").is_file():
-        return template
-    making = Path(tempfile.mkdtemp(prefix=f"{template.name}-"))
-    env = {**os.environ, "HOME": str(making), "XDG_CONFIG_HOME": str(making / ".config")}
-    env["XDG_CACHE_HOME"] = str(making / ".cache")
-    try:
-        subprocess.run(
-            ["gimp", "-i", "-b", "(gimp-quit 0)"],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=120,
-        )
-        if not (making / GIMP_CONFIG / "pluginrc").is_file():
-            return None
-        making.rename(template)
-    except (OSError, subprocess.SubprocessError):  # another run made it first, or no GIMP
-        pass
-    finally:
-        shutil.rmtree(making, ignore_errors=True)
-    return template if (template / GIMP_CONFIG / "pluginrc").is_file() else None
-
-
-def seed_gimp(home: Path) -> None:
-    """GIMP's profile in the run's home, as after its first start (kept when there)."""
-    template = gimp_template()
-    target = home / GIMP_CONFIG
-    if template is not None and not target.exists():
-        shutil.copytree(template / GIMP_CONFIG, target, symlinks=True)
-
-
-def set_dpi() -> bool:
-    """The display's ``Xft.dpi`` resource at OSWorld's 96 (Xvfb says 100): GTK and
-    LibreOffice size their fonts by it. False where xrdb is not installed."""
+def set_resources(home: Path) -> bool:
+    """The display's X resources: ``Xft.dpi`` at OSWorld's 96 (Xvfb says 100: GTK and
+    LibreOffice size their fonts by it), and xterm's for the terminal getter
+    (:func:`jarvis.eval.osworld.terminal.resources`). False where xrdb is not installed."""
     if shutil.which("xrdb") is None or not XDisplay.from_env().name:
         return False
+    lines = f"Xft.dpi: {DPI}\n" + resources(home)
     done = subprocess.run(
-        ["xrdb", "-merge"], input=f"Xft.dpi: {DPI}\n", text=True, capture_output=True, timeout=10
+        ["xrdb", "-merge"], input=lines, text=True, capture_output=True, timeout=10
     )
     return done.returncode == 0
 
@@ -123,7 +87,8 @@ def main() -> int:
         return 1
     lay_out(Path(home))
     seed_gimp(Path(home))
-    set_dpi()
+    seed_thunderbird(Path(home))
+    set_resources(Path(home))
     return 0
 
 

@@ -34,7 +34,16 @@ NOT_RUN_EXIT = 3
 USER_HOME = "/home/user"
 """The home of OSWorld's image; its paths are mapped to the run's home."""
 SUPPORTED = frozenset(
-    {"download", "launch", "open", "execute", "command", "sleep", "activate_window"}
+    {
+        "download",
+        "launch",
+        "open",
+        "execute",
+        "command",
+        "sleep",
+        "activate_window",
+        "close_window",
+    }
 )
 CACHE_ENV = "JARVIS_OSWORLD_CACHE"
 """The download cache where the setup runs (a fleet worker's own); else the eval's."""
@@ -199,6 +208,10 @@ def run_step(step: dict[str, Any], env: dict[str, str]) -> None:
         settle_sleep(float(params.get("seconds", 0)), env)
     elif kind == "activate_window":
         _activate(params, env)
+    elif kind == "close_window":
+        from jarvis.eval.osworld.window_close import close_window
+
+        close_window(params, env)
     else:
         if kind == "open":
             words = open_command(str(params["path"]))
