@@ -87,10 +87,6 @@ async def build_agent(
         gate = approvals or ApprovalGate(
             settings.safety, ApprovalStore(bus), channels=settings.channels
         )
-        if provider is None:  # ours to close; a provider handed in stays the caller's
-            made = make_provider(settings, bus, approve=approver(gate))
-            stack.push_async_callback(made.aclose)
-            provider = made
         registry = registry or build_registry(settings, approvals=gate)
         await open_toolbox(settings, registry, stack)  # files, web_fetch, skills, MCP
         zoom = zoom_enabled(
@@ -110,6 +106,10 @@ async def build_agent(
         if settings.runs.record_steps:  # steps/NNNN/ beside the run's journal
             recorder = RunRecorder.for_settings(settings, bus, desktop)
             stack.callback(recorder.close)
+        if provider is None:  # last: its SDK may still be loading (cli's preload_sdk)
+            made = make_provider(settings, bus, approve=approver(gate))
+            stack.push_async_callback(made.aclose)  # ours; a provider handed in is the caller's
+            provider = made
         yield agent_on(
             settings, bus, desktop, provider, registry, long_term, todos, recorder, on_verified
         )
