@@ -103,6 +103,11 @@ def imported_before_grab(env: dict[str, str]) -> list[dict[str, Any]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument(
+        "--memory",
+        action="store_true",
+        help="with long-term memory on (the setting's default; each run opens a new store)",
+    )
     args = parser.parse_args()
     from tests.fake_model import FakeModel, Reply
     from tests.xserver import start_xvfb
@@ -127,7 +132,7 @@ def main() -> None:
                 "ANTHROPIC_API_KEY": "bench-key-0123456789",
                 "ANTHROPIC_BASE_URL": model.anthropic_base_url,
                 "JARVIS_MAX_RETRIES": "0",
-                "JARVIS_LONG_TERM_MEMORY": "false",
+                "JARVIS_LONG_TERM_MEMORY": "true" if args.memory else "false",
                 "ANONYMIZED_TELEMETRY": "False",
                 "HOME": tmp,
             }
@@ -140,6 +145,7 @@ def main() -> None:
     grabs, requests, grab_cpu, request_cpu = (list(column) for column in zip(*runs, strict=True))
     result = {
         "runs": args.runs,
+        "long_term_memory": args.memory,
         "launch_to_brake_armed_ms": {"p50": pct(grabs, 0.5), "p95": pct(grabs, 0.95)},
         "launch_to_first_model_request_ms": {
             "p50": pct(requests, 0.5),
