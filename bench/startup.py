@@ -2,9 +2,11 @@
 a private Xvfb with the scripted model (tests/fake_model.py) behind the real SDK.
 
 Per run: launch to the kill switch's grab (the "brake armed" line, printed once the grab is
-in place) and launch to the model's first request. Prints one JSON object: p50 and p95 of
-each over ``--runs`` runs, against the targets (grab at most 1 s p50, first request at most
-2.5 s p50), and what ``jarvis run`` imports before the grab (the modules that take longest).
+in place) and launch to the model's first request, and the CPU time the `jarvis run` process
+has used by then (user + system, from /proc: less at the mercy of other work on the machine
+than the wall clock). Prints one JSON object: p50 and p95 of each over ``--runs`` runs,
+against the targets (grab at most 1 s p50, first request at most 2.5 s p50), and what
+``jarvis run`` imports before the grab (the modules that take longest).
 """
 
 from __future__ import annotations
@@ -33,9 +35,33 @@ def pct(values: list[float], q: float) -> float:
     return round(ordered[index], 1)
 
 
-def one_run(env: dict[str, str], data: Path, first: list[float]) -> tuple[float, float]:
-    """(launch to the grab, launch to the first model request), in ms."""
-    first.clear()
+def cpu_ms(pid: int) -> float:
+    """The CPU time (user + system) process ``pid`` has used, in ms."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+class Watched:
+    """The `jarvis run` process of this run: when the model saw its first request, and the
+    CPU time the process had used by then."""
+
+    def __init__(self) -> None:
+        self.pid = 0
+        self.first: list[float] = []
+        self.cpu: list[float] = []
+
+    def saw_request(self) -> None:
+        if not self.first:
+            self.first.append(time.monotonic())
+            self.cpu.append(cpu_ms(self.pid))
+
+
+def one_run(env: dict[str, str], data: Path, watched: Watched) -> tuple[float, ...]:
+    """(launch to the grab, launch to the first model request, the CPU time at the grab,
+    the CPU time at the first request), in ms."""
+    watched.first.clear()
+    watched.cpu.clear()
+    first = watched.first
     started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "jarvis", "run", "say hello", "--data-dir", str(data)],
@@ -45,17 +71,18 @@ def one_run(env: dict[str, str], data: Path, first: list[float]) -> tuple[float,
         stderr=subprocess.PIPE,
         text=True,
     )
+    watched.pid = proc.pid
     assert proc.stdout is not None
-    armed = None
+    armed = armed_cpu = None
     for line in proc.stdout:
         if line.startswith(ARMED):
-            armed = time.monotonic()
+            armed, armed_cpu = time.monotonic(), cpu_ms(proc.pid)
             break
     _out, err = proc.communicate(timeout=120)
-    if armed is None or not first:
+    if armed is None or armed_cpu is None or not first:
         why = f"jarvis run ended {proc.returncode} without a grab or a request"
         raise RuntimeError(f"{why}:\n{err}")
-    return (armed - started) * 1000, (first[0] - started) * 1000
+    return (armed - started) * 1000, (first[0] - started) * 1000, armed_cpu, watched.cpu[0]
 
 
 def imported_before_grab(env: dict[str, str]) -> list[dict[str, Any]]:
@@ -76,23 +103,26 @@ def imported_before_grab(env: dict[str, str]) -> list[dict[str, Any]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument(
+        "--memory",
+        action="store_true",
+        help="with long-term memory on (the setting's default; each run opens a new store)",
+    )
     args = parser.parse_args()
     from tests.fake_model import FakeModel, Reply
     from tests.xserver import start_xvfb
 
-    first: list[float] = []
+    watched = Watched()
     lock = threading.Lock()
 
     def answer(request: Any) -> Reply:
         with lock:
-            if not first:
-                first.append(time.monotonic())
+            watched.saw_request()
         return Reply(text="Hello. Done.")
 
     model = FakeModel().start()
     model.set_default(answer)
-    grabs: list[float] = []
-    requests: list[float] = []
+    runs: list[tuple[float, ...]] = []
     try:
         with start_xvfb(1280, 800) as server, tempfile.TemporaryDirectory() as tmp:
             env = {
@@ -102,24 +132,29 @@ def main() -> None:
                 "ANTHROPIC_API_KEY": "bench-key-0123456789",
                 "ANTHROPIC_BASE_URL": model.anthropic_base_url,
                 "JARVIS_MAX_RETRIES": "0",
-                "JARVIS_LONG_TERM_MEMORY": "false",
+                "JARVIS_LONG_TERM_MEMORY": "true" if args.memory else "false",
                 "ANONYMIZED_TELEMETRY": "False",
                 "HOME": tmp,
             }
-            one_run(env, Path(tmp) / "warm", first)  # the OS's file cache, as a second run has
+            one_run(env, Path(tmp) / "warm", watched)  # the OS's file cache, as a second run has
             for run in range(args.runs):
-                grab, request = one_run(env, Path(tmp) / f"d{run}", first)
-                grabs.append(grab)
-                requests.append(request)
+                runs.append(one_run(env, Path(tmp) / f"d{run}", watched))
             slowest = imported_before_grab(env)
     finally:
         model.stop()
+    grabs, requests, grab_cpu, request_cpu = (list(column) for column in zip(*runs, strict=True))
     result = {
         "runs": args.runs,
+        "long_term_memory": args.memory,
         "launch_to_brake_armed_ms": {"p50": pct(grabs, 0.5), "p95": pct(grabs, 0.95)},
         "launch_to_first_model_request_ms": {
             "p50": pct(requests, 0.5),
             "p95": pct(requests, 0.95),
+        },
+        "cpu_to_brake_armed_ms": {"p50": pct(grab_cpu, 0.5), "p95": pct(grab_cpu, 0.95)},
+        "cpu_to_first_model_request_ms": {
+            "p50": pct(request_cpu, 0.5),
+            "p95": pct(request_cpu, 0.95),
         },
         "target_brake_p50_ms": TARGET_GRAB_P50_MS,
         "target_first_request_p50_ms": TARGET_FIRST_REQUEST_P50_MS,

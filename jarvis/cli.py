@@ -54,6 +54,8 @@ SUBCOMMAND_MODULES = (
 )
 
 
+OWN_COMMANDS = ("run", "doctor")
+"""The commands this module defines: for these the other commands' modules are not imported."""
 SANDBOX_KINDS = ("x11", "wayland")
 DATA_DIR_HELP = "data directory (default: $JARVIS_DATA_DIR or ./data)"
 
@@ -97,7 +99,22 @@ def _everywhere(parser: argparse.ArgumentParser) -> None:
         _everywhere(child)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def named_command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names when only ``--data-dir`` and ``-v`` come before it (None
+    when something else does, ``--help`` for one, or no command is named)."""
+    tokens = iter(argv)
+    for token in tokens:
+        if token == "--data-dir":
+            next(tokens, None)
+        elif token not in ("-v", "--verbose") and not token.startswith("--data-dir="):
+            return None if token.startswith("-") else token
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The `jarvis` parser. For a command line ``argv`` that names `run` or `doctor`, the
+    other commands' modules are left unimported: their imports cost a `jarvis run` time
+    before its kill switch is grabbed."""
     parser = argparse.ArgumentParser(
         prog="jarvis",
         description="Jarvis, a desktop computer-use agent. It moves your real mouse and keyboard.",
@@ -138,7 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--provider", choices=PROVIDERS)
     doctor.set_defaults(handler=cmd_doctor)
 
-    for name in SUBCOMMAND_MODULES:
+    lean = argv is not None and named_command(argv) in OWN_COMMANDS
+    for name in () if lean else SUBCOMMAND_MODULES:
         module = import_module(name)
         register: Callable[[argparse._SubParsersAction], None] = module.register
         register(sub)
@@ -231,7 +249,7 @@ def _run_here(args: argparse.Namespace, settings: Settings, where: Where, person
     from jarvis.owner_lock import LockHeld
     from jarvis.preflight import cannot_start
 
-    problem = cannot_start(settings, where)
+    problem = cannot_start(settings, where, presets=False)  # the presets: once braked
     if problem is not None:
         print(problem)
         return EXIT_FAILED
@@ -250,7 +268,9 @@ async def _run_task(
     person: XDisplay,
 ) -> int:
     """The brake first: the hotkey is grabbed before the agent's heavy parts load, and a
-    press meanwhile cancels the run before its first action (:class:`EarlyBrake`)."""
+    press meanwhile cancels the run before its first action (:class:`EarlyBrake`). Then
+    the model's SDK loads in a thread while the agent is built, and the presets file is
+    checked (it loads the tools)."""
     from jarvis.desktop.backend import keys_display
     from jarvis.safety.killswitch import EarlyBrake, kill_switch
 
@@ -260,6 +280,13 @@ async def _run_task(
     with kill_switch(settings, brake, loop, person, lambda: typing_on) as armed:
         if armed:
             print(f"brake armed: {settings.safety.kill_hotkey} stops the run", flush=True)
+        from jarvis.llm.factory import preload_sdk
+        from jarvis.preflight import presets_refusal
+
+        preload_sdk(settings)
+        if (problem := presets_refusal(settings)) is not None:
+            print(problem)
+            return EXIT_FAILED
         return await _run_braked(task, settings, yes, where, brake)
 
 
@@ -341,8 +368,9 @@ def bare_sandbox(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args, extra = parser.parse_known_args(bare_sandbox(sys.argv[1:] if argv is None else argv))
+    given = bare_sandbox(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(given)
+    args, extra = parser.parse_known_args(given)
     if extra:  # said by the command they were given to, with its usage, not the top level's
         usage: argparse.ArgumentParser = getattr(args, "usage_parser", parser)
         usage.error(f"unrecognized arguments: {' '.join(extra)}")

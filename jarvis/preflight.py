@@ -22,16 +22,21 @@ URL_ENV = {
 }
 
 
-def cannot_start(settings: Settings, where: Where, *, display: bool = True) -> str | None:
+def cannot_start(
+    settings: Settings, where: Where, *, display: bool = True, presets: bool = True
+) -> str | None:
     """The one line that says why a task cannot start on ``where``: no key, a base URL
     that is not one, no display or none there, a bad presets file; or None. Redacted (a
     base URL's ``user:password@``). ``display`` False leaves the display out (a fleet's
-    coordinator that runs no task itself)."""
-    problem = _cannot_start(settings, where, display)
+    coordinator that runs no task itself); ``presets`` False the presets file (`jarvis
+    run` checks it once its brake is armed: it loads the tools)."""
+    problem = _cannot_start(settings, where, display, presets)
     return None if problem is None else redact(problem, known_secrets(settings))
 
 
-def _cannot_start(settings: Settings, where: Where, display: bool = True) -> str | None:
+def _cannot_start(
+    settings: Settings, where: Where, display: bool = True, presets: bool = True
+) -> str | None:
     key_env = KEY_ENV[settings.provider]
     if not has_key(settings.provider):
         return f"jarvis: {key_env} is not set; export it (or pick --provider) and run again."
@@ -40,7 +45,7 @@ def _cannot_start(settings: Settings, where: Where, display: bool = True) -> str
         return f"jarvis: {problem}"
     if display and not where.name and sys.platform.startswith("linux"):
         return "jarvis: no display (DISPLAY is unset); run on a desktop or with `xvfb-run -a`."
-    problem = presets_problem(settings)
+    problem = presets_problem(settings) if presets else None
     if problem is not None:
         return f"jarvis: {problem}"
     if not display:
@@ -89,6 +94,12 @@ def display_problem(where: Where) -> str | None:
     if not where.name or not sys.platform.startswith("linux"):
         return None
     return reach_problem(where)
+
+
+def presets_refusal(settings: Settings) -> str | None:
+    """The line :func:`cannot_start` says for a presets file that cannot be used, or None."""
+    problem = presets_problem(settings)
+    return None if problem is None else redact(f"jarvis: {problem}", known_secrets(settings))
 
 
 def presets_problem(settings: Settings) -> str | None:

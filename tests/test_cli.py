@@ -131,15 +131,17 @@ def test_doctor_fails_a_bad_base_url_and_presets_file(tmp_path: Path) -> None:
     assert "not valid JSON" in proc.stdout and SECRET not in proc.stdout
 
 
-def test_run_with_a_bad_presets_file_is_one_clear_line(tmp_path: Path) -> None:
+def test_run_with_a_bad_presets_file_is_one_clear_line(xserver, tmp_path: Path) -> None:
+    """Checked once the brake is armed (the check loads the tools), before the agent."""
     (tmp_path / "config").mkdir()
     bad = tmp_path / "config" / "presets.json"
     bad.write_text('{"presets": [{"name": "go", "steps": [{"tool": "fly", "arguments": {}}]}]}')
-    env = {"ANTHROPIC_API_KEY": SECRET, "DISPLAY": ":424242"}  # checked before any display use
+    env = {**xserver.env(), "ANTHROPIC_API_KEY": SECRET, "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
     proc = jarvis("run", "do something", "--data-dir", str(tmp_path), env=env)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert proc.stdout.startswith("jarvis: ") and str(bad) in proc.stdout
-    assert proc.stdout.strip().count("\n") == 0 and "Traceback" not in proc.stderr
+    armed, refusal = proc.stdout.splitlines()
+    assert armed.startswith("brake armed: ") and "Traceback" not in proc.stderr
+    assert refusal.startswith("jarvis: ") and str(bad) in refusal
 
 
 def test_doctor_names_the_openai_key(tmp_path: Path) -> None:

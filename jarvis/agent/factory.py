@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -37,6 +38,7 @@ from jarvis.tools.toolbox import open_toolbox
 from jarvis.tools.zoom import register_zoom_tool
 
 if TYPE_CHECKING:
+    from jarvis.memory.long_term import LongTermMemory
     from jarvis.memory.recall import MemoryBridge
 
 log = logging.getLogger(__name__)
@@ -84,13 +86,12 @@ async def build_agent(
     finish is verified (see :class:`Agent`).
     """
     async with AsyncExitStack() as stack:
+        memory = None  # opened in a thread while the rest is built
+        if long_term is None and settings.long_term_memory:
+            memory = opening_long_term(settings, stack)
         gate = approvals or ApprovalGate(
             settings.safety, ApprovalStore(bus), channels=settings.channels
         )
-        if provider is None:  # ours to close; a provider handed in stays the caller's
-            made = make_provider(settings, bus, approve=approver(gate))
-            stack.push_async_callback(made.aclose)
-            provider = made
         registry = registry or build_registry(settings, approvals=gate)
         await open_toolbox(settings, registry, stack)  # files, web_fetch, skills, MCP
         zoom = zoom_enabled(
@@ -102,14 +103,18 @@ async def build_agent(
             grounder = make_grounder(settings, bus)  # the planner names, it points
             stack.push_async_callback(grounder.aclose)
             register_grounder_tool(registry, grounder, settings.max_side)
-        if long_term is None and settings.long_term_memory:
-            long_term = await open_long_term(settings, stack, registry)
         desktop = await _desktop_on(settings, where, bus)
         stack.callback(desktop.close)
+        if memory is not None:  # its `remember` tool after those above, in the order it had
+            long_term = offer_long_term(await memory, settings, registry)
         recorder = None
         if settings.runs.record_steps:  # steps/NNNN/ beside the run's journal
             recorder = RunRecorder.for_settings(settings, bus, desktop)
             stack.callback(recorder.close)
+        if provider is None:  # last: its SDK may still be loading (cli's preload_sdk)
+            made = make_provider(settings, bus, approve=approver(gate))
+            stack.push_async_callback(made.aclose)  # ours; a provider handed in is the caller's
+            provider = made
         yield agent_on(
             settings, bus, desktop, provider, registry, long_term, todos, recorder, on_verified
         )
@@ -125,16 +130,47 @@ async def open_long_term(
     says so once (a warning) and returns None, and the work goes on without it. Its
     modules (chromadb, the embedding model) load here, only when it is on.
     """
+    return offer_long_term(await opening_long_term(settings, stack), settings, registry)
+
+
+def opening_long_term(
+    settings: Settings, stack: AsyncExitStack
+) -> asyncio.Task[LongTermMemory | None]:
+    """Start opening the on-disk vector memory in a thread, its modules (chromadb, the
+    embedding model) loaded there too, while the caller goes on (it takes seconds). The
+    task's memory is closed with ``stack``, also when nobody awaited it. None when the
+    embedding model cannot load (said once, as a warning)."""
+    task = asyncio.create_task(asyncio.to_thread(_open_memory, settings))
+
+    async def close() -> None:
+        with contextlib.suppress(Exception):  # told where it was awaited
+            memory = await task
+            if memory is not None:
+                memory.close()
+
+    stack.push_async_callback(close)
+    return task
+
+
+def _open_memory(settings: Settings) -> LongTermMemory | None:
     from jarvis.memory.embedding import EmbeddingUnavailable
     from jarvis.memory.long_term import LongTermMemory
-    from jarvis.memory.recall import MemoryBridge
 
     try:
-        memory = await asyncio.to_thread(LongTermMemory.from_settings, settings)
+        return LongTermMemory.from_settings(settings)
     except EmbeddingUnavailable as exc:
         log.warning("long-term memory is off: %s", exc)
         return None
-    stack.callback(memory.close)
+
+
+def offer_long_term(
+    memory: LongTermMemory | None, settings: Settings, registry: ToolRegistry
+) -> MemoryBridge | None:
+    """The agent's recall from ``memory``, with the `remember` tool on ``registry``."""
+    if memory is None:
+        return None
+    from jarvis.memory.recall import MemoryBridge
+
     bridge = MemoryBridge(memory, top_k=settings.memory_top_k)
     register_memory_tools(registry, bridge)
     return bridge

@@ -5,7 +5,9 @@ load on a busy machine, and a run needs one of them."""
 
 from __future__ import annotations
 
+import importlib
 import logging
+import threading
 from typing import TYPE_CHECKING
 
 from jarvis.config import Settings
@@ -82,6 +84,33 @@ def make_provider(
     if profile.action_format in GRAMMAR_FORMATS:
         return ProfileProvider(inner, profile)
     return inner
+
+
+def sdk_name(settings: Settings) -> str:
+    """The SDK package :func:`make_provider` imports for ``settings``."""
+    if settings.provider == "anthropic":
+        return "anthropic"
+    if settings.provider == "gemini" or active_profile(settings).profile.api == "gemini":
+        return "google.genai"
+    return "openai"
+
+
+def preload_sdk(settings: Settings) -> threading.Thread:
+    """Start importing the chosen provider's SDK in a thread (seconds on a busy machine),
+    so that time passes while the run opens its desktop rather than after. The import in
+    :func:`make_provider` waits for this one where it is not done yet; an import that fails
+    here is left for that one to report."""
+    name = sdk_name(settings)
+
+    def load() -> None:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # said by make_provider's own import, on the run's path
+            log.debug("importing %s ahead failed: %s", name, exc)
+
+    thread = threading.Thread(target=load, name=f"import {name}", daemon=True)
+    thread.start()
+    return thread
 
 
 def _profile(settings: Settings) -> Profile:

@@ -1,5 +1,6 @@
 """One registered tool: its function, its arguments' schema and how a call's arguments
-are checked (a pydantic model, or a JSON schema checked with jsonschema)."""
+are checked (a pydantic model, or a JSON schema checked with jsonschema, which loads with the
+first such tool: only MCP servers' tools have one)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
 from pydantic import BaseModel, ValidationError
 
 from jarvis.llm.types import ToolSpec
@@ -22,6 +22,8 @@ from jarvis.tools.schema import (
 )
 
 if TYPE_CHECKING:
+    import jsonschema
+
     from jarvis.tools.context import ToolContext
 
 ToolFn = Callable[[Any, "ToolContext"], Any]
@@ -63,6 +65,8 @@ class Tool:
 
     @functools.cached_property
     def _validator(self) -> jsonschema.protocols.Validator:
+        import jsonschema
+
         schema = self.json_schema or {}
         return jsonschema.validators.validator_for(schema)(schema)
 
@@ -153,6 +157,8 @@ def schema_tool(
     """A tool whose arguments a JSON schema describes (checked with jsonschema; the
     function gets them as a dict). ValueError for an invalid schema or one that refers
     outside itself (never fetched)."""
+    import jsonschema
+
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
