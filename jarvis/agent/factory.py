@@ -153,8 +153,13 @@ def opening_long_term(
 
 
 def _open_memory(settings: Settings) -> LongTermMemory | None:
+    try:
+        from jarvis.memory.long_term import LongTermMemory
+    except RuntimeError as exc:  # an import cycle met the main thread's imports: once more
+        if type(exc).__name__ != "_DeadlockError":
+            raise
+        from jarvis.memory.long_term import LongTermMemory
     from jarvis.memory.embedding import EmbeddingUnavailable
-    from jarvis.memory.long_term import LongTermMemory
 
     try:
         return LongTermMemory.from_settings(settings)
