@@ -277,20 +277,29 @@ class Screen:
         self.masks.paint(image, self.origin, (self._size.width, self._size.height))
         return image
 
-    def _picture(self, shot: Any) -> Image.Image:
-        """An mss shot at the picture's size, masks painted: straight from its BGRX buffer
-        (no full-size RGB copy) unless a mask must be painted at full size first."""
-        physical = Size(shot.width, shot.height)
+    def _grab_frame(self) -> Any:
+        """The monitor now as the capture's first phase takes it: mss's shot here (a
+        BGRX buffer, scaled in place); a backend that grabs pictures gives its
+        ``_grab_image()``. Either has ``width`` and ``height`` (physical pixels)."""
+        return self._sct.grab(self._region)
+
+    def _picture(self, frame: Any) -> Image.Image:
+        """A frame of :meth:`_grab_frame` at the picture's size, masks painted: an mss
+        shot straight from its BGRX buffer (no full-size RGB copy) unless a mask must be
+        painted at full size first."""
+        if isinstance(frame, Image.Image):
+            return downscale(frame, self._image)  # its _grab_image painted the masks
+        physical = Size(frame.width, frame.height)
         if not self.masks.active():
-            return downscale_bgrx(shot.raw, physical, self._image)
-        image = Image.frombytes("RGB", (shot.width, shot.height), shot.raw, "raw", "BGRX")
+            return downscale_bgrx(frame.raw, physical, self._image)
+        image = Image.frombytes("RGB", (frame.width, frame.height), frame.raw, "raw", "BGRX")
         self.masks.paint(image, self.origin, (self._size.width, self._size.height))
         return downscale(image, self._image)
 
     def encoded(self) -> bytes:
         """The screen now as the screenshot is sent (its size, format and quality), with
         none of :meth:`capture`'s extras (hash, timings): for live views."""
-        image = self._picture(self._sct.grab(self._region))
+        image = self._picture(self._grab_frame())
         return encode_image(image, self.image_format, self.jpeg_quality)
 
     @contextmanager
@@ -309,10 +318,10 @@ class Screen:
         encoding: what it adds after the encoding ends) and ``total``."""
         t0 = time.perf_counter()
         with self._unveiled():
-            shot = self._sct.grab(self._region)
+            frame = self._grab_frame()
         t1 = time.perf_counter()
-        physical = Size(shot.width, shot.height)
-        model_image = self._picture(shot)
+        physical = Size(frame.width, frame.height)
+        model_image = self._picture(frame)
         t2 = time.perf_counter()
         hashing = self._worker().submit(phash_hex, model_image)
         data = encode_image(model_image, self.image_format, self.jpeg_quality)
