@@ -31,10 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this tree's jarvis, tests
 from jarvis.desktop.backend import Where
 from jarvis.desktop.x11 import XDisplay
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 

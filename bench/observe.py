@@ -42,9 +42,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this tree's jarvis, tests
 from jarvis.desktop.screen import Screen, encode_image
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.xserver
 from tests.xserver import Xvfb
 
 SIZES = [(1920, 1080), (2560, 1440)]
