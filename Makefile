@@ -28,6 +28,8 @@ APT_PACKAGES := xvfb xauth xdotool x11vnc xclip x11-utils xterm python3-venv pyt
 	podman runc debootstrap sway swaybg grim wtype wl-clipboard foot wev qtwayland5 wayvnc \
 	libreoffice-calc libreoffice-writer libreoffice-impress gimp thunderbird x11-xkb-utils \
 	gstreamer1.0-tools gstreamer1.0-pipewire gstreamer1.0-plugins-base
+# scrot and ImageMagick: bench/observe.py times the Anthropic demo's capture path beside ours.
+APT_PACKAGES += scrot imagemagick
 TASK ?=
 RUN_ARGS ?=
 
@@ -42,7 +44,7 @@ setup: system venv
 # System packages: the virtual display, X input and clipboard tools.
 system:
 	@missing=""; \
-	for c in Xvfb xdotool xclip xwininfo xterm mousepad featherpad xfce4-terminal chromium tmux matchbox-window-manager redis-server x11vnc podman runc debootstrap Xorg xrandr Xvnc sway swaybg grim wtype wl-copy foot wev wayvnc soffice gimp thunderbird setxkbmap; do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
+	for c in Xvfb xdotool xclip xwininfo xterm mousepad featherpad xfce4-terminal chromium tmux matchbox-window-manager redis-server x11vnc podman runc debootstrap Xorg xrandr Xvnc sway swaybg grim wtype wl-copy foot wev wayvnc soffice gimp thunderbird setxkbmap scrot; do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
 	$(PYTHON) -c 'import tkinter, ensurepip' 2>/dev/null || missing="$$missing python3-tk/venv"; \
 	[ -e /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc ] || missing="$$missing fonts-noto-cjk"; \
 	[ -x /usr/sbin/dovecot ] || missing="$$missing dovecot"; \

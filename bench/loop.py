@@ -4,9 +4,10 @@ Runs a 30-step scripted task on a private Xvfb (1920x1080) against the Tk test a
 with a loopback model that answers at once, through the real anthropic SDK. Each
 step clicks a different point of the app's pad (so the stall detector stays quiet)
 and the last one calls ``finished``. Prints one JSON object: p50 and p95 per phase
-(capture, model, act, settle, record) and of the overhead (step time minus model
-time), with settle detection and, for comparison, with a fixed 2-second sleep
-after each action, and the speed-up between the two.
+(capture, model, act, settle, record, and ``other``: the rest of the overhead, the
+loop's own bookkeeping between the named parts) and of the overhead (step time minus
+model time; target: p50 at most 60 ms), with settle detection and, for comparison,
+with a fixed 2-second sleep after each action, and the speed-up between the two.
 
 The Wayland backend beside it (``--backend both``, the default where sway and grim are
 installed): the same task on a private headless sway with one 1920x1080 output (clicks
@@ -30,10 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this tree's jarvis, tests
 from jarvis.desktop.backend import Where
 from jarvis.desktop.x11 import XDisplay
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
@@ -112,18 +112,19 @@ async def run_once(
 
     starts = {e.step: e.ts for e in recorder.of(StepStarted)}
     finished = recorder.of(StepFinished)
-    phases: dict[str, list[float]] = {
-        k: [] for k in ("capture", "model", "act", "settle", "record")
-    }
+    named = ("capture", "model", "act", "settle", "record")
+    phases: dict[str, list[float]] = {k: [] for k in (*named, "other")}
     overhead: list[float] = []
     step_ms: list[float] = []
     for i, event in enumerate(finished):
-        for key in phases:
+        for key in named:
             phases[key].append(event.timings_ms.get(key, 0.0))
         end = finished[i + 1].ts if i + 1 < len(finished) else event.ts
         total = (starts.get(event.step + 1, end) - starts[event.step]) * 1000
         step_ms.append(total)
         overhead.append(total - event.timings_ms.get("model", 0.0))
+        phases["other"].append(total - sum(event.timings_ms.get(k, 0.0) for k in named))
+    phases["other"] = phases["other"][:-1]  # the last step's end is the task's wrap-up
     return {
         "status": outcome.status,
         "steps": outcome.steps,
@@ -134,7 +135,7 @@ async def run_once(
     }
 
 
-TARGET_MS = 250
+TARGET_MS = 60  # issue 40: the agent's own part of a step, p50
 
 
 async def both_ways(

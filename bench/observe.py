@@ -7,7 +7,12 @@ ITERATIONS times after a short warm-up. Prints ONE JSON object: p50 and p95 in
 milliseconds per phase and screen size (wall time; ``total_cpu`` is the CPU time of
 all threads, which other load on the machine disturbs much less), the PNG
 alternative for comparison, the encoded sizes, the load average before and after,
-and whether the 1920x1080 total p50 meets the 40 ms target.
+and whether the 1920x1080 total p50 meets the target: at most 12 ms, and at least 18
+times faster than the Anthropic computer-use demo's capture path timed in the same run
+on the same screen (``demo_path``: its ``tools/computer.py`` shells out to ``scrot -p``,
+scales the PNG with ImageMagick's ``convert -resize WxH!`` to its target for the
+screen's aspect, 1366x768 for 16:9, then reads the file and base64-encodes it; needs
+scrot and ImageMagick, which the Makefile installs).
 
 The Wayland backend beside it (``--backend both``, the default where sway and grim are
 installed; ``wayland`` alone, or ``x11`` alone): a private headless sway with one output
@@ -15,13 +20,15 @@ of each size, the same scene drawn by PIL as the outputs' background (swaybg), c
 by the wlroots ``WlScreen`` (screencopy through grim), under ``"wayland"`` in the same
 JSON object.
 
-Run: ``python bench/observe.py [--iterations N] [--backend x11|wayland|both]`` (needs
-Xvfb and python3-tk; sway, grim and swaybg for Wayland).
+Run: ``python bench/observe.py [--iterations N] [--demo-iterations N]
+[--backend x11|wayland|both]`` (needs Xvfb and python3-tk; scrot and ImageMagick for
+the demo's path; sway, grim and swaybg for Wayland).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import select
@@ -29,17 +36,20 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this tree's jarvis, tests
 from jarvis.desktop.screen import Screen, encode_image
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.xserver
 from tests.xserver import Xvfb
 
 SIZES = [(1920, 1080), (2560, 1440)]
-TARGET_MS = 40.0
+TARGET_MS = 12.0
+TARGET_SPEEDUP = 18.0  # against the Anthropic demo's capture path
+DEMO_TARGETS = ((1024, 768), (1280, 800), (1366, 768))  # its MAX_SCALING_TARGETS
 WORDS = ("the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "settings", "file")
 WARMUP = 3
 
@@ -106,6 +116,47 @@ def sample(screen: Screen, iterations: int) -> dict[str, Any]:
     return result
 
 
+def demo_size(width: int, height: int) -> tuple[int, int]:
+    """The demo's scaling target: the first of its targets whose aspect is within 0.02 of
+    the screen's, if narrower than the screen; else no scaling (its _scale_coordinates)."""
+    for tw, th in DEMO_TARGETS:
+        if abs(tw / th - width / height) < 0.02:
+            return (tw, th) if tw < width else (width, height)
+    return width, height
+
+
+def demo_shot(env: dict[str, str], folder: Path, size: tuple[int, int]) -> int:
+    """One screenshot as the demo takes it (scrot, convert, read, base64): the length of
+    the base64 text."""
+    path = folder / f"screenshot_{uuid.uuid4().hex}.png"
+    subprocess.run(f"scrot -p {path}", shell=True, env=env, check=True, capture_output=True)
+    x, y = size
+    resize = f"convert {path} -resize {x}x{y}! {path}"
+    subprocess.run(resize, shell=True, env=env, check=True, capture_output=True)
+    text = base64.b64encode(path.read_bytes()).decode()
+    path.unlink()
+    return len(text)
+
+
+def measure_demo(env: dict[str, str], width: int, height: int, iterations: int) -> dict[str, Any]:
+    """The demo's capture path on this display, p50 and p95 of the wall time."""
+    missing = [c for c in ("scrot", "convert") if shutil.which(c) is None]
+    if missing:
+        return {"error": f"not installed: {', '.join(missing)} (make system installs them)"}
+    size = demo_size(width, height)
+    times: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="jarvis-bench-demo-") as folder:
+        for i in range(1 + iterations):
+            t0 = time.perf_counter()
+            chars = demo_shot(env, Path(folder), size)
+            if i:  # the first one warms the page cache
+                times.append((time.perf_counter() - t0) * 1000)
+    result: dict[str, Any] = {"size": "{}x{}".format(*size), "base64_chars": chars}
+    result["total"] = percentiles(times)
+    result["convert"] = shutil.which("convert")
+    return result
+
+
 def scene_picture(width: int, height: int) -> Any:
     """The scene's kind of picture drawn by PIL (for the Wayland outputs' background)."""
     import random
@@ -158,7 +209,7 @@ def measure_wayland(width: int, height: int, iterations: int) -> dict[str, Any]:
             return sample(screen, iterations)
 
 
-def measure(width: int, height: int, iterations: int) -> dict[str, Any]:
+def measure(width: int, height: int, iterations: int, demo_iterations: int = 0) -> dict[str, Any]:
     with Xvfb(width, height) as server:
         env = {**os.environ, **server.env()}
         scene = subprocess.Popen(
@@ -171,7 +222,14 @@ def measure(width: int, height: int, iterations: int) -> dict[str, Any]:
                 raise RuntimeError("the scene window did not start within 30 s")
             os.environ.update(server.env())  # mss reads DISPLAY when Screen() opens it
             with Screen() as screen:
-                return sample(screen, iterations)
+                result = sample(screen, iterations)
+            if demo_iterations:
+                demo = measure_demo(env, width, height, demo_iterations)
+                result["demo_path"] = demo
+                if "total" in demo:
+                    ratio = demo["total"]["p50"] / max(result["total"]["p50"], 1e-6)
+                    result["speedup_p50"] = round(ratio, 1)
+            return result
         finally:
             if scene.stdin is not None:
                 scene.stdin.close()  # EOF: the scene exits
@@ -190,6 +248,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="observation benchmark")
     parser.add_argument("--iterations", type=int, default=50)
     parser.add_argument(
+        "--demo-iterations",
+        type=int,
+        default=15,
+        help="screenshots through the Anthropic demo's path per screen size (0: none)",
+    )
+    parser.add_argument(
         "--backend",
         choices=("x11", "wayland", "both"),
         default="both" if wayland_available() else "x11",
@@ -204,18 +268,23 @@ def main() -> None:
         "format": "jpeg q80 (encode_png: the PNG level-1 alternative on the same image)",
         "backends": ["x11", "wayland"] if args.backend == "both" else [args.backend],
         "target_total_p50_ms_1920x1080": TARGET_MS,
+        "target_speedup_over_demo_path": TARGET_SPEEDUP,
     }
     met = []
     if args.backend != "wayland":
-        screens = {f"{w}x{h}": measure(w, h, args.iterations) for w, h in SIZES}
+        screens = {
+            f"{w}x{h}": measure(w, h, args.iterations, args.demo_iterations) for w, h in SIZES
+        }
         report["screens"] = screens
-        met.append(screens["1920x1080"]["total"]["p50"] <= TARGET_MS)
+        full_hd = screens["1920x1080"]
+        met.append(full_hd["total"]["p50"] <= TARGET_MS)
+        met.append(full_hd.get("speedup_p50", 0.0) >= TARGET_SPEEDUP)
     if args.backend != "x11":
         wayland = {f"{w}x{h}": measure_wayland(w, h, args.iterations) for w, h in SIZES}
         report["wayland"] = wayland
-        met.append(wayland["1920x1080"]["total"]["p50"] <= TARGET_MS)
+        report["wayland_meets_target"] = wayland["1920x1080"]["total"]["p50"] <= TARGET_MS
     report["load_average_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
-    report["meets_target"] = all(met)
+    report["meets_target"] = bool(met) and all(met)  # X11's (Wayland's is its own line)
     print(json.dumps(report))
 
 

@@ -186,7 +186,7 @@ class Agent:
         observation = await self.brain.perceive(state.last_targets)
         if self.recorder is not None:
             self.recorder.observed(state.task_id, state.step, observation)
-        shot = await asyncio.to_thread(self.hippocampus.store_screenshot, observation)
+        state.shot = self.hippocampus.store_screenshot(observation)  # beside the model call
         timings["capture"] = ms_since(started)
         if observation.tree_seconds:
             timings["tree"] = observation.tree_seconds * 1000
@@ -194,7 +194,6 @@ class Agent:
             task_id=state.task_id,
             step=state.step,
             timestamp=datetime.now(UTC),
-            screenshot=shot,
             tree=observation.tree,
         )
         try:

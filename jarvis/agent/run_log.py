@@ -50,6 +50,7 @@ class RunLog:
     def finish(self, outcome: TaskOutcome) -> None:
         if self.recorder is not None:
             self.recorder.task_done(outcome.task_id)
+        self.hippocampus.flush()  # the task's step records are on disk when it ends
         try:
             self.hippocampus.record_task(
                 outcome.task, outcome.task_id, outcome.status, outcome.summary, outcome.steps
@@ -72,6 +73,9 @@ class RunLog:
 
     def step(self, state: RunState, record: StepRecord) -> None:
         started = time.perf_counter()
+        if record.screenshot is None and state.shot is not None:
+            record.screenshot = state.shot.result()  # stored while the model thought
+        state.shot = None
         self.hippocampus.add_step(record)
         state.last_targets = [
             p for c in record.tool_calls for p in call_points(c.name, c.arguments)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -12,6 +13,7 @@ from jarvis.agent.context import Turn
 from jarvis.agent.stall import StallDetector
 from jarvis.config import Settings
 from jarvis.events import TaskStatus
+from jarvis.memory.short_term import ScreenshotRef
 from jarvis.usage import Usage
 
 
@@ -53,6 +55,9 @@ class RunState:
     last_targets: list[tuple[int, int]] = field(default_factory=list)
     """The last recorded step's pointer targets (model space): the brain reads the tree of
     a window under one that is not the focused window too."""
+    shot: Future[ScreenshotRef] | None = None
+    """The step's screenshot being stored (the memory's writer thread): its record takes
+    the reference when it is written."""
     takeovers_seen: int = 0
     """The screen hold's generation when this step looked at the screen (a takeover since
     then makes the step's decided calls stale)."""

@@ -254,7 +254,7 @@ async def calibrate(
     profile = active_profile(settings).profile
     grid, image = geometry(profile, screen, settings)
     known = profiles_of(settings)
-    sent = resize_image(picture(screen), image, None)  # as a task's screenshot is resized
+    sent = resize_image(picture(screen), image)  # as a task's screenshot is resized
     part = ImagePart.from_bytes(encode_image(sent, "png"), "image/png")
     report = Report(profile, settings.active_model, known, screen, image, radius(screen))
     offered = [t for t in tools if t.name in (*POINT_TOOLS, "finished", "call_user")]

@@ -145,7 +145,7 @@ def _inner(provider: Served) -> OpenAIProvider | None:
 def _request(settings: Settings, tools: list[ToolSpec]) -> tuple[LLMRequest, Size, Size]:
     profile = active_profile(settings).profile
     grid, image = geometry(profile, SCREEN, settings)
-    sent = resize_image(serving_picture(SCREEN), image, None)  # as a task's screenshot
+    sent = resize_image(serving_picture(SCREEN), image)  # as a task's screenshot
     part = ImagePart.from_bytes(encode_image(sent, "png"), "image/png")
     offered = [t for t in tools if t.name in (*POINT_TOOLS, "finished", "call_user")]
     request = LLMRequest(

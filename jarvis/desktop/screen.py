@@ -28,10 +28,11 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from PIL import Image
 
+from jarvis.desktop.downscale import downscale, downscale_bgrx
 from jarvis.desktop.masks import ScreenMasks
 from jarvis.desktop.monitors import capture_connection, list_monitors, monitor_note
 from jarvis.desktop.x11 import XDisplay
@@ -45,7 +46,6 @@ log = logging.getLogger(__name__)
 
 ImageFormat = Literal["jpeg", "png"]
 MEDIA_TYPES: dict[str, str] = {"jpeg": "image/jpeg", "png": "image/png"}
-_RESIZE_STRIPES = 2  # Pillow releases the GIL while resampling: two stripes use two cores
 _RESAMPLE = Image.Resampling.BOX
 
 
@@ -76,33 +76,10 @@ def encode_image(image: Image.Image, image_format: ImageFormat, jpeg_quality: in
     return buf.getvalue()
 
 
-def resize_image(image: Image.Image, size: Size, pool: ThreadPoolExecutor | None) -> Image.Image:
-    """Downscale by area averaging (BOX); exact integer factors use ``reduce`` (the same).
-
-    BOX keeps small text crisper than BILINEAR when shrinking and costs about 30 %
-    less CPU (1920x1080 -> 1280x720: 22 ms against 32 ms on one core). With a pool,
-    horizontal stripes resample in parallel; each stripe reads its filter support
-    from the whole source, so the result equals a single resize.
-    """
-    if (image.width, image.height) == (size.width, size.height):
-        return image
-    fx, fy = image.width / size.width, image.height / size.height
-    if fx == fy and fx.is_integer():
-        return image.reduce(int(fx))
-    if pool is None or size.height < 2 * _RESIZE_STRIPES:
-        return image.resize((size.width, size.height), _RESAMPLE)
-
-    def stripe(i: int) -> tuple[int, Image.Image]:
-        y0 = size.height * i // _RESIZE_STRIPES
-        y1 = size.height * (i + 1) // _RESIZE_STRIPES
-        box = (0.0, y0 * fy, float(image.width), y1 * fy)
-        part = image.resize((size.width, y1 - y0), _RESAMPLE, box=box)
-        return y0, part
-
-    out = Image.new(image.mode, (size.width, size.height))
-    for y0, part in pool.map(stripe, range(_RESIZE_STRIPES)):
-        out.paste(part, (0, y0))
-    return out
+def resize_image(image: Image.Image, size: Size) -> Image.Image:
+    """Downscale by area averaging (:func:`jarvis.desktop.downscale.downscale`): the picture
+    a screenshot of these pixels gets."""
+    return downscale(image, size)
 
 
 # ------------------------------------------------------------------ capture
@@ -282,17 +259,16 @@ class Screen:
         return size, raw
 
     def frame_digest(self) -> bytes:
-        """A cheap fingerprint of the whole frame for settle: CRC-32 of every pixel.
+        """The whole frame's pixels, for settle to compare with the last (equal frames:
+        equal values).
 
-        Settle compares frames by these 4-byte digests. A digest of the full buffer is
-        both cheaper than a downscaled frame (measured on Xvfb: 4.8 ms at 1920x1080,
-        7.9 ms at 2560x1440, against 12 to 17 ms for the downscale alone) and exact: a
-        one-pixel change counts, where a thumbnail could average it away.
+        The frame itself rather than a digest of it: comparing two frames is a memcmp
+        (about 1 ms at 1920x1080), cheaper than a CRC-32 of either (4 to 5 ms) or any
+        downscale, and exact: a one-pixel change counts, where a thumbnail could average
+        it away.
         """
-        import zlib
-
-        shot = self._sct.grab(self._region)
-        return zlib.crc32(shot.raw).to_bytes(4, "big")
+        frame: bytes = self._sct.grab(self._region).raw  # a bytearray: compared in place
+        return frame
 
     def _grab_image(self) -> Image.Image:
         """The monitor now, at its physical size."""
@@ -301,10 +277,29 @@ class Screen:
         self.masks.paint(image, self.origin, (self._size.width, self._size.height))
         return image
 
+    def _grab_frame(self) -> Any:
+        """The monitor now as the capture's first phase takes it: mss's shot here (a
+        BGRX buffer, scaled in place); a backend that grabs pictures gives its
+        ``_grab_image()``. Either has ``width`` and ``height`` (physical pixels)."""
+        return self._sct.grab(self._region)
+
+    def _picture(self, frame: Any) -> Image.Image:
+        """A frame of :meth:`_grab_frame` at the picture's size, masks painted: an mss
+        shot straight from its BGRX buffer (no full-size RGB copy) unless a mask must be
+        painted at full size first."""
+        if isinstance(frame, Image.Image):
+            return downscale(frame, self._image)  # its _grab_image painted the masks
+        physical = Size(frame.width, frame.height)
+        if not self.masks.active():
+            return downscale_bgrx(frame.raw, physical, self._image)
+        image = Image.frombytes("RGB", (frame.width, frame.height), frame.raw, "raw", "BGRX")
+        self.masks.paint(image, self.origin, (self._size.width, self._size.height))
+        return downscale(image, self._image)
+
     def encoded(self) -> bytes:
         """The screen now as the screenshot is sent (its size, format and quality), with
         none of :meth:`capture`'s extras (hash, timings): for live views."""
-        image = resize_image(self._grab_image(), self._image, None)
+        image = self._picture(self._grab_frame())
         return encode_image(image, self.image_format, self.jpeg_quality)
 
     @contextmanager
@@ -318,16 +313,20 @@ class Screen:
             yield
 
     def capture(self) -> Observation:
+        """The screenshot now. Timings: ``capture`` (the grab), ``downscale`` (to the
+        picture's size), ``encode``, ``phash`` (the hash runs on a worker thread beside the
+        encoding: what it adds after the encoding ends) and ``total``."""
         t0 = time.perf_counter()
         with self._unveiled():
-            image = self._grab_image()
+            frame = self._grab_frame()
         t1 = time.perf_counter()
-        physical = Size(image.width, image.height)
-        model_image = resize_image(image, self._image, self._resize_pool())
+        physical = Size(frame.width, frame.height)
+        model_image = self._picture(frame)
         t2 = time.perf_counter()
+        hashing = self._worker().submit(phash_hex, model_image)
         data = encode_image(model_image, self.image_format, self.jpeg_quality)
         t3 = time.perf_counter()
-        digest = phash_hex(model_image)
+        digest = hashing.result()
         t4 = time.perf_counter()
         timings = {
             "capture": (t1 - t0) * 1000,
@@ -379,10 +378,10 @@ class Screen:
             size,
         )
 
-    def _resize_pool(self) -> ThreadPoolExecutor:
+    def _worker(self) -> ThreadPoolExecutor:
         with self._pool_lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(_RESIZE_STRIPES, thread_name_prefix="resize")
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="phash")
             return self._pool
 
     def close(self) -> None:

@@ -1,11 +1,11 @@
 """Wait until the screen stops changing after an action, instead of a fixed sleep.
 
-Frames are sampled every ``interval_ms`` with a cheap full-frame fingerprint
-(:meth:`Screen.frame_digest`). The screen counts as still once ``still_frames``
-consecutive samples match (by default two, i.e. no change for two intervals) and
-at least ``floor_ms`` has passed since the action; ``ceiling_ms`` bounds the wait
-for screens that never settle (video, a spinner). A still screen therefore
-returns after ``max(floor, still_frames * interval)`` plus the time of one grab.
+Frames are sampled every ``interval_ms`` and compared whole (:meth:`Screen.frame_digest`:
+the X11 screen gives the frame itself, a memcmp away from the last). The screen counts
+as still once ``still_frames`` consecutive samples match (by default two, i.e. no change
+for two intervals) and at least ``floor_ms`` has passed since the action;
+``ceiling_ms`` bounds the wait for screens that never settle (video, a spinner). A still
+screen therefore returns after ``max(floor, still_frames * interval)`` plus the time of one grab.
 A blinking caret changes the screen only every few hundred milliseconds, so it
 delays settling by at most a frame or two.
 """

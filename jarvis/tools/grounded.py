@@ -42,7 +42,7 @@ class TargetArgs(Args):
 def _capture(screen: Any, size: Size, image_format: Any, quality: int) -> tuple[bytes, str]:
     physical, raw = screen.grab_raw()
     shot = Image.frombytes("RGB", (physical.width, physical.height), raw, "raw", "BGRX")
-    resized = resize_image(shot, size, None)
+    resized = resize_image(shot, size)
     return encode_image(resized, image_format, quality), MEDIA_TYPES[image_format]
 
 

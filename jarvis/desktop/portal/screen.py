@@ -122,6 +122,9 @@ class PortalScreen(Screen):
                 return self._frame(self.stream)
             return self._compose()
 
+    def _grab_frame(self) -> Image.Image:
+        return self._grab_image()  # a picture (the capture scales it)
+
     def _compose(self) -> Image.Image:
         frames = [(s, self._frame(s)) for s in self.streams]
         scale = max(stream_scale(s, f) for s, f in frames)

@@ -140,6 +140,9 @@ class WlScreen(Screen):
         self.masks.paint(image, self.origin, (self._size.width, self._size.height))
         return image
 
+    def _grab_frame(self) -> Image.Image:
+        return self._grab_image()  # a picture (the capture scales it)
+
     def logical_image(self) -> Image.Image:
         """This output (or the layout) now, at its logical size."""
         with self._grab_lock:
