@@ -71,7 +71,7 @@ async def test_a_message_runs_as_a_task_and_no_response_carries_the_key(
         [todo] = (await client.get("/api/todos")).json()["todos"]
         assert (todo["id"], todo["status"], todo["source"]) == ("T001", "completed", "web")
         task = (await client.get("/api/tasks/T001")).json()
-        assert task["run"]["status"] == "finished" and task["run"]["channel"] == "web"
+        assert task["run"]["status"] == "completed" and task["run"]["channel"] == "web"
         assert task["verification"] == {"done": True, "reason": "looks done"}
         first, _, last = task["steps"]
         assert "[REDACTED]" in first["thought"]

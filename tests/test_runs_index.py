@@ -209,7 +209,7 @@ def test_the_writer_keeps_the_index_current(tmp_path: Path) -> None:
         bus.emit(TaskStarted(task_id="T00003", task="again", ts=time.time()))  # an old id
         bus.emit(StepFinished(task_id="T00003", step=1, cost_usd=0.5))
         [running] = list_runs(tmp_path, 1).runs
-        assert (running.task_id, running.status, running.steps) == ("T00003", "running", 1)
+        assert (running.task_id, running.status, running.steps) == ("T00003", "in_progress", 1)
         with RunIndex(tmp_path) as index:
             assert index.journals_after(made[-1].last_seq) == [running_journal(tmp_path)]
         bus.emit(TaskFinished(task_id="T00003", status="finished", summary="ok", steps=1))
@@ -252,7 +252,7 @@ def test_a_running_run_whose_process_is_gone_is_interrupted(tmp_path: Path) -> N
     assert run.status == "interrupted"
     info["pid"] = os.getpid()  # changed behind the index's back: read again
     (made.folder / "run.json").write_text(json.dumps(info))
-    assert list_runs(tmp_path).runs[0].status == "running"
+    assert list_runs(tmp_path).runs[0].status == "in_progress"
 
 
 @pytest.mark.usefixtures("xserver")

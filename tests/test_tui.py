@@ -48,7 +48,7 @@ async def test_opens_on_recent_runs_with_cards_and_endings() -> None:
         assert "ms" in str(ok.title)
         texts = [str(s.render()) for s in view(app, "T001").query(".verification, .ending")]
         assert texts[0].startswith("✓ verified: The notes field shows hello world.")
-        assert texts[1].startswith("✓ finished after 3 step(s): Typed hello world")
+        assert texts[1].startswith("✓ completed after 3 step(s): Typed hello world")
         assert view(app, "T003").query(".ending.cancelled")
         status = str(app.status.render())  # the newest task's usage, not a sum of all
         assert status.endswith("idle · T003 tokens 0 in / 0 out · $0.0000"), status

@@ -105,7 +105,7 @@ def test_jarvis_tui_in_tmux_starts_its_gateway_runs_a_typed_task_and_stops_it(
     tmux.run("send-keys", "-t", "tui", "-l", "move the pointer a little")
     tmux.run("send-keys", "-t", "tui", "Enter")
     screen = tmux.wait_for(lambda s: "T001" in s and "move the pointer a little" in s, 60)
-    screen = tmux.wait_for(lambda s: "finished after" in s, 90)
+    screen = tmux.wait_for(lambda s: "completed after" in s, 90)
     assert "mouse_move(x=30, y=30)" in screen
     assert "✓ verified" in screen
 
