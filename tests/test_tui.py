@@ -78,7 +78,7 @@ async def test_thought_streams_as_markdown_with_coalesced_writes() -> None:
         assert thought.draws < 29  # drawn in a few coalesced writes, not one per delta
         assert "Reading&#160;the&#160;screen&#160;slowly" in app.export_screenshot()
         assert view(app, "T003").has_class("live")
-        assert "running T003" in str(app.status.render())
+        assert "T003 in progress" in str(app.status.render())
 
 
 async def test_cards_appear_while_the_model_streams_and_fill_in() -> None:
