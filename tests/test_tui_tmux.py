@@ -218,10 +218,11 @@ def test_a_message_sent_in_tmux_is_on_screen_within_a_second_of_enter(
     }
     env_args = [a for k, v in env.items() for a in ("-e", f"{k}={v}")]
     command = f"exec {JARVIS} tui --data-dir {data}"
-    tmux.run("new-session", "-d", "-s", "tui", "-x", "120", "-y", "36", *env_args, command)
+    # wide enough that the note's state is not cut off beside the screen panel
+    tmux.run("new-session", "-d", "-s", "tui", "-x", "160", "-y", "36", *env_args, command)
     tmux.wait_for(lambda s: "own gateway pid" in s and "live" in s and "Quit" in s, 90)
     gateway_pid = int(json.loads((data / "serve.lock").read_text())["pid"])
-    text = "move the pointer a little"
+    text = "move it"
     tmux.run("send-keys", "-t", "tui", "-l", text)
     typed = tmux.wait_for(lambda s: text in s, 10)  # in the prompt, not sent yet
     assert f"› {text} ·" not in typed
@@ -230,11 +231,10 @@ def test_a_message_sent_in_tmux_is_on_screen_within_a_second_of_enter(
     pressed = time.monotonic()
     while True:
         screen = tmux.screen()
-        echo = [line for line in screen.splitlines() if f"› {text} ·" in line]
-        if echo:
+        notes = [line for line in screen.splitlines() if f"› {text} · " in line]
+        if notes and any(word in notes[0] for word in ("sending", "sent", "became T001")):
             break
         assert time.monotonic() - pressed < 1.0, f"no echo within 1 s of Enter:\n{screen}"
-    assert "sending" in echo[0] or "sent" in echo[0] or "T001" in echo[0], echo
     tmux.wait_for(lambda s: f"› {text} · became T001" in s, 60)
     tmux.run("kill-session", "-t", "tui")  # the TUI and the gateway it started end
     closed = time.monotonic()
