@@ -117,7 +117,7 @@ def test_paging_yields_each_run_once_newest_first(big: tuple[Path, list[Made]]) 
     page = list_runs(data, 3)
     assert [r.task_id for r in page.runs] == newest_first[:3]
     assert page.runs[0].folder == made[-1].folder.relative_to(data).as_posix()
-    assert (page.runs[0].status, page.runs[0].ending) == ("finished", "finished: done")
+    assert (page.runs[0].status, page.runs[0].ending) == ("completed", "completed: done")
     later = list_runs(data, 2, page.next)
     assert [r.task_id for r in later.runs] == newest_first[3:5]
     for bad in ("x", "2024-01-01/x/T00001", "2024-01-01/1.0/../x", "2024-01-01/inf/T1", ""):
@@ -214,7 +214,7 @@ def test_the_writer_keeps_the_index_current(tmp_path: Path) -> None:
             assert index.journals_after(made[-1].last_seq) == [running_journal(tmp_path)]
         bus.emit(TaskFinished(task_id="T00003", status="finished", summary="ok", steps=1))
         ended = list_runs(tmp_path, 1).runs[0]
-        assert (ended.status, ended.summary, ended.cost_usd) == ("finished", "ok", 0.0)
+        assert (ended.status, ended.summary, ended.cost_usd) == ("completed", "ok", 0.0)
     finally:
         writer.close()
     kinds = [r["kind"] for r in events_after(tmp_path, made[-1].last_seq)]

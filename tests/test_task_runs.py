@@ -86,7 +86,7 @@ async def test_an_answered_task_keeps_both_runs_and_counts_them_all(
     one, two = info.runs
     assert (one.status, one.summary, one.answer) == ("needs_user", "Which file?", "")
     assert one.tokens == first.tokens and one.cost_usd == first.cost_usd  # kept, not rewritten
-    assert (two.status, two.summary, two.answer) == ("finished", "red", "the red one")
+    assert (two.status, two.summary, two.answer) == ("completed", "red", "the red one")
     assert two.tokens.input_tokens > 0 and one.tokens.input_tokens == STEP[0]
     total = spent([r for r in fake_model.requests if not is_router(r)])
     assert info.tokens == one.tokens + two.tokens == total
