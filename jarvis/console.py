@@ -25,9 +25,10 @@ from jarvis.events import (
 )
 from jarvis.logfile import console_shows_events
 from jarvis.redaction import redact
+from jarvis.task_words import shown, status_word
 
 STATUS_STYLE = {
-    "finished": "bold green",
+    "completed": "bold green",
     "failed": "bold red",
     "needs_user": "bold yellow",
     "cancelled": "bold magenta",
@@ -112,9 +113,9 @@ class ConsoleReporter:
             if usage is not None
             else ""
         )
-        style = STATUS_STYLE.get(status, "bold")
+        style, word = STATUS_STYLE.get(status_word(status), "bold"), shown(status)
         self.console.print(
-            f"[{style}]{status}[/] after {steps} step(s){tokens}, ${cost:.4f}: {_shown(summary)}",
+            f"[{style}]{word}[/] after {steps} step(s){tokens}, ${cost:.4f}: {_shown(summary)}",
             soft_wrap=True,  # one line, however long: the terminal wraps it, not us
         )
 

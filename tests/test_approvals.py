@@ -399,5 +399,5 @@ async def test_daemon_holds_a_call_until_the_api_allows_it(
         kinds = [r["kind"] for r in api.journal()]
         assert kinds.index("approval_requested") < kinds.index("approval_resolved")
         [end] = [r for r in api.journal() if r["kind"] == "task_finished"]
-        assert end["status"] == "finished"
+        assert end["status"] == "completed"
     assert tkapp.entry_text() == "sudo id"

@@ -100,7 +100,7 @@ async def test_a_sandboxed_channel_runs_on_its_own_display(
         held.set()
         await until(lambda: len(_finished(api)) == 1, 60)
         [first] = _finished(api)
-        assert first["status"] == "finished", first
+        assert first["status"] == "completed", first
         got = _read_events(events)
         assert {"click", "key", "scroll"} <= {e["kind"] for e in got}
         assert [e["text"] for e in got if e["kind"] == "text"][-1] == "sandboxed"
@@ -112,7 +112,7 @@ async def test_a_sandboxed_channel_runs_on_its_own_display(
         posted = await client.post("/api/messages", json={"text": DESKTOP, "channel": "tui"})
         assert posted.status_code == 201, posted.text
         await until(lambda: len(_finished(api)) == 2, 60)
-        assert _finished(api)[1]["status"] == "finished", _finished(api)[1]
+        assert _finished(api)[1]["status"] == "completed", _finished(api)[1]
     assert tkapp.wait_for(lambda e: e["kind"] == "text" and e["text"] == "desk")
     assert len(steps[DESKTOP]) == 2
 
@@ -178,7 +178,7 @@ async def test_a_private_display_that_dies_mid_task_stops_it_with_the_reason(
             await until(lambda: _leftovers(str(events)) == [], 20)
             await client.post("/api/messages", json={"text": DESKTOP, "channel": "tui"})
             await until(lambda: len(_finished(api)) == 2, 60)
-            assert _finished(api)[1]["status"] == "finished", _finished(api)[1]
+            assert _finished(api)[1]["status"] == "completed", _finished(api)[1]
     finally:
         held.set()
     assert tkapp.wait_for(lambda e: e["kind"] == "text" and e["text"] == "after")
@@ -227,7 +227,7 @@ async def test_a_failed_move_back_never_leaves_the_agent_on_the_stopped_display(
         assert "not run: the desktop could not come back to" in stuck["summary"], stuck
         await client.post("/api/messages", json={"text": DESKTOP + " again", "channel": "tui"})
         await until(lambda: len(_finished(api)) == 3, 60)
-        assert _finished(api)[2]["status"] == "finished", _finished(api)[2]["summary"]
+        assert _finished(api)[2]["status"] == "completed", _finished(api)[2]["summary"]
     assert len(refused) == 2
     assert tkapp.wait_for(lambda e: e["kind"] == "text" and e["text"] == "home")
 
@@ -332,7 +332,7 @@ async def test_a_task_on_a_private_display_is_watched_and_taken_over_on_that_dis
         assert back.status_code == 200, back.text
         held.set()
         await until(lambda: len(_finished(api)) == 1, 60)
-        assert _finished(api)[0]["status"] == "finished", _finished(api)[0]
+        assert _finished(api)[0]["status"] == "completed", _finished(api)[0]
         assert (await client.get("/api/takeover")).json()["screen"] == "main"
         await asyncio.wait_for(view.ws.wait_closed(), 20)  # its view closed with the task
         await until(lambda: _leftovers(str(events)) == [], 20)  # x11vnc, app, Xvfb: gone
@@ -419,7 +419,7 @@ async def test_the_panel_takes_over_a_task_on_a_private_display(
         await page.click("#handback")
         await expect(page.locator("body")).to_have_attribute("data-holding", "no")
         held.set()
-        await expect(page.locator("#summary")).to_contain_text("finished", timeout=60_000)
+        await expect(page.locator("#summary")).to_contain_text("completed", timeout=60_000)
         await browser.close()
     assert "typed hi" in steps[1].all_text()
     tkapp.sync()

@@ -59,7 +59,7 @@ def test_starter_suite_with_the_oracle_passes_every_task(tmp_path: Path) -> None
         assert report.is_file() and os.path.relpath(report, Path(summary["html"]).parent) in page
         info = json.loads((report.parent / "run.json").read_text())
         assert info["channel"] == "eval" and info["model"] == "oracle"
-        assert info["status"] == "finished"
+        assert info["status"] == "completed"
         assert (report.parent / "steps" / "0001" / "before.jpg").is_file()
 
 

@@ -105,6 +105,6 @@ async def test_an_approval_allowed_in_the_panel_reaches_the_worker_and_forgeries
     # there takes keys, so it says so; a denied call would not have reached it)
     assert "keyboard focus" in (ran["error_message"] or "") or ran["ok"], ran
     [finished] = journal_of(api, "task_finished")
-    assert (finished["status"], finished["summary"]) == ("finished", "typed it")
+    assert (finished["status"], finished["summary"]) == ("completed", "typed it")
     assert "approval answer ignored" not in fleet.err(runner)
     assert "entry" in caplog.text and "from 'w9' refused" in caplog.text

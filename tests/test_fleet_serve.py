@@ -217,7 +217,7 @@ async def test_without_redis_a_message_waits_as_a_task_and_runs_when_redis_is_ba
             api.data_dir / "runs" / datetime.now().strftime("%Y-%m-%d") / "T001" / "run.json"
         ).read_text()
     )
-    assert run["status"] == "finished"
+    assert run["status"] == "completed"
 
 
 @pytest.mark.slow

@@ -243,9 +243,9 @@ async def test_a_worker_runs_a_task_and_its_record_lands_in_the_coordinators_dat
     kinds = [line["kind"] for line in lines]
     assert kinds[0] == "task_started" and kinds[-1] == "task_finished"
     assert kinds.count("step_finished") == 2 and "tool_call_finished" in kinds
-    assert lines[-1]["status"] == "finished" and lines[-1]["summary"] == SUMMARY
+    assert lines[-1]["status"] == "completed" and lines[-1]["summary"] == SUMMARY
     run = home / "runs" / datetime.now().strftime("%Y-%m-%d") / "T001"
-    assert json.loads((run / "run.json").read_text())["status"] == "finished"
+    assert json.loads((run / "run.json").read_text())["status"] == "completed"
     step_dirs = sorted(p for p in (run / "steps").iterdir() if p.is_dir())
     assert len(step_dirs) == 2
     assert all((d / "step.json").is_file() and (d / "before.jpg").is_file() for d in step_dirs)

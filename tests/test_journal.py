@@ -95,7 +95,7 @@ def test_lines_carry_seq_ts_kind_task_and_the_event_fields(tmp_path: Path) -> No
     assert (lines[2]["text"], lines[3]["text"]) == ("Thought: ", "click it.")
     assert lines[4]["arguments"] == {"x": 1} and lines[4]["call_id"] == "c1"
     run = json.loads((find_run(tmp_path, "T001") / "run.json").read_text())  # type: ignore[operator]
-    assert run["status"] == "finished" and run["channel"] == "web" and run["model"] == "m1"
+    assert run["status"] == "completed" and run["channel"] == "web" and run["model"] == "m1"
     assert run["tokens"] == {
         "input_tokens": 150,
         "output_tokens": 30,
@@ -272,7 +272,7 @@ def test_list_runs_newest_first_and_a_dead_running_run_is_interrupted(tmp_path: 
     bus.emit(StepFinished(task_id="T002", step=1, input_tokens=5, output_tokens=2, cost_usd=0.1))
     runs = list_runs(tmp_path).runs
     assert [r.task_id for r in runs] == ["T002", "T001"]
-    assert runs[0].status == "running" and runs[0].steps == 1  # this process is alive
+    assert runs[0].status == "in_progress" and runs[0].steps == 1  # this process is alive
     assert runs[0].tokens == Usage(input_tokens=5, output_tokens=2)
     assert runs[1].channel == "tui" and runs[0].channel == "unknown"
     writer.close()

@@ -36,7 +36,7 @@ def test_jarvis_run_writes_the_journal_and_jarvis_runs_shows_it(
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
     [run] = list_runs(data).runs
-    assert (run.status, run.channel, run.steps) == ("finished", "cli", 1)
+    assert (run.status, run.channel, run.steps) == ("completed", "cli", 1)
     assert run.tokens.input_tokens == 340 and run.tokens.output_tokens == 57  # step + verification
     assert run.task == "move the pointer"
     assert run.verdict == Verdict(done=True, reason="the pointer moved")
@@ -64,8 +64,8 @@ def test_jarvis_run_writes_the_journal_and_jarvis_runs_shows_it(
     capsys.readouterr()
     assert main(["runs", "--data-dir", str(data)]) == 0
     listing = capsys.readouterr().out
-    assert run.task_id in listing and "finished" in listing and "move the pointer" in listing
-    assert "finished: moved it (verified: the pointer moved)" in listing  # the ending column
+    assert run.task_id in listing and "completed" in listing and "move the pointer" in listing
+    assert "completed: moved it (verified: the pointer moved)" in listing  # the ending column
 
     assert main(["runs", "--data-dir", str(data), "show", run.task_id]) == 0
     shown = capsys.readouterr().out
@@ -73,7 +73,7 @@ def test_jarvis_run_writes_the_journal_and_jarvis_runs_shows_it(
     assert "thought: Reflection: a desktop. Thought: move the pointer, then finish." in shown
     assert 'mouse_move {"x": 30, "y": 30}' in shown and "mouse_move ok (" in shown
     assert "verification passed: the pointer moved" in shown
-    assert "task finished: moved it (1 steps)" in shown
+    assert "task completed: moved it (1 steps)" in shown
     assert shown.count("thought:") == 1  # the coalesced pieces read as one thought
 
     assert main(["runs", "show", run.task_id, "--json", "--data-dir", str(data)]) == 0

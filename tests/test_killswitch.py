@@ -230,7 +230,7 @@ async def test_daemon_survives_the_hotkey_and_jarvis_stop(
     first, second, third = ends(api)
     assert (first["status"], first["stopped_by"]) == ("cancelled", "hotkey")
     assert (second["status"], second["stopped_by"]) == ("cancelled", "cli")
-    assert third["status"] == "finished"
+    assert third["status"] == "completed"
     assert [t["status"] for t in todos] == ["cancelled", "cancelled", "completed"]
     assert len(tkapp.notes_text()) < len(LONG_TEXT) // 2
 

@@ -52,6 +52,6 @@ def test_make_run_without_display_uses_a_virtual_display_with_a_terminal(
         timeout=300,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "virtual display" in proc.stdout and "finished after 2 step(s)" in proc.stdout
+    assert "virtual display" in proc.stdout and "completed after 2 step(s)" in proc.stdout
     assert out.read_text() == "made-by-jarvis\n"  # typed into the terminal, which ran it
     assert "sk-test-make-run" not in proc.stdout + proc.stderr

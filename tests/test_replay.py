@@ -102,7 +102,7 @@ def test_replay_repeats_exactly(tkapp: TkApp, recording: Recording, capsys) -> N
     methods = [c["method"] for _, s in replayed for c in (s.replay or {}).get("calls", [])]
     assert methods == ["exact", "window", "exact"]
     info = json.loads((outcome_folder / "run.json").read_text())
-    assert info["status"] == "finished" and info["channel"] == "replay"
+    assert info["status"] == "completed" and info["channel"] == "replay"
     assert json.loads((outcome_folder / "replay.json").read_text())["of"] == recording.task_id
     # the replay's report shows how each action was placed against the recording
     html = Path(report).read_text()

@@ -105,7 +105,7 @@ async def test_report_in_chromium(
             assert await page.locator("nav.filmstrip a").count() == len(steps)
             assert await page.locator("section.step.failed").count() == 1
             assert await page.locator("#step-2.failed").count() == 1
-            assert await page.locator("#status").text_content() == "finished"
+            assert await page.locator("#status").text_content() == "completed"
             assert await page.locator("h1").text_content() == "fill the box and press OK"
 
             checked = 0

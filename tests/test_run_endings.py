@@ -1,6 +1,6 @@
 """How a run ended is always said: the report and ``jarvis runs`` name the ending of each
-kind (finished with the summary and the verification, failed with the reason, cancelled
-with who stopped it, needs you with the question), and the step a cancel cut short is
+kind (completed with the summary and the verification, failed with the reason, cancelled
+with who stopped it, waiting for you with the question), and the step a cancel cut short is
 badged cancelled, not failed. The events go through the real JournalWriter."""
 
 from __future__ import annotations
@@ -26,12 +26,13 @@ from jarvis.runs.reader import find_run, list_runs
 from jarvis.runs.report import render
 from jarvis.runs.run_info import RunInfo
 from jarvis.runs.step_file import Monitor, StepFile, step_folder
+from jarvis.task_words import shown
 
 ENDINGS = {
-    "T001": ("finished", "saved it", None, "finished: saved it (verified: it is saved)"),
+    "T001": ("finished", "saved it", None, "completed: saved it (verified: it is saved)"),
     "T002": ("failed", "the window never opened", None, "failed: the window never opened"),
     "T003": ("cancelled", "cancelled by web", "web", "cancelled by web"),
-    "T004": ("needs_user", "Which file?", None, "needs you: Which file?"),
+    "T004": ("needs_user", "Which file?", None, "waiting for you: Which file?"),
 }
 
 
@@ -94,7 +95,7 @@ def test_the_report_says_how_each_kind_of_run_ended(tmp_path: Path, task_id: str
     folder = find_run(tmp_path, task_id)
     assert folder is not None
     page = render(folder)
-    assert text_of(page, "ending") == f"{status} {said}"
+    assert text_of(page, "ending") == f"{shown(status)} {said}"
     info = RunInfo.load(folder)
     assert info.ending == said and info.runs[0].ending == said
     if status == "cancelled":  # a person stopped it: not a failure

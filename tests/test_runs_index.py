@@ -117,7 +117,7 @@ def test_paging_yields_each_run_once_newest_first(big: tuple[Path, list[Made]]) 
     page = list_runs(data, 3)
     assert [r.task_id for r in page.runs] == newest_first[:3]
     assert page.runs[0].folder == made[-1].folder.relative_to(data).as_posix()
-    assert (page.runs[0].status, page.runs[0].ending) == ("finished", "finished: done")
+    assert (page.runs[0].status, page.runs[0].ending) == ("completed", "completed: done")
     later = list_runs(data, 2, page.next)
     assert [r.task_id for r in later.runs] == newest_first[3:5]
     for bad in ("x", "2024-01-01/x/T00001", "2024-01-01/1.0/../x", "2024-01-01/inf/T1", ""):
@@ -209,12 +209,12 @@ def test_the_writer_keeps_the_index_current(tmp_path: Path) -> None:
         bus.emit(TaskStarted(task_id="T00003", task="again", ts=time.time()))  # an old id
         bus.emit(StepFinished(task_id="T00003", step=1, cost_usd=0.5))
         [running] = list_runs(tmp_path, 1).runs
-        assert (running.task_id, running.status, running.steps) == ("T00003", "running", 1)
+        assert (running.task_id, running.status, running.steps) == ("T00003", "in_progress", 1)
         with RunIndex(tmp_path) as index:
             assert index.journals_after(made[-1].last_seq) == [running_journal(tmp_path)]
         bus.emit(TaskFinished(task_id="T00003", status="finished", summary="ok", steps=1))
         ended = list_runs(tmp_path, 1).runs[0]
-        assert (ended.status, ended.summary, ended.cost_usd) == ("finished", "ok", 0.0)
+        assert (ended.status, ended.summary, ended.cost_usd) == ("completed", "ok", 0.0)
     finally:
         writer.close()
     kinds = [r["kind"] for r in events_after(tmp_path, made[-1].last_seq)]
@@ -252,7 +252,7 @@ def test_a_running_run_whose_process_is_gone_is_interrupted(tmp_path: Path) -> N
     assert run.status == "interrupted"
     info["pid"] = os.getpid()  # changed behind the index's back: read again
     (made.folder / "run.json").write_text(json.dumps(info))
-    assert list_runs(tmp_path).runs[0].status == "running"
+    assert list_runs(tmp_path).runs[0].status == "in_progress"
 
 
 @pytest.mark.usefixtures("xserver")

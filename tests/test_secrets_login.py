@@ -132,7 +132,7 @@ def test_a_login_with_type_secret_leaves_the_password_nowhere(
             await asyncio.wait_for(stream, 120)
             await until(lambda: api.journal("T001")[-1]["kind"] == "reply_ready")
             task = (await client.get("/api/tasks/T001")).json()
-            assert task["run"]["status"] == "finished", task["run"]
+            assert task["run"]["status"] == "completed", task["run"]
             for path in ("/api/todos", "/api/runs", "/api/approvals", "/api/health"):
                 assert (await client.get(path)).status_code == 200
             return got

@@ -215,7 +215,7 @@ async def test_a_takeover_stops_the_agent_typing_and_the_hand_back_resumes_with_
     [ended] = [r for r in api.journal("T001") if r["kind"] == "takeover_ended"]
     assert ended["by"] == "web" and ended["note"] == "I typed a Z at the end"
     [done] = [r for r in api.journal("T001") if r["kind"] == "task_finished"]
-    assert done["status"] == "finished", done
+    assert done["status"] == "completed", done
     page = report_for(settings.data_dir, "T001").read_text(encoding="utf-8")
     assert 'id="takeovers"' in page and "web had the screen for" in page
     assert "I typed a Z at the end" in page

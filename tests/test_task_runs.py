@@ -86,7 +86,7 @@ async def test_an_answered_task_keeps_both_runs_and_counts_them_all(
     one, two = info.runs
     assert (one.status, one.summary, one.answer) == ("needs_user", "Which file?", "")
     assert one.tokens == first.tokens and one.cost_usd == first.cost_usd  # kept, not rewritten
-    assert (two.status, two.summary, two.answer) == ("finished", "red", "the red one")
+    assert (two.status, two.summary, two.answer) == ("completed", "red", "the red one")
     assert two.tokens.input_tokens > 0 and one.tokens.input_tokens == STEP[0]
     total = spent([r for r in fake_model.requests if not is_router(r)])
     assert info.tokens == one.tokens + two.tokens == total
@@ -125,7 +125,7 @@ async def test_an_answered_task_keeps_both_runs_and_counts_them_all(
     assert main(["runs", "--data-dir", str(api.data_dir)]) == 0
     [listed] = [line for line in capsys.readouterr().out.splitlines() if " T001 " in line]
     assert f"{total.input_tokens + total.output_tokens} tok ${info.cost_usd:.4f}" in listed
-    assert "finished: red (verified: red is open) (2 runs)" in listed
+    assert "completed: red (verified: red is open) (2 runs)" in listed
 
 
 async def test_a_task_cancelled_mid_stream_counts_the_tokens_it_used(
@@ -190,7 +190,7 @@ async def test_a_task_updated_by_a_merged_message_keeps_both_runs_and_its_title(
     info = RunInfo.load(folder)
     assert info.task == "open the file" and [p.run for p in info.runs] == [1, 2]
     one, two = info.runs
-    assert (one.status, two.status, two.answer) == ("needs_user", "finished", "the red one")
+    assert (one.status, two.status, two.answer) == ("needs_user", "completed", "the red one")
     total = spent([r for r in fake_model.requests if not is_router(r)])
     assert info.tokens == one.tokens + two.tokens == total
     assert info.cost_usd == pytest.approx(one.cost_usd + two.cost_usd)

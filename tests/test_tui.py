@@ -48,7 +48,7 @@ async def test_opens_on_recent_runs_with_cards_and_endings() -> None:
         assert "ms" in str(ok.title)
         texts = [str(s.render()) for s in view(app, "T001").query(".verification, .ending")]
         assert texts[0].startswith("✓ verified: The notes field shows hello world.")
-        assert texts[1].startswith("✓ finished after 3 step(s): Typed hello world")
+        assert texts[1].startswith("✓ completed after 3 step(s): Typed hello world")
         assert view(app, "T003").query(".ending.cancelled")
         status = str(app.status.render())  # the newest task's usage, not a sum of all
         assert status.endswith("idle · T003 tokens 0 in / 0 out · $0.0000"), status
@@ -78,7 +78,7 @@ async def test_thought_streams_as_markdown_with_coalesced_writes() -> None:
         assert thought.draws < 29  # drawn in a few coalesced writes, not one per delta
         assert "Reading&#160;the&#160;screen&#160;slowly" in app.export_screenshot()
         assert view(app, "T003").has_class("live")
-        assert "running T003" in str(app.status.render())
+        assert "T003 in progress" in str(app.status.render())
 
 
 async def test_cards_appear_while_the_model_streams_and_fill_in() -> None:

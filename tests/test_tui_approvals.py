@@ -122,7 +122,7 @@ async def test_a_live_request_shows_the_exact_call_rings_and_takes_the_focus() -
         assert card.query(Input)
         [said] = warnings(app)
         assert "type: the text to type contains 'rm -rf'" in said and "T005" in said
-        assert "running T005 · ⚠ 1 approval waiting · T005 tokens" in str(app.status.render())
+        assert "T005 in progress · ⚠ 1 approval waiting · T005 tokens" in str(app.status.render())
 
 
 async def test_allow_once_by_key_then_the_resolved_card_takes_no_more_answers() -> None:

@@ -42,7 +42,7 @@ async def test_the_status_line_shows_the_running_task_not_the_sum_of_all_runs() 
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
         backend.push(*step_1)  # T009 runs: its first step only
-        await until(lambda: "running T009" in status(app), pilot)
+        await until(lambda: "T009 in progress" in status(app), pilot)
         [step] = [line for line in step_1 if line["kind"] == "step_finished"]
         want = f"T009 tokens {step['input_tokens']} in / {step['output_tokens']} out"
         await until(lambda: want in status(app), pilot)
@@ -71,7 +71,7 @@ async def test_escape_closes_the_help_and_does_not_cancel() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
         backend.push(*live[:3])  # T009 runs
-        await until(lambda: "running T009" in status(app), pilot)
+        await until(lambda: "T009 in progress" in status(app), pilot)
         await pilot.press("f1")
         await until(lambda: app.screen.query(HelpPanel), pilot)
         await pilot.press("escape")

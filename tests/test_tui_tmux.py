@@ -105,7 +105,7 @@ def test_jarvis_tui_in_tmux_starts_its_gateway_runs_a_typed_task_and_stops_it(
     tmux.run("send-keys", "-t", "tui", "-l", "move the pointer a little")
     tmux.run("send-keys", "-t", "tui", "Enter")
     screen = tmux.wait_for(lambda s: "T001" in s and "move the pointer a little" in s, 60)
-    screen = tmux.wait_for(lambda s: "finished after" in s, 90)
+    screen = tmux.wait_for(lambda s: "completed after" in s, 90)
     assert "mouse_move(x=30, y=30)" in screen
     assert "✓ verified" in screen
 
@@ -195,3 +195,49 @@ def test_a_tui_whose_gateway_cannot_start_says_why(tmp_path: Path) -> None:
     said = done.stderr.strip().splitlines()
     assert len(said) == 1 and "ANTHROPIC_API_KEY is not set" in said[0], done.stderr
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_a_message_sent_in_tmux_is_on_screen_within_a_second_of_enter(
+    tmux: Tmux, tmp_path: Path, fake_model: FakeModel
+) -> None:
+    """Issue 41 point 6: the real `jarvis tui` in a terminal shows the message it sent
+    (``› TEXT · sending…`` / ``sent · routing…``) within 1 s of Enter, read back with
+    capture-pane polled against a deadline; then the task it became."""
+    fake_model.set_default(model)
+    data = tmp_path / "data"
+    (data / "config").mkdir(parents=True)
+    settings = {"max_retries": 0, "settle_ceiling_ms": 200, "long_term_memory": False}
+    (data / "config" / "settings.json").write_text(json.dumps(settings))
+    env = {
+        "DISPLAY": os.environ["DISPLAY"],
+        "XAUTHORITY": os.environ["XAUTHORITY"],
+        "ANTHROPIC_API_KEY": "sk-test-tmux-0123456789",
+        "ANTHROPIC_BASE_URL": fake_model.anthropic_base_url,
+        "HF_HUB_OFFLINE": "1",
+        "ANONYMIZED_TELEMETRY": "False",
+    }
+    env_args = [a for k, v in env.items() for a in ("-e", f"{k}={v}")]
+    command = f"exec {JARVIS} tui --data-dir {data}"
+    # wide enough that the note's state is not cut off beside the screen panel
+    tmux.run("new-session", "-d", "-s", "tui", "-x", "160", "-y", "36", *env_args, command)
+    tmux.wait_for(lambda s: "own gateway pid" in s and "live" in s and "Quit" in s, 90)
+    gateway_pid = int(json.loads((data / "serve.lock").read_text())["pid"])
+    text = "move it"
+    tmux.run("send-keys", "-t", "tui", "-l", text)
+    typed = tmux.wait_for(lambda s: text in s, 10)  # in the prompt, not sent yet
+    assert f"› {text} ·" not in typed
+
+    tmux.run("send-keys", "-t", "tui", "Enter")
+    pressed = time.monotonic()
+    while True:
+        screen = tmux.screen()
+        notes = [line for line in screen.splitlines() if f"› {text} · " in line]
+        if notes and any(word in notes[0] for word in ("sending", "sent", "became T001")):
+            break
+        assert time.monotonic() - pressed < 1.0, f"no echo within 1 s of Enter:\n{screen}"
+    tmux.wait_for(lambda s: f"› {text} · became T001" in s, 60)
+    tmux.run("kill-session", "-t", "tui")  # the TUI and the gateway it started end
+    closed = time.monotonic()
+    while not gone(gateway_pid):
+        assert time.monotonic() - closed < 10, "the TUI's gateway outlived its terminal"
+        time.sleep(0.05)

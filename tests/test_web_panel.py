@@ -146,6 +146,10 @@ async def run_the_panel(api: Api, page: Any, model: Model, expect: Any) -> None:
     await page.click("#send")
     await expect(page.locator("#answer-box")).to_be_visible(timeout=30_000)
     await expect(page.locator("#question")).to_have_text("Which colour?")
+    # the status words of every face (jarvis.task_words): needs_user reads "waiting for you"
+    await expect(page.locator("#todos li[data-id='T002'] .status")).to_have_text("waiting for you")
+    await expect(page.locator("#task-status")).to_have_text("waiting for you")
+    await expect(page.locator("#summary")).to_contain_text("waiting for you: Which colour?")
     error_card = page.locator(".card[data-state='error']")
     await expect(error_card).to_have_count(1)
     assert await error_card.get_attribute("open") is not None  # errors open
@@ -159,7 +163,7 @@ async def run_the_panel(api: Api, page: Any, model: Model, expect: Any) -> None:
     await until(lambda: api.journal("T002")[-1]["kind"] == "reply_ready", 30)
     assert "run 2" not in await page.locator("#message").inner_text()  # nothing live
     await page.evaluate("connect()")
-    await expect(page.locator("#summary")).to_contain_text("finished: blue", timeout=30_000)
+    await expect(page.locator("#summary")).to_contain_text("completed: blue", timeout=30_000)
     await expect(page.locator("#verification")).to_contain_text("Passed: looks done")
     await expect(page.locator("#todos li[data-id='T002']")).to_contain_text("completed")
     # the thread shows the answer that started run 2; the title and the totals are the task's
@@ -176,5 +180,5 @@ async def run_the_panel(api: Api, page: Any, model: Model, expect: Any) -> None:
     # a reload rebuilds the same message from the journal
     thought_before = await page.locator("#message").inner_text()
     await page.reload()
-    await expect(page.locator("#summary")).to_contain_text("finished: blue")
+    await expect(page.locator("#summary")).to_contain_text("completed: blue")
     assert await page.locator("#message").inner_text() == thought_before

@@ -129,7 +129,7 @@ async def test_allow_once_from_the_card_lets_the_call_run(
         assert resolved["by"] == "web"
         typed = [r for r in journal_of(api, "tool_call_finished") if r["tool_name"] == "type"]
         assert [r["ok"] for r in typed] == [True]
-        assert journal_of(api, "task_finished")[0]["status"] == "finished"
+        assert journal_of(api, "task_finished")[0]["status"] == "completed"
         await expect(page.locator("#live")).to_be_hidden()  # the task ended
     assert tkapp.entry_text() == HELD  # the allowed call ran
 

@@ -154,7 +154,7 @@ async def test_the_panel_views_takes_over_and_hands_back(
         await page.fill("#handback-note", "I wrote hello in the box")
         await page.click("#handback")
         await expect(page.locator("#vnc")).to_have_attribute("data-mode", "view")
-        await expect(page.locator("#summary")).to_contain_text("finished: typed", timeout=30_000)
+        await expect(page.locator("#summary")).to_contain_text("completed: typed", timeout=30_000)
         assert len(typing) == 2
         resumed = typing[1].all_text()
         assert "A person (web) took over the desktop" in resumed
@@ -178,7 +178,7 @@ async def test_the_panel_views_takes_over_and_hands_back(
         await page.fill("#handback-note", "logged in")
         await page.click("#handback")
         summary = page.locator("#summary")
-        await expect(summary).to_contain_text("finished: logged in", timeout=30_000)
+        await expect(summary).to_contain_text("completed: logged in", timeout=30_000)
         assert len(asking) == 2 and "logged in" in asking[1].all_text()
         [ended] = [r for r in api.journal("T002") if r["kind"] == "takeover_ended"]
         assert ended["note"] == "logged in" and ended["by"] == "web"

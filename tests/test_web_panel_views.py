@@ -97,7 +97,7 @@ async def test_thoughts_as_markdown_call_lines_and_an_enlarged_screen(
             await expect(page.locator("#conn")).to_have_attribute("data-state", "live")
             await page.fill("#task-input", "move the pointer and type a word")
             await page.click("#send")
-            await expect(page.locator("#summary")).to_contain_text("finished", timeout=WAIT)
+            await expect(page.locator("#summary")).to_contain_text("completed", timeout=WAIT)
 
             thought = page.locator(".step").first.locator(".thought")
             await expect(thought.locator("h4")).to_have_text("Plan")

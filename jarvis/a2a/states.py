@@ -6,6 +6,8 @@ metadata, so a client that reconnects (``SubscribeToTask``, optionally with a
 has. Mapping: ``task_started`` and ``step_started``/``step_finished`` are WORKING with a
 status message, ``approval_requested`` is AUTH_REQUIRED until its ``approval_resolved``,
 ``reply_ready`` ends the task (COMPLETED, FAILED, CANCELED) or asks (INPUT_REQUIRED).
+Jarvis's own words go in ``metadata``: a task's ``jarvis`` is the control API's task shape
+(``id``, ``title``, ``status``, ``summary``), an ending event's ``jarvis_status`` its word.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from a2a.types import (
 
 from jarvis.gateway.todos import Todo
 from jarvis.runs.report import render
+from jarvis.task_words import status_word
 
 S = TaskState
 TERMINAL = frozenset(
@@ -88,7 +91,9 @@ class Mapper:
             state = ENDINGS.get(record.get("status", ""), S.TASK_STATE_FAILED)
         if text is None:
             return []
-        meta = {"seq": seq, "kind": str(kind)}
+        meta: dict[str, Any] = {"seq": seq, "kind": str(kind)}
+        if kind == "reply_ready" and record.get("status"):
+            meta["jarvis_status"] = status_word(str(record["status"]))
         out: list[Update] = []
         if kind == "reply_ready" and state == S.TASK_STATE_COMPLETED:
             for artifact in ending or []:
@@ -192,6 +197,13 @@ def artifacts(
     return out
 
 
+def jarvis_task(todo: Todo) -> dict[str, Any]:
+    """The task in the control API's shape and words (``status`` in_progress, needs_user...,
+    :mod:`jarvis.task_words`), for the A2A task's ``metadata``: A2A's ``status.state``
+    keeps the protocol's states."""
+    return {"id": todo.id, "title": todo.title, "status": todo.status, "summary": todo.summary}
+
+
 def task_of(
     task_id: str,
     context_id: str,
@@ -209,6 +221,7 @@ def task_of(
     meta: dict[str, Any] = {"last_seq": seq}
     if todo is not None:
         meta["jarvis_task"] = todo.id
+        meta["jarvis"] = jarvis_task(todo)
     return Task(
         id=task_id,
         context_id=context_id,

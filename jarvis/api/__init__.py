@@ -38,7 +38,7 @@ Endpoints (JSON unless said otherwise)::
          error_message, latency_ms, data}], timings_ms, input_tokens, output_tokens,
          cost_usd, screenshot, finished}]; events = the task's journal lines
     POST /api/tasks/{id}/cancel {by: tui|web|api|mcp = api}
-         -> 202 {task_id, status: cancelled}   (409 when ended)
+         -> 202 {Todo}   (the task, status cancelled; 409 when ended)
     POST /api/tasks/{id}/answer {text, channel: tui|web|api|mcp = api}
          -> 202 {message_id, channel, task_id}
          an inbox message addressed to the task (header ``answers:T003``); the router
@@ -67,6 +67,8 @@ Endpoints (JSON unless said otherwise)::
          x-jarvis-step say whose); 404/409 {detail} when nothing can be shown, e.g. no task
          runs and the coordinator has no display (jarvis.api.fleet_live)
     GET  /api/health -> {status, version, pid, ready, running, last_seq}
+    GET  /api/task-words -> {statuses, shown}   the status words of every face and how a
+         person reads each (jarvis.task_words)
     GET  /api/approvals -> {pending: [approval_requested event]}   (jarvis.api.approvals)
     POST /api/approvals/{id} {decision: allow_once|allow_task|deny, note?}
          -> 200 {approval_id, decision}   (404 unknown or already answered)

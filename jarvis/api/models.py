@@ -36,10 +36,14 @@ class Todos(BaseModel):
     todos: list[TodoView]
 
 
-class Cancelled(BaseModel):
-    task_id: str
-    status: TodoStatus
-    """``cancelled``."""
+class TaskWords(BaseModel):
+    """The task status words of every face (:mod:`jarvis.task_words`)."""
+
+    statuses: list[str]
+    """The words ``status`` takes on a task: pending, in_progress, completed, failed,
+    needs_user, cancelled."""
+    shown: dict[str, str]
+    """Each word (and a run's ``interrupted``) as a person reads it: "in progress"..."""
 
 
 class Runs(BaseModel):

@@ -19,7 +19,15 @@ from jarvis.api.auth import COOKIE, LoginCodes, cookie_value
 from jarvis.api.fleet_live import NoPicture
 from jarvis.api.fleet_parts import is_fleet
 from jarvis.api.live import LiveScreen, NoDisplay
-from jarvis.api.models import Cancelled, Health, Runs, Todos, TodoView, Workers, WorkerView
+from jarvis.api.models import (
+    Health,
+    Runs,
+    TaskWords,
+    Todos,
+    TodoView,
+    Workers,
+    WorkerView,
+)
 from jarvis.api.screens import Screens
 from jarvis.api.stream import EventHub, event_stream
 from jarvis.api.views import (
@@ -37,6 +45,7 @@ from jarvis.gateway.message_format import MAX_MESSAGE_CHARS
 from jarvis.gateway.service import DaemonService, Submitted, TaskRecord
 from jarvis.gateway.todos import TodoState
 from jarvis.runs.listing import BadCursor
+from jarvis.task_words import SHOWN, STATUSES
 
 COOKIE_MAX_AGE_S = 30 * 24 * 3600
 Channel = Literal["web", "tui", "api"]
@@ -178,9 +187,10 @@ class CancelIn(BaseModel):
 @router.post("/tasks/{task_id}/cancel", status_code=202)
 async def cancel(
     task_id: TaskId, d: D, body: Annotated[CancelIn | None, Body()] = None
-) -> Cancelled:
+) -> TodoView:
     """A person's cancel: the task ends ``cancelled`` (a running one stops within a moment),
-    recorded as stopped by ``by`` (the TUI's Esc sends tui, the web panel's button web)."""
+    recorded as stopped by ``by`` (the TUI's Esc sends tui, the web panel's button web).
+    The answer is the task, as ``GET /api/todos`` gives it."""
     by = (body or CancelIn()).by
     try:
         todo = await d.service.cancel(task_id, by)
@@ -188,7 +198,7 @@ async def cancel(
         raise HTTPException(404, f"no task {task_id}") from None
     except TodoState as exc:
         raise HTTPException(409, str(exc)) from exc
-    return Cancelled(task_id=todo.id, status=todo.status)
+    return TodoView.model_validate(todo_view(todo))
 
 
 @router.post("/tasks/{task_id}/answer", status_code=202)
@@ -324,6 +334,12 @@ async def approval_shot(approval_id: str, d: D) -> FileResponse:
 def _image(path: Path) -> FileResponse:
     media = IMAGE_SUFFIXES[path.suffix.lower()]
     return FileResponse(path, media_type=media, headers={"cache-control": "no-store"})
+
+
+@router.get("/task-words")
+async def task_words() -> TaskWords:
+    """The status words of every task and how a person reads each (the web panel's)."""
+    return TaskWords(statuses=list(STATUSES), shown=SHOWN)
 
 
 @router.get("/health")

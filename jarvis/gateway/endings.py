@@ -17,6 +17,7 @@ from jarvis.gateway.markdown import format_timestamp, now
 from jarvis.gateway.message_format import Message
 from jarvis.gateway.queue import MessageQueue
 from jarvis.gateway.todos import Todo, TodoList
+from jarvis.task_words import status_word
 
 if TYPE_CHECKING:
     from jarvis.agent.agent import TaskOutcome
@@ -26,11 +27,9 @@ log = logging.getLogger(__name__)
 ENDED = ("completed", "failed", "cancelled", "needs_user")
 """Task statuses after which the task's messages are answered (archived)."""
 STATUS_OF_RUN = {
-    "finished": "completed",
-    "failed": "failed",
-    "needs_user": "needs_user",
-    "cancelled": "cancelled",
+    word: status_word(word) for word in ("finished", "failed", "needs_user", "cancelled")
 }
+"""The agent's ending words (its ``finished`` tool) as the API's (:mod:`jarvis.task_words`)."""
 
 
 @dataclass

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
@@ -55,8 +55,10 @@ from jarvis.gateway.markdown import (
 )
 from jarvis.gateway.message_format import ID_PATTERN, KEY_PATTERN
 from jarvis.redaction import redact
+from jarvis.task_words import TaskStatus
 
-TodoStatus = Literal["pending", "in_progress", "completed", "failed", "needs_user", "cancelled"]
+TodoStatus = TaskStatus
+"""The task status words of every face (:mod:`jarvis.task_words`)."""
 STATUSES: tuple[str, ...] = get_args(TodoStatus)
 OPEN_STATUSES = ("pending", "in_progress", "needs_user")
 FINAL_STATUSES = ("completed", "failed", "needs_user", "cancelled")

@@ -5,7 +5,7 @@ A task is the API's ``todos.md`` entry (:class:`jarvis.api.models.TodoView`) cut
 MCP client needs: ``id``, ``title``, ``status``, ``summary`` and its times. ``status`` is one
 of the todo list's words (:data:`STATUSES`), the same on ``run_task``, ``answer``,
 ``get_task``, ``list_tasks`` and ``cancel_task``; a run's own ending words (``finished`` ...)
-are turned into them by :data:`jarvis.gateway.endings.STATUS_OF_RUN`. Each model is a
+are turned into them by :func:`jarvis.task_words.status_word`. Each model is a
 tool's output schema, so a client can read the result without parsing text.
 
 An MCP error is one line: :func:`one_line` turns the SDK's multi-line pydantic report of
@@ -18,8 +18,8 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from jarvis.gateway.endings import STATUS_OF_RUN
 from jarvis.gateway.todo_format import TodoStatus
+from jarvis.task_words import status_word
 
 STATUSES: tuple[str, ...] = get_args(TodoStatus)
 """pending, in_progress, completed, failed, needs_user, cancelled."""
@@ -100,8 +100,8 @@ def task_of(todo: dict[str, Any], status: str | None = None) -> dict[str, Any]:
 
 
 def todo_status(run_status: str) -> str:
-    """A run's ending word (finished, failed, needs_user, cancelled) as the todo list's."""
-    return STATUS_OF_RUN.get(run_status, run_status)
+    """A run's ending word as the todo list's (an older journal's ``finished`` too)."""
+    return status_word(run_status)
 
 
 def one_line(tool: str, exc: ValidationError) -> str:

@@ -23,6 +23,7 @@ from jarvis.runs.reader import (
     read_events,
 )
 from jarvis.runs.run_info import RunSummary, ending_text
+from jarvis.task_words import shown
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 TEXT_MAX = 100
@@ -81,7 +82,7 @@ def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
 
 
 HEADER = (
-    f"{'started':<16}  {'task':<12} {'status':<11} {'steps':>9} {'tokens':>11} {'cost':>7}  "
+    f"{'started':<16}  {'task':<12} {'status':<15} {'steps':>9} {'tokens':>11} {'cost':>7}  "
     f"{'from':<6} {'what':<40}  ending"
 )
 """The listing's header row, in the columns of :func:`run_line`."""
@@ -92,7 +93,7 @@ def run_line(run: RunSummary) -> str:
     tokens = run.tokens.input_tokens + run.tokens.output_tokens
     several = f" ({run.run_count} runs)" if run.run_count > 1 else ""
     return (
-        f"{_when(run.started)}  {run.task_id:<12} {run.status:<11} {run.steps:>3} steps "
+        f"{_when(run.started)}  {run.task_id:<12} {shown(run.status):<15} {run.steps:>3} steps "
         f"{tokens:>7} tok ${run.cost_usd:.4f}  {run.channel:<6} {_short(run.task, 40):<40}  "
         f"{_short(run.ending, 60)}{several}"
     )
@@ -110,7 +111,7 @@ def _show(task_id: str, settings: Settings, as_json: bool) -> int:
         return EXIT_OK
     run = load_run(settings.data_dir, folder)
     print(f"{run.task_id}: {run.task}")
-    print(f"  {run.status}, {run.steps} steps, {run.channel}, {run.model}, {run.folder}")
+    print(f"  {shown(run.status)}, {run.steps} steps, {run.channel}, {run.model}, {run.folder}")
     print(f"  {run.ending}")
     if len(run.runs) > 1:
         for part in run.runs:
@@ -186,7 +187,8 @@ def describe(record: dict[str, Any]) -> str:
     if kind == "warning":
         return f"warning: {r.get('message')}"
     if kind == "reply_ready":
-        return f"reply to {r.get('channel')}: {r.get('status')}: {_short(str(r.get('text')), 80)}"
+        said = shown(str(r.get("status")))
+        return f"reply to {r.get('channel')}: {said}: {_short(str(r.get('text')), 80)}"
     if kind == "model_retry":
         return f"model retry {r.get('attempt')} in {r.get('delay_s')}s: {r.get('reason')}"
     rest = {k: v for k, v in r.items() if k not in ("seq", "ts", "kind", "task_id")}

@@ -1,6 +1,7 @@
 """One run folder on disk, ``runs/DATE/TASK_ID/`` (format: :mod:`jarvis.runs.journal`).
 
-- :func:`read_events`: the lines of one journal that parse, in file order; a torn or broken
+- :func:`read_events`: the lines of one journal that parse, in file order (an older
+  ``task_finished``'s ``finished`` read as ``completed``); a torn or broken
   line is skipped with a warning. :func:`last_seq`: its last ``seq``, read from its end.
 - :func:`read_run` and :func:`load_run`: its ``run.json``, rebuilt from the journal when
   missing or broken.
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from jarvis.runs.run_info import RUN_FILE, RunInfo, Verdict, event_usage
+from jarvis.task_words import INTERRUPTED, status_word
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,8 @@ def _parse(raw: bytes) -> dict[str, Any] | None:
         return None
     if not isinstance(record.get("kind"), str):
         return None
+    if record["kind"] == "task_finished" and isinstance(record.get("status"), str):
+        record["status"] = status_word(record["status"])  # an older journal's finished
     return record
 
 
@@ -133,12 +137,12 @@ def read_run(folder: Path) -> RunInfo:
 
 
 def load_run(data_dir: Path, folder: Path) -> RunInfo:
-    """:func:`read_run` with ``folder`` set, and a ``running`` run whose process is gone
-    shown as ``interrupted``."""
+    """:func:`read_run` with ``folder`` set, and an ``in_progress`` run whose process is
+    gone shown as ``interrupted``."""
     run = read_run(folder)
     run.folder = str(folder.relative_to(data_dir))
-    if run.status == "running" and not alive(run.pid):
-        run.status = run.current.status = "interrupted"
+    if run.status == "in_progress" and not alive(run.pid):
+        run.status = run.current.status = INTERRUPTED
     return run
 
 
@@ -161,7 +165,7 @@ def _from_journal(folder: Path) -> RunInfo:
                 done=bool(record.get("done")), reason=str(record.get("reason", ""))
             )
         elif kind == "task_finished":
-            part.status, part.ended = str(record.get("status")), record.get("ts")
+            part.status, part.ended = status_word(str(record.get("status"))), record.get("ts")
             part.summary = str(record.get("summary") or "")
             part.stopped_by = record.get("stopped_by")
             part.tokens, part.steps = event_usage(record), int(record.get("steps") or 0)

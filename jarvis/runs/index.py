@@ -299,7 +299,7 @@ def _row(
 
 def _from_files(folder: Path) -> Row | None:
     """A row for ``folder`` from its files (None when it holds no run); open while its
-    ``run.json`` says running and its process lives."""
+    ``run.json`` says in_progress and its process lives."""
     seen = _seen(folder / RUN_FILE)  # before the read: a later write shows as a change
     journal = _mtime(folder / EVENTS_FILE)
     if seen is None and journal is None:
@@ -310,7 +310,7 @@ def _from_files(folder: Path) -> Row | None:
     except OSError as exc:
         log.warning("run folder %s cannot be read: %s", folder, exc)
         return None
-    writing = info.status == "running" and alive(info.pid)
+    writing = info.status == "in_progress" and alive(info.pid)
     return _row(folder, info, seen, info.pid if writing else None, touched)
 
 

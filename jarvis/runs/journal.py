@@ -225,7 +225,7 @@ class JournalWriter:
         goes on in its folder as run 2, 3...: the extra fields of its ``task_started`` line."""
         self._current = task_id
         for other, old in list(self._runs.items()):  # ended runs (kept for their replies)
-            if other == task_id or old.info.status != "running":
+            if other == task_id or old.info.status != "in_progress":
                 self._flush_text(old)
                 self._close_run(old)
                 del self._runs[other]

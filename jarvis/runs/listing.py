@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from jarvis.runs.folder import DAY, alive, folder_name
 from jarvis.runs.index import Listed, RunIndex
 from jarvis.runs.run_info import RunSummary
+from jarvis.task_words import INTERRUPTED
 
 CHECKS = 3
 """Times a page is read again after rows it found were stale."""
@@ -50,12 +51,12 @@ def page(index: RunIndex, limit: int, cursor: str | None = None) -> RunPage:
 
 
 def summary(day: str, name: str, text: str) -> RunSummary:
-    """A row's summary, with its folder, and ``interrupted`` for a ``running`` run whose
+    """A row's summary, with its folder, and ``interrupted`` for an ``in_progress`` run whose
     process is gone."""
     run = RunSummary.model_validate_json(text)
     run.folder = f"runs/{day}/{name}"
-    if run.status == "running" and not alive(run.pid):
-        run.status = "interrupted"
+    if run.status == "in_progress" and not alive(run.pid):
+        run.status = INTERRUPTED
     return run
 
 

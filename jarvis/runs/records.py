@@ -92,7 +92,7 @@ def run_of(data_dir: Path, task_id: str, started: float) -> tuple[Path, int]:
             info = RunInfo.load(folder)
         except (OSError, ValueError):
             info = None
-        if info is not None and info.status == "running" and info.current.started == started:
+        if info is not None and info.status == "in_progress" and info.current.started == started:
             return folder, info.current.run
     return run_folder_for(data_dir, task_id, started), 1
 

@@ -41,6 +41,7 @@ from jarvis.runs.report_takeovers import takeovers_html
 from jarvis.runs.report_tree import tree_meta
 from jarvis.runs.run_info import RunInfo, RunPart
 from jarvis.runs.step_file import StepFile, load_steps
+from jarvis.task_words import shown
 from jarvis.usage import Usage
 
 REPORT_FILE = "report.html"
@@ -118,7 +119,7 @@ def _meta(info: RunInfo | None, steps: list[tuple[Path, StepFile]], task_id: str
         ("channel", escape(info.channel if info else "–")),
         ("model", escape(model)),
         *([("server", escape(info.server))] if info and info.server else []),
-        ("status", f'<span class="badge {escape(status)}" id="status">{escape(status)}</span>'),
+        ("status", f'<span class="badge {escape(status)}" id="status">{_said(status)}</span>'),
         ("verdict", escape(verdict_text)),
         ("duration", _fmt_seconds(_duration(info, steps))),
         ("steps", str(len(steps))),
@@ -143,15 +144,20 @@ def _step_tokens(steps: list[tuple[Path, StepFile]]) -> Usage:
 
 
 def _ending(info: RunInfo | None) -> str:
-    """How the task ended, said in words (finished, failed, cancelled, needs you)."""
+    """How the task ended, said in words (completed, failed, cancelled, waiting for you)."""
     if info is None:
         return ""
     status = info.status
     return (
         f'<p class="ending {escape(status)}" id="ending">'
-        f'<span class="badge {escape(status)}">{escape(status)}</span> '
+        f'<span class="badge {escape(status)}">{_said(status)}</span> '
         f"{escape(info.ending)}</p>"
     )
+
+
+def _said(status: str) -> str:
+    """A status as a person reads it (:func:`jarvis.task_words.shown`), escaped."""
+    return escape(shown(status))
 
 
 def _run_head(part: RunPart, count: int) -> str:

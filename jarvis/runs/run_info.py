@@ -10,7 +10,9 @@ parses ``run.json``. :class:`RunSummary` is the part a listing shows (``jarvis r
 ``GET /api/runs``), kept in the run index so a page opens no ``run.json``.
 
 Files written before runs were kept (``tokens`` as ``{"input", "output", "cache_read"}``,
-no ``runs``) still load: their one run is rebuilt from the top-level fields.
+no ``runs``) still load: their one run is rebuilt from the top-level fields. ``status`` is
+in the API's words (:mod:`jarvis.task_words`); a file written with the older ``running`` or
+``finished`` loads as ``in_progress`` or ``completed``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from jarvis.events import (
     TaskStarted,
     VerificationFinished,
 )
+from jarvis.task_words import shown, status_word
 from jarvis.usage import Usage
 
 RUN_FILE = "run.json"
@@ -62,8 +65,8 @@ class RunPart(BaseModel):
     run: int = 1
     started: float | None = None
     ended: float | None = None
-    status: str = "running"
-    """running, then finished, failed, needs_user or cancelled."""
+    status: str = "in_progress"
+    """in_progress, then completed, failed, needs_user or cancelled."""
     summary: str = ""
     """The finish summary, the failure's reason, or the question (needs_user)."""
     verdict: Verdict | None = None
@@ -77,6 +80,7 @@ class RunPart(BaseModel):
     last_seq: int | None = None
 
     _tokens = field_validator("tokens", mode="before")(lambda v: usage_of(v))
+    _status = field_validator("status", mode="before")(lambda v: status_word(str(v)))
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -102,7 +106,7 @@ class RunInfo(BaseModel):
     pid: int | None = None
     started: float | None = None
     ended: float | None = None
-    status: str = "running"
+    status: str = "in_progress"
     summary: str = ""
     verdict: Verdict | None = None
     stopped_by: str | None = None
@@ -118,6 +122,7 @@ class RunInfo(BaseModel):
     """The run's folder relative to the data dir (set by the reader; not in the file)."""
 
     _tokens = field_validator("tokens", mode="before")(lambda v: usage_of(v))
+    _status = field_validator("status", mode="before")(lambda v: status_word(str(v)))
 
     @model_validator(mode="after")
     def _one_run_at_least(self) -> RunInfo:
@@ -148,7 +153,7 @@ class RunInfo(BaseModel):
         part = RunPart(run=self.current.run + 1, started=started, answer=answer)
         self.runs.append(part)
         self.pid = None
-        self.ended, self.status, self.summary = None, "running", ""
+        self.ended, self.status, self.summary = None, "in_progress", ""
         self.verdict, self.stopped_by = None, None
         return part
 
@@ -169,7 +174,7 @@ class RunInfo(BaseModel):
             reason = clean(event.reason)
             part.verdict = Verdict(done=event.done, reason=reason, tree_tokens=event.tree_tokens)
         elif isinstance(event, TaskFinished):
-            part.status, part.ended = event.status, event.ts
+            part.status, part.ended = status_word(event.status), event.ts
             part.summary = clean(event.summary)
             part.steps, part.tokens, part.cost_usd = event.steps, event_usage(event), event.cost_usd
             part.stopped_by = event.stopped_by
@@ -179,11 +184,13 @@ class RunInfo(BaseModel):
         return True
 
     def finishing(self, event: TaskFinished) -> dict[str, Any]:
-        """The extra fields of a ``task_finished`` line: the run's number and the task's
-        tokens and cost over all its runs (the event's own are this run's)."""
+        """The extra fields of a ``task_finished`` line: its status in the API's words, the
+        run's number and the task's tokens and cost over all its runs (the event's own are
+        this run's)."""
         before = self.runs[:-1]
         tokens = sum((p.tokens for p in before), Usage()) + event_usage(event)
         return {
+            "status": status_word(event.status),
             "run": self.current.run,
             "task_tokens": tokens.model_dump(),
             "task_cost_usd": round(sum(p.cost_usd for p in before) + event.cost_usd, 10),
@@ -234,8 +241,9 @@ class RunSummary(BaseModel):
     pid: int | None = None
     started: float | None = None
     ended: float | None = None
-    status: str = "running"
-    """As in :class:`RunInfo`; ``interrupted`` when it says running and its process is gone."""
+    status: str = "in_progress"
+    """As in :class:`RunInfo`; ``interrupted`` when it says in_progress and its process is
+    gone."""
     summary: str = ""
     verdict: Verdict | None = None
     stopped_by: str | None = None
@@ -248,6 +256,8 @@ class RunSummary(BaseModel):
     last_seq: int | None = None
     folder: str = ""
     """The run's folder relative to the data dir."""
+
+    _status = field_validator("status", mode="before")(lambda v: status_word(str(v)))
 
     @classmethod
     def of(cls, info: RunInfo) -> RunSummary:
@@ -270,20 +280,22 @@ _SUMMARY_FIELDS = set(RunSummary.model_fields) - {"run_count", "folder"}
 
 
 def ending_text(status: str, summary: str, verdict: Verdict | None, stopped_by: str | None) -> str:
-    """How a run ended, in words: finished with the summary and the verification, failed
-    with the reason, cancelled with who stopped it, needs you with the question."""
-    if status == "finished":
+    """How a run ended, in words (:func:`jarvis.task_words.shown`): completed with the summary
+    and the verification, failed with the reason, cancelled with who stopped it, waiting for
+    you with the question."""
+    status = status_word(status)
+    if status == "completed":
         check = ""
         if verdict is not None:
             check = f" (verified: {verdict.reason})" if verdict.done else " (not verified)"
-        return f"finished: {summary}{check}".strip()
+        return f"completed: {summary}{check}".strip()
     if status == "failed":
         return f"failed: {summary or 'no reason given'}"
     if status == "cancelled":
         return f"cancelled by {stopped_by or 'the user'}"
     if status == "needs_user":
-        return f"needs you: {summary or '(no question)'}"
-    return status
+        return f"{shown(status)}: {summary or '(no question)'}"
+    return shown(status)
 
 
 def event_usage(event: Any) -> Usage:

@@ -22,6 +22,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Collapsible, Input, Static
 
+from jarvis.task_words import shown
 from jarvis.tui.approvals import ApprovalCard
 from jarvis.tui.task_runs import (
     CANCELLED_CALL,
@@ -36,7 +37,7 @@ from jarvis.tui.task_runs import (
 )
 
 MARKS = {"running": "◌", "ok": "✓", "error": "✗", "cancelled": "⊘"}
-ENDING_MARKS = {"finished": "✓", "failed": "✗", "needs_user": "?", "cancelled": "⊘"}
+ENDING_MARKS = {"completed": "✓", "failed": "✗", "needs_user": "?", "cancelled": "⊘"}
 MAX_RESULT = 2000
 
 
@@ -177,7 +178,7 @@ def item_widget(item: Item) -> Widget:
 
 def ending_widget(ending: Ending) -> Static:
     mark = ENDING_MARKS.get(ending.status, "•")
-    text = f"{mark} {ending.status} after {ending.steps} step(s)"
+    text = f"{mark} {shown(ending.status)} after {ending.steps} step(s)"
     if ending.summary and ending.status != "needs_user":
         text += f": {escape(ending.summary)}"
     return Static(text, classes=f"ending {ending.status}")
@@ -201,7 +202,7 @@ class TaskView(Vertical):
 
     def _header_text(self) -> str:
         started = time.strftime("%H:%M:%S", time.localtime(self.run.started))
-        status = escape(f"[{self.run.status}]")
+        status = escape(f"[{shown(self.run.status)}]")
         return f"▌ {self.run.task_id}  {escape(self.run.task)}   {status} {started}"
 
     def compose(self) -> ComposeResult:

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from textual.app import SystemCommand
 
+from jarvis.task_words import shown
+
 if TYPE_CHECKING:
     from jarvis.tui.app import JarvisApp
 
@@ -40,6 +42,6 @@ def palette_commands(app: JarvisApp) -> Iterable[SystemCommand]:
         task_id = str(run.get("task_id"))
         yield SystemCommand(
             f"Open run {task_id}: {run.get('task', '')}",
-            f"{run.get('status', '')}; its journal into the conversation",
+            f"{shown(str(run.get('status', '')))}; its journal into the conversation",
             lambda task_id=task_id: app.open_run(task_id),
         )

@@ -12,6 +12,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
+from jarvis.task_words import shown
 from jarvis.tui.backend import Backend, BackendError
 from jarvis.tui.state import routing_problem
 
@@ -66,6 +67,6 @@ class SentNote(Static):
                 if asked in todo.get("message_ids", []) and asked == self.message_id:
                     joined = len(todo.get("message_ids", [])) > 1
                     how = "joined" if joined else "became"
-                    self.show(f"{how} {todo.get('id')} ({todo.get('status')})")
+                    self.show(f"{how} {todo.get('id')} ({shown(str(todo.get('status')))})")
                     return
             await asyncio.sleep(ASK_EVERY_S)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jarvis.task_words import status_word
 from jarvis.tui.task_runs import (
     CLICK_TOOLS,
     NONE,
@@ -272,7 +273,7 @@ def _number(value: Any) -> float | None:
 
 
 def _task_finished(cockpit: Cockpit, run: TaskRun, line: dict[str, Any]) -> Change:
-    status = str(line.get("status", "failed"))
+    status = status_word(str(line.get("status", "failed")))  # a recorded journal's too
     for item in run.items:  # a request its task outlived can no longer be answered
         if isinstance(item, Approval) and item.open:
             item.gone = True

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from jarvis.task_words import shown as said
 from jarvis.tui.approvals import budget_text
 from jarvis.tui.state import Cockpit
 
 
 def status_line(cockpit: Cockpit, connection: str, label: str, screen_holder: str | None) -> str:
-    """``live · LABEL · running T · budget ... · tokens ... · $...``: the running task (or
+    """``live · LABEL · T in progress · budget ... · tokens ... · $...``: the running task (or
     idle), its budget, who holds the screen, the approvals waiting, and the usage of the
     running task (or the last one)."""
     running = cockpit.running
-    task = f"running {running.task_id}" if running else "idle"
+    task = f"{running.task_id} {said(running.status)}" if running else "idle"
     if running is not None and (budget := budget_text(running.budget)):
         task += f" · budget {budget}"  # the running task's first: the totals may be cut
     if screen_holder is not None:

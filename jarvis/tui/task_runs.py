@@ -12,7 +12,6 @@ from typing import Any, Literal
 from jarvis.text_display import shown_arguments, shown_call, visible
 
 CLICK_TOOLS = frozenset({"click", "double_click", "right_click", "mouse_move"})
-ENDED = frozenset({"finished", "failed", "needs_user", "cancelled"})
 
 CallStatus = Literal["running", "ok", "error", "cancelled"]
 
@@ -170,7 +169,8 @@ class TaskRun:
 
     @property
     def status(self) -> str:
-        return "running" if self.ending is None else self.ending.status
+        """In the API's words (:mod:`jarvis.task_words`): in_progress, then its ending's."""
+        return "in_progress" if self.ending is None else self.ending.status
 
     def call(self, call_id: str) -> ToolCall | None:
         for item in reversed(self.items):

@@ -17,7 +17,7 @@ const Live = (() => {
   let shown = null;  // the object URL on screen
 
   function running() {
-    return !!state.view && state.view.status === "running";
+    return !!state.view && state.view.status === "in_progress";
   }
 
   async function frame() {

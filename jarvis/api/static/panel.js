@@ -8,11 +8,18 @@ const CLICKS = new Set(["click", "double_click", "right_click", "mouse_move", "s
 const OPEN = new Set(["pending", "in_progress", "needs_user"]);
 
 const state = {
+  words: {},           // status -> how a person reads it, from GET /api/task-words
   lastSeq: 0,          // the newest seq this page has seen (the stream resumes after it)
   source: null,        // the EventSource
   todos: new Map(),    // id -> todo
   view: null,          // the task shown: see newView()
 };
+
+// A task status as a person reads it ("in progress", "waiting for you"): the words every
+// face uses (jarvis.task_words, served by GET /api/task-words).
+function said(status) {
+  return state.words[status] || status.replaceAll("_", " ");
+}
 
 function newView(taskId) {
   // input/output/cost: the task's over all its runs; base: what the runs before this one
@@ -194,7 +201,7 @@ function apply(r) {
       Object.assign(view, { steps: new Map(), step: null });
       view.run = r.run || (view.started ? view.run + 1 : 1);  // (older lines have no run)
       view.started = true;
-      view.status = "running";
+      view.status = "in_progress";
       $("summary").hidden = true;
       break;
     }
@@ -242,7 +249,7 @@ function apply(r) {
         view.cost = view.base.cost + (r.cost_usd || 0) || view.cost;
       }
       for (const c of view.cards.values()) if (c.el.dataset.state === "streaming") setState(c, "not run");
-      $("summary").textContent = `${r.status}: ${r.summary}`;
+      $("summary").textContent = `${said(r.status)}: ${r.summary}`;
       $("summary").hidden = false;
       break;
   }
@@ -402,7 +409,7 @@ function renderControls() {
   const v = state.view;
   const todo = v && state.todos.get(v.taskId);
   const status = todo ? todo.status : v ? v.status : "";
-  $("task-status").textContent = status.replace("_", " ");
+  $("task-status").textContent = said(status);
   $("task-status").className = `status ${status}`;
   $("cancel").hidden = !(todo && OPEN.has(todo.status));
   const asks = todo && todo.status === "needs_user";
@@ -431,7 +438,7 @@ const refreshTodos = quietly(async () => {
     title.style.flex = "1";
     const badge = document.createElement("span");
     badge.className = `status ${todo.status}`;
-    badge.textContent = todo.status.replace("_", " ");
+    badge.textContent = said(todo.status);
     li.append(id, title, badge);
     li.addEventListener("click", () => openTask(todo.id));
     list.append(li);
@@ -522,6 +529,7 @@ async function start() {
     showLogin();  // not logged in yet (no word: nothing went wrong)
     return;
   }
+  state.words = (await (await api("/api/task-words")).json()).shown;
   $("app").hidden = false;
   emit("ready");
   state.lastSeq = health.last_seq || 0;
