@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.eval_workers import eval_workers
 from tests.fake_model import FakeModel, fake_model_fixture
 from tests.redis_server import RedisServer, redis_server
 from tests.test_eval_starter import run_eval, wrong_suite
@@ -26,31 +27,12 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def workers(tmp_path: Path, fake_model: FakeModel, redis_server: RedisServer):  # type: ignore[no-untyped-def]
     with ExitStack() as stack:
-        procs = []
+        envs = {}
         for name in ("desk-1", "desk-2"):
             screen = stack.enter_context(start_xvfb(1280, 800))
-            env = serve_env(screen, fake_model) | redis_server.env  # the password: not in argv
-            display = env.pop("DISPLAY")
-            args = ["worker", "--eval", "--redis", redis_server.bare_url, "--display", display]
-            args += ["--name", name, "--data-dir", str(tmp_path / name)]
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "jarvis", *args],
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
-        yield redis_server
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            envs[name] = serve_env(screen, fake_model) | redis_server.env  # not in argv
+        with eval_workers(redis_server, tmp_path, envs):
+            yield redis_server
 
 
 def test_the_fleet_runs_the_suite_with_the_serial_summary(

@@ -23,6 +23,7 @@ from jarvis.eval.osworld.cache import cache_key
 from jarvis.eval.suite import SHIPPED
 from jarvis.safety.sandbox import Sandbox
 from jarvis.safety.settings import SandboxSettings
+from tests.eval_workers import eval_workers
 from tests.fake_model import FakeModel, fake_model_fixture
 from tests.redis_server import RedisServer, redis_server
 from tests.test_serve import serve_env
@@ -93,32 +94,14 @@ def workers(
     """Two `jarvis worker --eval` on desktops as OSWorld's tasks get them, each with a
     cache holding the file of download-here only."""
     with ExitStack() as stack:
-        procs = []
+        envs = {}
         for name in ("osw-1", "osw-2"):
             desk = stack.enter_context(Sandbox(SandboxSettings(size="1920x1080")))
             env = serve_env(desk, fake_model) | redis_server.env
             env["JARVIS_OSWORLD_CACHE"] = str(_cache(tmp_path / f"cache-{name}", HERE_URL))
-            display = env.pop("DISPLAY")
-            args = ["worker", "--eval", "--redis", redis_server.bare_url, "--display", display]
-            args += ["--name", name, "--data-dir", str(tmp_path / name)]
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "jarvis", *args],
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
-        yield redis_server
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            envs[name] = env
+        with eval_workers(redis_server, tmp_path, envs):
+            yield redis_server
 
 
 def _eval(tasks: Path, data: Path, cache: Path, *extra: str, env: dict[str, str]) -> dict:

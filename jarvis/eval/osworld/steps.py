@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from jarvis.eval.osworld.cache import cached_file
+from jarvis.eval.osworld.window_close import close_window, search_windows
 
 NOT_RUN_EXIT = 3
 USER_HOME = "/home/user"
@@ -156,19 +157,12 @@ def _activate(params: dict[str, Any], env: dict[str, str]) -> None:
     flag = "--class" if params.get("by_class") else "--name"
     deadline = time.monotonic() + ACTIVATE_WAIT_S
     while True:
-        found = subprocess.run(
-            ["xdotool", "search", "--onlyvisible", flag, pattern],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        wids = found.stdout.split()
+        wids = search_windows(env, flag, pattern)
         if wids or time.monotonic() >= deadline:
             break
         time.sleep(0.2)
     for wid in wids[:1]:
-        subprocess.run(["xdotool", "windowactivate", "--sync", wid], env=env, timeout=10)
+        subprocess.run(["xdotool", "windowactivate", "--sync", str(wid)], env=env, timeout=10)
 
 
 def open_command(path: str) -> list[str]:
@@ -209,8 +203,6 @@ def run_step(step: dict[str, Any], env: dict[str, str]) -> None:
     elif kind == "activate_window":
         _activate(params, env)
     elif kind == "close_window":
-        from jarvis.eval.osworld.window_close import close_window
-
         close_window(params, env)
     else:
         if kind == "open":

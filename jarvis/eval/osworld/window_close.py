@@ -24,7 +24,8 @@ FIND_WAIT_S = 5.0
 GONE_WAIT_S = 5.0
 
 
-def _search(env: dict[str, str], flag: str, pattern: str) -> list[int]:
+def search_windows(env: dict[str, str], flag: str, pattern: str) -> list[int]:
+    """The visible windows whose name (``--name``) or class (``--class``) matches."""
     found = subprocess.run(
         ["xdotool", "search", "--onlyvisible", flag, pattern],
         env=env,
@@ -54,7 +55,7 @@ def matching(env: dict[str, str], display: Any, params: dict[str, Any]) -> list[
     flags = ("--class", "--classname") if by_class else ("--name",)
     found: list[int] = []
     for flag in flags:
-        found += [w for w in _search(env, flag, re.escape(name)) if w not in found]
+        found += [w for w in search_windows(env, flag, re.escape(name)) if w not in found]
     if not strict:
         return found
     wanted = []
