@@ -20,6 +20,7 @@ from tests.tui_fixtures import until
 
 pytestmark = [pytest.mark.usefixtures("xserver"), pytest.mark.slow]
 SIZE = (120, 40)
+LONG = "open the notes and write down what the whole team said in the meeting this morning"
 
 
 def note(app: Any) -> str:
@@ -35,12 +36,15 @@ async def test_a_sent_message_shows_at_once_then_the_task_it_became(
         app = cockpit(service)
         async with app.run_test(size=SIZE) as pilot:
             await until(lambda: app.connection == "live", pilot, 30)
-            await pilot.press(*"open the notes", "enter")
+            await pilot.press(*LONG, "enter")
             pressed = time.monotonic()
             await until(lambda: "open the notes" in note(app), pilot, 5)
             assert time.monotonic() - pressed < 1.0, "the sent message took over 1 s to show"
             assert "sending" in note(app) or "routing" in note(app) or "T001" in note(app)
+            # the message is cut, not the task it became (the side panel takes its columns)
             await until(lambda: "became T001" in note(app), pilot, 60)
+            assert note(app).startswith("› open the notes") and "…" in note(app)
+            assert len(note(app)) + 2 <= app.sent.size.width
 
 
 async def test_an_unreachable_model_is_on_the_status_line_at_its_first_retry(

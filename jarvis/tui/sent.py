@@ -20,6 +20,7 @@ ROUTE_WAIT_S = 120.0
 """How long the note asks which task the message became."""
 ASK_EVERY_S = 0.5
 SHOWN_CHARS = 60
+MIN_SHOWN_CHARS = 8
 
 
 class SentNote(Static):
@@ -32,8 +33,12 @@ class SentNote(Static):
         self.display = False
 
     def show(self, state: str, trouble: bool = False) -> None:
+        """The note on its one line: the message cut to what leaves room for ``state``
+        (the task it became must not be cut off by a narrow terminal or the side panel)."""
         flat = " ".join(self.text.split())
-        short = flat if len(flat) <= SHOWN_CHARS else flat[: SHOWN_CHARS - 1] + "…"
+        room = (self.size.width or 80) - len(state) - 7  # "› ", " · " and the padding
+        keep = max(MIN_SHOWN_CHARS, min(SHOWN_CHARS, room))
+        short = flat if len(flat) <= keep else flat[: keep - 1] + "…"
         self.update(Text(f"› {short} · {state}"))  # the person's text is never markup
         self.set_class(trouble, "trouble")
         self.display = True
