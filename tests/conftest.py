@@ -15,6 +15,9 @@
   ``entry_text()``, ``notes_text()``, ``ok_pressed()``, ``widget_center(name)``
   (box, ok, notes, pad), ``animate(ms)``.
 - ``desktop_input`` (function): ``Input(failsafe=True)`` for the session display.
+- A private temporary folder per pytest-xdist worker (``TMPDIR``, mode 1777 like /tmp):
+  tests that count what lies in ``tempfile.gettempdir()`` (or processes whose command
+  names a folder there) see only their own worker's, never a neighbour's.
 - A network guard (session, automatic): in this process a socket may connect only to
   loopback (127.0.0.0/8, ::1) or a Unix socket. Anything else is refused, and the
   session ends with an error naming each address that was tried.
@@ -23,8 +26,11 @@
 from __future__ import annotations
 
 import ipaddress
+import os
+import shutil
 import socket
 import sys
+import tempfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -40,6 +46,28 @@ pytest_plugins = ["tests.fake_model"]
 if TYPE_CHECKING:
     from jarvis.desktop.input import Input
     from tests.xserver import Xvfb
+
+
+_WORKER_TMP = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist each worker gets its own ``TMPDIR`` (kept short: Unix socket
+    paths live there) before any test runs; its children inherit it."""
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    if worker is None:
+        return
+    folder = tempfile.mkdtemp(prefix=f"jt-{worker}-", dir=tempfile.gettempdir())
+    os.chmod(folder, 0o1777)  # sandboxed apps run as other users, as they do in /tmp
+    config.stash[_WORKER_TMP] = folder
+    os.environ["TMPDIR"] = folder
+    tempfile.tempdir = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_WORKER_TMP, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
