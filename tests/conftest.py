@@ -18,6 +18,8 @@
 - A private temporary folder per pytest-xdist worker (``TMPDIR``, mode 1777 like /tmp):
   tests that count what lies in ``tempfile.gettempdir()`` (or processes whose command
   names a folder there) see only their own worker's, never a neighbour's.
+- Under ``--dist loadgroup``, the tests of a module that share a module- or class-scoped
+  set-up run on one worker (``pytest_collection_modifyitems``).
 - A network guard (session, automatic): in this process a socket may connect only to
   loopback (127.0.0.0/8, ::1) or a Unix socket. Anything else is refused, and the
   session ends with an error naming each address that was tried.
@@ -68,6 +70,24 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     folder = config.stash.get(_WORKER_TMP, None)
     if folder is not None:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+_SHARED_SCOPES = ("package", "module", "class")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses a module- or class-scoped set-up (an app, a compositor, a matrix
+    run in child processes) stays with its module on one pytest-xdist worker under
+    ``--dist loadgroup``: the set-up runs once, not once on each worker that got one of
+    its tests. A test that names its own ``xdist_group`` keeps it."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None or item.get_closest_marker("xdist_group") is not None:
+            continue
+        scopes = {defs[-1].scope for defs in info.name2fixturedefs.values() if defs}
+        if scopes & set(_SHARED_SCOPES):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.fixture(scope="session")
