@@ -34,7 +34,7 @@ import socket
 import sys
 import tempfile
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -88,6 +88,34 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         scopes = {defs[-1].scope for defs in info.name2fixturedefs.values() if defs}
         if scopes & set(_SHARED_SCOPES):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def _utf8(value: Any, depth: int = 0) -> Any:
+    """``value`` writable as UTF-8: in a string, a lone surrogate (a byte read with
+    surrogateescape) becomes its backslash escape; lists, tuples and the attributes of
+    pytest's failure reports are fixed in place, all the way down."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if depth > 12:
+        return value
+    if isinstance(value, list):
+        value[:] = [_utf8(item, depth + 1) for item in value]
+    elif isinstance(value, tuple):
+        return tuple(_utf8(item, depth + 1) for item in value)
+    elif type(value).__module__.startswith("_pytest.") and hasattr(value, "__dict__"):
+        for name, item in vars(value).items():
+            setattr(value, name, _utf8(item, depth + 1))
+    return value
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist sends the report
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """A pytest-xdist worker sends each report to the controller as UTF-8; a captured log
+    or a failure holding a lone surrogate (tests/test_inbox_hostile.py logs junk bytes)
+    would end the worker with an internal error. Such text is sent with backslash escapes."""
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        report.sections = _utf8(report.sections)
+        report.longrepr = _utf8(report.longrepr)
 
 
 @pytest.fixture(scope="session")
