@@ -75,8 +75,15 @@ lint: venv
 	$(BIN)/ruff format --check jarvis tests bench
 	$(BIN)/mypy jarvis
 
+# The suite on TEST_WORKERS pytest-xdist workers (tests that share a container carry an
+# xdist_group and stay on one worker), then the tests marked serial (they assert a latency
+# or load the machine themselves) alone; each pass prints its 20 slowest tests.
+TEST_WORKERS ?= 3
 unit: setup
-	$(BIN)/pytest -q --durations=30
+	@status=0; \
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not serial" --durations=20 || status=$$?; \
+	$(BIN)/pytest -q -m serial --durations=20 || status=$$?; \
+	exit $$status
 
 test: setup lint unit
 

@@ -15,6 +15,11 @@
   ``entry_text()``, ``notes_text()``, ``ok_pressed()``, ``widget_center(name)``
   (box, ok, notes, pad), ``animate(ms)``.
 - ``desktop_input`` (function): ``Input(failsafe=True)`` for the session display.
+- A private temporary folder per pytest-xdist worker (``TMPDIR``, mode 1777 like /tmp):
+  tests that count what lies in ``tempfile.gettempdir()`` (or processes whose command
+  names a folder there) see only their own worker's, never a neighbour's.
+- Under ``--dist loadgroup``, the tests of a module that share a module- or class-scoped
+  set-up run on one worker (``pytest_collection_modifyitems``).
 - A network guard (session, automatic): in this process a socket may connect only to
   loopback (127.0.0.0/8, ::1) or a Unix socket. Anything else is refused, and the
   session ends with an error naming each address that was tried.
@@ -23,10 +28,13 @@
 from __future__ import annotations
 
 import ipaddress
+import os
+import shutil
 import socket
 import sys
+import tempfile
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -40,6 +48,74 @@ pytest_plugins = ["tests.fake_model"]
 if TYPE_CHECKING:
     from jarvis.desktop.input import Input
     from tests.xserver import Xvfb
+
+
+_WORKER_TMP = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist each worker gets its own ``TMPDIR`` (kept short: Unix socket
+    paths live there) before any test runs; its children inherit it."""
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    if worker is None:
+        return
+    folder = tempfile.mkdtemp(prefix=f"jt-{worker}-", dir=tempfile.gettempdir())
+    os.chmod(folder, 0o1777)  # sandboxed apps run as other users, as they do in /tmp
+    config.stash[_WORKER_TMP] = folder
+    os.environ["TMPDIR"] = folder
+    tempfile.tempdir = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_WORKER_TMP, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+_SHARED_SCOPES = ("package", "module", "class")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses a module- or class-scoped set-up (an app, a compositor, a matrix
+    run in child processes) stays with its module on one pytest-xdist worker under
+    ``--dist loadgroup``: the set-up runs once, not once on each worker that got one of
+    its tests. A test that names its own ``xdist_group`` keeps it."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None or item.get_closest_marker("xdist_group") is not None:
+            continue
+        scopes = {defs[-1].scope for defs in info.name2fixturedefs.values() if defs}
+        if scopes & set(_SHARED_SCOPES):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def _utf8(value: Any, depth: int = 0) -> Any:
+    """``value`` writable as UTF-8: in a string, a lone surrogate (a byte read with
+    surrogateescape) becomes its backslash escape; lists, tuples and the attributes of
+    pytest's failure reports are fixed in place, all the way down."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if depth > 12:
+        return value
+    if isinstance(value, list):
+        value[:] = [_utf8(item, depth + 1) for item in value]
+    elif isinstance(value, tuple):
+        return tuple(_utf8(item, depth + 1) for item in value)
+    elif type(value).__module__.startswith("_pytest.") and hasattr(value, "__dict__"):
+        for name, item in vars(value).items():
+            setattr(value, name, _utf8(item, depth + 1))
+    return value
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist sends the report
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """A pytest-xdist worker sends each report to the controller as UTF-8; a captured log
+    or a failure holding a lone surrogate (tests/test_inbox_hostile.py logs junk bytes)
+    would end the worker with an internal error. Such text is sent with backslash escapes."""
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        report.sections = _utf8(report.sections)
+        report.longrepr = _utf8(report.longrepr)
 
 
 @pytest.fixture(scope="session")

@@ -153,6 +153,7 @@ class TestMousepad:
         no_value = seen.run("set_value", {"id": find(tree, "menu", "Help").id, "value": "x"})
         assert no_value.error is not None and no_value.error.code == INVALID_PARAMS
 
+    @pytest.mark.serial  # a healthy read must end inside 300 ms: not on a starved core
     def test_a_read_of_a_stopped_app_ends_at_its_limit_and_falls_back(
         self, xserver: Xvfb, session: A11ySession, mousepad: App, tmp_path: Path
     ) -> None:

@@ -59,12 +59,17 @@ def start(env: dict[str, str], data: Path, out: Path) -> tuple[subprocess.Popen[
         env=env, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
     )  # fmt: skip
     sink.close()
-    wait_until(lambda: "one-time login" in out.read_text() or daemon.poll() is not None, 60)
-    assert daemon.poll() is None, out.read_text()
-    text = out.read_text()
-    base = re.search(r"control API on (http://127\.0\.0\.1:\d+)/api", text)
-    login = re.search(r"one-time login: (\S+)", text)
-    assert base and login, text
+    try:
+        wait_until(lambda: "one-time login" in out.read_text() or daemon.poll() is not None, 60)
+        assert daemon.poll() is None, out.read_text()
+        text = out.read_text()
+        base = re.search(r"control API on (http://127\.0\.0\.1:\d+)/api", text)
+        login = re.search(r"one-time login: (\S+)", text)
+        assert base and login, text
+    except BaseException:  # a daemon that never said where it listens is not left running
+        daemon.kill()
+        daemon.wait()
+        raise
     return daemon, base.group(1), login.group(1)
 
 

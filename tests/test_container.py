@@ -26,7 +26,8 @@ from tests.vnc_client import open_session
 
 __all__ = ["jarvis_image"]
 
-pytestmark = pytest.mark.slow
+# one worker builds the image and runs the containers (tests/container_image.py)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("podman")]
 
 SCREEN = (1024, 768)
 WRITTEN = "/home/jarvis/written-by-jarvis.txt"

@@ -24,7 +24,12 @@ from tests.test_fleet_worker import SUMMARY, done, other
 
 __all__ = ["fake_model_fixture", "jarvis_image", "redis_server"]
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("xserver")]
+# one worker builds the image and runs the containers (tests/container_image.py)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.usefixtures("xserver"),
+    pytest.mark.xdist_group("podman"),
+]
 
 LEASE_S = 3
 

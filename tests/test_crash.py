@@ -16,6 +16,7 @@ ROUNDS = int(os.environ.get("JARVIS_CRASH_ROUNDS", "20"))
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # bench/crash.py: 20 starts of `jarvis serve` inside a 300 s limit
 def test_kill_9_loses_nothing_and_completes_nothing_twice() -> None:
     proc = subprocess.run(
         [sys.executable, "bench/crash.py", "--rounds", str(ROUNDS), "--seed", "7"],

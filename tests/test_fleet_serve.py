@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -58,6 +59,17 @@ async def until_status(api: Api, status: str, task_id: str = "T001", timeout: fl
     return todo(api, task_id)
 
 
+async def workers_off_duty(http: Any, timeout: float = 30) -> Any:
+    """``/api/workers`` once no worker is on a task (or at the deadline, as it was then): a
+    worker tells the registry it is idle a moment after the coordinator has the task's end."""
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = (await http.get("/api/workers")).json()
+        if all(w["task"] is None for w in listed["workers"]) or time.monotonic() > deadline:
+            return listed
+        await asyncio.sleep(0.05)
+
+
 def step_texts(fake_model: FakeModel) -> str:
     return "\n".join(r.all_text() for r in fake_model.requests if not is_router(r))
 
@@ -97,7 +109,7 @@ async def test_a_message_to_the_fleet_runs_on_a_worker_and_ends_as_a_local_task(
         message_id = posted.json()["message_id"]
         done_todo = await until_status(api, "completed")
         await until(lambda: bool(replies))
-        listed = (await http.get("/api/workers")).json()
+        listed = await workers_off_duty(http)
         health = (await http.get("/api/health")).json()
         async with panel(api, "fleet-workers") as page:  # the web panel lists them too
             from playwright.async_api import expect

@@ -88,6 +88,7 @@ def wait_gone(xorg: DummyXorg, boxes: list[tuple[int, int, int, int]], timeout: 
     return time.monotonic() - started
 
 
+@pytest.mark.serial  # the sign is gone within 1 s of the task's end
 def test_the_sign_shows_while_acting_and_never_in_the_models_pictures(
     xorg: DummyXorg, desktop: Desktop, app: TkApp
 ) -> None:
@@ -116,6 +117,7 @@ def test_the_sign_shows_while_acting_and_never_in_the_models_pictures(
     assert wait_gone(xorg, boxes, timeout=1) < 1  # the task ended: gone
 
 
+@pytest.mark.serial  # gone within 2 s of the brake
 def test_the_kill_switch_takes_the_sign_away_at_once(xorg: DummyXorg, desktop: Desktop) -> None:
     indicator = desktop.indicator
     assert indicator is not None

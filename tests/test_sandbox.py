@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -190,12 +191,15 @@ def test_run_sandbox_leaves_the_users_desktop_alone(
 
 def _leftovers(app_marker: str) -> list[str]:
     """Live processes of a sandbox: its app (by ``app_marker``) or its Xvfb (by its cookie's
-    folder; display numbers are reused by other servers at once, so not by number)."""
+    folder; display numbers are reused by other servers at once, so not by number). Only
+    sandboxes under this process's temporary folder count: each pytest-xdist worker has
+    its own (tests/conftest.py), so a neighbour's sandbox is not taken for a leftover."""
+    folder = os.path.join(tempfile.gettempdir(), "jarvis-sandbox-")
     return [
         p.name
         for p in Path("/proc").iterdir()
         if p.name.isdigit()
-        and (_cmdline_has(p, app_marker) or _cmdline_has(p, "jarvis-sandbox-"))
+        and (_cmdline_has(p, app_marker) or _cmdline_has(p, folder))
         and _alive(int(p.name))
     ]
 

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -388,6 +389,7 @@ def serve_env(xserver: Any, fake_model: FakeModel) -> dict[str, str]:
         "JARVIS_LONG_TERM_MEMORY": "false",
         "JARVIS_API__HTTP": "127.0.0.1:0",  # the control API on a free port
         "ANONYMIZED_TELEMETRY": "False",
+        "TMPDIR": tempfile.gettempdir(),  # this worker's (tests/conftest.py)
     }
 
 

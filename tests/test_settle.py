@@ -94,6 +94,7 @@ def settler(xserver: object, tmp_path: Path) -> Iterator[Settler]:
         yield Settler(screen, settings)
 
 
+@pytest.mark.serial  # three grabs 25 ms apart on the real screen
 def test_still_desktop_settles_at_the_floor(tkapp: TkApp, settler: Settler) -> None:
     assert (settler.floor_ms, settler.interval_ms) == (50, 25)  # the defaults
     result = settler.wait()
@@ -101,6 +102,7 @@ def test_still_desktop_settles_at_the_floor(tkapp: TkApp, settler: Settler) -> N
     assert result.frames == 3  # one grab, then two unchanged at 25 and 50 ms
 
 
+@pytest.mark.serial  # the sampling against a real animation's frame times
 @pytest.mark.parametrize("run", range(5))
 def test_animation_is_never_captured_midway(tkapp: TkApp, settler: Settler, run: int) -> None:
     """A square moves for 500 ms; once wait() returns, the screen is its final state
@@ -120,6 +122,7 @@ def test_animation_is_never_captured_midway(tkapp: TkApp, settler: Settler, run:
     assert stopped, "wait() returned before the animation stopped"
 
 
+@pytest.mark.serial
 def test_endless_animation_times_out_at_the_ceiling(tkapp: TkApp, settler: Settler) -> None:
     settler.ceiling_ms = 300
     tkapp.animate(5000)

@@ -241,6 +241,7 @@ def _everything_written(api: Api, data_dir: Path) -> str:
     return "\n".join(parts) + "\n".join(api.announced)
 
 
+@pytest.mark.serial  # the idle takeover's end is timed: held 3.0 to 6.0 s
 async def test_the_brakes_work_during_a_takeover_and_an_idle_one_ends_by_itself(
     tmp_path: Path, fake_model: FakeModel, monkeypatch: Any, tkapp: Any
 ) -> None:

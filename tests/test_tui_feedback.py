@@ -27,6 +27,7 @@ def note(app: Any) -> str:
     return str(app.sent.render()) if app.sent.display else ""
 
 
+@pytest.mark.serial  # shown within 1 s of the key press
 async def test_a_sent_message_shows_at_once_then_the_task_it_became(
     tmp_path: Path, fake_model: FakeModel, monkeypatch: Any
 ) -> None:

@@ -106,6 +106,7 @@ def busy() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # it loads both cores itself: beside a parallel suite it took 427 s
 def test_xterm_takes_every_key_in_order_under_load(busy: list[subprocess.Popen[bytes]]) -> None:
     child = subprocess.run(
         [sys.executable, "-m", "tests.test_typing_soak", str(RUNS)],

@@ -123,7 +123,10 @@ def _wait_for_app(stderr: Path) -> None:
     raise AssertionError(f"the note window never had the focus: {stderr.read_text()[-800:]}")
 
 
-def _leftovers() -> list[str]:
+def _leftovers(note: Path) -> list[str]:
+    """Processes of the run's sway (its folder, under this worker's temporary folder) or
+    of its app (the note's path in its command): another test's sway is not counted."""
+    sway = os.path.join(tempfile.gettempdir(), "jarvis-sway-").encode()
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -132,7 +135,7 @@ def _leftovers() -> list[str]:
             line = (proc / "cmdline").read_bytes()
         except OSError:
             continue
-        if b"jarvis-sway-" in line or APP_ID.encode() in line:
+        if sway in line or str(note).encode() in line:
             found.append(line.decode(errors="replace"))
     return found
 
@@ -172,6 +175,7 @@ def test_run_sandbox_wayland_types_into_foot_end_to_end(
         "JARVIS_LONG_TERM_MEMORY": "false",
         "ANONYMIZED_TELEMETRY": "False",
         "COLUMNS": "200",
+        "TMPDIR": tempfile.gettempdir(),  # this worker's (tests/conftest.py)
     }  # no DISPLAY, no WAYLAND_DISPLAY: the run needs no display of the person's
     try:
         with stderr.open("w") as sink:
@@ -192,7 +196,7 @@ def test_run_sandbox_wayland_types_into_foot_end_to_end(
         crops = list(data.rglob("steps/0001/target.png"))  # cut through screencopy
         assert len(crops) == 1 and Image.open(crops[0]).size[0] > 0
         assert list(data.rglob("steps/0001/before.jpg"))
-        assert _leftovers() == []  # sway, its app and its runtime dir's users are gone
+        assert _leftovers(out) == []  # sway, its app and its runtime dir's users are gone
         socket = _sway_socket(stderr)
         assert socket is None or not Path(socket.socket).exists()
     finally:

@@ -140,6 +140,7 @@ def _env(fake_model: FakeModel, home: Path) -> dict[str, str]:
         "JARVIS_LONG_TERM_MEMORY": "false",
         "JARVIS_API__HTTP": "127.0.0.1:0",
         "ANONYMIZED_TELEMETRY": "False",
+        "TMPDIR": tempfile.gettempdir(),  # this worker's (tests/conftest.py)
     }  # no DISPLAY, no WAYLAND_DISPLAY: the daemon needs no display of the person's
 
 
