@@ -141,7 +141,7 @@ def test_cli_run_exit_code_and_records(
     assert verify.image_count() == 1 and "type hello in the box" in verify.all_text()
     before = fake_model.requests[0].body  # the screen before any action
     assert _last_image(verify.body) and _last_image(verify.body) != _last_image(before)
-    assert "finished" in proc.stdout
+    assert "completed after" in proc.stdout
     assert TEST_KEY not in proc.stdout + proc.stderr
     assert len(step_files(settings)) == 2
     # the CLI runs with long-term memory: the distilled skill is kept

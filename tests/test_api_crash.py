@@ -125,7 +125,7 @@ async def test_kill_9_mid_task_leaves_a_journal_that_parses_and_the_history_afte
             message = page.locator("#message")
             await expect(message).to_contain_text("before the crash")
             await expect(message).to_contain_text("after the restart")
-            await expect(page.locator("#summary")).to_contain_text("finished: ok")
+            await expect(page.locator("#summary")).to_contain_text("completed: ok")
             ARTIFACTS.mkdir(exist_ok=True)
             await page.screenshot(path=str(ARTIFACTS / "panel-5-restart.png"))
             await browser.close()

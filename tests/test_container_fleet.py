@@ -132,7 +132,7 @@ async def test_tasks_spread_over_two_worker_containers_and_a_killed_ones_task_en
     starts = [line for line in journal if line["kind"] == "task_started"]
     assert [line["run"] for line in starts] == [1, 2]  # the killed attempt and the retry
     finished = [line for line in journal if line["kind"] == "task_finished"]
-    assert [line["status"] for line in finished] == ["finished"]  # finished once
+    assert [line["status"] for line in finished] == ["completed"]  # finished once
     state = workers.podman.run(
         "inspect", "--format", "{{.State.Status}}", workers.names[dead]
     ).stdout.strip()

@@ -274,9 +274,9 @@ async def test_the_api_pages_runs_with_a_cursor(
                 break
         assert seen == [m.task_id for m in reversed(made)]
         [first] = (await client.get("/api/runs", params={"limit": 1})).json()["runs"]
-        assert (first["task_id"], first["status"], first["run_count"]) == ("T00130", "finished", 1)
+        assert (first["task_id"], first["status"], first["run_count"]) == ("T00130", "completed", 1)
         assert first["folder"] == made[-1].folder.relative_to(settings.data_dir).as_posix()
-        assert first["ending"] == "finished: done" and "runs" not in first
+        assert first["ending"] == "completed: done" and "runs" not in first
         bad = await client.get("/api/runs", params={"cursor": "2024-01-01/x/T1"})
         assert bad.status_code == 400 and "not a cursor" in bad.json()["detail"]
         record = (await client.get("/api/tasks/T00001")).json()  # an old run, by the index
