@@ -63,7 +63,7 @@ def test_needs_user_exits_3_and_the_terminal_shows_the_run(
     assert "→ call_user" in out
     assert "ms: capture" in out and "settle" in out  # step timings
     assert "tokens in 321 out 45" in out and "$" in out  # tokens and running cost
-    assert "needs_user after 1 step(s)" in out and "password?" in out
+    assert "waiting for you after 1 step(s)" in out and "password?" in out
 
 
 def test_max_steps_flag_ends_in_failure_exit_1(

@@ -68,7 +68,7 @@ def test_run_goes_on_without_long_term_memory_and_says_so_once(
     both = proc.stdout + proc.stderr
     assert proc.returncode == 3, both  # the task ran to its ending
     assert both.count(NOTICE) == 1 and "embedding model files are missing" in both
-    assert "needs_user after 1 step(s)" in proc.stdout
+    assert "waiting for you after 1 step(s)" in proc.stdout
     assert "remember" not in fake_model.requests[0].tool_names  # no memory tool offered
     assert "Traceback" not in proc.stderr
 
