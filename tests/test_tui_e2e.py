@@ -104,12 +104,12 @@ async def test_a_task_from_the_prompt_streams_cards_and_finishes(
             assert run.running
             await until(lambda: len(app.query(ToolCard)) >= 2, pilot, 60)
             await until(lambda: not run.running, pilot, 60)
-            assert run.task == "move the pointer" and run.status == "finished"
+            assert run.task == "move the pointer" and run.status == "completed"
             cards = list(app.query(ToolCard))
             assert [c.call.tool_name for c in cards][:2] == ["mouse_move", "click"]
             assert cards[0].call.status == "ok" and cards[1].call.status == "error"
             assert not cards[1].collapsed
-            assert app.query(".verification.ok-True") and app.query(".ending.finished")
+            assert app.query(".verification.ok-True") and app.query(".ending.completed")
             await until(lambda: "T001" in str(app.side.todos.render()), pilot, 10)
             await until(lambda: app.side.thumb.image is not None, pilot, 10)
             assert "tokens" in str(app.status.render()) and "live" in str(app.status.render())
@@ -161,7 +161,7 @@ async def test_a_call_user_question_is_answered_from_its_card(
             assert "Which code?" in str(app.query_one(NeedsUser).query_one(".question").render())
             await pilot.press("ctrl+r", *"4711", "enter")
             # the answer goes to T001 as a message; the task runs again and finishes
-            await until(lambda: app.cockpit.runs["T001"].status == "finished", pilot, 60)
+            await until(lambda: app.cockpit.runs["T001"].status == "completed", pilot, 60)
             asked = [r.all_text() for r in fake_model.requests if not is_router(r)]
             assert any("4711" in text for text in asked)
             assert app.query_one(NeedsUser).has_class("done")
@@ -210,7 +210,7 @@ async def test_a_held_call_runs_after_allow_once_on_its_card(
             await until(lambda: card.has_class("done"), pilot, 30)
             assert card.approval.decision == "allow_once" and card.approval.by == "tui"
             assert "allowed once" in str(card.outcome.render())
-            await until(lambda: app.cockpit.runs["T001"].status == "finished", pilot, 60)
+            await until(lambda: app.cockpit.runs["T001"].status == "completed", pilot, 60)
             typed = [c.call for c in app.query(ToolCard) if c.call.tool_name == "type"]
             assert [c.status for c in typed] == ["ok"]
             assert not [n for n in app._notifications if n.severity == "error"]
