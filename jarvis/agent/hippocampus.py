@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import logging
-import threading
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Protocol
 
 from jarvis.desktop.screen import Observation
 from jarvis.memory.short_term import ScreenshotRef, ShortTermMemory, StepRecord
+from jarvis.ordered_writes import OrderedWrites
 from jarvis.runs.index import recent_runs
-
-log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 
 class LongTerm(Protocol):
@@ -46,38 +40,24 @@ class Hippocampus:
     def __init__(self, data_dir: Path, long_term: LongTerm | None = None) -> None:
         self.short = ShortTermMemory(data_dir, recent_runs(data_dir))
         self.long_term = long_term
-        self._writer = ThreadPoolExecutor(1, thread_name_prefix="memory-writes")
+        self._writes = OrderedWrites("memory-writes", "a short-term memory write failed")
         """Short-term writes, in order, off the loop's path (they fsync)."""
-        self._pending: list[Future[Any]] = []
-        self._lock = threading.Lock()
-
-    def _submit(self, work: Callable[..., T], *args: Any) -> Future[T]:
-        future = self._writer.submit(work, *args)
-        with self._lock:
-            self._pending = [f for f in self._pending if not f.done()] + [future]
-        return future
 
     def store_screenshot(self, observation: Observation) -> Future[ScreenshotRef]:
         """Store the screenshot on the writer thread (the loop goes on to the model): its
         reference, or the error of the write, comes from the future."""
-        return self._submit(
+        return self._writes.submit(
             self.short.save_screenshot, observation.data, observation.media_type, observation.phash
         )
 
     def add_step(self, record: StepRecord) -> None:
         """Write the step's record on the writer thread (after the screenshots before it);
         :meth:`flush` waits for it. ``record`` must not change after this."""
-        self._submit(self.short.add_step, record)
+        self._writes.submit(self.short.add_step, record)
 
     def flush(self) -> None:
         """Wait until every write so far is on disk (a failed one is said in the log)."""
-        with self._lock:
-            pending, self._pending = self._pending, []
-        for future in pending:
-            try:
-                future.result()
-            except OSError as exc:
-                log.warning("a short-term memory write failed: %s", exc)
+        self._writes.flush()
 
     def recent(self, n: int, task_id: str | None = None) -> list[StepRecord]:
         self.flush()

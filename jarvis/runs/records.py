@@ -23,7 +23,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -37,6 +36,7 @@ from jarvis.events import Event, EventBus, TaskStarted, ToolCallFinished, ToolCa
 from jarvis.fsutil import atomic_write_bytes
 from jarvis.llm.pricing import cost_usd
 from jarvis.llm.wire_tokens import text_tokens
+from jarvis.ordered_writes import OrderedWrites
 from jarvis.redaction import Redactor, known_secrets
 from jarvis.runs.grab import Grabber
 from jarvis.runs.step_file import (
@@ -152,8 +152,7 @@ class RunRecorder:
         self.grabber = grabber
         self._tasks: dict[str, _Task] = {}
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="run-records")
-        self._pending: list[Future[None]] = []
+        self._writes = OrderedWrites("run-records", "a run record could not be written")
         self._unsubscribe = bus.subscribe(self._on_event)
 
     @classmethod
@@ -199,7 +198,7 @@ class RunRecorder:
         )
         file.phash.before = observation.phash
         task.current = _Step(folder=folder, file=file, observation=observation)
-        self._submit(_write_picture, folder / "before.jpg", observation)
+        self._writes.submit(_write_picture, folder / "before.jpg", observation)
         if task.last is not None:
             self._set_after(task.last, observation)
             task.last = None
@@ -236,7 +235,7 @@ class RunRecorder:
             file.calls.append(seen)
         current.done = True
         task.last, task.current = current, None
-        self._submit(_save, current.folder, file.model_copy(deep=True))
+        self._writes.submit(_save, current.folder, file.model_copy(deep=True))
 
     def task_done(self, task_id: str) -> None:
         """The task ended: the last step gets a fresh after picture; wait for the disk."""
@@ -250,18 +249,11 @@ class RunRecorder:
         self.flush()
 
     def flush(self) -> None:
-        with self._lock:
-            pending, self._pending = self._pending, []
-        for future in pending:
-            try:
-                future.result()
-            except OSError as exc:
-                log.warning("a run record could not be written: %s", exc)
+        self._writes.flush()
 
     def close(self) -> None:
         self._unsubscribe()
-        self.flush()
-        self._pool.shutdown(wait=True)
+        self._writes.close()
         self.windows.close()
         self.grabber.close()
 
@@ -353,19 +345,14 @@ class RunRecorder:
         first = not any(c.target for c in step.calls.values())
         name = "target.png" if first else f"target-{position}.png"
         target = Target(file=name, box=box, phash=phash_hex(crop))
-        self._submit(_write_crop, step.folder / name, crop)
+        self._writes.submit(_write_crop, step.folder / name, crop)
         return target
 
     def _set_after(self, step: _Step, observation: Observation) -> None:
         step.file.after = "after.jpg"
         step.file.phash.after = observation.phash
-        self._submit(_write_picture, step.folder / "after.jpg", observation)
-        self._submit(_save, step.folder, step.file.model_copy(deep=True))
-
-    def _submit(self, fn: Callable[..., None], *args: Any) -> None:
-        with self._lock:
-            self._pending = [f for f in self._pending if not f.done()]
-            self._pending.append(self._pool.submit(fn, *args))
+        self._writes.submit(_write_picture, step.folder / "after.jpg", observation)
+        self._writes.submit(_save, step.folder, step.file.model_copy(deep=True))
 
 
 def _write_picture(path: Path, observation: Observation) -> None:
