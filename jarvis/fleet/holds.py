@@ -135,21 +135,16 @@ class FleetHolds:
         ``take_over``: another face holds it and ``by`` said to take it over: the worker
         passes the hold on (:meth:`ScreenHold.pass_to`) and the old holder's view closes."""
         old = self.holders.get(worker)
-        passing = take_over and old is not None and old.by != by
-        refuse_take(self.refused, by, None if passing else old)
-        if passing and old is not None:
-            task_id = old.task_id
+        passed = old if take_over and old is not None and old.by != by else None
+        refuse_take(self.refused, by, None if passed is not None else old)
+        if passed is not None:
+            task_id = passed.task_id
         holder = FleetHolder(worker=worker, by=by, task_id=task_id)
-        why = TAKEN_OVER if passing else ""
+        why = TAKEN_OVER if passed is not None else ""
         await self._send(worker, control.Control("takeover", task_id, by=by, reason=why))
-        if passing:
+        if passed is not None:
             self._end(worker)  # the old holder's full-access view closes; its ticket is void
-            log.info(
-                "takeover: %s took worker %s's screen over from %s",
-                by,
-                worker,
-                old.by if old else "",
-            )
+            log.info("takeover: %s took worker %s's screen from %s", by, worker, passed.by)
         self.holders[worker] = holder
         self._idle.start(worker)
         log.info("takeover: %s holds the screen of worker %s (task %s)", by, worker, task_id)
