@@ -165,7 +165,7 @@ def _from_journal(folder: Path) -> RunInfo:
                 done=bool(record.get("done")), reason=str(record.get("reason", ""))
             )
         elif kind == "task_finished":
-            part.status, part.ended = status_word(str(record.get("status"))), record.get("ts")
+            part.status, part.ended = str(record.get("status")), record.get("ts")  # new words
             part.summary = str(record.get("summary") or "")
             part.stopped_by = record.get("stopped_by")
             part.tokens, part.steps = event_usage(record), int(record.get("steps") or 0)
