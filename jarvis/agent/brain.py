@@ -81,9 +81,12 @@ class Verdict:
 
 def context_policy(settings: Settings) -> ContextPolicy:
     """The context policy of a run: the ``context_policy`` setting, K from
-    ``keep_screenshots`` and C from the profile (``stable`` only)."""
-    chunk = active_profile(settings).profile.chunk if settings.context_policy == "stable" else 0
-    return ContextPolicy(settings.context_policy, settings.keep_screenshots, chunk)
+    ``keep_screenshots``, C and the scale of re-sent screenshots from the profile
+    (``stable`` only)."""
+    if settings.context_policy == "sliding":
+        return ContextPolicy("sliding", settings.keep_screenshots)
+    profile = active_profile(settings).profile
+    return ContextPolicy("stable", settings.keep_screenshots, profile.chunk, profile.resend_scale)
 
 
 def image_of(observation: Observation) -> ImagePart:
@@ -189,6 +192,10 @@ class Brain:
         shot = image_of(ctx.observation)
         messages, prompt = self._messages(ctx, shot)
         request = self._request(self.system_prompt(ctx.observation), messages, tools)
+        # no later request starts with this one: the next step drops turns, or the next
+        # call is the wrap-up at the step bound (no tools: its prefix differs from the start)
+        last = ctx.step >= ctx.max_steps
+        request.cache_tail = not (last or self.policy.last_before_drop(len(ctx.turns)))
         if ctx.max_tokens is not None:
             request.max_tokens = ctx.max_tokens
         response = await complete(self.provider, request, on_event=self._emit_text(ctx.task_id))
@@ -208,7 +215,8 @@ class Brain:
         """The last call at a bound: no tools, the model writes its final answer."""
         ctx.notes = [*ctx.notes, prompts.render("wrap_up", limit=limit)]
         messages, _ = self._messages(ctx, image_of(ctx.observation))
-        request = self._request(self.system_prompt(ctx.observation), messages, [])
+        # the last call of the run
+        request = self._request(self.system_prompt(ctx.observation), messages, [], cache=False)
         return await complete(self.provider, request, on_event=self._emit_text(ctx.task_id))
 
     async def verify(
@@ -225,6 +233,7 @@ class Brain:
             prompts.render_text("verify_system"),
             [Message.user(image_of(observation), text)],
             [],
+            cache=False,  # a one-off: no later request starts with it
         )
         response = await complete(self.provider, request)
         done, reason = parse_verdict(response.text)
@@ -247,10 +256,16 @@ class Brain:
         """A short procedure of how a verified task was done, written by the model (its
         ``text``; the response carries the usage)."""
         text = prompts.render("skill", task=task, steps="\n".join(steps) or "(no steps)")
-        request = self._request(prompts.render_text("skill_system"), [Message.user(text)], [])
+        request = self._request(
+            prompts.render_text("skill_system"), [Message.user(text)], [], cache=False
+        )
         return await complete(self.provider, request)
 
-    def _request(self, system: str, messages: list[Message], tools: list[ToolSpec]) -> LLMRequest:
+    def _request(
+        self, system: str, messages: list[Message], tools: list[ToolSpec], cache: bool = True
+    ) -> LLMRequest:
+        """A request with the run's settings; ``cache=False`` for a one-off that no later
+        request starts with (a cache write there would never be read)."""
         return LLMRequest(
             system=system,
             messages=messages,
@@ -258,6 +273,7 @@ class Brain:
             max_tokens=self.settings.max_tokens,
             temperature=self.settings.temperature,
             tool_mode=self.settings.tool_mode,
+            cache=cache,
         )
 
 

@@ -10,15 +10,24 @@ and slides by one every step, so the first message (and everything after it) cha
 every step and the provider's prompt cache is written and never read. ``stable`` lets the
 window grow from K to K + C screenshots and then drops C at once: between drops every
 request starts with the previous one, and the cache breakpoints on the last user
-messages are read back on the next step.
+messages are read back on the next step. Two things keep a stable context from paying for
+what it never uses: the request just before a drop (and the last step's) puts no
+breakpoint on its newest message, since no later request starts with it; and the
+screenshots kept across a drop, which are written to the cache again anyway, go at
+``resend_scale`` of their size (half: a quarter of the tokens). The current screenshot,
+the one the model acts on, always goes whole.
 """
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
+
+from PIL import Image
 
 from jarvis.llm.pruning import prune_images
 from jarvis.llm.types import ImagePart, Message, Part, TextPart, ToolCall, ToolResultPart
@@ -36,6 +45,8 @@ class Turn:
     results: list[ToolResultPart] = field(default_factory=list)
     images: list[ImagePart] = field(default_factory=list)
     """Images the tools returned (an MCP tool's picture), sent right after the results."""
+    resent: bool = False
+    """Its screenshot was made smaller when it was kept across a drop (never twice)."""
 
 
 @dataclass(frozen=True)
@@ -43,27 +54,59 @@ class ContextPolicy:
     """How many past turns (each with its screenshot) stay in the context.
 
     ``keep`` (K) screenshots are visible at every step once there are that many;
-    ``stable`` grows the window to ``keep + chunk`` (K + C) before dropping C at once.
+    ``stable`` grows the window to ``keep + chunk`` (K + C) before dropping C at once, and
+    re-sends the screenshots it keeps across a drop at ``resend_scale`` of their size.
     """
 
     kind: Literal["sliding", "stable"] = "sliding"
     keep: int = 3
     chunk: int = 0
+    resend_scale: float = 1.0
 
     def __post_init__(self) -> None:
         if self.keep < 1 or self.chunk < 0:
             raise ValueError(f"keep must be >= 1 and chunk >= 0, got {self.keep}, {self.chunk}")
+        if not 0 < self.resend_scale <= 1:
+            raise ValueError(f"resend_scale must be in (0, 1], got {self.resend_scale}")
 
     @property
     def max_images(self) -> int:
         """The most screenshots one request carries (the current one included)."""
         return self.keep + (self.chunk if self.kind == "stable" else 0)
 
+    def last_before_drop(self, past_turns: int) -> bool:
+        """Whether the next step will not start with the request of a step that has
+        ``past_turns`` turns before it: a stable window is full and drops after it."""
+        return self.kind == "stable" and past_turns + 2 > self.max_images
+
     def trim(self, turns: list[Turn]) -> list[Turn]:
         """The turns to keep for the next step, after the newest one was added."""
         if self.kind == "stable" and len(turns) + 1 <= self.max_images:
             return list(turns)
-        return list(turns[len(turns) - (self.keep - 1) :]) if self.keep > 1 else []
+        kept = list(turns[len(turns) - (self.keep - 1) :]) if self.keep > 1 else []
+        if self.kind == "stable" and self.resend_scale < 1:
+            return [self._resent(turn) for turn in kept]
+        return kept
+
+    def _resent(self, turn: Turn) -> Turn:
+        if turn.resent or turn.screenshot is None:
+            return turn
+        return replace(turn, screenshot=scaled(turn.screenshot, self.resend_scale), resent=True)
+
+
+def scaled(part: ImagePart, scale: float) -> ImagePart:
+    """``part`` at ``scale`` of its width and height, in its own format (JPEG stays JPEG)."""
+    with Image.open(io.BytesIO(base64.b64decode(part.data_b64))) as image:
+        size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+        kind = image.format or "PNG"
+        image.draft("RGB", size)  # JPEG: decode at the smaller size straight away
+        smaller = image.convert("RGB").resize(size, Image.Resampling.BOX)
+    out = io.BytesIO()
+    if kind == "JPEG":
+        smaller.save(out, "JPEG", quality=80)
+    else:
+        smaller.save(out, "PNG", compress_level=1)
+    return ImagePart.from_bytes(out.getvalue(), part.media_type)
 
 
 @dataclass

@@ -112,12 +112,17 @@ def _answer_every_tool_use(messages: list[dict[str, Any]]) -> None:
 
 
 def mark_cache(
-    system: list[dict[str, Any]], tools: list[dict[str, Any]], messages: list[dict[str, Any]]
+    system: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    messages: list[dict[str, Any]],
+    tail: bool = True,
 ) -> int:
     """Put ephemeral cache breakpoints in place (at most 4); returns how many were set.
 
     One on the system prompt, one on the last tool (caches all tools), and rolling
-    ones on the last block of the last two user messages.
+    ones on the last block of the last two user messages. Without ``tail`` the newest
+    message gets none (no later request starts with it: a write there is never read);
+    the earlier ones still read what the previous request wrote.
     """
     used = 0
     if system:
@@ -127,10 +132,12 @@ def mark_cache(
         tools[-1]["cache_control"] = dict(EPHEMERAL)
         used += 1
     budget = min(2, MAX_CACHE_BREAKPOINTS - used)
+    users = [m for m in messages if m["role"] == "user"]
+    newest = users[-1] if users and not tail else None
     for message in reversed(messages):
         if budget <= 0:
             break
-        if message["role"] == "user" and message["content"]:
+        if message["role"] == "user" and message["content"] and message is not newest:
             message["content"][-1]["cache_control"] = dict(EPHEMERAL)
             used += 1
             budget -= 1
@@ -162,7 +169,7 @@ def build_wire(
     version = tool_version(model, computer_tool_version)
     tools, computer = computer_tools(request.tools, request.messages, native_computer_tool, version)
     if request.cache:
-        mark_cache(system, tools, messages)
+        mark_cache(system, tools, messages, request.cache_tail)
     params: dict[str, Any] = {
         "model": model,
         "max_tokens": request.max_tokens,

@@ -115,6 +115,9 @@ class PromptCache:
     read_price: float = ANTHROPIC_READ
     write_price: float = ANTHROPIC_WRITE
     _prefixes: dict[str, int] = field(default_factory=dict)
+    _writes: dict[str, int] = field(default_factory=dict)
+    """Anthropic: the tokens each billed cache write added, by the prefix it ends on,
+    until a later request reads that prefix."""
 
     @classmethod
     def for_model(cls, model: str, rules: Literal["anthropic", "openai"]) -> PromptCache:
@@ -140,10 +143,13 @@ class PromptCache:
                     hit = max(hit, j)
                     break
         read = ends[hit] if hit >= 0 else 0
+        if hit >= 0:
+            self._writes.pop(digests[hit], None)
         last = marks[-1] if marks else -1
         written = 0
         if last > hit and ends[last] >= ANTHROPIC_MIN_PREFIX:
             written = ends[last] - read
+            self._writes[digests[last]] = written
         for mark in marks:
             if ends[mark] >= ANTHROPIC_MIN_PREFIX:
                 self._prefixes[digests[mark]] = ends[mark]
@@ -151,6 +157,10 @@ class PromptCache:
         plain = total - read - written
         effective = plain + written * self.write_price + read * self.read_price
         return RequestCost(plain, written, read, effective)
+
+    def unread_writes(self) -> list[int]:
+        """The tokens of each cache write so far that no later request has read."""
+        return list(self._writes.values())
 
     def _openai(self, digests: list[str], ends: list[int]) -> RequestCost:
         matched = max((ends[i] for i, d in enumerate(digests) if d in self._prefixes), default=0)

@@ -116,6 +116,9 @@ class LLMRequest(BaseModel):
     temperature: float | None = None
     tool_mode: ToolMode = "auto"
     cache: bool = True
+    cache_tail: bool = True
+    """Whether a cache breakpoint may go on the newest message: not when no later request
+    starts with this one (the step before a context drop, a one-off verification)."""
 
 
 class LLMResponse(BaseModel):

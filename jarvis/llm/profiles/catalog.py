@@ -67,6 +67,8 @@ class Profile:
     chunk: int = 5
     """History default: the window of screenshots grows by this many past the
     ``keep_screenshots`` setting, then drops them at once (a prefix the cache reuses)."""
+    resend_scale: float = 0.5
+    """The screenshots kept across a drop are sent again (and cached again) at this scale."""
     temperature: float | None = None
     coordinates: str = "pixels"
     prompt: str | None = None
@@ -132,6 +134,7 @@ def _profile(spec: ProfileSpec, base_dir: Path | None) -> Profile:
         patterns=tuple(spec.patterns),
         resolution_prompt=spec.resolution_prompt,
         chunk=spec.history.chunk,
+        resend_scale=spec.history.resend_scale,
         temperature=spec.sampling.temperature,
         coordinates=spec.coordinates,
         prompt=prompt,

@@ -107,6 +107,9 @@ class GroundingSpec(BaseModel):
 class HistorySpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     chunk: int = Field(5, ge=0, description="screenshots dropped at once (cache-friendly)")
+    resend_scale: float = Field(
+        0.5, gt=0, le=1, description="the scale of the screenshots kept across a drop"
+    )
 
 
 class SamplingSpec(BaseModel):
