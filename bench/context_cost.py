@@ -36,9 +36,9 @@ from PIL import Image, ImageDraw
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from jarvis.agent.brain import Brain, ThinkContext
-from jarvis.agent.context import ContextPolicy, Turn
-from jarvis.agent.state import RunState, older_steps
+from jarvis.agent.brain import Brain
+from jarvis.agent.context import ContextPolicy
+from jarvis.agent.state import RunState
 from jarvis.config import Settings, load_settings
 from jarvis.desktop.screen import Observation, Size, encode_image, phash_hex
 from jarvis.events import EventBus
@@ -51,10 +51,10 @@ from jarvis.llm.types import (
     ResponseDone,
     StreamEvent,
     ToolCall,
-    ToolResultPart,
 )
 from jarvis.llm.wire_tokens import wire_blocks
 from jarvis.tools.computer import build_registry
+from tests.context_steps import context_for, think_step
 
 MODEL = "claude-sonnet-4-6"
 SIZE = Size(1280, 720)
@@ -123,47 +123,12 @@ async def run_policy(
     openai = PromptCache.for_model("gpt-4.1", "openai")
     rows = []
     for step in range(1, steps + 1):
-        state.step = step
         todos = "(none)" if step < 20 else "- [ ] invoice 37 needs a second look"
-        ctx = ThinkContext(
-            task=state.task,
-            task_id=state.task_id,
-            step=step,
-            max_steps=steps,
-            observation=screenshot(step),
-            todos=todos,
-            history=older_steps(state, settings.recent_steps),
-            turns=list(state.turns),
-        )
-        decision = await brain.think_and_decide(ctx, tools)
+        await think_step(brain, state, screenshot(step), tools, steps, todos)
         row, images = bill(model.requests[-1], anthropic, openai)
         rows.append({"step": step, **row, "screenshots": images})
-        results = [
-            ToolResultPart(call_id=c.id, name=c.name, ok=True, content='{"ok": true}')
-            for c in decision.tool_calls
-        ]
-        state.turns.append(
-            Turn(
-                step,
-                decision.screenshot,
-                decision.prompt,
-                decision.text,
-                decision.tool_calls,
-                results,
-            )
-        )
-        state.turns = brain.policy.trim(state.turns)
-        state.history.append((step, f"step {step}: clicked item {step} -> ok"))
-    ctx = ThinkContext(
-        task=state.task,
-        task_id=state.task_id,
-        step=steps + 1,
-        max_steps=steps,
-        observation=screenshot(steps + 1),
-        todos="- [ ] invoice 37 needs a second look",
-        history=older_steps(state, settings.recent_steps),
-        turns=list(state.turns),
-    )
+    state.step += 1
+    ctx = context_for(state, brain, screenshot(steps + 1), steps, todos)
     await brain.wrap_up(ctx, f"{steps} steps")
     row, images = bill(model.requests[-1], anthropic, openai)
     rows.append({"step": "wrap_up", **row, "screenshots": images})

@@ -13,7 +13,7 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
-from jarvis.agent.brain import Brain, ThinkContext
+from jarvis.agent.brain import Brain
 from jarvis.agent.context import ContextPolicy, Turn, scaled
 from jarvis.agent.state import RunState
 from jarvis.config import load_settings
@@ -21,8 +21,9 @@ from jarvis.desktop.screen import Observation, Size, encode_image, phash_hex
 from jarvis.events import EventBus
 from jarvis.llm.anthropic import AnthropicProvider
 from jarvis.llm.pricing import Block, PromptCache
-from jarvis.llm.types import ImagePart, ToolResultPart
+from jarvis.llm.types import ImagePart
 from jarvis.tools.computer import build_registry
+from tests.context_steps import context_for, think_step
 from tests.fake_model import FakeModel, Reply, call
 from tests.fake_model import fake_model_fixture as fake_model_fixture
 from tests.llm_cases import FAST
@@ -58,31 +59,7 @@ async def run_steps(brain: Brain, steps: int, max_steps: int) -> RunState:
     tools = build_registry(brain.settings).specs("anthropic")
     state = RunState(task="file the invoices", task_id="t-drops")
     for step in range(1, steps + 1):
-        state.step = step
-        ctx = ThinkContext(
-            task=state.task,
-            task_id=state.task_id,
-            step=step,
-            max_steps=max_steps,
-            observation=shot(step),
-            turns=list(state.turns),
-        )
-        decision = await brain.think_and_decide(ctx, tools)
-        results = [
-            ToolResultPart(call_id=c.id, name=c.name, ok=True, content="ok")
-            for c in decision.tool_calls
-        ]
-        state.turns.append(
-            Turn(
-                step,
-                decision.screenshot,
-                decision.prompt,
-                decision.text,
-                decision.tool_calls,
-                results,
-            )
-        )
-        state.turns = brain.policy.trim(state.turns)
+        await think_step(brain, state, shot(step), tools, max_steps)
     return state
 
 
@@ -126,14 +103,8 @@ def test_the_last_step_and_one_off_calls_write_no_cache(
     state = asyncio.run(run_steps(brain, 3, max_steps=3))
     assert newest_user_marked(fake_model.requests[1].body)  # step 2: step 3 reads it
     assert not newest_user_marked(fake_model.requests[2].body)  # step 3 is the bound
-    ctx = ThinkContext(
-        task=state.task,
-        task_id=state.task_id,
-        step=4,
-        max_steps=3,
-        observation=shot(4),
-        turns=list(state.turns),
-    )
+    state.step += 1
+    ctx = context_for(state, brain, shot(4), max_steps=3)
     fake_model.set_default(lambda _req: Reply(text="I filed two of them."))
     asyncio.run(brain.wrap_up(ctx, "3 steps"))
     assert fake_model.requests[-1].cache_markers() == 0
