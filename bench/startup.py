@@ -7,6 +7,10 @@ has used by then (user + system, from /proc: less at the mercy of other work on 
 than the wall clock). Prints one JSON object: p50 and p95 of each over ``--runs`` runs,
 against the targets (grab at most 1 s p50, first request at most 2.5 s p50), and what
 ``jarvis run`` imports before the grab (the modules that take longest).
+
+The floor beside them: after each run, a bare ``python -c "import anthropic"`` as the run
+imports it (the collector paused, the SDK's aiohttp transport left out), its wall and CPU
+time in the same conditions. No run can make its first request sooner than that.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -85,6 +90,23 @@ def one_run(env: dict[str, str], data: Path, watched: Watched) -> tuple[float, .
     return (armed - started) * 1000, (first[0] - started) * 1000, armed_cpu, watched.cpu[0]
 
 
+def sdk_import_alone(env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) in ms of a fresh interpreter importing the SDK as `jarvis run` does."""
+    from jarvis.llm.factory import AIOHTTP_TRANSPORTS
+
+    code = (
+        "import gc, sys; gc.disable(); "
+        f"sys.modules[{AIOHTTP_TRANSPORTS['anthropic']!r}] = None; import anthropic"
+    )
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    wall = (time.monotonic() - started) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return wall, cpu
+
+
 def imported_before_grab(env: dict[str, str]) -> list[dict[str, Any]]:
     """The slowest modules `import jarvis.cli` and the kill switch's module load."""
     code = "import jarvis.cli, jarvis.safety.killswitch, jarvis.config"
@@ -123,6 +145,7 @@ def main() -> None:
     model = FakeModel().start()
     model.set_default(answer)
     runs: list[tuple[float, ...]] = []
+    floor: list[tuple[float, float]] = []
     try:
         with start_xvfb(1280, 800) as server, tempfile.TemporaryDirectory() as tmp:
             env = {
@@ -139,6 +162,7 @@ def main() -> None:
             one_run(env, Path(tmp) / "warm", watched)  # the OS's file cache, as a second run has
             for run in range(args.runs):
                 runs.append(one_run(env, Path(tmp) / f"d{run}", watched))
+                floor.append(sdk_import_alone(env))
             slowest = imported_before_grab(env)
     finally:
         model.stop()
@@ -155,6 +179,10 @@ def main() -> None:
         "cpu_to_first_model_request_ms": {
             "p50": pct(request_cpu, 0.5),
             "p95": pct(request_cpu, 0.95),
+        },
+        "sdk_import_alone_ms": {
+            "wall_p50": pct([wall for wall, _ in floor], 0.5),
+            "cpu_p50": pct([cpu for _, cpu in floor], 0.5),
         },
         "target_brake_p50_ms": TARGET_GRAB_P50_MS,
         "target_first_request_p50_ms": TARGET_FIRST_REQUEST_P50_MS,

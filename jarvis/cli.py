@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, nullcontext
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-from jarvis import __version__
+from jarvis import __version__, gc_pause
 from jarvis.config import PROVIDERS, ConfigError, Settings, load_chosen
 from jarvis.logfile import setup_logging
 
@@ -313,6 +313,7 @@ async def _run_braked(
             loop.add_signal_handler(signal.SIGTERM, agent.cancel, "signal")
             loop.add_signal_handler(STOP_SIGNAL, agent.cancel, "cli")  # `jarvis stop`
             brake.hand_to(agent)  # a press while it loaded: cancelled before a step
+            gc_pause.resume()  # the collector, past start-up's objects
             try:
                 with (
                     foreground(settings.data_dir, f"run: {task}"),
@@ -339,7 +340,9 @@ def entry() -> None:
     garbage collection over every object the command imported (chromadb, the SDKs, ...).
     That collection took 5 to 10 s on a busy 2-core machine: a stopped `jarvis serve` had
     said goodbye and still held its port and the container's stop for that long. Nothing
-    is lost: the commands close their files and stores themselves, and atexit still runs."""
+    is lost: the commands close their files and stores themselves, and atexit still runs.
+    The collector is off while the command starts (:mod:`jarvis.gc_pause`)."""
+    gc_pause.pause()
     try:
         code = main()
     except BrokenPipeError:  # `jarvis runs | head`: the reader left; end quietly
@@ -384,5 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     setup_logging(settings.data_dir if args.command != "doctor" else None, args.verbose)
     logging.getLogger(__name__).info("jarvis %s %s", __version__, args.command)
+    if args.command != "run":  # run: once its agent is built (_run_braked)
+        gc_pause.resume()
     handler: Callable[[argparse.Namespace, Settings], int] = args.handler
     return handler(args, settings)

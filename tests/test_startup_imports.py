@@ -1,12 +1,15 @@
 """What `jarvis run` loads before its first model request (issue 40): the chosen
 provider's SDK, and not the other SDKs, chromadb (long-term memory off), mcp (no MCP server
-configured), the web tool's libraries or the other commands' modules. A real `jarvis run`
-process on Xvfb with the scripted model behind the real SDK; an audit hook in that process
-lists ``sys.modules`` the moment it connects to the model. Not timed: the seconds are
+configured), the web tool's libraries, the other commands' modules, SciPy (the screenshot's
+pHash is numpy's) or aiohttp (the SDK's unused transport). A real `jarvis run` process on
+Xvfb with the scripted model behind the real SDK; an audit hook in that process lists
+``sys.modules`` the moment it connects to the model, and whether the garbage collector,
+paused while the run started, is on again by then. Not timed: the seconds are
 bench/startup.py's; this keeps a later import from bringing them back unseen."""
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -15,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from jarvis import gc_pause
 from jarvis.cli import build_parser, named_command
 from jarvis.config import Settings
 from jarvis.llm.factory import sdk_name
@@ -24,13 +28,14 @@ from tests.test_cli_run import run_env
 # Runs `python -m jarvis` after an audit hook that writes sys.modules to $PROBE_OUT at the
 # first connect to the model's port ($PROBE_PORT).
 PROBE = """
-import json, os, runpy, sys
+import gc, json, os, runpy, sys
 port, out = int(os.environ["PROBE_PORT"]), os.environ["PROBE_OUT"]
 def hook(event, args):
     if event == "socket.connect" and isinstance(args[1], tuple) and args[1][1] == port:
         if not os.path.exists(out):
+            found = {"modules": sorted(sys.modules), "gc": gc.isenabled()}
             with open(out, "w") as f:
-                json.dump(sorted(sys.modules), f)
+                json.dump(found | {"frozen": gc.get_freeze_count()}, f)
 sys.addaudithook(hook)
 runpy.run_module("jarvis", run_name="__main__", alter_sys=True)
 """
@@ -54,6 +59,9 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     "jarvis.tui.commands",
     "jarvis.fleet.commands",
     "jarvis.api.app",
+    "scipy",  # the pHash is numpy's (jarvis.desktop.perceptual_hash)
+    "imagehash",
+    "aiohttp",  # the SDK's aiohttp transport (jarvis.llm.factory.AIOHTTP_TRANSPORTS)
 )
 
 
@@ -77,8 +85,10 @@ def test_jarvis_run_loads_only_its_provider_sdk_before_its_first_request(
         stdin=subprocess.DEVNULL,
     )
     assert out.exists(), proc.stdout + proc.stderr  # it reached the model
-    loaded = set(json.loads(out.read_text()))
+    probed = json.loads(out.read_text())
+    loaded = set(probed["modules"])
     assert {"anthropic", "jarvis.llm.anthropic", "jarvis.agent.agent"} <= loaded
+    assert probed["gc"] and probed["frozen"] > 10_000  # on again, past start-up's objects
     early = [m for m in NOT_BEFORE_THE_FIRST_REQUEST if m in loaded]
     assert early == [], f"loaded before the first model request: {early}"
     first = fake_model.requests[0]  # the same first request: the task and a screenshot
@@ -129,3 +139,12 @@ def test_the_sdk_loaded_ahead_is_the_chosen_providers(
 ) -> None:
     settings = Settings(data_dir=tmp_path, provider=provider)  # type: ignore[arg-type]
     assert sdk_name(settings) == sdk
+
+
+def test_the_collector_is_left_alone_where_it_was_not_paused() -> None:
+    """A test calling the command's main in its own process: resume neither freezes its
+    objects nor changes the collector."""
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()
+    gc_pause.resume()
+    assert gc.isenabled() and gc.get_freeze_count() == frozen

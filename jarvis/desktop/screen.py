@@ -35,6 +35,7 @@ from PIL import Image
 from jarvis.desktop.downscale import downscale, downscale_bgrx
 from jarvis.desktop.masks import ScreenMasks
 from jarvis.desktop.monitors import capture_connection, list_monitors, monitor_note
+from jarvis.desktop.perceptual_hash import phash
 from jarvis.desktop.x11 import XDisplay
 from jarvis.geometry import Size, contains_point, fit_size, model_to_screen, screen_to_model
 
@@ -56,13 +57,11 @@ def phash_hex(image: Image.Image) -> str:
     """The 64-bit perceptual hash of a screenshot as 16 hex digits.
 
     A box reduction to at most 320 px first makes it about 4x faster; use this
-    function (not imagehash directly) wherever screenshots are compared.
+    function wherever screenshots are compared.
     """
-    import imagehash
-
     factor = max(1, min(image.width, image.height) // 180)
     small = image.reduce(factor) if factor > 1 else image
-    return str(imagehash.phash(small))
+    return phash(small)
 
 
 def encode_image(image: Image.Image, image_format: ImageFormat, jpeg_quality: int = 80) -> bytes:
@@ -133,8 +132,6 @@ class Screen:
         """``veil``: the on-screen sign, hidden around every picture for a model."""
         if image_format not in MEDIA_TYPES:
             raise ValueError(f"unknown image format {image_format!r} (jpeg or png)")
-        import imagehash  # noqa: F401  (it loads scipy: here, not inside the first capture)
-
         self.monitor = monitor
         self.display = display
         self.veil = veil

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 import threading
 from typing import TYPE_CHECKING
 
@@ -95,12 +96,26 @@ def sdk_name(settings: Settings) -> str:
     return "openai"
 
 
+AIOHTTP_TRANSPORTS = {
+    "anthropic": "anthropic._vendor.httpx_aiohttp",
+    "openai": "openai._vendor.httpx_aiohttp",
+}
+"""The SDKs' optional aiohttp transport (their ``DefaultAioHttpClient``). They import it
+whenever aiohttp is installed (chromadb and google-genai bring it), aiohttp with it: 0.25 to
+0.3 s of CPU before a run's first request. Jarvis never uses it (the SDKs' default httpx
+transport carries every request), so :func:`preload_sdk` marks it missing before the SDK
+loads: the SDK's own path for an install without its ``aiohttp`` extra."""
+
+
 def preload_sdk(settings: Settings) -> threading.Thread:
     """Start importing the chosen provider's SDK in a thread (seconds on a busy machine),
     so that time passes while the run opens its desktop rather than after. The import in
     :func:`make_provider` waits for this one where it is not done yet; an import that fails
-    here is left for that one to report."""
+    here is left for that one to report. The SDK's aiohttp transport is left out
+    (:data:`AIOHTTP_TRANSPORTS`)."""
     name = sdk_name(settings)
+    if name in AIOHTTP_TRANSPORTS and name not in sys.modules:
+        sys.modules.setdefault(AIOHTTP_TRANSPORTS[name], None)  # type: ignore[arg-type]
 
     def load() -> None:
         try:
