@@ -203,8 +203,6 @@ class Spawner:
 
 def zygote_main() -> int:
     """Import Jarvis once, then fork a child per request read from stdin."""
-    import scipy.fftpack  # noqa: F401  (imagehash.phash loads it on the first capture)
-
     import jarvis.agent.factory
     import jarvis.cli
     import jarvis.gateway.channels.inbox
