@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -83,6 +83,15 @@ def resize_image(image: Image.Image, size: Size) -> Image.Image:
 
 
 # ------------------------------------------------------------------ capture
+
+
+@dataclass(frozen=True)
+class _Shot:
+    """A BGRX frame as mss's shot gives it (its ``raw``, ``width``, ``height``)."""
+
+    raw: bytes
+    width: int
+    height: int
 
 
 @dataclass
@@ -145,7 +154,10 @@ class Screen:
         self.image_format: ImageFormat = image_format
         self.jpeg_quality = jpeg_quality
         self._pool: ThreadPoolExecutor | None = None
+        """Hashes beside the encoding, and observations settle prepares."""
         self._pool_lock = threading.Lock()
+        self._digest_size: Size | None = None
+        """The size of the last frame :meth:`frame_digest` grabbed (X11's digest: the frame)."""
         self.masks = ScreenMasks()
         """Boxes every picture has painted over (a field a secret was typed into)."""
 
@@ -267,8 +279,23 @@ class Screen:
         downscale, and exact: a one-pixel change counts, where a thumbnail could average
         it away.
         """
-        frame: bytes = self._sct.grab(self._region).raw  # a bytearray: compared in place
+        shot = self._sct.grab(self._region)
+        self._digest_size = Size(shot.width, shot.height)
+        frame: bytes = shot.raw  # a bytearray: compared in place
         return frame
+
+    def prepare(self, frame: bytes) -> Future[Observation] | None:
+        """The observation of a frame :meth:`frame_digest` gave, made on a worker thread
+        (settle makes the one of a still screen while it waits for the next frame); None
+        where that frame is not a picture for a model (the on-screen sign was on it, or a
+        backend's digest is a fingerprint)."""
+        size = self._digest_size
+        if size is None or len(frame) != size.width * size.height * 4:
+            return None
+        if self.veil is not None and self.veil.where == self.display:
+            return None  # settle's frames have the on-screen sign on them
+        shot = _Shot(frame, size.width, size.height)
+        return self._worker().submit(self._observation, shot, time.perf_counter())
 
     def _grab_image(self) -> Image.Image:
         """The monitor now, at its physical size."""
@@ -319,6 +346,10 @@ class Screen:
         t0 = time.perf_counter()
         with self._unveiled():
             frame = self._grab_frame()
+        return self._observation(frame, t0)
+
+    def _observation(self, frame: Any, t0: float) -> Observation:
+        """The observation of a frame of :meth:`_grab_frame` grabbed from ``t0`` on."""
         t1 = time.perf_counter()
         physical = Size(frame.width, frame.height)
         model_image = self._picture(frame)
@@ -381,7 +412,7 @@ class Screen:
     def _worker(self) -> ThreadPoolExecutor:
         with self._pool_lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="phash")
+                self._pool = ThreadPoolExecutor(2, thread_name_prefix="screen")
             return self._pool
 
     def close(self) -> None:
