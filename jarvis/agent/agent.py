@@ -33,7 +33,7 @@ from jarvis.agent.state import (
 )
 from jarvis.config import Settings
 from jarvis.desktop.screen import Observation
-from jarvis.desktop.settle import Settler, SettleResult
+from jarvis.desktop.settle import STILL_FRAMES, Settler, SettleResult
 from jarvis.events import EventBus, StepStarted, TaskStarted
 from jarvis.llm.base import ProviderAuthError, ProviderError, ProviderUnreachable
 from jarvis.memory.short_term import StepRecord, ToolCallRecord
@@ -183,9 +183,9 @@ class Agent:
         self.bus.emit(StepStarted(task_id=state.task_id, step=state.step))
         timings: dict[str, float] = {}
         started = time.perf_counter()
-        # the last settle's picture when it ended within one of its intervals: the screen
-        # was seen still that recently (a takeover since dropped it)
-        still = state.take_still(self.settings.settle_interval_ms / 1000)
+        # the last settle's picture of the still screen, no older than the stillness it saw
+        # (a takeover since dropped it)
+        still = state.take_still(STILL_FRAMES * self.settings.settle_interval_ms / 1000)
         observation = await self.brain.perceive(state.last_targets, still)
         if self.recorder is not None:
             self.recorder.observed(state.task_id, state.step, observation)

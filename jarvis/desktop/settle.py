@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from jarvis.desktop.screen import Observation, Screen
 
 
+STILL_FRAMES = 2
+"""Samples in a row that must match the one before for the screen to count as still."""
+
+
 @dataclass
 class SettleResult:
     waited_ms: float
@@ -45,7 +49,7 @@ def wait_until_still(
     floor_ms: float = 50,
     ceiling_ms: float = 3000,
     interval_ms: float = 25,
-    still_frames: int = 2,
+    still_frames: int = STILL_FRAMES,
     stop: threading.Event | None = None,
     on_unchanged: Callable[[bytes, int], object] | None = None,
 ) -> SettleResult:
