@@ -86,7 +86,7 @@ def test_the_observation_is_the_final_frame_of_an_animation(tkapp: TkApp, settle
 
 def test_a_timed_out_settle_keeps_no_observation(tkapp: TkApp, settler: Settler) -> None:
     settler.ceiling_ms = 200
-    tkapp.animate(3000)
+    tkapp.animate(600)
     result = settler.wait()
     assert result.timed_out and result.still is None
     tkapp.wait_kind("animate_done", timeout=10)
