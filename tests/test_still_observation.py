@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,6 +83,18 @@ def test_the_observation_is_the_final_frame_of_an_animation(tkapp: TkApp, settle
     still = result.still.result(timeout=5)
     assert not _same_picture(still, before), "the square did not move"
     assert _same_picture(still, final), "the observation is not of the settled screen"
+
+
+def test_closing_the_screen_while_it_makes_an_observation_returns(xserver: object) -> None:
+    """The settled worker's observation hands its hashing to the other worker: closing
+    must not wait for it while holding what it needs (it hung once)."""
+    screen = Screen()
+    prepared = [screen.prepare(screen.frame_digest()) for _ in range(3)]
+    assert all(p is not None for p in prepared)
+    closing = threading.Thread(target=screen.close)
+    closing.start()
+    closing.join(timeout=20)
+    assert not closing.is_alive(), "Screen.close() hung"
 
 
 def test_a_timed_out_settle_keeps_no_observation(tkapp: TkApp, settler: Settler) -> None:

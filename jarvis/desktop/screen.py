@@ -367,9 +367,13 @@ class Screen:
         self._sct.close()
 
     def _stop_workers(self) -> None:
+        """The settled worker first (what it runs hands work to the hash worker, and
+        takes the lock to find it), the hash worker then; not under the lock."""
         with self._pool_lock:
-            for pool in self._pool or []:
-                pool.shutdown(wait=True)
+            pools = self._pool or []
+        for pool in reversed(pools):
+            pool.shutdown(wait=True, cancel_futures=True)
+        with self._pool_lock:
             self._pool = None
 
     def __enter__(self) -> Screen:
