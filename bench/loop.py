@@ -3,11 +3,13 @@
 Runs a 30-step scripted task on a private Xvfb (1920x1080) against the Tk test app,
 with a loopback model that answers at once, through the real anthropic SDK. Each
 step clicks a different point of the app's pad (so the stall detector stays quiet)
-and the last one calls ``finished``. Prints one JSON object: p50 and p95 per phase
-(capture, model, act, settle, record, and ``other``: the rest of the overhead, the
-loop's own bookkeeping between the named parts) and of the overhead (step time minus
-model time; target: p50 at most 60 ms), with settle detection and, for comparison,
-with a fixed 2-second sleep after each action, and the speed-up between the two.
+and the last one calls ``finished``. Prints one JSON object (with the load average
+before and after): p50 and p95 per phase (capture, model, act, settle, record, and
+``other``: the rest of the overhead, the loop's own bookkeeping between the named
+parts; ``capture`` is about a millisecond when a step starts from the picture its last
+settle made of the still screen) and of the overhead (step time minus model time;
+target: p50 at most 60 ms), with settle detection and, for comparison, with a fixed
+2-second sleep after each action, and the speed-up between the two.
 
 The Wayland backend beside it (``--backend both``, the default where sway and grim are
 installed): the same task on a private headless sway with one 1920x1080 output (clicks
@@ -203,7 +205,10 @@ def main() -> None:
         help="which desktops to measure (default: both where sway and grim are)",
     )
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(main_async(args))))
+    load_before = os.getloadavg()[0]
+    result = asyncio.run(main_async(args))
+    result["load_average_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
 from jarvis.agent import cutoff
+from jarvis.agent.beside import Beside
 from jarvis.agent.brain import Brain, Decision, ThinkContext
 from jarvis.agent.cerebellum import Cerebellum
-from jarvis.agent.context import Turn
 from jarvis.agent.endings import Endings
 from jarvis.agent.hippocampus import Hippocampus
 from jarvis.agent.run_log import RunLog, ms_since, result_record
@@ -33,7 +33,7 @@ from jarvis.agent.state import (
 )
 from jarvis.config import Settings
 from jarvis.desktop.screen import Observation
-from jarvis.desktop.settle import Settler, SettleResult
+from jarvis.desktop.settle import STILL_FRAMES, Settler, SettleResult
 from jarvis.events import EventBus, StepStarted, TaskStarted
 from jarvis.llm.base import ProviderAuthError, ProviderError, ProviderUnreachable
 from jarvis.memory.short_term import StepRecord, ToolCallRecord
@@ -183,7 +183,10 @@ class Agent:
         self.bus.emit(StepStarted(task_id=state.task_id, step=state.step))
         timings: dict[str, float] = {}
         started = time.perf_counter()
-        observation = await self.brain.perceive(state.last_targets)
+        # the last settle's picture of the still screen, no older than the stillness it saw
+        # (a takeover since dropped it)
+        still = state.take_still(STILL_FRAMES * self.settings.settle_interval_ms / 1000)
+        observation = await self.brain.perceive(state.last_targets, still)
         if self.recorder is not None:
             self.recorder.observed(state.task_id, state.step, observation)
         state.shot = self.hippocampus.store_screenshot(observation)  # beside the model call
@@ -222,15 +225,22 @@ class Agent:
             self._no_tool_called(state, decision, record, timings)
             return
         verdict = state.stall.check(observation.phash, decision.tool_calls)
-        results = await self._act(state, context, decision, cut_at, record, timings)
-        self._remember_turn(state, decision, results, record)
-        self._run_log.step(state, record)
+        # recalled again while the screen settles (an embedding, maybe a query)
+        memories = Beside(self.hippocampus.refreshed, state.task, decision.thought, state.memories)
+        try:
+            results = await self._act(
+                state, context, decision, cut_at, record, timings, memories.start
+            )
+            state.remember(decision, results, record, self.brain.policy.trim)
+            self._run_log.step(state, record)
+            state.memories = await memories.result()
+        finally:
+            memories.drop()  # ended early: what it recalls is not needed
         if not any(r.ok for r in results):
             self._endings.count_failure(state, "every tool call of the step failed")
         else:
             state.failures = 0
         await self._endings.after_action(state, context, verdict)
-        await self._refresh_memories(state, decision.thought)
 
     async def _think(
         self,
@@ -285,7 +295,7 @@ class Agent:
     ) -> None:
         timings["act"] = timings["settle"] = 0.0
         record.result, record.timings_ms = "failed", timings
-        self._remember_turn(state, decision, [], record)
+        state.remember(decision, [], record, self.brain.policy.trim)
         self._run_log.step(state, record)
         state.notes.append(
             "Your last reply called no tool. Act with a tool, or call `finished` if the task "
@@ -301,17 +311,24 @@ class Agent:
         cut_at: int | None,
         record: StepRecord,
         timings: dict[str, float],
+        while_settling: Callable[[], None] = lambda: None,
     ) -> list[ToolResult]:
         """Run the decision's calls within the task's limits (a reply cut off at ``cut_at``
         tokens runs only its whole calls); a result for every call (the ones not run say
-        why), written into ``record``."""
+        why), written into ``record``. ``while_settling`` starts work the settle's waiting
+        leaves the CPU to."""
         allowed = decision.tool_calls[: max(0, self.settings.max_tool_calls - state.tool_calls)]
         calls = allowed if cut_at is None else cutoff.runnable(allowed)  # cut short: not run
         record.tool_calls = [
             ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in decision.tool_calls
         ]
         stale = self._person_came(state)  # decided on a screen a person has changed since
-        action = await self.cerebellum.act([] if stale else calls, context, self._settle)
+
+        async def settle() -> SettleResult:
+            while_settling()
+            return await self._settle()
+
+        action = await self.cerebellum.act([] if stale else calls, context, settle)
         results = action.results + ([_taken_over() for _ in calls] if stale else [])
         results += [cutoff.not_run_result(cut_at or 0) for _ in allowed[len(calls) :]]
         results += [
@@ -319,19 +336,12 @@ class Agent:
             for _ in decision.tool_calls[len(allowed) :]
         ]
         state.tool_calls += action.executed
+        state.still = (time.monotonic(), action.still) if action.still is not None else None
         timings["act"], timings["settle"] = action.act_ms, action.settle_ms
         record.results = [result_record(r) for r in results]
         record.result = "success" if any(r.ok for r in results) else "failed"
         record.timings_ms = timings
         return results
-
-    async def _refresh_memories(self, state: RunState, thought: str) -> None:
-        """When the plan moves away from what memories were recalled for, recall again."""
-        if not await asyncio.to_thread(self.hippocampus.direction_changed, thought):
-            return
-        fresh = await asyncio.to_thread(self.hippocampus.recall, f"{state.task}\n{thought}")
-        merged = list(dict.fromkeys([*fresh, *state.memories]))
-        state.memories = merged[: 2 * max(1, len(fresh) or 5)]
 
     def _think_context(self, state: RunState, observation: Observation) -> ThinkContext:
         return ThinkContext(
@@ -348,24 +358,6 @@ class Agent:
             max_tokens=state.max_tokens,
         )
 
-    def _remember_turn(
-        self, state: RunState, decision: Decision, results: list[ToolResult], record: StepRecord
-    ) -> None:
-        parts = [r.to_part(c.id, c.name) for c, r in zip(decision.tool_calls, results, strict=True)]
-        state.turns.append(
-            Turn(
-                step=state.step,
-                screenshot=decision.screenshot,
-                prompt=decision.prompt,
-                text=decision.text,
-                tool_calls=list(decision.tool_calls),
-                results=parts,
-                images=[image for r in results for image in r.images],
-            )
-        )
-        state.turns = self.brain.policy.trim(state.turns)
-        state.history.append((state.step, record.summary()))
-
     async def _settle(self) -> SettleResult:
         return await asyncio.to_thread(self.settler.wait, self.stop)
 
@@ -375,6 +367,8 @@ class Agent:
         if hold is None:
             return
         await hold.wait_released()
+        if hold.generation != state.takeovers_seen:
+            state.still = None  # a person had the screen since the settle
         state.notes.extend(hold.notes_after(state.takeovers_seen))
         state.takeovers_seen = hold.generation
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from jarvis import prompts
@@ -122,19 +123,27 @@ class Brain:
                 self.profile.name,
             )
 
-    def _observe(self, targets: Sequence[tuple[int, int]] = ()) -> Observation:
-        observation = self.screen.capture()  # masked where a secret was typed
+    def _observe(
+        self, targets: Sequence[tuple[int, int]] = (), still: Future[Observation] | None = None
+    ) -> Observation:
+        if still is not None and not still.cancelled():
+            observation = still.result()  # made by the settle from the screen as it is
+        else:
+            observation = self.screen.capture()  # masked where a secret was typed
         if self.elements is not None:
             observation = self.elements.look(observation, targets)
             observation.tree = redact(observation.tree)  # a field may show a secret's value
         return observation
 
-    async def perceive(self, targets: Sequence[tuple[int, int]] = ()) -> Observation:
+    async def perceive(
+        self, targets: Sequence[tuple[int, int]] = (), still: Future[Observation] | None = None
+    ) -> Observation:
         """A fresh screenshot (with the accessibility tree when the ``observation`` setting
         asks for it), taken in a worker thread. ``targets`` are the last step's pointer
         targets (model space): the tree of a window under one that is not the focused
-        window is read too."""
-        return await asyncio.to_thread(self._observe, targets)
+        window is read too. ``still``: the screenshot the last settle made of the screen
+        it saw still (the loop gives it when nothing ran since), used instead of a capture."""
+        return await asyncio.to_thread(self._observe, targets, still)
 
     def system_prompt(self, observation: Observation) -> str:
         size = observation.image_size or observation.model_size

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+from jarvis.desktop.screen import Observation
 from jarvis.desktop.settle import SettleResult
 from jarvis.llm.types import ToolCall, ToolSpec
 from jarvis.tools.context import ToolContext
@@ -24,6 +26,9 @@ class Action:
     settle_ms: float = 0.0
     settle_timeouts: int = 0
     executed: int = 0
+    still: Future[Observation] | None = None
+    """The still screen's observation when the last call run was followed by a settle that
+    made one (no call ran after it)."""
 
     @property
     def all_failed(self) -> bool:
@@ -58,10 +63,12 @@ class Cerebellum:
             action.act_ms += (time.perf_counter() - started) * 1000
             action.results.append(result)
             action.executed += 1
+            action.still = None
             if result.ok and tool is not None and tool.settles:
                 settled = await settle()
                 action.settle_ms += settled.waited_ms
                 action.settle_timeouts += int(settled.timed_out)
+                action.still = settled.still
             if not result.ok:
                 stop_reason = f"an earlier call ({call.name}) failed"
             elif tool is not None and tool.control:

@@ -87,6 +87,15 @@ class Hippocampus:
     def direction_changed(self, thought: str) -> bool:
         return self.long_term is not None and self.long_term.direction_changed(thought)
 
+    def refreshed(self, task: str, thought: str, memories: list[str]) -> list[str]:
+        """``memories`` with those recalled for the task and ``thought`` first, when the plan
+        moved away from what they were recalled for; else ``memories`` as they are."""
+        if not self.direction_changed(thought):
+            return memories
+        fresh = self.recall(f"{task}\n{thought}")
+        merged = list(dict.fromkeys([*fresh, *memories]))
+        return merged[: 2 * max(1, len(fresh) or 5)]
+
     def store_skill(self, task: str, procedure: str, task_id: str) -> None:
         if self.long_term is not None and procedure.strip():
             self.long_term.store_skill(task, procedure, task_id)

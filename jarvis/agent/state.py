@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -15,6 +18,12 @@ from jarvis.config import Settings
 from jarvis.events import TaskStatus
 from jarvis.memory.short_term import ScreenshotRef
 from jarvis.usage import Usage
+
+if TYPE_CHECKING:
+    from jarvis.agent.brain import Decision
+    from jarvis.desktop.screen import Observation
+    from jarvis.memory.short_term import StepRecord
+    from jarvis.tools.results import ToolResult
 
 
 class TaskOutcome(BaseModel):
@@ -61,6 +70,40 @@ class RunState:
     takeovers_seen: int = 0
     """The screen hold's generation when this step looked at the screen (a takeover since
     then makes the step's decided calls stale)."""
+    still: tuple[float, Future[Observation]] | None = None
+    """When the last step's settle ended (``time.monotonic()``) and the observation it made
+    of the still screen, when its last call was followed by that settle."""
+
+    def take_still(self, max_age_s: float) -> Future[Observation] | None:
+        """The last settle's observation if it ended at most ``max_age_s`` ago (once)."""
+        kept, self.still = self.still, None
+        if kept is None or time.monotonic() - kept[0] > max_age_s:
+            return None
+        return kept[1]
+
+    def remember(
+        self,
+        decision: Decision,
+        results: list[ToolResult],
+        record: StepRecord,
+        trim: Callable[[list[Turn]], list[Turn]],
+    ) -> None:
+        """The step as a turn of the context (``trim``: the context policy's) and a line
+        of the history."""
+        calls = decision.tool_calls
+        self.turns.append(
+            Turn(
+                step=self.step,
+                screenshot=decision.screenshot,
+                prompt=decision.prompt,
+                text=decision.text,
+                tool_calls=list(calls),
+                results=[r.to_part(c.id, c.name) for c, r in zip(calls, results, strict=True)],
+                images=[image for r in results for image in r.images],
+            )
+        )
+        self.turns = trim(self.turns)
+        self.history.append((self.step, record.summary()))
 
 
 class TaskEnded(Exception):

@@ -81,20 +81,28 @@ def _remap(pixels: np.ndarray, maps: tuple[Any, Any]) -> np.ndarray:
     return cv2.remap(pixels, maps[0], maps[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
 
 
-def downscale_bgrx(raw: Any, src: Size, dst: Size) -> Image.Image:
-    """An RGB picture of ``dst`` from a BGRX screen buffer of ``src`` (mss's ``raw``: any
-    object with the buffer protocol, read in place); the same picture as :func:`downscale`
-    of those pixels."""
+def downscale_bgrx_array(raw: Any, src: Size, dst: Size) -> np.ndarray | None:
+    """The BGRX array of ``dst`` from a BGRX screen buffer of ``src`` (mss's ``raw``: any
+    object with the buffer protocol, read in place) where OpenCV does it (two taps, or by
+    two); None for the other sizes."""
     factor = _integer_factor(src, dst)
     maps = _maps(src, dst) if factor is None else None
-    if factor == 2 or maps is not None:
-        import cv2
+    if factor != 2 and maps is None:
+        return None
+    import cv2
 
-        pixels = np.frombuffer(raw, np.uint8).reshape(src.height, src.width, 4)
-        if maps is not None:
-            small = _remap(pixels, maps)
-        else:  # OpenCV's area mean by two is Pillow's reduce(2), byte for byte, 4x faster
-            small = cv2.resize(pixels, (dst.width, dst.height), interpolation=cv2.INTER_AREA)
+    pixels = np.frombuffer(raw, np.uint8).reshape(src.height, src.width, 4)
+    if maps is not None:
+        return _remap(pixels, maps)
+    # OpenCV's area mean by two is Pillow's reduce(2), byte for byte, 4x faster
+    return cv2.resize(pixels, (dst.width, dst.height), interpolation=cv2.INTER_AREA)
+
+
+def downscale_bgrx(raw: Any, src: Size, dst: Size) -> Image.Image:
+    """An RGB picture of ``dst`` from a BGRX screen buffer of ``src``; the same picture as
+    :func:`downscale` of those pixels."""
+    small = downscale_bgrx_array(raw, src, dst)
+    if small is not None:
         return Image.frombytes("RGB", (dst.width, dst.height), small.data, "raw", "BGRX")
     image = Image.frombytes("RGB", (src.width, src.height), raw, "raw", "BGRX")
     return downscale(image, dst)

@@ -20,22 +20,24 @@ at least as long as the source one. The arithmetic is integer-only and lives in
 
 from __future__ import annotations
 
-import io
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
-from jarvis.desktop.downscale import downscale, downscale_bgrx
+from jarvis.desktop.downscale import downscale, downscale_bgrx_array
 from jarvis.desktop.masks import ScreenMasks
 from jarvis.desktop.monitors import capture_connection, list_monitors, monitor_note
-from jarvis.desktop.perceptual_hash import phash
+from jarvis.desktop.picture import ImageFormat, Observation, Pixels, encode_pixels, finish
+from jarvis.desktop.picture import encode_image as encode_image
+from jarvis.desktop.picture import phash_hex as phash_hex
+from jarvis.desktop.picture import resize_image as resize_image
 from jarvis.desktop.x11 import XDisplay
 from jarvis.geometry import Size, contains_point, fit_size, model_to_screen, screen_to_model
 
@@ -45,68 +47,21 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ImageFormat = Literal["jpeg", "png"]
 MEDIA_TYPES: dict[str, str] = {"jpeg": "image/jpeg", "png": "image/png"}
 _RESAMPLE = Image.Resampling.BOX
-
-
-# ------------------------------------------------------------------ image work
-
-
-def phash_hex(image: Image.Image) -> str:
-    """The 64-bit perceptual hash of a screenshot as 16 hex digits.
-
-    A box reduction to at most 320 px first makes it about 4x faster; use this
-    function wherever screenshots are compared.
-    """
-    factor = max(1, min(image.width, image.height) // 180)
-    small = image.reduce(factor) if factor > 1 else image
-    return phash(small)
-
-
-def encode_image(image: Image.Image, image_format: ImageFormat, jpeg_quality: int = 80) -> bytes:
-    buf = io.BytesIO()
-    if image_format == "jpeg":
-        image.save(buf, "JPEG", quality=jpeg_quality)
-    elif image_format == "png":
-        image.save(buf, "PNG", compress_level=1)
-    else:
-        raise ValueError(f"unknown image format {image_format!r} (jpeg or png)")
-    return buf.getvalue()
-
-
-def resize_image(image: Image.Image, size: Size) -> Image.Image:
-    """Downscale by area averaging (:func:`jarvis.desktop.downscale.downscale`): the picture
-    a screenshot of these pixels gets."""
-    return downscale(image, size)
+_WORKERS = ("screen-hash", "screen-settled")
 
 
 # ------------------------------------------------------------------ capture
 
 
-@dataclass
-class Observation:
-    """One screenshot in model space, ready to send, with its geometry and timings."""
+@dataclass(frozen=True)
+class _Shot:
+    """A BGRX frame as mss's shot gives it (its ``raw``, ``width``, ``height``)."""
 
-    image: Image.Image
-    data: bytes
-    media_type: str
-    phash: str
-    model_size: Size
-    screen_size: Size
-    origin: tuple[int, int]
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    physical_size: Size | None = None
-    image_size: Size | None = None
-    """The pixel size of ``image`` when it differs from ``model_size`` (a profile whose
-    coordinates are relative puts them on a grid of their own; see jarvis.llm.profiles)."""
-    tree: str = ""
-    """The accessibility tree's text for the model, or a note that there is none (the
-    ``observation`` setting; see jarvis.desktop.a11y.view)."""
-    tree_seconds: float = 0.0
-    monitor_note: str = ""
-    """What the screenshot shows when the display has several monitors (which one, or
-    where each is in the picture); "" with one monitor."""
+    raw: bytes
+    width: int
+    height: int
 
 
 class Screen:
@@ -141,8 +96,10 @@ class Screen:
         self._open()
         self.image_format: ImageFormat = image_format
         self.jpeg_quality = jpeg_quality
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: list[ThreadPoolExecutor] | None = None
         self._pool_lock = threading.Lock()
+        self._digest_size: Size | None = None
+        """The size of the last frame :meth:`frame_digest` grabbed (X11's digest: the frame)."""
         self.masks = ScreenMasks()
         """Boxes every picture has painted over (a field a secret was typed into)."""
 
@@ -264,8 +221,23 @@ class Screen:
         downscale, and exact: a one-pixel change counts, where a thumbnail could average
         it away.
         """
-        frame: bytes = self._sct.grab(self._region).raw  # a bytearray: compared in place
+        shot = self._sct.grab(self._region)
+        self._digest_size = Size(shot.width, shot.height)
+        frame: bytes = shot.raw  # a bytearray: compared in place
         return frame
+
+    def prepare(self, frame: bytes) -> Future[Observation] | None:
+        """The observation of a frame :meth:`frame_digest` gave, made on a worker thread
+        (settle makes the one of a still screen while it waits for the next frame); None
+        where that frame is not a picture for a model (the on-screen sign was on it, or a
+        backend's digest is a fingerprint)."""
+        size = self._digest_size
+        if size is None or len(frame) != size.width * size.height * 4:
+            return None
+        if self.veil is not None and self.veil.where == self.display:
+            return None  # settle's frames have the on-screen sign on them
+        shot = _Shot(frame, size.width, size.height)
+        return self._worker(1).submit(self._observation, shot, time.perf_counter())
 
     def _grab_image(self) -> Image.Image:
         """The monitor now, at its physical size."""
@@ -280,15 +252,17 @@ class Screen:
         ``_grab_image()``. Either has ``width`` and ``height`` (physical pixels)."""
         return self._sct.grab(self._region)
 
-    def _picture(self, frame: Any) -> Image.Image:
+    def _pixels(self, frame: Any) -> Pixels:
         """A frame of :meth:`_grab_frame` at the picture's size, masks painted: an mss
-        shot straight from its BGRX buffer (no full-size RGB copy) unless a mask must be
-        painted at full size first."""
+        shot straight from its BGRX buffer to a BGRX array (no full-size RGB copy) where
+        OpenCV scales it and no mask must be painted at full size first; else a picture."""
         if isinstance(frame, Image.Image):
             return downscale(frame, self._image)  # its _grab_image painted the masks
         physical = Size(frame.width, frame.height)
         if not self.masks.active():
-            return downscale_bgrx(frame.raw, physical, self._image)
+            small = downscale_bgrx_array(frame.raw, physical, self._image)
+            if small is not None:
+                return small
         image = Image.frombytes("RGB", (frame.width, frame.height), frame.raw, "raw", "BGRX")
         self.masks.paint(image, self.origin, (self._size.width, self._size.height))
         return downscale(image, self._image)
@@ -296,8 +270,8 @@ class Screen:
     def encoded(self) -> bytes:
         """The screen now as the screenshot is sent (its size, format and quality), with
         none of :meth:`capture`'s extras (hash, timings): for live views."""
-        image = self._picture(self._grab_frame())
-        return encode_image(image, self.image_format, self.jpeg_quality)
+        small = self._pixels(self._grab_frame())
+        return encode_pixels(small, self.image_format, self.jpeg_quality)
 
     @contextmanager
     def _unveiled(self) -> Iterator[None]:
@@ -316,14 +290,17 @@ class Screen:
         t0 = time.perf_counter()
         with self._unveiled():
             frame = self._grab_frame()
+        return self._observation(frame, t0)
+
+    def _observation(self, frame: Any, t0: float) -> Observation:
+        """The observation of a frame of :meth:`_grab_frame` grabbed from ``t0`` on."""
         t1 = time.perf_counter()
         physical = Size(frame.width, frame.height)
-        model_image = self._picture(frame)
+        small = self._pixels(frame)
         t2 = time.perf_counter()
-        hashing = self._worker().submit(phash_hex, model_image)
-        data = encode_image(model_image, self.image_format, self.jpeg_quality)
-        t3 = time.perf_counter()
-        digest = hashing.result()
+        model_image, data, digest, t3 = finish(
+            small, self.image_format, self.jpeg_quality, self._worker()
+        )
         t4 = time.perf_counter()
         timings = {
             "capture": (t1 - t0) * 1000,
@@ -375,18 +352,27 @@ class Screen:
             size,
         )
 
-    def _worker(self) -> ThreadPoolExecutor:
+    def _worker(self, which: int = 0) -> ThreadPoolExecutor:
+        """Worker 0 hashes beside the encoding; 1 makes the observations settle asks for
+        (its own: they hand their hashing to worker 0 and wait for it)."""
         with self._pool_lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="phash")
-            return self._pool
+                self._pool = [ThreadPoolExecutor(1, thread_name_prefix=n) for n in _WORKERS]
+            return self._pool[which]
 
     def close(self) -> None:
-        with self._pool_lock:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
-                self._pool = None
+        self._stop_workers()
         self._sct.close()
+
+    def _stop_workers(self) -> None:
+        """The settled worker first (what it runs hands work to the hash worker, and
+        takes the lock to find it), the hash worker then; not under the lock."""
+        with self._pool_lock:
+            pools = self._pool or []
+        for pool in reversed(pools):
+            pool.shutdown(wait=True, cancel_futures=True)
+        with self._pool_lock:
+            self._pool = None
 
     def __enter__(self) -> Screen:
         return self

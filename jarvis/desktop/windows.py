@@ -200,8 +200,8 @@ class Windows:
 
 
 def _names(d: Any, window: Any) -> tuple[str, str]:
-    net_name = d.intern_atom("_NET_WM_NAME")
-    utf8 = d.intern_atom("UTF8_STRING")
+    net_name = d.get_atom("_NET_WM_NAME")  # cached by the connection: no round trip
+    utf8 = d.get_atom("UTF8_STRING")
     title = ""
     prop = window.get_full_property(net_name, utf8)
     if prop is not None and prop.value:

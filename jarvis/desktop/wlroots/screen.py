@@ -167,7 +167,4 @@ class WlScreen(Screen):
         return crc.to_bytes(4, "big")
 
     def close(self) -> None:
-        with self._pool_lock:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
-                self._pool = None
+        self._stop_workers()
