@@ -23,6 +23,8 @@
   names a folder there) see only their own worker's, never a neighbour's.
 - Under ``--dist loadgroup``, the tests of a module that share a module- or class-scoped
   set-up run on one worker (``pytest_collection_modifyitems``).
+- A test marked ``serial`` must sit in a file that spells ``mark.serial``: `make test`'s
+  serial pass collects only those files (a grep), so it is refused anywhere else.
 - A network guard (session, automatic): in this process a socket may connect only to
   loopback (127.0.0.0/8, ::1) or a Unix socket. Anything else is refused, and the
   session ends with an error naming each address that was tried.
@@ -85,12 +87,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     ``--dist loadgroup``: the set-up runs once, not once on each worker that got one of
     its tests. A test that names its own ``xdist_group`` keeps it."""
     for item in items:
+        _check_serial_mark(item)
         info = getattr(item, "_fixtureinfo", None)
         if info is None or item.get_closest_marker("xdist_group") is not None:
             continue
         scopes = {defs[-1].scope for defs in info.name2fixturedefs.values() if defs}
         if scopes & set(_SHARED_SCOPES):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+SERIAL_MARK = "mark.serial"
+
+
+def _check_serial_mark(item: pytest.Item) -> None:
+    """`make test`'s serial pass collects only the files that spell ``mark.serial`` (its
+    grep): a serial test whose file does not would run in neither pass."""
+    if item.get_closest_marker("serial") is None:
+        return
+    source = item.path.read_text(encoding="utf-8")
+    if SERIAL_MARK not in source:
+        raise pytest.UsageError(
+            f"{item.nodeid} is marked serial, but its file never spells {SERIAL_MARK!r}: "
+            "the Makefile's serial pass would not collect it"
+        )
 
 
 def _utf8(value: Any, depth: int = 0) -> Any:
