@@ -15,11 +15,16 @@
   ``entry_text()``, ``notes_text()``, ``ok_pressed()``, ``widget_center(name)``
   (box, ok, notes, pad), ``animate(ms)``.
 - ``desktop_input`` (function): ``Input(failsafe=True)`` for the session display.
+- Every test that uses the session display starts with its pointer off the fail-safe
+  corners (an earlier test may have left it at (1919, 0)); a test of the fail-safe moves
+  it into a corner itself.
 - A private temporary folder per pytest-xdist worker (``TMPDIR``, mode 1777 like /tmp):
   tests that count what lies in ``tempfile.gettempdir()`` (or processes whose command
   names a folder there) see only their own worker's, never a neighbour's.
 - Under ``--dist loadgroup``, the tests of a module that share a module- or class-scoped
   set-up run on one worker (``pytest_collection_modifyitems``).
+- A test marked ``serial`` must sit in a file that spells ``mark.serial``: `make test`'s
+  serial pass collects only those files (a grep), so it is refused anywhere else.
 - A network guard (session, automatic): in this process a socket may connect only to
   loopback (127.0.0.0/8, ::1) or a Unix socket. Anything else is refused, and the
   session ends with an error naming each address that was tried.
@@ -38,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from jarvis.desktop.x11 import XDisplay
+from jarvis.desktop.x11 import XDisplay, close_display
 from tests.tkdriver import TkApp
 from tests.xserver import start_xvfb
 
@@ -82,12 +87,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     ``--dist loadgroup``: the set-up runs once, not once on each worker that got one of
     its tests. A test that names its own ``xdist_group`` keeps it."""
     for item in items:
+        _check_serial_mark(item)
         info = getattr(item, "_fixtureinfo", None)
         if info is None or item.get_closest_marker("xdist_group") is not None:
             continue
         scopes = {defs[-1].scope for defs in info.name2fixturedefs.values() if defs}
         if scopes & set(_SHARED_SCOPES):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+SERIAL_MARK = "mark.serial"
+
+
+def _check_serial_mark(item: pytest.Item) -> None:
+    """`make test`'s serial pass collects only the files that spell ``mark.serial`` (its
+    grep): a serial test whose file does not would run in neither pass."""
+    if item.get_closest_marker("serial") is None:
+        return
+    source = item.path.read_text(encoding="utf-8")
+    if SERIAL_MARK not in source:
+        raise pytest.UsageError(
+            f"{item.nodeid} is marked serial, but its file never spells {SERIAL_MARK!r}: "
+            "the Makefile's serial pass would not collect it"
+        )
 
 
 def _utf8(value: Any, depth: int = 0) -> Any:
@@ -124,6 +146,40 @@ def xserver() -> Iterator[Xvfb]:
         pytest.fail("pyautogui was imported before the xserver fixture started; import it lazily")
     with start_xvfb(1920, 1080, set_env=True) as server:
         yield server
+
+
+class _Pointer:
+    """One connection to the session display that puts its pointer back in the middle
+    when a test left it in a fail-safe corner (a later test's ``Input(failsafe=True)``
+    would take that for a person stopping Jarvis)."""
+
+    def __init__(self, server: Xvfb) -> None:
+        self.server = server
+        self.display = server.where.open()
+
+    def off_the_corners(self) -> None:
+        root = self.display.screen().root
+        at = root.query_pointer()
+        right, bottom = self.server.width - 1, self.server.height - 1
+        if at.root_x in (0, right) and at.root_y in (0, bottom):
+            root.warp_pointer(self.server.width // 2, self.server.height // 2)
+            self.display.sync()
+
+
+@pytest.fixture(scope="session")
+def _session_pointer(xserver: Xvfb) -> Iterator[_Pointer]:
+    pointer = _Pointer(xserver)
+    yield pointer
+    close_display(pointer.display)
+
+
+@pytest.fixture(autouse=True)
+def _pointer_off_the_corners(request: pytest.FixtureRequest) -> None:
+    """Every test on the session display starts with the pointer off its fail-safe
+    corners, whatever the tests before it (on this pytest-xdist worker) did with it; a
+    test of the fail-safe puts it in a corner itself."""
+    if "xserver" in request.fixturenames:
+        request.getfixturevalue("_session_pointer").off_the_corners()
 
 
 class _AppHolder:

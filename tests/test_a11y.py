@@ -615,10 +615,16 @@ def test_no_bus_gives_the_screenshot_alone(xserver: Xvfb, tmp_path: Path) -> Non
 
 
 # --- set-up: a private display Jarvis starts ------------------------------------------
-def test_a_sandbox_starts_the_accessibility_bus_for_its_apps(tmp_path: Path) -> None:
+def test_a_sandbox_starts_the_accessibility_bus_for_its_apps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from jarvis.safety.sandbox import Sandbox
     from jarvis.safety.settings import SandboxSettings
 
+    # the sandbox's apps get this process's environment: no dconf, so a session that an
+    # earlier mousepad on this machine left in the settings (killed: "restore it?") is
+    # not read, and this one, stopped with the sandbox, leaves none
+    monkeypatch.setenv("GSETTINGS_BACKEND", "memory")
     apps = [["mousepad", "--disable-server"]]
     settings = Settings(data_dir=tmp_path, observation="screenshot+tree")
     with Sandbox(SandboxSettings(size="1024x768", apps=apps), accessibility=True) as box:

@@ -91,8 +91,11 @@ def seen(folder: Path, name: str) -> list[str]:
 
 
 def assert_gone(display: str, xauthority: str) -> None:
-    """The display's server is gone (its socket) and so is its cookie's folder."""
-    assert not Path(f"/tmp/.X11-unix/X{display.lstrip(':')}").exists(), display
+    """The display's server is gone and so is its cookie's folder. The server is the
+    process started with that cookie file (``-auth``): its display number is free once
+    it ended, and another test on this machine may have a new server there already."""
+    servers = subprocess.run(["pgrep", "-af", "Xvfb"], capture_output=True, text=True).stdout
+    assert not [line for line in servers.splitlines() if xauthority in line], display
     assert not Path(xauthority).parent.exists(), xauthority
 
 

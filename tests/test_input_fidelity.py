@@ -163,6 +163,7 @@ def fidelity_results(_tkapp_holder: Any) -> Iterator[dict[tuple[str, str], dict[
         inp = Input(failsafe=True, display=XDisplay.from_env())
         for model in MATRIX[SESSION_SCREEN]:
             results[(SESSION_SCREEN, model)] = run_cases(app, inp, Size.parse(model))
+        app.reset()  # the last drag ends in the corner (1919, 0): the pointer back mid-screen
         for screen, child in children.items():
             out, err = child.communicate(timeout=120)
             assert child.returncode == 0, f"worker for {screen} failed: {err[-2000:]}"

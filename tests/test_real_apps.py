@@ -111,6 +111,7 @@ class Case:
             got = path.read_bytes().decode("utf-8", "replace")
             if got == expected or time.monotonic() > deadline:
                 return got
+            time.sleep(0.01)  # a poll, not a spin: the app that writes it needs the CPU
 
 
 def _wait(predicate: Callable[[], Any], what: str, timeout: float = 5.0) -> Any:

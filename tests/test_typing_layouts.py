@@ -1,5 +1,5 @@
 """Typing under keyboard layouts other than US, read back byte for byte from real
-applications (``tests/realapps.py``), on one Xvfb started with ``-noreset`` (without it
+applications (``tests/realapps.py``), on an Xvfb started with ``-noreset`` (without it
 Xvfb resets its keymap when its last client leaves, and ``setxkbmap`` seems to do nothing).
 
 - The matrix: ``us``, ``de``, ``fr`` and ``us,ru`` with the Russian group locked, in
@@ -8,7 +8,8 @@ Xvfb resets its keymap when its last client leaves, and ``setxkbmap`` seems to d
   symbols, accented letters, Cyrillic, CJK with more distinct characters than half the
   spare keycodes, so the keycodes are remapped between pieces, and emoji) is typed five
   times, cleared in between (the terminal's ``cat`` appends), and read back. After each
-  run the user's group is in force again and no spare keycode is left mapped.
+  run the user's group is in force again and no spare keycode is left mapped. Each test
+  has an Xvfb of its own, so under pytest-xdist the applications type on separate workers.
 - Hotkeys name keys: under ``de`` (z and y swapped), ``fr`` (azerty) and ``us,ru`` (the
   Russian group active), ctrl+a, ctrl+z (undo) and ctrl+y (redo) do what they say in
   mousepad, through xdotool and through XTEST on our own connection.
@@ -56,7 +57,7 @@ class Bench:
         return app
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # each test its own Xvfb (a second): the slow ones can run on other workers
 def bench() -> Iterator[Bench]:
     with (
         tempfile.TemporaryDirectory(prefix="jarvis-layouts-") as tmp,

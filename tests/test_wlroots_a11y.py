@@ -103,6 +103,10 @@ def mousepad(
     for name, sub in (("CONFIG", ".config"), ("DATA", ".local/share"), ("CACHE", ".cache")):
         env[f"XDG_{name}_HOME"] = str(home / sub)
     env["GDK_BACKEND"] = "wayland"
+    # no dconf: the session bus would start dconf-service with this process's HOME, and
+    # the killed mousepad's session (an autosave to restore) would land in the person's
+    # settings, where every later mousepad on the machine asks to restore it
+    env["GSETTINGS_BACKEND"] = "memory"
     env.pop("DISPLAY", None)
     env["XDG_RUNTIME_DIR"] = str(sway.runtime_dir.parent)
     app = subprocess.Popen(

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -236,8 +237,9 @@ def _run_step(folder: Path, data_dir: Path) -> list[Reference]:
 def _mentions(path: Path, raw: bytes | None = None) -> list[Reference]:
     if raw is None:
         try:
-            with path.open("rb") as f:
-                raw = f.read(_MENTION_LIMIT)
+            with path.open("rb") as f:  # a buffer of the file's size, not of the limit:
+                size = os.fstat(f.fileno()).st_size  # malloc fills it (jarvis/freed_memory.py)
+                raw = f.read(min(size, _MENTION_LIMIT))
         except OSError as exc:
             log.warning("cannot read %s: %s", path, exc)
             return []
