@@ -283,6 +283,7 @@ def test_the_fail_safe_stops_the_task(desk: Desk) -> None:
         x11.xdotool("mousemove", "960", "540")
 
 
+@pytest.mark.serial  # some of the text is typed within the 0.5 s: not on a starved worker
 def test_a_timed_out_type_stops_typing_before_the_next_call(desk: Desk, tmp_path: Path) -> None:
     import threading
 
