@@ -29,6 +29,7 @@ from typing import Literal
 
 from PIL import Image
 
+from jarvis.desktop.picture import encode_image
 from jarvis.llm.pruning import prune_images
 from jarvis.llm.types import ImagePart, Message, Part, TextPart, ToolCall, ToolResultPart
 
@@ -101,12 +102,8 @@ def scaled(part: ImagePart, scale: float) -> ImagePart:
         kind = image.format or "PNG"
         image.draft("RGB", size)  # JPEG: decode at the smaller size straight away
         smaller = image.convert("RGB").resize(size, Image.Resampling.BOX)
-    out = io.BytesIO()
-    if kind == "JPEG":
-        smaller.save(out, "JPEG", quality=80)
-    else:
-        smaller.save(out, "PNG", compress_level=1)
-    return ImagePart.from_bytes(out.getvalue(), part.media_type)
+    data = encode_image(smaller, "jpeg" if kind == "JPEG" else "png")
+    return ImagePart.from_bytes(data, part.media_type)
 
 
 @dataclass
