@@ -76,7 +76,10 @@ async def test_thought_streams_as_markdown_with_coalesced_writes() -> None:
         await until(lambda: shown() == expected, pilot)
         [thought] = view(app, "T003").thought_views()
         assert thought.draws < 29  # drawn in a few coalesced writes, not one per delta
-        assert "Reading&#160;the&#160;screen&#160;slowly" in app.export_screenshot()
+        # the source is whole; the Markdown widget paints it on a later refresh
+        await until(
+            lambda: "Reading&#160;the&#160;screen&#160;slowly" in app.export_screenshot(), pilot
+        )
         assert view(app, "T003").has_class("live")
         assert "T003 in progress" in str(app.status.render())
 
