@@ -87,6 +87,7 @@ async def in_view(page: Any, x: int, y: int, screen: tuple[int, int]) -> tuple[f
     ] / screen[1]
 
 
+@pytest.mark.serial  # the agent's typing stops within 0.3 s of the takeover: not on a starved core
 async def test_the_panel_views_takes_over_and_hands_back(
     tmp_path: Path, fake_model: FakeModel, monkeypatch: Any, tkapp: Any
 ) -> None:

@@ -135,8 +135,10 @@ class VncServer:
                 raise VncError(f"x11vnc on {self.display} exited at start")
             seen += chunk
             if f"PORT={self.port}".encode() in seen:
-                self._drain = threading.Thread(target=_drain, args=(out,), daemon=True)
-                self._drain.start()
+                drain = threading.Thread(target=_drain, args=(out,), daemon=True)
+                drain.start()  # started before it is seen: a stop in another thread joins it
+                with self._lock:
+                    self._drain = drain
                 return
         raise VncError(f"x11vnc on {self.display} did not start within {START_TIMEOUT_S:.0f} s")
 
@@ -158,9 +160,10 @@ class VncServer:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=3)
-        if self._drain is not None:  # x11vnc has exited: the reader sees the end of its output
-            self._drain.join(timeout=3)
-            self._drain = None
+        with self._lock:
+            drain, self._drain = self._drain, None
+        if drain is not None:  # x11vnc has exited: the reader sees the end of its output
+            drain.join(timeout=3)
         if proc.stdout is not None:
             proc.stdout.close()
 
