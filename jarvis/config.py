@@ -142,9 +142,9 @@ class Settings(BaseSettings):
     type_method: Literal["auto", "xdotool", "clipboard"] = "auto"
 
     # settle
-    settle_floor_ms: int = Field(50, ge=0)
+    settle_floor_ms: int = Field(40, ge=0)
     settle_ceiling_ms: int = Field(3000, ge=1)
-    settle_interval_ms: int = Field(25, ge=1)
+    settle_interval_ms: int = Field(20, ge=1)
 
     # tools
     tools: ToolPolicy = Field(default_factory=ToolPolicy)

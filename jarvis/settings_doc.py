@@ -41,7 +41,7 @@ names, and lists and objects are given there as JSON. Examples:
 
 ```json
 {"max_steps": 40, "max_side": 1280, "image_format": "jpeg", "failsafe": true,
- "settle_floor_ms": 50, "settle_ceiling_ms": 3000,
+ "settle_floor_ms": 40, "settle_ceiling_ms": 3000,
  "tools": {"deny": ["drag"], "per_provider": {"openai": {"deny": ["scroll"]}},
            "limits": {"type": {"cooldown_s": 0.5, "timeout_s": 20}}}}
 ```

@@ -94,12 +94,12 @@ def settler(xserver: object, tmp_path: Path) -> Iterator[Settler]:
         yield Settler(screen, settings)
 
 
-@pytest.mark.serial  # three grabs 25 ms apart on the real screen
+@pytest.mark.serial  # three grabs 20 ms apart on the real screen
 def test_still_desktop_settles_at_the_floor(tkapp: TkApp, settler: Settler) -> None:
-    assert (settler.floor_ms, settler.interval_ms) == (50, 25)  # the defaults
+    assert (settler.floor_ms, settler.interval_ms) == (40, 20)  # the defaults
     result = settler.wait()
     assert not result.timed_out
-    assert result.frames == 3  # one grab, then two unchanged at 25 and 50 ms
+    assert result.frames == 3  # one grab, then two unchanged at 20 and 40 ms
 
 
 @pytest.mark.serial  # the sampling against a real animation's frame times

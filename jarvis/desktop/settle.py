@@ -46,9 +46,9 @@ class SettleResult:
 
 def wait_until_still(
     grab: Callable[[], bytes],
-    floor_ms: float = 50,
+    floor_ms: float = 40,
     ceiling_ms: float = 3000,
-    interval_ms: float = 25,
+    interval_ms: float = 20,
     still_frames: int = STILL_FRAMES,
     stop: threading.Event | None = None,
     on_unchanged: Callable[[bytes, int], object] | None = None,

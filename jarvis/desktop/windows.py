@@ -164,6 +164,13 @@ class Windows:
 
     def _at(self, d: Any, x: int, y: int) -> WindowInfo:
         root = d.screen().root
+        # the server's own hit test: the topmost mapped child of the root there, one round
+        # trip (the scan below asks two of each window from the top of the stack down)
+        hit = root.translate_coords(root, x, y).child
+        if hit is None or isinstance(hit, int) or hit.id == root.id:
+            return UNKNOWN  # no mapped window there
+        if hit.get_attributes().win_class == 1:  # InputOutput (an InputOnly one: look below)
+            return self._describe(d, hit)
         for child in reversed(root.query_tree().children):  # top of the stack first
             attrs = child.get_attributes()
             if attrs.map_state != 2 or attrs.win_class != 1:  # viewable, InputOutput
