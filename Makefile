@@ -85,7 +85,10 @@ TEST_WORKERS ?= 2
 # The files that hold serial tests: the second pass collects only these (tests/conftest.py
 # refuses a serial test in a file where this grep would miss it).
 SERIAL_FILES = $(shell grep -l 'mark\.serial' tests/test_*.py)
+# What the slowest tests install (the container tests' image, the fresh-install test's
+# wheelhouse) is made first, outside pytest's time: tests/prepare.py.
 unit: setup
+	$(BIN)/python -m tests.prepare
 ifeq ($(TEST_WORKERS),0)
 	$(BIN)/pytest -q --durations=20
 else

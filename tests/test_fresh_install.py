@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,13 +23,9 @@ import pytest
 
 from tests.agent_harness import TEST_KEY
 from tests.fake_model import FakeModel, Reply, call
-from tests.test_serve import ROOT
+from tests.wheelhouse import WHEELHOUSE, copy_source, fill_wheelhouse
 
 NETGUARD = Path(__file__).parent / "netguard"
-WHEELHOUSE = Path(
-    os.environ.get("JARVIS_TEST_WHEELHOUSE")
-    or Path.home() / ".cache" / "jarvis-tests" / "wheelhouse"
-)
 FACT = "The user's text editor of choice is mousepad."
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("xserver")]
@@ -38,18 +33,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("xserver")]
 
 def sh(*args: str | Path, **kw: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=900, **kw)
-
-
-def copy_source(destination: Path) -> Path:
-    """The files of this tree that git tracks or would track (what a clone has), copied."""
-    listed = sh("git", "-C", ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-    assert listed.returncode == 0, listed.stderr
-    for name in filter(None, listed.stdout.split("\0")):
-        if name.startswith("tests/") or not (ROOT / name).is_file():
-            continue
-        (destination / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / name, destination / name)
-    return destination
 
 
 def install(venv: Path, source: Path) -> None:
@@ -69,11 +52,7 @@ def install(venv: Path, source: Path) -> None:
     # requirement missing (pip does not fail on it): `pip check` says whether it is whole
     if WHEELHOUSE.is_dir() and sh(*offline).returncode == 0 and sh(pip, "check").returncode == 0:
         return
-    WHEELHOUSE.mkdir(parents=True, exist_ok=True)
-    fill = sh(
-        pip, "wheel", "-q", "-w", WHEELHOUSE, "--find-links", WHEELHOUSE,
-        source, "setuptools>=77", "wheel",
-    )  # fmt: skip
+    fill = fill_wheelhouse(pip, source)
     assert fill.returncode == 0, fill.stdout + fill.stderr
     done = sh(*offline)
     assert done.returncode == 0, done.stdout + done.stderr
