@@ -170,6 +170,7 @@ async def test_hotkey_stops_a_typing_task(
             # the agent is usable at once: the next task runs and finishes
             second = await asyncio.wait_for(agent.run("type next"), timeout=60)
     assert second.status == "finished", second.summary
+    tkapp.sync()  # the app has taken every key sent before it reads its fields
     assert tkapp.entry_text() == "next"
     assert tkapp.notes_text() == typed  # nothing more reached the notes after the stop
     assert _keys_down() == []  # no key left held by the ended typing
