@@ -9,6 +9,7 @@ import asyncio
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ def test_a_press_once_the_brake_is_armed_ends_the_run_before_any_action(
     )
     subprocess.run(["xdotool", "mousemove", "5", "5"], check=True, timeout=10)
     argv = [sys.executable, "-m", "jarvis", "run", "move the mouse"]
+    launched = time.monotonic()
     proc = subprocess.Popen(
         [*argv, "--data-dir", str(tmp_path / "data")],
         env=run_env(xserver, fake_model),
@@ -55,6 +57,9 @@ def test_a_press_once_the_brake_is_armed_ends_the_run_before_any_action(
         assert proc.stdout is not None
         first = proc.stdout.readline()  # the run's first line: nothing loads before the brake
         assert first == "brake armed: ctrl+alt+escape stops the run\n", first
+        # the press half a second after launch (the moment), or at the grab when
+        # a loaded machine armed it later: a press before the grab reaches the focused app
+        time.sleep(max(0.0, launched + 0.5 - time.monotonic()))
         _press("ctrl+alt+Escape")
         out, err = proc.communicate(timeout=90)
     finally:
