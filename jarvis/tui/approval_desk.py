@@ -42,6 +42,8 @@ class ApprovalDesk:
         except BackendError as exc:
             app.notify(f"pending approvals: {exc}", severity="warning", markup=False)
             return
+        if not app.is_running or not app.screen_stack:  # the cockpit closed meanwhile
+            return
         held = {str(line.get("approval_id")) for line in pending}
         for approval_id in sorted(before - held):
             app.show(cockpit.approval_gone(approval_id))
