@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests import container_image
 from tests.wheelhouse import copy_source, fill_wheelhouse
 
@@ -48,9 +50,7 @@ def main() -> int:
         started = time.monotonic()
         try:
             said = part()
-        except BaseException as exc:  # pytest.fail() raises a BaseException
-            if isinstance(exc, KeyboardInterrupt):
-                raise
+        except (Exception, pytest.fail.Exception) as exc:  # pytest.fail's is no Exception
             said = f"not made ({type(exc).__name__}: {str(exc)[-300:]}); its tests will say why"
         print(f"prepare {name}: {said} ({time.monotonic() - started:.0f} s)", flush=True)
     return 0
